@@ -1,0 +1,3 @@
+module example.com/gpuinfer
+
+go 1.19

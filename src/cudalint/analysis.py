@@ -1,0 +1,196 @@
+"""The driver: runs the pipeline stages over the discovered files.
+
+discover -> prefilter -> parse -> functions -> cfg -> facts -> passes. Work is
+split per directory (a package is the unit that facts such as "never returns"
+are computed over) and spread over worker processes. Every stage's failure on
+one input becomes a notification for that input; the run goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from itertools import groupby
+from pathlib import Path
+from typing import TypeVar
+
+from cudalint import prefilter
+from cudalint.analyzer import Pass
+from cudalint.cfg import build_package_cfgs
+from cudalint.facts import compute_facts
+from cudalint.findings import Notification, NotificationKind, Result
+from cudalint.functions import collect_packages
+from cudalint.knowledge import Knowledge
+from cudalint.parse import parse
+from cudalint.passes import ANALYZERS
+from cudalint.source import SourceFile, display_path, read_source
+
+T = TypeVar("T")
+
+# Statement nesting is walked recursively (as a compiler does); a thread with a
+# large stack lets MAX_NESTING be generous without risking the interpreter.
+_STACK_BYTES = 256 * 1024 * 1024
+_RECURSION_LIMIT = 20000
+
+
+@dataclass(frozen=True)
+class Settings:
+    base: Path
+    enabled: frozenset[str]
+    jobs: int = 1
+    debug: bool = False
+
+
+def _in_deep_stack(function: Callable[..., T], *args) -> T:
+    outcome: list = []
+
+    def target() -> None:
+        try:
+            outcome.append((True, function(*args)))
+        except BaseException as error:  # re-raised in the calling thread
+            outcome.append((False, error))
+
+    previous = threading.stack_size()
+    threading.stack_size(_STACK_BYTES)
+    try:
+        thread = threading.Thread(target=target, name="cudalint-analysis")
+        thread.start()
+    finally:
+        threading.stack_size(previous)
+    thread.join()
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
+def _internal_error(path: str, what: str, error: BaseException, debug: bool) -> Notification:
+    message = f"internal error in {what}: {type(error).__name__}: {error}; results for this package are incomplete"
+    if debug:
+        message += "\n" + "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    return Notification(NotificationKind.INTERNAL_ERROR, path, message, level="error")
+
+
+def analyze_directory(paths: list[Path], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...]) -> Result:
+    """Analyse the Go files of one directory (one or two packages)."""
+    result = Result()
+    sources: list[SourceFile] = []
+    for path in paths:
+        read = read_source(path, display_path(path, settings.base))
+        if isinstance(read, Notification):
+            result.notifications.append(read)
+        else:
+            sources.append(read)
+    if not sources:
+        return result
+    if not prefilter.may_match((s.data for s in sources), needles):
+        result.files_skipped += len(sources)
+        return result
+    parsed_files = []
+    for source in sources:
+        parsed, notes = parse(source)
+        parsed_files.append(parsed)
+        result.notifications.extend(notes)
+    result.files_analysed += len(parsed_files)
+    directory = display_path(paths[0].parent, settings.base)
+    try:
+        packages = collect_packages(parsed_files, directory, knowledge.package_names)
+    except Exception as error:  # noqa: BLE001 - isolate one package's crash
+        result.notifications.append(_internal_error(directory, "the functions stage", error, settings.debug))
+        result.internal_errors += 1
+        return result
+    for package in packages:
+        _analyze_package(package, settings, knowledge, result)
+    return result
+
+
+def _analyze_package(package, settings: Settings, knowledge: Knowledge, result: Result) -> None:
+    where = package.files[0].display
+    try:
+        graphs = build_package_cfgs(package)
+        facts = compute_facts(package, knowledge)
+    except Exception as error:  # noqa: BLE001
+        result.notifications.append(_internal_error(where, f"package {package.name}", error, settings.debug))
+        result.internal_errors += 1
+        return
+    for unit in package.units:
+        problem = unit.problem if unit.problem != "contains a syntax error" else None
+        problem = problem or graphs.failures.get(unit)
+        if problem is not None:
+            line = unit.node.start_point[0] + 1
+            result.notifications.append(Notification(
+                NotificationKind.TOO_COMPLEX, unit.file.display,
+                f"function {unit.name} {problem}; not analysed", line, unit.node.start_point[1] + 1,
+            ))
+    for analyzer in ANALYZERS:
+        if not analyzer.rule_ids & settings.enabled:
+            continue
+        pass_ = Pass(package, graphs, facts, knowledge, settings.enabled)
+        try:
+            analyzer.run(pass_)
+        except Exception as error:  # noqa: BLE001
+            rules = ", ".join(sorted(analyzer.rule_ids))
+            result.notifications.append(
+                _internal_error(where, f"pass {analyzer.name} ({rules}) on package {package.name}", error, settings.debug)
+            )
+            result.internal_errors += 1
+            continue
+        result.findings.extend(pass_.findings)
+
+
+# -- parallel execution ------------------------------------------------------
+
+_worker_state: tuple[Settings, Knowledge, tuple[bytes, ...]] | None = None
+
+
+def _init_worker(settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...]) -> None:
+    global _worker_state
+    _worker_state = (settings, knowledge, needles)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))
+
+
+def _work(paths: list[Path]) -> Result:
+    assert _worker_state is not None
+    settings, knowledge, needles = _worker_state
+    return _in_deep_stack(_guarded, paths, settings, knowledge, needles)
+
+
+def _guarded(paths: list[Path], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...]) -> Result:
+    try:
+        return analyze_directory(paths, settings, knowledge, needles)
+    except Exception as error:  # noqa: BLE001 - last line of defence for one directory
+        result = Result(internal_errors=1)
+        where = display_path(paths[0].parent, settings.base)
+        result.notifications.append(_internal_error(where, "the analysis of this directory", error, settings.debug))
+        return result
+
+
+def default_jobs() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Result:
+    needles = prefilter.needles_for(ANALYZERS, knowledge, settings.enabled)
+    directories = [list(group) for _, group in groupby(sorted(files, key=lambda p: (p.parent.as_posix(), p.name)), key=lambda p: p.parent)]
+    total = Result()
+    if settings.jobs > 1 and len(directories) > 1:
+        with ProcessPoolExecutor(
+            max_workers=min(settings.jobs, len(directories)),
+            initializer=_init_worker, initargs=(settings, knowledge, needles),
+        ) as pool:
+            for part in pool.map(_work, directories, chunksize=max(1, len(directories) // (settings.jobs * 8))):
+                total.extend(part)
+    else:
+        _init_worker(settings, knowledge, needles)
+        for directory in directories:
+            total.extend(_work(directory))
+    total.sort()
+    return total

@@ -1,0 +1,53 @@
+"""The pass framework, after golang.org/x/tools/go/analysis: an Analyzer has a
+name, documentation and the rules it reports; it runs once per package over
+facts computed earlier (units, graphs, call facts) and never recomputes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from cudalint.catalog import Rule
+from cudalint.cfg import PackageCFGs
+from cudalint.facts import Facts
+from cudalint.findings import Finding, Step
+from cudalint.functions import Package, Unit
+from cudalint.knowledge import Knowledge
+
+
+@dataclass
+class Pass:
+    package: Package
+    cfgs: PackageCFGs
+    facts: Facts
+    knowledge: Knowledge
+    enabled: frozenset[str]
+    findings: list[Finding] = field(default_factory=list)
+
+    def report(self, rule_id: str, unit: Unit, node: Node, message: str, steps: tuple[Step, ...] = ()) -> None:
+        if rule_id not in self.enabled:
+            return
+        source = unit.file.source
+        span = source.span(node)
+        self.findings.append(Finding(
+            rule_id, source.display, span, message, unit.name,
+            source.line_text(span.start.line), steps,
+        ))
+
+
+@dataclass(frozen=True)
+class Analyzer:
+    name: str
+    doc: str
+    rules: tuple[Rule, ...]
+    run: Callable[[Pass], None]
+    # Byte strings one of which a file must contain for this analyzer to have
+    # anything to say about its package (the prefilter's input).
+    needles: Callable[[Knowledge], frozenset[bytes]]
+
+    @property
+    def rule_ids(self) -> frozenset[str]:
+        return frozenset(rule.id for rule in self.rules)

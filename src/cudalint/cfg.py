@@ -1,0 +1,539 @@
+"""The control-flow graph of one function, with the semantics of
+golang.org/x/tools/go/cfg (the graph `go vet` trusts), plus what the rules need
+and go/cfg lacks:
+
+* every conditional edge carries the leaf condition it tested and the value it
+  took (`cond`, `polarity`), so a pass can tell the `st != C.cudaSuccess`
+  branch from the other; `&&`, `||` and `!` are split as go/cfg splits them;
+* switch and type-switch case edges carry the case clause and the tag;
+* four distinct exits: normal return, goroutine exit (`runtime.Goexit`,
+  `t.FailNow`), panic, process exit (`os.Exit`, `log.Fatal`). Deferred calls
+  run on the first three only.
+
+Nodes are statements (and conditions, case tests, loop heads); unreachable
+code keeps its nodes, with no path from the entry, so "is this reachable" is a
+graph question. Conditions are not constant-folded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+
+import networkx as nx
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.functions import Package, Unit, UnitKind
+from cudalint.scope import MAX_NESTING, NestingTooDeep, Resolution, Symbol, SymbolKind
+
+
+class ExitKind(str, Enum):
+    RETURN = "return"
+    GOEXIT = "goexit"
+    PANIC = "panic"
+    PROCESS = "process-exit"
+
+
+DEFERS_RUN_ON = frozenset({ExitKind.RETURN, ExitKind.GOEXIT, ExitKind.PANIC})
+
+
+class NodeKind(str, Enum):
+    ENTRY = "entry"
+    EXIT = "exit"
+    STMT = "stmt"
+    COND = "cond"
+    SWITCH = "switch"
+    CASE = "case"
+    TYPESWITCH = "typeswitch"
+    TYPECASE = "typecase"
+    SELECT = "select"
+    COMM = "comm"
+    RANGE = "range"
+    LOOP = "loop"
+    LABEL = "label"
+    GOTO = "goto"
+    BREAK = "break"
+    CONTINUE = "continue"
+    FALLTHROUGH = "fallthrough"
+    RETURN = "return"
+    IMPLICIT_RETURN = "implicit-return"
+    DEFER = "defer"
+    GO = "go"
+
+
+@dataclass
+class CFG:
+    unit: Unit
+    graph: nx.DiGraph
+    entry: int
+    exits: dict[ExitKind, int]
+    node_of: dict[Node, int] = field(default_factory=dict)
+    _live: frozenset[int] | None = field(default=None, repr=False)
+
+    def kind(self, n: int) -> NodeKind:
+        return self.graph.nodes[n]["kind"]
+
+    def ast(self, n: int) -> Node | None:
+        return self.graph.nodes[n]["ast"]
+
+    def line(self, n: int) -> int:
+        return self.graph.nodes[n]["line"]
+
+    @property
+    def live(self) -> frozenset[int]:
+        """Nodes reachable from the entry."""
+        if self._live is None:
+            self._live = frozenset(nx.descendants(self.graph, self.entry) | {self.entry})
+        return self._live
+
+    def reachable(self, n: int) -> bool:
+        return n in self.live
+
+    def exit_reachable(self, kind: ExitKind) -> bool:
+        return self.exits[kind] in self.live
+
+    def statement_nodes(self) -> Iterable[int]:
+        """Nodes that stand for source constructs, in creation (source) order."""
+        for n, data in self.graph.nodes(data=True):
+            if data["ast"] is not None and data["kind"] not in (NodeKind.ENTRY, NodeKind.EXIT):
+                yield n
+
+
+# Standard-library calls that never return, and how the goroutine ends.
+_NO_RETURN_FUNCS: dict[tuple[str, str], ExitKind] = {
+    ("os", "Exit"): ExitKind.PROCESS,
+    ("syscall", "Exit"): ExitKind.PROCESS,
+    ("log", "Fatal"): ExitKind.PROCESS,
+    ("log", "Fatalf"): ExitKind.PROCESS,
+    ("log", "Fatalln"): ExitKind.PROCESS,
+    ("log", "Panic"): ExitKind.PANIC,
+    ("log", "Panicf"): ExitKind.PANIC,
+    ("log", "Panicln"): ExitKind.PANIC,
+    ("runtime", "Goexit"): ExitKind.GOEXIT,
+}
+_TESTING_GOEXIT = frozenset({"Fatal", "Fatalf", "FailNow", "Skip", "Skipf", "SkipNow"})
+_NO_RETURN_METHODS: dict[tuple[str, str], dict[str, ExitKind]] = {
+    **{("testing", t): {m: ExitKind.GOEXIT for m in _TESTING_GOEXIT} for t in ("T", "B", "F", "TB")},
+    ("log", "Logger"): {
+        "Fatal": ExitKind.PROCESS, "Fatalf": ExitKind.PROCESS, "Fatalln": ExitKind.PROCESS,
+        "Panic": ExitKind.PANIC, "Panicf": ExitKind.PANIC, "Panicln": ExitKind.PANIC,
+    },
+}
+
+
+class ExitOracle:
+    """Answers "does this call return?" for the CFG builder: builtins, the
+    standard library's no-return functions, and functions of the same package
+    whose bodies cannot return (computed by build_package_cfgs)."""
+
+    def __init__(self, resolution: Resolution, package_exits: dict[Symbol, frozenset[ExitKind]]):
+        self.resolution = resolution
+        self.package_exits = package_exits
+        self.consulted: set[Symbol] = set()
+
+    def exits_of(self, call: Node) -> frozenset[ExitKind] | None:
+        """None if the call may return; otherwise how it ends the goroutine
+        (an empty set for a call that blocks forever)."""
+        function = syntax.unparen(call.child_by_field_name("function"))
+        if function is None:
+            return None
+        res = self.resolution
+        if function.type == "identifier":
+            symbol = res.symbol(function)
+            if symbol is None:
+                return None
+            if symbol.kind is SymbolKind.BUILTIN and symbol.name == "panic":
+                return frozenset({ExitKind.PANIC})
+            if symbol.kind is SymbolKind.FUNC:
+                self.consulted.add(symbol)
+                return self.package_exits.get(symbol)
+            return None
+        if function.type == "selector_expression":
+            operand = syntax.unparen(function.child_by_field_name("operand"))
+            name = syntax.text(function.child_by_field_name("field"))
+            if operand is None or operand.type != "identifier":
+                return None
+            path = res.package_of(operand)
+            if path is not None:
+                kind = _NO_RETURN_FUNCS.get((path, name))
+                return frozenset({kind}) if kind is not None else None
+            declared = res.declared_type(res.symbol(operand))
+            if declared is not None:
+                kind = _NO_RETURN_METHODS.get(declared, {}).get(name)
+                return frozenset({kind}) if kind is not None else None
+        return None
+
+
+Pending = list[tuple[int, dict]]
+
+
+@dataclass
+class _Target:
+    label: str | None
+    is_loop: bool
+    breaks: Pending = field(default_factory=list)
+    continues: Pending = field(default_factory=list)
+
+
+_SIMPLE = frozenset({
+    "short_var_declaration", "assignment_statement", "inc_statement", "dec_statement",
+    "send_statement", "var_declaration", "const_declaration", "type_declaration",
+})
+
+
+class _Builder:
+    def __init__(self, unit: Unit, oracle: ExitOracle):
+        self.unit = unit
+        self.oracle = oracle
+        self.g = nx.DiGraph()
+        self.node_of: dict[Node, int] = {}
+        self.entry = self._node(NodeKind.ENTRY, None, syntax.line(unit.node))
+        self.exits = {kind: self._node(NodeKind.EXIT, None, 0, exit=kind) for kind in ExitKind}
+        self.pending: Pending = [(self.entry, {})]
+        self.targets: list[_Target] = []
+        self.labels: dict[str, int] = {}
+        self.gotos: list[tuple[int, str]] = []
+        self.fallthrough: Pending = []
+        self.depth = 0
+
+    # -- graph primitives ---------------------------------------------------
+
+    def _node(self, kind: NodeKind, ast: Node | None, line: int, **attrs) -> int:
+        n = self.g.number_of_nodes()
+        self.g.add_node(n, kind=kind, ast=ast, line=line, **attrs)
+        if ast is not None and ast not in self.node_of:
+            self.node_of[ast] = n
+        return n
+
+    def _edge(self, source: int, target: int, attrs: dict) -> None:
+        existing = self.g.get_edge_data(source, target)
+        if existing is None:
+            self.g.add_edge(source, target, **attrs)
+        elif existing != attrs:
+            # Both outcomes of a test reach the same node: the edge constrains nothing.
+            self.g.remove_edge(source, target)
+            self.g.add_edge(source, target)
+
+    def connect(self, pending: Pending, target: int) -> None:
+        for source, attrs in pending:
+            self._edge(source, target, attrs)
+
+    def add(self, kind: NodeKind, ast: Node | None, line: int | None = None, **attrs) -> int:
+        n = self._node(kind, ast, line if line is not None else syntax.line(ast), **attrs)
+        self.connect(self.pending, n)
+        self.pending = [(n, {})]
+        return n
+
+    def end_at(self, n: int, kinds: Iterable[ExitKind]) -> None:
+        for kind in kinds:
+            self._edge(n, self.exits[kind], {})
+        self.pending = []
+
+    # -- function -----------------------------------------------------------
+
+    def build(self) -> CFG:
+        body = self.unit.body
+        if body is not None:
+            self.statements(syntax.statements(body))
+            if self.pending:
+                n = self.add(NodeKind.IMPLICIT_RETURN, body, line=body.end_point[0] + 1)
+                self.node_of.pop(body, None)
+                self.end_at(n, [ExitKind.RETURN])
+        for n, label in self.gotos:
+            if label in self.labels:
+                self._edge(n, self.labels[label], {"branch": "goto"})
+        return CFG(self.unit, self.g, self.entry, self.exits, self.node_of)
+
+    def statements(self, statements: list[Node]) -> None:
+        for statement in statements:
+            self.statement(statement)
+
+    def statement(self, node: Node | None, label: str | None = None) -> None:
+        if node is None:
+            return
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise NestingTooDeep(node)
+        try:
+            kind = node.type
+            if kind in _SIMPLE:
+                self.add(NodeKind.STMT, node)
+            elif kind == "expression_statement":
+                self.expression_statement(node)
+            elif kind == "block":
+                self.statements(syntax.statements(node))
+            elif kind == "return_statement":
+                self.end_at(self.add(NodeKind.RETURN, node), [ExitKind.RETURN])
+            elif kind == "defer_statement":
+                self.add(NodeKind.DEFER, node)
+            elif kind == "go_statement":
+                self.add(NodeKind.GO, node)
+            elif kind == "if_statement":
+                self.if_statement(node)
+            elif kind == "for_statement":
+                self.for_statement(node, label)
+            elif kind == "expression_switch_statement":
+                self.switch_statement(node, label, typed=False)
+            elif kind == "type_switch_statement":
+                self.switch_statement(node, label, typed=True)
+            elif kind == "select_statement":
+                self.select_statement(node, label)
+            elif kind == "labeled_statement":
+                self.labeled_statement(node)
+            elif kind == "goto_statement":
+                n = self.add(NodeKind.GOTO, node)
+                self.gotos.append((n, _label_of(node)))
+                self.pending = []
+            elif kind == "break_statement":
+                self.jump(node, NodeKind.BREAK)
+            elif kind == "continue_statement":
+                self.jump(node, NodeKind.CONTINUE)
+            elif kind == "fallthrough_statement":
+                self.fallthrough = [(self.add(NodeKind.FALLTHROUGH, node), {"branch": "fallthrough"})]
+                self.pending = []
+            elif kind == "empty_statement":
+                pass
+            else:
+                self.add(NodeKind.STMT, node)
+        finally:
+            self.depth -= 1
+
+    def expression_statement(self, node: Node) -> None:
+        n = self.add(NodeKind.STMT, node)
+        inner = syntax.children(node)
+        call = syntax.unparen(inner[0]) if inner else None
+        if call is not None and call.type == "call_expression":
+            exits = self.oracle.exits_of(call)
+            if exits is not None:
+                self.end_at(n, exits)
+
+    def jump(self, node: Node, kind: NodeKind) -> None:
+        n = self.add(kind, node)
+        self.pending = []
+        label = _label_of(node)
+        for target in reversed(self.targets):
+            if label is not None and target.label != label:
+                continue
+            if kind is NodeKind.CONTINUE and not target.is_loop:
+                continue
+            edge = (n, {"branch": kind.value})
+            (target.continues if kind is NodeKind.CONTINUE else target.breaks).append(edge)
+            return
+
+    # -- conditions ---------------------------------------------------------
+
+    def cond(self, expression: Node | None) -> tuple[Pending, Pending]:
+        """Evaluate a boolean expression; return the pending edges taken when
+        it is true and when it is false."""
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise NestingTooDeep(expression)
+        try:
+            e = syntax.unparen(expression)
+            if e is not None and e.type == "binary_expression":
+                operator = syntax.text(e.child_by_field_name("operator"))
+                if operator == "&&":
+                    true_left, false_left = self.cond(e.child_by_field_name("left"))
+                    self.pending = true_left
+                    true_right, false_right = self.cond(e.child_by_field_name("right"))
+                    return true_right, false_left + false_right
+                if operator == "||":
+                    true_left, false_left = self.cond(e.child_by_field_name("left"))
+                    self.pending = false_left
+                    true_right, false_right = self.cond(e.child_by_field_name("right"))
+                    return true_left + true_right, false_right
+            if e is not None and e.type == "unary_expression" and syntax.text(e.child_by_field_name("operator")) == "!":
+                when_true, when_false = self.cond(e.child_by_field_name("operand"))
+                return when_false, when_true
+            n = self.add(NodeKind.COND, e, line=syntax.line(e) if e is not None else None)
+            return [(n, {"branch": "cond", "cond": e, "polarity": True})], [(n, {"branch": "cond", "cond": e, "polarity": False})]
+        finally:
+            self.depth -= 1
+
+    # -- compound statements -------------------------------------------------
+
+    def if_statement(self, node: Node) -> None:
+        self.statement(node.child_by_field_name("initializer"))
+        when_true, when_false = self.cond(node.child_by_field_name("condition"))
+        self.pending = when_true
+        self.statement(node.child_by_field_name("consequence"))
+        after = self.pending
+        self.pending = when_false
+        self.statement(node.child_by_field_name("alternative"))
+        self.pending = after + self.pending
+
+    def loop_body(self, node: Node, label: str | None, entry: Pending) -> _Target:
+        target = _Target(label, is_loop=True)
+        self.targets.append(target)
+        self.pending = entry
+        self.statement(node.child_by_field_name("body"))
+        self.targets.pop()
+        return target
+
+    def for_statement(self, node: Node, label: str | None) -> None:
+        header = next((c for c in syntax.children(node) if c.type != "block"), None)
+        if header is not None and header.type == "range_clause":
+            head = self.add(NodeKind.RANGE, header)
+            target = self.loop_body(node, label, [(head, {"branch": "range", "polarity": True})])
+            self.connect(self.pending + target.continues, head)
+            self.pending = [(head, {"branch": "range", "polarity": False})] + target.breaks
+            return
+        condition = update = None
+        if header is not None and header.type == "for_clause":
+            self.statement(header.child_by_field_name("initializer"))
+            condition = header.child_by_field_name("condition")
+            update = header.child_by_field_name("update")
+        elif header is not None:
+            condition = header
+        if condition is not None:
+            first = self.g.number_of_nodes()
+            when_true, when_false = self.cond(condition)
+            head = first
+        else:
+            head = self.add(NodeKind.LOOP, node)
+            when_true, when_false = [(head, {})], []
+        target = self.loop_body(node, label, when_true)
+        self.pending = self.pending + target.continues
+        if update is not None:
+            self.add(NodeKind.STMT, update)
+        self.connect(self.pending, head)
+        self.pending = when_false + target.breaks
+
+    def switch_statement(self, node: Node, label: str | None, typed: bool) -> None:
+        self.statement(node.child_by_field_name("initializer"))
+        tag = node.child_by_field_name("value")
+        if typed:
+            self.add(NodeKind.TYPESWITCH, node)
+        elif tag is not None:
+            self.add(NodeKind.SWITCH, tag)
+        case_types = ("type_case", "default_case") if typed else ("expression_case", "default_case")
+        clauses = [c for c in syntax.children(node) if c.type in case_types]
+        entries: dict[Node, Pending] = {}
+        for clause in clauses:
+            if clause.type == "default_case":
+                continue
+            if tag is None and not typed:
+                entries[clause], self.pending = self.any_of(syntax.expressions(clause.child_by_field_name("value")))
+            else:
+                n = self.add(NodeKind.TYPECASE if typed else NodeKind.CASE, clause)
+                edge = {"branch": "case", "case": clause, "tag": tag}
+                entries[clause] = [(n, {**edge, "polarity": True})]
+                self.pending = [(n, {**edge, "polarity": False})]
+        no_match = self.pending
+        after: Pending = []
+        default = next((c for c in clauses if c.type == "default_case"), None)
+        if default is not None:
+            entries[default] = [(source, {**attrs, "branch": "default"}) for source, attrs in no_match]
+        else:
+            after = no_match
+        target = _Target(label, is_loop=False)
+        self.targets.append(target)
+        falling: Pending = []
+        for clause in clauses:
+            self.pending = entries[clause] + falling
+            self.fallthrough = []
+            self.statements(syntax.statements(clause))
+            falling = self.fallthrough
+            self.fallthrough = []
+            after = after + self.pending
+        self.targets.pop()
+        self.pending = after + target.breaks
+
+    def any_of(self, values: list[Node]) -> tuple[Pending, Pending]:
+        """`case a, b:` of a tagless switch: true if any value is true."""
+        matched: Pending = []
+        for value in values:
+            when_true, when_false = self.cond(value)
+            matched += when_true
+            self.pending = when_false
+        return matched, self.pending
+
+    def select_statement(self, node: Node, label: str | None) -> None:
+        head = self.add(NodeKind.SELECT, node)
+        target = _Target(label, is_loop=False)
+        self.targets.append(target)
+        after: Pending = []
+        for clause in syntax.children(node):
+            if clause.type == "communication_case":
+                self.pending = [(head, {"branch": "comm"})]
+                self.add(NodeKind.COMM, clause.child_by_field_name("communication") or clause)
+            elif clause.type == "default_case":
+                self.pending = [(head, {"branch": "default"})]
+            else:
+                continue
+            self.statements(syntax.statements(clause))
+            after = after + self.pending
+        self.targets.pop()
+        self.pending = after + target.breaks
+
+    def labeled_statement(self, node: Node) -> None:
+        name = syntax.text(node.child_by_field_name("label"))
+        self.labels[name] = self.add(NodeKind.LABEL, node, label=name)
+        for inner in syntax.children(node):
+            if inner.type != "label_name":
+                self.statement(inner, label=name)
+
+
+def _label_of(node: Node) -> str | None:
+    for child in syntax.children(node):
+        if child.type == "label_name":
+            return syntax.text(child)
+    return None
+
+
+def build_cfg(unit: Unit, oracle: ExitOracle) -> CFG:
+    return _Builder(unit, oracle).build()
+
+
+# Each round can only remove paths to a normal return, so verdicts settle fast;
+# the bound is a guard against pathological call chains, not a tuning knob.
+_MAX_ROUNDS = 16
+
+
+@dataclass
+class PackageCFGs:
+    graphs: dict[Unit, CFG]
+    failures: dict[Unit, str]
+    no_return: dict[Symbol, frozenset[ExitKind]]
+
+
+def build_package_cfgs(package: Package) -> PackageCFGs:
+    """Build every unit's graph. Functions of the package whose bodies cannot
+    return make their callers' following code unreachable, and callers may
+    themselves become no-return: iterate to a fixpoint, rebuilding only the
+    units that call a function whose verdict changed."""
+    no_return: dict[Symbol, frozenset[ExitKind]] = {}
+    graphs: dict[Unit, CFG] = {}
+    failures: dict[Unit, str] = {}
+    consulted: dict[Unit, set[Symbol]] = {}
+
+    def build(unit: Unit) -> None:
+        oracle = ExitOracle(package.resolution, no_return)
+        try:
+            graphs[unit] = build_cfg(unit, oracle)
+        except NestingTooDeep:
+            failures[unit] = f"nests deeper than {MAX_NESTING} levels"
+        except RecursionError:
+            failures[unit] = "nests too deeply for the analysis"
+        consulted[unit] = oracle.consulted
+
+    todo = [unit for unit in package.units if unit.problem is None and unit.body is not None]
+    rounds = 0
+    while todo and rounds < _MAX_ROUNDS:
+        rounds += 1
+        for unit in todo:
+            build(unit)
+        changed: set[Symbol] = set()
+        for unit, graph in graphs.items():
+            if unit.kind is not UnitKind.FUNCTION or unit.symbol is None:
+                continue
+            if graph.exit_reachable(ExitKind.RETURN):
+                continue
+            ends = frozenset(k for k in ExitKind if k is not ExitKind.RETURN and graph.exit_reachable(k))
+            if no_return.get(unit.symbol) != ends:
+                no_return[unit.symbol] = ends
+                changed.add(unit.symbol)
+        todo = [unit for unit in graphs if consulted.get(unit, set()) & changed]
+    return PackageCFGs(graphs, failures, no_return)

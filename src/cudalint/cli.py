@@ -1,0 +1,126 @@
+"""Command line: `cudalint [PATTERNS]...` (default `./...`).
+
+Exit status: 0 no findings, 1 findings, 2 usage or tool error (including a
+pattern that matches no Go file and an internal error that left the result
+incomplete).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from cudalint import __version__
+from cudalint.analysis import Settings, analyze, default_jobs
+from cudalint.catalog import select_rules
+from cudalint.discover import discover
+from cudalint.knowledge import KnowledgeError, load_knowledge
+from cudalint.passes import all_rules, rule_by_id
+from cudalint.reporters import FORMATS, Report, render
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _prefixes(value: str | None) -> tuple[str, ...]:
+    if not value:
+        return ()
+    return tuple(part.strip().upper() for part in value.split(",") if part.strip())
+
+
+def _check_prefixes(option: str, prefixes: tuple[str, ...]) -> None:
+    known = [rule.id for rule in all_rules()]
+    for prefix in prefixes:
+        if not any(rule_id.startswith(prefix) for rule_id in known):
+            raise click.BadParameter(f"{prefix!r} matches no rule (see --list-rules)", param_hint=option)
+
+
+def _list_rules() -> str:
+    rows = [(r.id, r.name, r.level.value, r.summary) for r in all_rules()]
+    widths = [max(len(row[i]) for row in rows + [("ID", "NAME", "LEVEL", "")]) for i in range(3)]
+    lines = [f"{'ID':<{widths[0]}}  {'NAME':<{widths[1]}}  {'LEVEL':<{widths[2]}}  SUMMARY"]
+    lines += [f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c:<{widths[2]}}  {d}" for a, b, c, d in rows]
+    return "\n".join(lines)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    directory = path.parent if str(path.parent) else Path(".")
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("patterns", nargs=-1)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Output format.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to FILE (atomically) instead of stdout.")
+@click.option("--select", help="Comma-separated rule-ID prefixes to enable (default: all), e.g. CL3,CL101.")
+@click.option("--ignore", help="Comma-separated rule-ID prefixes to disable, e.g. CL302.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: the number of CPUs).")
+@click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, no notifications.")
+@click.option("--list-rules", is_flag=True, help="List the rules and exit.")
+@click.option("--explain", metavar="RULE", help="Print the documentation of RULE (e.g. CL301) and exit.")
+@click.option("--debug", is_flag=True, help="Include tracebacks in internal-error notifications.")
+@click.version_option(__version__, "--version", prog_name="cudalint")
+def main(patterns, fmt, output, select, ignore, jobs, quiet, list_rules, explain, debug) -> None:
+    """Find leaked device memory, dropped CUDA status codes, thread-bound
+    context mistakes and unsafe pointer use in Go code that drives NVIDIA GPUs.
+
+    PATTERNS are Go-style package patterns: ./... (the default), dir/..., a
+    directory (that package only) or a .go file. Build constraints are
+    ignored: every .go file is read, so that cgo files behind tags are
+    analysed too.
+    """
+    if list_rules:
+        click.echo(_list_rules())
+        sys.exit(EXIT_CLEAN)
+    if explain:
+        rule = rule_by_id(explain)
+        if rule is None:
+            raise click.BadParameter(f"no rule {explain!r} (see --list-rules)", param_hint="--explain")
+        click.echo(rule.markdown(), nl=False)
+        sys.exit(EXIT_CLEAN)
+
+    selected, ignored = _prefixes(select) or ("CL",), _prefixes(ignore)
+    _check_prefixes("--select", selected)
+    _check_prefixes("--ignore", ignored)
+    try:
+        knowledge = load_knowledge()
+    except KnowledgeError as error:
+        click.echo(f"cudalint: error: {error}", err=True)
+        sys.exit(EXIT_ERROR)
+
+    cwd = Path.cwd()
+    discovery = discover(list(patterns) or ["./..."], cwd)
+    for pattern in discovery.unmatched:
+        click.echo(f"cudalint: error: pattern {pattern!r} matches no Go files", err=True)
+    if discovery.unmatched:
+        sys.exit(EXIT_ERROR)
+
+    rules = all_rules()
+    settings = Settings(base=cwd, enabled=select_rules(rules, selected, ignored), jobs=jobs or default_jobs(), debug=debug)
+    result = analyze(discovery.files, settings, knowledge)
+    result.notifications[:0] = discovery.notifications
+    result.sort()
+
+    report = Report(result, {r.id: r for r in rules}, cwd.as_uri() + "/", __version__)
+    color = output is None and fmt == "text" and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    text = render(report, fmt, color=color, quiet=quiet)
+    if not quiet or fmt != "text":
+        for note in result.notifications:
+            click.echo(note.render(), err=True)
+    if output is not None:
+        _write_atomically(output, text)
+    else:
+        click.echo(text, nl=False)
+    if result.internal_errors:
+        sys.exit(EXIT_ERROR)
+    sys.exit(EXIT_FINDINGS if result.findings else EXIT_CLEAN)

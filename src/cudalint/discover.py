@@ -1,0 +1,164 @@
+"""Turning command-line patterns into Go files, with the go command's `./...` rules.
+
+The walk never follows symbolic links (so loops cannot trap it), skips what the
+go command skips (vendor/, testdata/, names starting with '.' or '_', nested
+modules), and ignores build constraints: a cgo file behind `//go:build cuda` is
+exactly the file a CUDA linter must read.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cudalint.findings import Notification, NotificationKind
+from cudalint.source import display_path
+
+_SKIPPED_DIRS = frozenset({"vendor", "testdata"})
+
+
+@dataclass
+class Discovery:
+    files: list[Path] = field(default_factory=list)
+    notifications: list[Notification] = field(default_factory=list)
+    unmatched: list[str] = field(default_factory=list)
+
+
+def _ignored_name(name: str) -> bool:
+    return name.startswith((".", "_"))
+
+
+def _is_go_file_name(name: str) -> bool:
+    return name.endswith(".go") and not _ignored_name(name)
+
+
+def _package_files(directory: Path, base: Path, notes: list[Notification]) -> tuple[list[Path], list[Path]]:
+    """The Go files of one directory and its subdirectories worth walking into."""
+    files: list[Path] = []
+    subdirs: list[Path] = []
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError as error:
+        notes.append(Notification(
+            NotificationKind.UNREADABLE, display_path(directory, base),
+            f"cannot list directory: {error.strerror or error}; skipped",
+        ))
+        return files, subdirs
+    for entry in entries:
+        try:
+            if entry.is_symlink():
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name.endswith(".go") and not _ignored_name(entry.name):
+                    notes.append(Notification(
+                        NotificationKind.NOT_GO_SOURCE, display_path(Path(entry.path), base),
+                        "is a directory, not a Go source file; walked as a package directory",
+                    ))
+                subdirs.append(Path(entry.path))
+            elif _is_go_file_name(entry.name) and entry.is_file(follow_symlinks=False):
+                files.append(Path(entry.path))
+        except OSError as error:
+            notes.append(Notification(
+                NotificationKind.UNREADABLE, display_path(Path(entry.path), base),
+                f"cannot stat: {error.strerror or error}; skipped",
+            ))
+    return files, subdirs
+
+
+def _walk(root: Path, base: Path, matches, notes: list[Notification]) -> list[Path]:
+    found: list[Path] = []
+    stack = [root]
+    while stack:
+        directory = stack.pop()
+        files, subdirs = _package_files(directory, base, notes)
+        if matches(directory):
+            found.extend(files)
+        for sub in reversed(subdirs):
+            if sub.name in _SKIPPED_DIRS or _ignored_name(sub.name):
+                continue
+            if (sub / "go.mod").exists():
+                continue
+            stack.append(sub)
+    return found
+
+
+def _pattern_regex(pattern: str) -> re.Pattern[str]:
+    """go's matchPattern: '...' matches any string, and 'x/...' also matches 'x'."""
+    escaped = re.escape(pattern).replace(r"\.\.\.", ".*")
+    if escaped.endswith("/.*"):
+        escaped = escaped[: -len("/.*")] + "(/.*)?"
+    return re.compile(f"^{escaped}$")
+
+
+def _expand_wildcard(pattern: str, cwd: Path, notes: list[Notification]) -> list[Path]:
+    """Walk from the literal directory before the first '...' and keep the
+    directories whose path below it matches the rest of the pattern."""
+    literal = pattern.split("...", 1)[0]
+    root_text = literal if (not literal or literal.endswith("/")) else os.path.dirname(literal)
+    root = Path(os.path.normpath(cwd / root_text)) if root_text else cwd
+    if not root.is_dir():
+        return []
+    remainder = pattern[len(root_text):].lstrip("/")
+    regex = _pattern_regex(remainder)
+
+    def matches(directory: Path) -> bool:
+        rel = directory.relative_to(root).as_posix()
+        return bool(regex.match("" if rel == "." else rel))
+
+    return _walk(root, cwd, matches, notes)
+
+
+def discover(patterns: list[str], cwd: Path) -> Discovery:
+    result = Discovery()
+    cwd = cwd.resolve()
+    seen: set[Path] = set()
+    for pattern in patterns:
+        if "..." in pattern:
+            matched = _expand_wildcard(pattern, cwd, result.notifications)
+        else:
+            matched = _expand_path(pattern, cwd, result.notifications)
+            if matched is None:
+                continue
+        if not matched:
+            result.unmatched.append(pattern)
+        for path in matched:
+            if path not in seen:
+                seen.add(path)
+                result.files.append(path)
+    result.files.sort(key=lambda p: p.as_posix())
+    return result
+
+
+def _expand_path(pattern: str, cwd: Path, notes: list[Notification]) -> list[Path] | None:
+    """A directory (that package only) or a single file. None: already reported."""
+    path = Path(pattern)
+    if not path.is_absolute():
+        path = cwd / path
+    path = Path(os.path.normpath(path))
+    try:
+        if path.is_dir():
+            if pattern.endswith(".go"):
+                notes.append(Notification(
+                    NotificationKind.NOT_GO_SOURCE, display_path(path, cwd),
+                    "is a directory, not a Go source file; skipped",
+                ))
+                return None
+            files, _ = _package_files(path, cwd, notes)
+            return files
+        if path.exists():
+            if not path.name.endswith(".go"):
+                notes.append(Notification(
+                    NotificationKind.NOT_GO_SOURCE, display_path(path, cwd),
+                    "not a .go file; skipped",
+                ))
+                return None
+            return [path]
+    except OSError as error:
+        notes.append(Notification(
+            NotificationKind.UNREADABLE, display_path(path, cwd),
+            f"cannot read: {error.strerror or error}; skipped",
+        ))
+        return None
+    return []

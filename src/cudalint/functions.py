@@ -1,0 +1,251 @@
+"""The functions stage: every function declaration, method and func literal of
+a package becomes a Unit, the thing every later stage works on.
+
+A func literal is its own unit (it has its own control flow), but what a
+resource rule concludes about it depends on how the enclosing code uses it:
+deferred, started with `go`, called in place, passed to a call, stored or
+returned. That use is recorded here, once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.parse import ParsedFile
+from cudalint.scope import Resolution, Symbol, resolve_package
+
+
+class UnitKind(str, Enum):
+    FUNCTION = "function"
+    METHOD = "method"
+    LITERAL = "literal"
+
+
+class LiteralUse(str, Enum):
+    DEFERRED = "deferred"
+    GO = "go"
+    CALLED = "called"
+    PASSED = "passed"
+    STORED = "stored"
+    RETURNED = "returned"
+
+
+@dataclass(eq=False)
+class Unit:
+    name: str
+    kind: UnitKind
+    node: Node
+    file: ParsedFile
+    parent: Unit | None = None
+    receiver: Symbol | None = None
+    params: list[Symbol] = field(default_factory=list)
+    results: list[Symbol] = field(default_factory=list)
+    result_count: int = 0
+    use: LiteralUse | None = None
+    use_node: Node | None = None
+    stored_in: Symbol | None = None
+    symbol: Symbol | None = None
+    problem: str | None = None
+
+    @property
+    def body(self) -> Node | None:
+        return self.node.child_by_field_name("body")
+
+    @property
+    def has_named_results(self) -> bool:
+        return bool(self.results)
+
+    def __repr__(self) -> str:
+        return f"<Unit {self.name} {self.file.display}:{syntax.line(self.node)}>"
+
+
+@dataclass
+class Package:
+    """One Go package: the files of one directory that share a package clause."""
+
+    directory: str
+    name: str
+    files: list[ParsedFile]
+    resolution: Resolution
+    units: list[Unit]
+
+    def units_of(self, parsed: ParsedFile) -> list[Unit]:
+        return [unit for unit in self.units if unit.file is parsed]
+
+
+def _receiver_type(method: Node) -> str:
+    receiver = method.child_by_field_name("receiver")
+    if receiver is None:
+        return "?"
+    for declaration in syntax.children(receiver):
+        type_node = declaration.child_by_field_name("type")
+        pointer = False
+        while type_node is not None and type_node.type in ("pointer_type", "parenthesized_type"):
+            pointer = pointer or type_node.type == "pointer_type"
+            inner = syntax.children(type_node)
+            type_node = inner[0] if inner else None
+        if type_node is not None and type_node.type == "generic_type":
+            type_node = type_node.child_by_field_name("type")
+        name = syntax.text(type_node) if type_node is not None else "?"
+        return f"(*{name})" if pointer else name
+    return "?"
+
+
+def _parameters(resolution: Resolution, parameter_list: Node | None) -> list[Symbol]:
+    if parameter_list is None or parameter_list.type != "parameter_list":
+        return []
+    found: list[Symbol] = []
+    for declaration in syntax.children(parameter_list):
+        for name in declaration.children_by_field_name("name"):
+            symbol = resolution.declarations.get(name)
+            if symbol is not None:
+                found.append(symbol)
+    return found
+
+
+def _result_count(result: Node | None) -> int:
+    if result is None:
+        return 0
+    if result.type != "parameter_list":
+        return 1
+    count = 0
+    for declaration in syntax.children(result):
+        names = declaration.children_by_field_name("name")
+        count += max(1, len(names))
+    return count
+
+
+def _literal_use(literal: Node, resolution: Resolution) -> tuple[LiteralUse, Node | None, Symbol | None]:
+    child = literal
+    parent = literal.parent
+    while parent is not None and parent.type == "parenthesized_expression":
+        child, parent = parent, parent.parent
+    if parent is None:
+        return LiteralUse.STORED, None, None
+    if parent.type == "call_expression" and parent.child_by_field_name("function") == child:
+        holder = parent.parent
+        if holder is not None and holder.type == "defer_statement":
+            return LiteralUse.DEFERRED, holder, None
+        if holder is not None and holder.type == "go_statement":
+            return LiteralUse.GO, holder, None
+        return LiteralUse.CALLED, parent, None
+    if parent.type == "argument_list":
+        return LiteralUse.PASSED, parent.parent, None
+    if parent.type == "expression_list":
+        holder = parent.parent
+        if holder is not None and holder.type == "return_statement":
+            return LiteralUse.RETURNED, holder, None
+        if holder is not None and holder.type in ("short_var_declaration", "assignment_statement", "var_spec"):
+            right_field = "value" if holder.type == "var_spec" else "right"
+            if holder.child_by_field_name(right_field) == parent:
+                values = syntax.children(parent)
+                targets = (
+                    holder.children_by_field_name("name") if holder.type == "var_spec"
+                    else syntax.expressions(holder.child_by_field_name("left"))
+                )
+                if len(values) == len(targets):
+                    target = targets[values.index(child)]
+                    symbol = resolution.symbol(target) if target.type == "identifier" else None
+                    return LiteralUse.STORED, holder, symbol
+            return LiteralUse.STORED, holder, None
+    return LiteralUse.STORED, parent, None
+
+
+class _UnitCollector:
+    def __init__(self, parsed: ParsedFile, resolution: Resolution):
+        self.parsed = parsed
+        self.resolution = resolution
+        self.units: list[Unit] = []
+
+    def make(self, node: Node, name: str, kind: UnitKind, parent: Unit | None, problem: str | None) -> Unit:
+        res = self.resolution
+        unit = Unit(
+            name=name, kind=kind, node=node, file=self.parsed, parent=parent,
+            params=_parameters(res, node.child_by_field_name("parameters")),
+            results=_parameters(res, node.child_by_field_name("result")),
+            result_count=_result_count(node.child_by_field_name("result")),
+        )
+        receivers = _parameters(res, node.child_by_field_name("receiver"))
+        unit.receiver = receivers[0] if receivers else None
+        if kind is UnitKind.FUNCTION:
+            unit.symbol = res.declarations.get(node.child_by_field_name("name"))
+        if kind is UnitKind.LITERAL:
+            unit.use, unit.use_node, unit.stored_in = _literal_use(node, res)
+        if problem is None and node.has_error:
+            problem = "contains a syntax error"
+        if problem is None and node.child_by_field_name("body") is not None and node not in res.function_scopes:
+            problem = "was not resolved"
+        unit.problem = problem
+        self.units.append(unit)
+        return unit
+
+    def literals(self, root: Node | None, prefix: str, parent: Unit | None, problem: str | None) -> None:
+        """Name literals the way the Go toolchain does: F.func1, F.func1.1, ..."""
+        if root is None:
+            return
+        counter = 0
+        stack = list(reversed(root.children))
+        while stack:
+            node = stack.pop()
+            if node.type == "func_literal":
+                counter += 1
+                name = f"{prefix}.func{counter}" if parent is None or parent.kind is not UnitKind.LITERAL else f"{prefix}.{counter}"
+                unit = self.make(node, name, UnitKind.LITERAL, parent, problem)
+                self.literals(node.child_by_field_name("body"), name, unit, problem)
+                continue
+            stack.extend(reversed(node.children))
+
+    def collect(self) -> list[Unit]:
+        glob_counter_root: list[Node] = []
+        for declaration in syntax.children(self.parsed.root):
+            problem = self.resolution.failed.get(declaration)
+            if declaration.type == "function_declaration":
+                name = syntax.text(declaration.child_by_field_name("name"))
+                unit = self.make(declaration, name, UnitKind.FUNCTION, None, problem)
+            elif declaration.type == "method_declaration":
+                method = syntax.text(declaration.child_by_field_name("name"))
+                unit = self.make(declaration, f"{_receiver_type(declaration)}.{method}", UnitKind.METHOD, None, problem)
+            else:
+                if declaration.type in ("var_declaration", "const_declaration"):
+                    glob_counter_root.append(declaration)
+                continue
+            if declaration.child_by_field_name("body") is not None:
+                self.literals(declaration.child_by_field_name("body"), unit.name, unit, problem)
+        self._package_level_literals(glob_counter_root)
+        return self.units
+
+    def _package_level_literals(self, declarations: list[Node]) -> None:
+        counter = 0
+        for declaration in declarations:
+            problem = self.resolution.failed.get(declaration)
+            stack = list(reversed(declaration.children))
+            while stack:
+                node = stack.pop()
+                if node.type == "func_literal":
+                    counter += 1
+                    name = f"glob..func{counter}"
+                    unit = self.make(node, name, UnitKind.LITERAL, None, problem)
+                    self.literals(node.child_by_field_name("body"), name, unit, problem)
+                    continue
+                stack.extend(reversed(node.children))
+
+
+def collect_packages(files: list[ParsedFile], directory: str, package_names: dict[str, str]) -> list[Package]:
+    """Group a directory's files by package clause (a directory may hold `x`
+    and `x_test`) and collect the units of each package."""
+    by_name: dict[str, list[ParsedFile]] = {}
+    for parsed in files:
+        by_name.setdefault(parsed.package, []).append(parsed)
+    packages: list[Package] = []
+    for name in sorted(by_name):
+        members = by_name[name]
+        resolution = resolve_package(members, package_names)
+        units: list[Unit] = []
+        for parsed in members:
+            units.extend(_UnitCollector(parsed, resolution).collect())
+        packages.append(Package(directory, name, members, resolution, units))
+    return packages

@@ -1,0 +1,276 @@
+"""API knowledge: what the rules/*.toml files say about CUDA and its cousins.
+
+The engine knows no API by name. Every fact (which calls return a status and
+what success looks like, which calls acquire and release which resource) comes
+from these files, so that a team can describe its own wrappers in TOML without
+touching Python. The schema is documented in rules/README.md and checked here,
+strictly: a typo in a key is an error, not a silently ignored line.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+SCHEMA_VERSION = 1
+_HANDLE = re.compile(r"^(arg|result)\d+$")
+
+
+class KnowledgeError(Exception):
+    """A rules file that cannot be used; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class StatusSpec:
+    """How a family's calls report success."""
+
+    type: str
+    success: tuple[str, ...]
+    result: str = "first"  # "first" or "last" result of the call
+    kind: str = "code"  # "code": compare with success values; "error": a Go error, nil on success
+
+    def result_index(self, result_count: int) -> int:
+        return 0 if self.result == "first" else result_count - 1
+
+
+@dataclass(frozen=True)
+class CallRole:
+    call: str
+    handle: str
+
+
+@dataclass(frozen=True)
+class ResourceSpec:
+    name: str
+    acquire: tuple[CallRole, ...]
+    release: tuple[CallRole, ...]
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    description: str
+    import_path: str
+    qualifier: str
+    source: str
+    docs: str = ""
+    status: StatusSpec | None = None
+    status_match: tuple[str, ...] = ()
+    status_except: tuple[str, ...] = ()
+    discardable: tuple[str, ...] = ()
+    resources: tuple[ResourceSpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class ApiFunction:
+    """Everything the knowledge says about one callee, e.g. C.cudaFree."""
+
+    family: Family
+    name: str
+    status: StatusSpec | None
+    discardable: bool
+    releases: tuple[ResourceSpec, ...]
+    acquires: tuple[ResourceSpec, ...]
+
+    @property
+    def is_release(self) -> bool:
+        return bool(self.releases)
+
+
+@dataclass
+class Knowledge:
+    families: tuple[Family, ...]
+    _cache: dict[tuple[str, str], ApiFunction | None] = field(default_factory=dict, repr=False)
+
+    @property
+    def import_paths(self) -> frozenset[str]:
+        return frozenset(f.import_path for f in self.families)
+
+    @property
+    def package_names(self) -> dict[str, str]:
+        """Import path -> package name, so `import "github.com/NVIDIA/go-nvml/pkg/nvml"`
+        resolves `nvml.Init` without reading the imported package."""
+        return {f.import_path: f.qualifier for f in self.families}
+
+    def lookup(self, import_path: str, name: str) -> ApiFunction | None:
+        key = (import_path, name)
+        if key not in self._cache:
+            self._cache[key] = self._find(import_path, name)
+        return self._cache[key]
+
+    def _find(self, import_path: str, name: str) -> ApiFunction | None:
+        for family in self.families:
+            if family.import_path != import_path:
+                continue
+            qualified = f"{family.qualifier}.{name}"
+            releases = tuple(r for r in family.resources if any(c.call == qualified for c in r.release))
+            acquires = tuple(r for r in family.resources if any(c.call == qualified for c in r.acquire))
+            is_status = (
+                family.status is not None
+                and any(fnmatchcase(qualified, p) for p in family.status_match)
+                and not any(fnmatchcase(qualified, p) for p in family.status_except)
+            )
+            if is_status or releases or acquires:
+                return ApiFunction(
+                    family, qualified, family.status if is_status else None,
+                    qualified in family.discardable, releases, acquires,
+                )
+        return None
+
+
+# -- loading and validation ---------------------------------------------------
+
+_TOP_KEYS = {"schema", "family", "description", "import", "name", "docs", "status", "status_calls", "resource"}
+_STATUS_KEYS = {"type", "success", "result", "kind"}
+_STATUS_CALL_KEYS = {"match", "except", "discardable"}
+_RESOURCE_KEYS = {"name", "acquire", "release"}
+_ROLE_KEYS = {"call", "handle"}
+
+
+def _fail(source: str, where: str, message: str) -> KnowledgeError:
+    return KnowledgeError(f"{source}: {where}: {message}")
+
+
+def _table(source: str, where: str, value: Any, allowed: set[str]) -> dict:
+    if not isinstance(value, dict):
+        raise _fail(source, where, "expected a table")
+    unknown = sorted(set(value) - allowed)
+    if unknown:
+        raise _fail(source, where, f"unknown key {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
+    return value
+
+
+def _string(source: str, where: str, value: Any, *, required: bool = True) -> str:
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or not value:
+        raise _fail(source, where, "expected a non-empty string")
+    return value
+
+
+def _strings(source: str, where: str, value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise _fail(source, where, "expected a list of non-empty strings")
+    return tuple(value)
+
+
+def _qualified(source: str, where: str, names: tuple[str, ...], qualifier: str) -> tuple[str, ...]:
+    for name in names:
+        if not name.startswith(qualifier + "."):
+            raise _fail(source, where, f"{name!r} must be qualified with the family's package name {qualifier!r}")
+    return names
+
+
+def _roles(source: str, where: str, value: Any, qualifier: str) -> tuple[CallRole, ...]:
+    if not isinstance(value, list) or not value:
+        raise _fail(source, where, "expected a non-empty list of {call, handle} tables")
+    roles = []
+    for i, item in enumerate(value):
+        item = _table(source, f"{where}[{i}]", item, _ROLE_KEYS)
+        call = _string(source, f"{where}[{i}].call", item.get("call"))
+        _qualified(source, f"{where}[{i}].call", (call,), qualifier)
+        handle = _string(source, f"{where}[{i}].handle", item.get("handle"))
+        if not _HANDLE.match(handle):
+            raise _fail(source, f"{where}[{i}].handle", f"{handle!r} is not argN or resultN")
+        roles.append(CallRole(call, handle))
+    return tuple(roles)
+
+
+def parse_family(document: dict, source: str) -> Family:
+    from cudalint.scope import default_import_name
+
+    doc = _table(source, "top level", document, _TOP_KEYS)
+    schema = doc.get("schema", SCHEMA_VERSION)
+    if schema != SCHEMA_VERSION:
+        raise _fail(source, "schema", f"unsupported schema version {schema!r} (this cudalint reads {SCHEMA_VERSION})")
+    name = _string(source, "family", doc.get("family"))
+    description = _string(source, "description", doc.get("description"))
+    import_path = _string(source, "import", doc.get("import"))
+    qualifier = _string(source, "name", doc.get("name"), required=False) or default_import_name(import_path)
+    docs = _string(source, "docs", doc.get("docs"), required=False)
+    status = None
+    if "status" in doc:
+        table = _table(source, "[status]", doc["status"], _STATUS_KEYS)
+        kind = table.get("kind", "code")
+        if kind not in ("code", "error"):
+            raise _fail(source, "[status].kind", f"expected 'code' or 'error', not {kind!r}")
+        result = table.get("result", "first")
+        if result not in ("first", "last"):
+            raise _fail(source, "[status].result", f"expected 'first' or 'last', not {result!r}")
+        success = _strings(source, "[status].success", table.get("success"))
+        if kind == "code" and not success:
+            raise _fail(source, "[status].success", "a status of kind 'code' needs its success values")
+        status = StatusSpec(_string(source, "[status].type", table.get("type")), success, result, kind)
+    match = except_ = discardable = ()
+    if "status_calls" in doc:
+        if status is None:
+            raise _fail(source, "[status_calls]", "needs a [status] table saying what success looks like")
+        table = _table(source, "[status_calls]", doc["status_calls"], _STATUS_CALL_KEYS)
+        match = _qualified(source, "[status_calls].match", _strings(source, "[status_calls].match", table.get("match")), qualifier)
+        if not match:
+            raise _fail(source, "[status_calls].match", "expected at least one pattern")
+        except_ = _qualified(source, "[status_calls].except", _strings(source, "[status_calls].except", table.get("except")), qualifier)
+        discardable = _qualified(
+            source, "[status_calls].discardable", _strings(source, "[status_calls].discardable", table.get("discardable")), qualifier,
+        )
+    resources_ = []
+    raw_resources = doc.get("resource", [])
+    if not isinstance(raw_resources, list):
+        raise _fail(source, "[[resource]]", "expected an array of tables ([[resource]])")
+    for i, item in enumerate(raw_resources):
+        where = f"resource[{i}]"
+        item = _table(source, where, item, _RESOURCE_KEYS)
+        resources_.append(ResourceSpec(
+            _string(source, f"{where}.name", item.get("name")),
+            _roles(source, f"{where}.acquire", item.get("acquire"), qualifier),
+            _roles(source, f"{where}.release", item.get("release"), qualifier),
+        ))
+    return Family(
+        name, description, import_path, qualifier, source, docs, status,
+        match, except_, discardable, tuple(resources_),
+    )
+
+
+def builtin_rules_dir() -> Path:
+    """rules/ inside an installed wheel, or at the top of a source checkout
+    (editable installs)."""
+    packaged = resources.files("cudalint") / "rules"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    checkout = Path(__file__).resolve().parents[2] / "rules"
+    if checkout.is_dir():
+        return checkout
+    raise KnowledgeError(f"cannot find the API knowledge files (looked in {packaged} and {checkout})")
+
+
+def load_file(path: Path) -> Family:
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise KnowledgeError(f"{path}: cannot read: {error.strerror or error}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise KnowledgeError(f"{path}: not valid TOML: {error}") from None
+    return parse_family(document, path.name if path.parent == builtin_rules_dir() else str(path))
+
+
+def load_knowledge(extra_files: tuple[Path, ...] = ()) -> Knowledge:
+    files = sorted(builtin_rules_dir().glob("*.toml")) + list(extra_files)
+    families = [load_file(path) for path in files]
+    seen: dict[str, str] = {}
+    for family in families:
+        if family.name in seen:
+            raise KnowledgeError(f"{family.source}: family {family.name!r} is already defined in {seen[family.name]}")
+        seen[family.name] = family.source
+    return Knowledge(tuple(families))

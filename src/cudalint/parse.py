@@ -1,0 +1,115 @@
+"""Parsing Go with tree-sitter-go.
+
+A syntax error is a notification, not a stop: tree-sitter recovers, and every
+function whose subtree is free of errors is still analysed downstream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import tree_sitter_go
+from tree_sitter import Language, Node, Parser, Tree
+
+from cudalint import syntax
+from cudalint.findings import Notification, NotificationKind
+from cudalint.source import SourceFile
+
+GO = Language(tree_sitter_go.language())
+_parser: Parser | None = None
+
+
+def _get_parser() -> Parser:
+    global _parser
+    if _parser is None:
+        _parser = Parser(GO)
+    return _parser
+
+
+@dataclass(frozen=True)
+class Import:
+    name: str | None  # explicit name: alias, "_" or "."; None for the default
+    path: str
+    node: Node
+
+
+@dataclass(eq=False)
+class ParsedFile:
+    source: SourceFile
+    tree: Tree
+    package: str
+    imports: list[Import] = field(default_factory=list)
+
+    @property
+    def root(self) -> Node:
+        return self.tree.root_node
+
+    @property
+    def display(self) -> str:
+        return self.source.display
+
+
+def _string_value(literal: Node) -> str:
+    raw = syntax.text(literal)
+    return raw[1:-1] if len(raw) >= 2 else raw
+
+
+def _imports(root: Node) -> list[Import]:
+    found: list[Import] = []
+    for declaration in syntax.children(root):
+        if declaration.type != "import_declaration":
+            continue
+        for spec in syntax.walk(declaration):
+            if spec.type != "import_spec":
+                continue
+            path = spec.child_by_field_name("path")
+            name = spec.child_by_field_name("name")
+            if path is None:
+                continue
+            found.append(Import(syntax.text(name) if name is not None else None, _string_value(path), spec))
+    return found
+
+
+def _package_name(root: Node) -> str:
+    for child in syntax.children(root):
+        if child.type == "package_clause":
+            for part in syntax.children(child):
+                if part.type == "package_identifier":
+                    return syntax.text(part)
+    return ""
+
+
+def first_error(root: Node) -> tuple[Node, str] | None:
+    """The first ERROR or MISSING node in source order, with a short description."""
+    if not root.has_error:
+        return None
+    node = root
+    while True:
+        if node.is_missing:
+            return node, f"syntax error: missing {node.type!r}"
+        if node.is_error or node.type == "ERROR":
+            snippet = syntax.text(node).strip().splitlines()
+            token = snippet[0][:40] if snippet else ""
+            return node, f"syntax error: unexpected {token!r}" if token else "syntax error"
+        for child in node.children:
+            if child.has_error or child.is_missing:
+                node = child
+                break
+        else:
+            return node, "syntax error"
+
+
+def parse(source: SourceFile) -> tuple[ParsedFile, list[Notification]]:
+    tree = _get_parser().parse(source.parse_bytes)
+    root = tree.root_node
+    parsed = ParsedFile(source, tree, _package_name(root), _imports(root))
+    notes: list[Notification] = []
+    error = first_error(root)
+    if error is not None:
+        node, message = error
+        where = source.position(*node.start_point)
+        notes.append(Notification(
+            NotificationKind.SYNTAX_ERROR, source.display,
+            f"{message} (functions without errors are still analysed)", where.line, where.column,
+        ))
+    return parsed, notes

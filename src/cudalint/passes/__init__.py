@@ -1,0 +1,18 @@
+"""The rule passes, one module per rule family. Order here is report order
+only: passes are independent and read shared facts."""
+
+from __future__ import annotations
+
+from cudalint.analyzer import Analyzer
+from cudalint.catalog import Rule
+from cudalint.passes import status
+
+ANALYZERS: tuple[Analyzer, ...] = (status.ANALYZER,)
+
+
+def all_rules() -> list[Rule]:
+    return sorted((rule for analyzer in ANALYZERS for rule in analyzer.rules), key=lambda r: r.id)
+
+
+def rule_by_id(rule_id: str) -> Rule | None:
+    return next((rule for rule in all_rules() if rule.id == rule_id.upper()), None)

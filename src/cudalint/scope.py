@@ -1,0 +1,542 @@
+"""Lexical scopes of a Go package: which declaration every identifier refers to.
+
+Passes must tell apart two `d`s declared in sibling blocks, a `:=` that
+redeclares `err` in an inner scope (a new variable) from one that reuses it in
+the same scope (an assignment), and `C.cudaFree` from a local variable named
+`C`. This module answers those questions once, with Go's scoping rules, so
+that no pass ever matches names by text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.parse import ParsedFile
+
+MAX_NESTING = 1000
+
+UNIVERSE_FUNCS = frozenset({
+    "append", "cap", "clear", "close", "complex", "copy", "delete", "imag", "len", "make",
+    "max", "min", "new", "panic", "print", "println", "real", "recover",
+})
+UNIVERSE_VALUES = frozenset({"true", "false", "iota", "nil"})
+UNIVERSE_TYPES = frozenset({
+    "any", "bool", "byte", "comparable", "complex64", "complex128", "error", "float32", "float64",
+    "int", "int8", "int16", "int32", "int64", "rune", "string", "uint", "uint8", "uint16",
+    "uint32", "uint64", "uintptr",
+})
+
+# Node kinds that only ever describe types: nothing inside them is a variable use.
+_TYPE_NODES = frozenset({
+    "type_identifier", "qualified_type", "pointer_type", "array_type", "implicit_length_array_type",
+    "slice_type", "map_type", "channel_type", "function_type", "struct_type", "interface_type",
+    "generic_type", "parenthesized_type", "negated_type", "type_arguments", "type_elem",
+    "field_identifier", "package_identifier", "label_name", "type_parameter_list",
+})
+
+
+class NestingTooDeep(Exception):
+    """Raised when statements nest beyond MAX_NESTING; the caller skips the function."""
+
+
+class SymbolKind(str, Enum):
+    VAR = "var"
+    CONST = "const"
+    TYPE = "type"
+    FUNC = "func"
+    PACKAGE = "package"
+    BUILTIN = "builtin"
+
+
+class Role(str, Enum):
+    LOCAL = "local"
+    PARAM = "param"
+    RESULT = "result"
+    RECEIVER = "receiver"
+    GLOBAL = "global"
+    IMPORT = "import"
+    UNIVERSE = "universe"
+
+
+@dataclass(eq=False)
+class Symbol:
+    name: str
+    kind: SymbolKind
+    role: Role
+    node: Node | None = None
+    type_node: Node | None = None
+    init: Node | None = None
+    init_index: int = -1
+    import_path: str | None = None
+    function: Node | None = None
+
+    @property
+    def is_local(self) -> bool:
+        return self.role in (Role.LOCAL, Role.PARAM, Role.RESULT, Role.RECEIVER)
+
+    def __repr__(self) -> str:
+        where = f"@{self.node.start_point[0] + 1}" if self.node is not None else ""
+        return f"<{self.kind.value} {self.name}{where}>"
+
+
+@dataclass(eq=False)
+class Scope:
+    parent: Scope | None
+    node: Node | None
+    function: Node | None
+    names: dict[str, Symbol] = field(default_factory=dict)
+
+    def lookup(self, name: str) -> Symbol | None:
+        scope: Scope | None = self
+        while scope is not None:
+            found = scope.names.get(name)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+
+@dataclass
+class Resolution:
+    """Identifier -> Symbol for one package, plus the scope of every function."""
+
+    refs: dict[Node, Symbol] = field(default_factory=dict)
+    declarations: dict[Node, Symbol] = field(default_factory=dict)
+    function_scopes: dict[Node, Scope] = field(default_factory=dict)
+    type_switch_symbols: dict[Node, list[Symbol]] = field(default_factory=dict)
+    package_symbols: dict[str, Symbol] = field(default_factory=dict)
+    file_scopes: dict[Node, Scope] = field(default_factory=dict)
+    failed: dict[Node, str] = field(default_factory=dict)
+
+    def symbol(self, identifier: Node | None) -> Symbol | None:
+        if identifier is None:
+            return None
+        return self.refs.get(identifier)
+
+    def package_of(self, identifier: Node | None) -> str | None:
+        """The import path an identifier names, if it names an imported package."""
+        symbol = self.symbol(identifier)
+        if symbol is not None and symbol.kind is SymbolKind.PACKAGE:
+            return symbol.import_path
+        return None
+
+    def declared_type(self, symbol: Symbol | None) -> tuple[str, str] | None:
+        """(import path, type name) of a variable declared with a qualified
+        type, pointers stripped: `t *testing.T` -> ("testing", "T")."""
+        if symbol is None or symbol.type_node is None:
+            return None
+        node = symbol.type_node
+        while node is not None and node.type in ("pointer_type", "parenthesized_type"):
+            inner = syntax.children(node)
+            node = inner[0] if inner else None
+        if node is None or node.type != "qualified_type":
+            return None
+        package = node.child_by_field_name("package")
+        name = node.child_by_field_name("name")
+        root = node
+        while root.parent is not None:
+            root = root.parent
+        file_scope = self.file_scopes.get(root)
+        imported = file_scope.names.get(syntax.text(package)) if file_scope is not None else None
+        if imported is None or imported.kind is not SymbolKind.PACKAGE:
+            return None
+        return imported.import_path or "", syntax.text(name)
+
+    def is_builtin(self, identifier: Node | None, name: str) -> bool:
+        symbol = self.symbol(identifier)
+        return symbol is not None and symbol.kind is SymbolKind.BUILTIN and symbol.name == name
+
+
+_UNIVERSE: dict[str, Symbol] = {}
+for _name in UNIVERSE_FUNCS:
+    _UNIVERSE[_name] = Symbol(_name, SymbolKind.BUILTIN, Role.UNIVERSE)
+for _name in UNIVERSE_VALUES:
+    _UNIVERSE[_name] = Symbol(_name, SymbolKind.CONST, Role.UNIVERSE)
+for _name in UNIVERSE_TYPES:
+    _UNIVERSE[_name] = Symbol(_name, SymbolKind.TYPE, Role.UNIVERSE)
+
+
+def default_import_name(path: str) -> str:
+    """The package name an import path most likely declares (the go command's
+    convention: the last element, skipping a major-version suffix)."""
+    parts = [p for p in path.split("/") if p]
+    if not parts:
+        return path
+    last = parts[-1]
+    if len(parts) > 1 and last.startswith("v") and last[1:].isdigit():
+        last = parts[-2]
+    for suffix in (".v1", ".v2", ".v3", ".v4", ".v5", ".v6", ".v7", ".v8", ".v9"):
+        if last.endswith(suffix):
+            last = last[: -len(suffix)]
+    if last.startswith("go-"):
+        last = last[3:]
+    if last.endswith("-go"):
+        last = last[:-3]
+    return last.replace("-", "_").replace(".", "_")
+
+
+class _Resolver:
+    def __init__(self, resolution: Resolution, package_scope: Scope):
+        self.res = resolution
+        self.package_scope = package_scope
+        self.depth = 0
+
+    # -- declarations -------------------------------------------------------
+
+    def declare(self, scope: Scope, identifier: Node, kind: SymbolKind, role: Role, **extra) -> Symbol | None:
+        name = syntax.text(identifier)
+        if name == "_" or not name:
+            return None
+        symbol = Symbol(name, kind, role, identifier, function=scope.function, **extra)
+        scope.names[name] = symbol
+        self.res.refs[identifier] = symbol
+        self.res.declarations[identifier] = symbol
+        return symbol
+
+    def declare_parameters(self, scope: Scope, parameter_list: Node | None, role: Role) -> None:
+        if parameter_list is None or parameter_list.type != "parameter_list":
+            return
+        for declaration in syntax.children(parameter_list):
+            type_node = declaration.child_by_field_name("type")
+            for name in declaration.children_by_field_name("name"):
+                self.declare(scope, name, SymbolKind.VAR, role, type_node=type_node)
+
+    def declare_short(self, scope: Scope, left: list[Node], right: list[Node]) -> None:
+        """`:=` declares the names new to *this* scope and assigns the others."""
+        for index, identifier in enumerate(left):
+            if identifier.type != "identifier":
+                self.expression(identifier, scope)
+                continue
+            name = syntax.text(identifier)
+            existing = scope.names.get(name)
+            if existing is not None and existing.kind is SymbolKind.VAR:
+                self.res.refs[identifier] = existing
+                continue
+            init, init_index = _initializer(left, right, index)
+            self.declare(scope, identifier, SymbolKind.VAR, Role.LOCAL, init=init, init_index=init_index)
+
+    # -- traversal ----------------------------------------------------------
+
+    def function(self, node: Node, outer: Scope) -> None:
+        scope = Scope(outer, node, node)
+        self.res.function_scopes[node] = scope
+        type_parameters = node.child_by_field_name("type_parameters")
+        if type_parameters is not None:
+            for declaration in syntax.children(type_parameters):
+                for name in declaration.children_by_field_name("name"):
+                    self.declare(scope, name, SymbolKind.TYPE, Role.LOCAL)
+        self.declare_parameters(scope, node.child_by_field_name("receiver"), Role.RECEIVER)
+        self.declare_parameters(scope, node.child_by_field_name("parameters"), Role.PARAM)
+        self.declare_parameters(scope, node.child_by_field_name("result"), Role.RESULT)
+        body = node.child_by_field_name("body")
+        if body is not None:
+            self.statements(syntax.statements(body), scope)
+
+    def statements(self, statements: list[Node], scope: Scope) -> None:
+        for statement in statements:
+            self.statement(statement, scope)
+
+    def statement(self, node: Node | None, scope: Scope) -> None:
+        if node is None:
+            return
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise NestingTooDeep(node)
+        try:
+            handler = getattr(self, "s_" + node.type, None)
+            if handler is not None:
+                handler(node, scope)
+            else:
+                self.expression(node, scope)
+        finally:
+            self.depth -= 1
+
+    def s_block(self, node: Node, scope: Scope) -> None:
+        self.statements(syntax.statements(node), Scope(scope, node, scope.function))
+
+    def s_short_var_declaration(self, node: Node, scope: Scope) -> None:
+        right = syntax.expressions(node.child_by_field_name("right"))
+        for expression in right:
+            self.expression(expression, scope)
+        self.declare_short(scope, syntax.expressions(node.child_by_field_name("left")), right)
+
+    def s_var_declaration(self, node: Node, scope: Scope) -> None:
+        for spec in syntax.value_specs(node):
+            self._value_spec(spec, scope, SymbolKind.VAR if spec.type == "var_spec" else SymbolKind.CONST)
+
+    s_const_declaration = s_var_declaration
+
+    def _value_spec(self, spec: Node, scope: Scope, kind: SymbolKind) -> None:
+        values = syntax.expressions(spec.child_by_field_name("value"))
+        for value in values:
+            self.expression(value, scope)
+        names = spec.children_by_field_name("name")
+        type_node = spec.child_by_field_name("type")
+        for index, name in enumerate(names):
+            init, init_index = _initializer(names, values, index)
+            self.declare(scope, name, kind, Role.LOCAL, type_node=type_node, init=init, init_index=init_index)
+
+    def s_type_declaration(self, node: Node, scope: Scope) -> None:
+        for spec in syntax.children(node):
+            name = spec.child_by_field_name("name")
+            if name is not None:
+                self.declare(scope, name, SymbolKind.TYPE, Role.LOCAL)
+
+    def s_if_statement(self, node: Node, scope: Scope) -> None:
+        inner = Scope(scope, node, scope.function)
+        initializer = node.child_by_field_name("initializer")
+        if initializer is not None:
+            self.statement(initializer, inner)
+        self.expression(node.child_by_field_name("condition"), inner)
+        self.statement(node.child_by_field_name("consequence"), inner)
+        alternative = node.child_by_field_name("alternative")
+        if alternative is not None:
+            self.statement(alternative, inner)
+
+    def s_for_statement(self, node: Node, scope: Scope) -> None:
+        inner = Scope(scope, node, scope.function)
+        for header in syntax.children(node):
+            if header.type == "for_clause":
+                for part in ("initializer", "condition", "update"):
+                    child = header.child_by_field_name(part)
+                    if child is not None:
+                        self.statement(child, inner)
+            elif header.type == "range_clause":
+                right = header.child_by_field_name("right")
+                self.expression(right, inner)
+                left = syntax.expressions(header.child_by_field_name("left"))
+                if syntax.has_token(header, ":="):
+                    for identifier in left:
+                        if identifier.type == "identifier":
+                            self.declare(inner, identifier, SymbolKind.VAR, Role.LOCAL)
+                else:
+                    for expression in left:
+                        self.expression(expression, inner)
+            elif header.type != "block":
+                self.expression(header, inner)
+        body = node.child_by_field_name("body")
+        if body is not None:
+            self.statement(body, inner)
+
+    def s_expression_switch_statement(self, node: Node, scope: Scope) -> None:
+        inner = Scope(scope, node, scope.function)
+        initializer = node.child_by_field_name("initializer")
+        if initializer is not None:
+            self.statement(initializer, inner)
+        self.expression(node.child_by_field_name("value"), inner)
+        for clause in syntax.children(node):
+            if clause.type in ("expression_case", "default_case"):
+                clause_scope = Scope(inner, clause, scope.function)
+                for value in syntax.expressions(clause.child_by_field_name("value")):
+                    self.expression(value, clause_scope)
+                self.statements(syntax.statements(clause), clause_scope)
+
+    def s_type_switch_statement(self, node: Node, scope: Scope) -> None:
+        inner = Scope(scope, node, scope.function)
+        initializer = node.child_by_field_name("initializer")
+        if initializer is not None:
+            self.statement(initializer, inner)
+        value = node.child_by_field_name("value")
+        self.expression(value, inner)
+        aliases = syntax.expressions(node.child_by_field_name("alias"))
+        alias = aliases[0] if aliases else None
+        clause_symbols: list[Symbol] = []
+        for clause in syntax.children(node):
+            if clause.type not in ("type_case", "default_case"):
+                continue
+            clause_scope = Scope(inner, clause, scope.function)
+            if alias is not None and syntax.text(alias) != "_":
+                types = clause.children_by_field_name("type")
+                symbol = Symbol(
+                    syntax.text(alias), SymbolKind.VAR, Role.LOCAL, alias,
+                    type_node=types[0] if len(types) == 1 else None, init=value, function=scope.function,
+                )
+                clause_scope.names[symbol.name] = symbol
+                clause_symbols.append(symbol)
+            self.statements(syntax.statements(clause), clause_scope)
+        if alias is not None and clause_symbols:
+            self.res.type_switch_symbols[alias] = clause_symbols
+            self.res.refs[alias] = clause_symbols[0]
+            self.res.declarations[alias] = clause_symbols[0]
+
+    def s_select_statement(self, node: Node, scope: Scope) -> None:
+        for clause in syntax.children(node):
+            if clause.type not in ("communication_case", "default_case"):
+                continue
+            clause_scope = Scope(scope, clause, scope.function)
+            communication = clause.child_by_field_name("communication")
+            if communication is not None:
+                if communication.type == "receive_statement":
+                    right = communication.child_by_field_name("right")
+                    self.expression(right, clause_scope)
+                    left = syntax.expressions(communication.child_by_field_name("left"))
+                    if syntax.has_token(communication, ":="):
+                        self.declare_short(clause_scope, left, [right] if right is not None else [])
+                    else:
+                        for expression in left:
+                            self.expression(expression, clause_scope)
+                else:
+                    self.expression(communication, clause_scope)
+            self.statements(syntax.statements(clause), clause_scope)
+
+    def s_labeled_statement(self, node: Node, scope: Scope) -> None:
+        for child in syntax.children(node):
+            if child.type != "label_name":
+                self.statement(child, scope)
+
+    # -- expressions (iterative: generated code nests expressions very deeply) --
+
+    def expression(self, root: Node | None, scope: Scope) -> None:
+        if root is None:
+            return
+        stack = [root]
+        refs = self.res.refs
+        while stack:
+            node = stack.pop()
+            kind = node.type
+            if kind == "identifier":
+                name = syntax.text(node)
+                if name != "_":
+                    symbol = scope.lookup(name) or _UNIVERSE.get(name)
+                    if symbol is not None:
+                        refs[node] = symbol
+                continue
+            if kind in _TYPE_NODES or kind == "comment":
+                continue
+            if kind == "func_literal":
+                self.depth += 1
+                if self.depth > MAX_NESTING:
+                    raise NestingTooDeep(node)
+                try:
+                    self.function(node, scope)
+                finally:
+                    self.depth -= 1
+                continue
+            if kind == "selector_expression":
+                operand = node.child_by_field_name("operand")
+                if operand is not None:
+                    stack.append(operand)
+                continue
+            if kind in ("composite_literal", "type_conversion_expression", "type_assertion_expression"):
+                part = node.child_by_field_name("body" if kind == "composite_literal" else "operand")
+                if part is not None:
+                    stack.append(part)
+                continue
+            if kind == "keyed_element":
+                key = node.child_by_field_name("key")
+                value = node.child_by_field_name("value")
+                if value is not None:
+                    stack.append(value)
+                if key is not None and (_keys_are_expressions(node) or not _is_bare_identifier(key)):
+                    stack.append(key)
+                continue
+            if kind in _STATEMENT_KINDS:
+                self.statement(node, scope)
+                continue
+            for child in reversed(node.named_children):
+                stack.append(child)
+
+
+_STATEMENT_KINDS = frozenset({
+    "block", "short_var_declaration", "var_declaration", "const_declaration", "type_declaration",
+    "if_statement", "for_statement", "expression_switch_statement", "type_switch_statement",
+    "select_statement", "labeled_statement",
+})
+
+
+def _is_bare_identifier(literal_element: Node) -> bool:
+    inner = syntax.children(literal_element)
+    return len(inner) == 1 and inner[0].type == "identifier"
+
+
+def _keys_are_expressions(keyed_element: Node) -> bool:
+    """Keys of a map literal are expressions; keys of a struct literal are field
+    names. Without types, only a literal whose written type is a map is known."""
+    literal_value = keyed_element.parent
+    composite = literal_value.parent if literal_value is not None else None
+    if composite is None or composite.type != "composite_literal":
+        return False
+    literal_type = composite.child_by_field_name("type")
+    return literal_type is not None and literal_type.type == "map_type"
+
+
+def _initializer(left: list[Node], right: list[Node], index: int) -> tuple[Node | None, int]:
+    """The expression a declared name is initialised from, and the result index
+    when one multi-valued call initialises several names."""
+    if len(left) == len(right):
+        return right[index], -1
+    if len(right) == 1:
+        return right[0], index
+    return None, -1
+
+
+def resolve_package(files: list[ParsedFile], package_names: dict[str, str]) -> Resolution:
+    """Resolve every identifier of a package (all its files together: a function
+    in one file may call a function declared in another)."""
+    resolution = Resolution()
+    package_scope = Scope(None, None, None)
+    for parsed in files:
+        for declaration in syntax.children(parsed.root):
+            _predeclare(declaration, package_scope, resolution)
+    resolution.package_symbols = dict(package_scope.names)
+    resolver = _Resolver(resolution, package_scope)
+    for parsed in files:
+        file_scope = Scope(None, parsed.root, None)
+        resolution.file_scopes[parsed.root] = file_scope
+        for imported in parsed.imports:
+            name = imported.name or package_names.get(imported.path) or default_import_name(imported.path)
+            if name in ("_", "."):
+                continue
+            identifier = imported.node.child_by_field_name("name") or imported.node
+            symbol = Symbol(name, SymbolKind.PACKAGE, Role.IMPORT, identifier, import_path=imported.path)
+            file_scope.names[name] = symbol
+        # Package-level names shadow nothing in the file scope (Go forbids the
+        # clash), so the package scope can sit inside the file scope for lookup.
+        top = Scope(file_scope, parsed.root, None, package_scope.names)
+        for declaration in syntax.children(parsed.root):
+            resolver.depth = 0
+            try:
+                if declaration.type in ("function_declaration", "method_declaration"):
+                    resolver.function(declaration, top)
+                elif declaration.type in ("var_declaration", "const_declaration"):
+                    for spec in syntax.value_specs(declaration):
+                        for value in syntax.expressions(spec.child_by_field_name("value")):
+                            resolver.expression(value, top)
+            except NestingTooDeep:
+                resolution.failed[declaration] = f"nests deeper than {MAX_NESTING} levels"
+            except RecursionError:
+                resolution.failed[declaration] = "nests too deeply for the analysis"
+    return resolution
+
+
+def _predeclare(declaration: Node, scope: Scope, resolution: Resolution) -> None:
+    def add(identifier: Node | None, kind: SymbolKind, **extra) -> None:
+        if identifier is None:
+            return
+        name = syntax.text(identifier)
+        if not name or name == "_":
+            return
+        symbol = Symbol(name, kind, Role.GLOBAL, identifier, **extra)
+        scope.names[name] = symbol
+        resolution.refs[identifier] = symbol
+        resolution.declarations[identifier] = symbol
+
+    if declaration.type == "function_declaration":
+        name = declaration.child_by_field_name("name")
+        if name is not None and syntax.text(name) != "init":
+            add(name, SymbolKind.FUNC)
+    elif declaration.type in ("var_declaration", "const_declaration"):
+        kind = SymbolKind.VAR if declaration.type == "var_declaration" else SymbolKind.CONST
+        for spec in syntax.value_specs(declaration):
+            names = spec.children_by_field_name("name")
+            values = syntax.expressions(spec.child_by_field_name("value"))
+            for index, name in enumerate(names):
+                init, init_index = _initializer(names, values, index)
+                add(name, kind, type_node=spec.child_by_field_name("type"), init=init, init_index=init_index)
+    elif declaration.type == "type_declaration":
+        for spec in syntax.children(declaration):
+            add(spec.child_by_field_name("name"), SymbolKind.TYPE)

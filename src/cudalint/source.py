@@ -1,0 +1,113 @@
+"""Reading Go source files, and turning byte offsets into user-facing positions.
+
+Bad input is normal input for a linter run over whole repositories: every way a
+file can fail to be Go source ends here as one Notification, never an exception.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cudalint.findings import Notification, NotificationKind, Position, Span
+
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass
+class SourceFile:
+    path: Path
+    display: str
+    data: bytes
+    _line_starts: list[int] = field(default_factory=list, repr=False)
+
+    @property
+    def line_starts(self) -> list[int]:
+        if not self._line_starts:
+            starts = [0]
+            find = self.data.find
+            i = find(b"\n")
+            while i != -1:
+                starts.append(i + 1)
+                i = find(b"\n", i + 1)
+            self._line_starts = starts
+        return self._line_starts
+
+    def line_text(self, line: int) -> str:
+        """Line `line` (1-based) without its newline."""
+        starts = self.line_starts
+        if line < 1 or line > len(starts):
+            return ""
+        start = starts[line - 1]
+        end = starts[line] - 1 if line < len(starts) else len(self.data)
+        return self.data[start:end].rstrip(b"\r").decode("utf-8", "replace")
+
+    def position(self, row: int, byte_column: int) -> Position:
+        """A tree-sitter point (0-based row, byte column) as a 1-based Position."""
+        starts = self.line_starts
+        line_start = starts[row] if row < len(starts) else len(self.data)
+        prefix = self.data[line_start : line_start + byte_column]
+        utf16 = len(prefix.decode("utf-8", "replace").encode("utf-16-le")) // 2
+        return Position(row + 1, byte_column + 1, utf16 + 1)
+
+    def offset_position(self, offset: int) -> Position:
+        row = bisect.bisect_right(self.line_starts, offset) - 1
+        return self.position(row, offset - self.line_starts[row])
+
+    def span(self, node) -> Span:
+        return Span(self.position(*node.start_point), self.position(*node.end_point))
+
+    @property
+    def parse_bytes(self) -> bytes:
+        """The bytes handed to the parser: a leading BOM (which Go ignores)
+        becomes spaces so that every byte offset stays the same."""
+        if self.data.startswith(_BOM):
+            return b"   " + self.data[3:]
+        return self.data
+
+
+def display_path(path: Path, base: Path) -> str:
+    """Paths in output are relative to `base` where possible, always with '/'."""
+    try:
+        return path.relative_to(base).as_posix()
+    except ValueError:
+        try:
+            return Path(os.path.relpath(path, base)).as_posix() if path.is_absolute() else path.as_posix()
+        except ValueError:
+            return path.as_posix()
+
+
+def read_source(path: Path, display: str) -> SourceFile | Notification:
+    def problem(message: str, line: int | None = None, column: int | None = None) -> Notification:
+        kind = NotificationKind.UNREADABLE if line is None else NotificationKind.NOT_GO_SOURCE
+        return Notification(kind, display, message, line, column)
+
+    try:
+        data = path.read_bytes()
+    except IsADirectoryError:
+        return Notification(NotificationKind.NOT_GO_SOURCE, display, "is a directory, not a Go source file; skipped")
+    except FileNotFoundError:
+        return problem("cannot read: the file disappeared during the run; skipped")
+    except PermissionError:
+        return problem("cannot read: permission denied; skipped")
+    except OSError as error:
+        return problem(f"cannot read: {error.strerror or error}; skipped")
+    source = SourceFile(path, display, data)
+    nul = data.find(b"\x00")
+    if nul != -1:
+        where = source.offset_position(nul)
+        return Notification(
+            NotificationKind.NOT_GO_SOURCE, display,
+            "binary content (NUL byte): not Go source; skipped", where.line, where.column,
+        )
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        where = source.offset_position(error.start)
+        return Notification(
+            NotificationKind.NOT_GO_SOURCE, display,
+            "invalid UTF-8: Go source must be UTF-8 encoded; skipped", where.line, where.column,
+        )
+    return source

@@ -1,0 +1,105 @@
+"""Small, pure helpers over tree-sitter-go nodes.
+
+Every later stage needs the same handful of questions answered about a node
+(its text, its statements, its real children without comments); they live here
+so that no stage grows its own slightly different copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tree_sitter import Node
+
+# Nodes that tree-sitter may attach anywhere as "extras".
+_EXTRAS = frozenset({"comment"})
+
+FUNCTION_NODES = frozenset({"function_declaration", "method_declaration", "func_literal"})
+
+
+def text(node: Node | None) -> str:
+    if node is None:
+        return ""
+    return node.text.decode("utf-8", "replace")
+
+
+def children(node: Node) -> list[Node]:
+    """Named children without comments."""
+    return [c for c in node.named_children if c.type not in _EXTRAS]
+
+
+def unparen(node: Node | None) -> Node | None:
+    while node is not None and node.type == "parenthesized_expression":
+        inner = children(node)
+        if not inner:
+            return node
+        node = inner[0]
+    return node
+
+
+def statements(container: Node | None) -> list[Node]:
+    """Statements of a block or case clause (both wrap them in a statement_list)."""
+    if container is None:
+        return []
+    for child in container.named_children:
+        if child.type == "statement_list":
+            return children(child)
+    return []
+
+
+def expressions(expression_list: Node | None) -> list[Node]:
+    if expression_list is None:
+        return []
+    if expression_list.type != "expression_list":
+        return [expression_list]
+    return children(expression_list)
+
+
+def has_token(node: Node, token: str) -> bool:
+    """Whether an anonymous child token (':=', 'range', ...) is present."""
+    return any(not c.is_named and c.type == token for c in node.children)
+
+
+def line(node: Node) -> int:
+    """1-based line of a node's start."""
+    return node.start_point[0] + 1
+
+
+def walk(node: Node, *, into_functions: bool = True) -> Iterator[Node]:
+    """Pre-order walk without recursion (bodies nest deeper than Python's stack)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if not into_functions and current is not node and current.type in FUNCTION_NODES:
+            continue
+        kids = current.children
+        for i in range(len(kids) - 1, -1, -1):
+            stack.append(kids[i])
+
+
+def call_name(call: Node) -> tuple[str | None, str] | None:
+    """`pkg.F(...)` -> ("pkg", "F"); `F(...)` -> (None, "F"); other callees -> None."""
+    function = unparen(call.child_by_field_name("function"))
+    if function is None:
+        return None
+    if function.type == "identifier":
+        return None, text(function)
+    if function.type == "selector_expression":
+        operand = unparen(function.child_by_field_name("operand"))
+        field = function.child_by_field_name("field")
+        if operand is not None and operand.type == "identifier" and field is not None:
+            return text(operand), text(field)
+    return None
+
+
+def value_specs(declaration: Node) -> list[Node]:
+    """The var_spec / const_spec nodes of a declaration, grouped or not (never
+    those of a func literal nested inside an initializer)."""
+    specs: list[Node] = []
+    for child in children(declaration):
+        if child.type in ("var_spec", "const_spec"):
+            specs.append(child)
+        elif child.type == "var_spec_list":
+            specs.extend(c for c in children(child) if c.type == "var_spec")
+    return specs
