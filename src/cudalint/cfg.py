@@ -70,6 +70,9 @@ class CFG:
     entry: int
     exits: dict[ExitKind, int]
     node_of: dict[Node, int] = field(default_factory=dict)
+    # False for a func literal that sits in unreachable code of its enclosing
+    # function: its body can never run, so none of its nodes is live.
+    created: bool = True
     _live: frozenset[int] | None = field(default=None, repr=False)
 
     def kind(self, n: int) -> NodeKind:
@@ -85,7 +88,10 @@ class CFG:
     def live(self) -> frozenset[int]:
         """Nodes reachable from the entry."""
         if self._live is None:
-            self._live = frozenset(nx.descendants(self.graph, self.entry) | {self.entry})
+            if self.created:
+                self._live = frozenset(nx.descendants(self.graph, self.entry) | {self.entry})
+            else:
+                self._live = frozenset()
         return self._live
 
     def reachable(self, n: int) -> bool:
@@ -536,4 +542,23 @@ def build_package_cfgs(package: Package) -> PackageCFGs:
                 no_return[unit.symbol] = ends
                 changed.add(unit.symbol)
         todo = [unit for unit in graphs if consulted.get(unit, set()) & changed]
+    _mark_dead_literals(package, graphs)
     return PackageCFGs(graphs, failures, no_return)
+
+
+def _mark_dead_literals(package: Package, graphs: dict[Unit, CFG]) -> None:
+    """A literal is created only if the statement holding it in the enclosing
+    function is reachable (units are listed enclosing-first)."""
+    for unit in package.units:
+        graph = graphs.get(unit)
+        if graph is None or unit.parent is None:
+            continue
+        outer = graphs.get(unit.parent)
+        if outer is None:
+            continue
+        holder = unit.node.parent
+        while holder is not None and holder not in outer.node_of:
+            holder = holder.parent
+        if holder is not None and not outer.reachable(outer.node_of[holder]):
+            graph.created = False
+            graph._live = None

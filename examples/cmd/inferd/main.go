@@ -135,7 +135,9 @@ func worker(dev int, m *model, jobs <-chan job, ready chan<- error, wg *sync.Wai
 		return
 	}
 	defer logClose(dev, "engine", eng.Close)
-	if bw, err := eng.Bandwidth([]int{1 << 20, 16 << 20, 64 << 20}); err == nil {
+	if bw, err := eng.Bandwidth([]int{1 << 20, 16 << 20, 64 << 20}); err != nil {
+		log.Printf("gpu%d: bandwidth test: %v", dev, err)
+	} else {
 		log.Printf("gpu%d: host-to-device GB/s by transfer size: %v", dev, bw)
 	}
 	ready <- nil

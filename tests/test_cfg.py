@@ -1,0 +1,543 @@
+"""The control-flow graph on every construct of the grammar.
+
+Nodes are found by the line they start on (each snippet puts one construct
+per line); assertions check edges, branch conditions, exits and
+reachability, which is what the rules stand on."""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from cudalint import syntax
+from cudalint.cfg import CFG, ExitKind, NodeKind
+from gosrc import graphs_of
+
+
+def one(source: str, name: str = "f") -> CFG:
+    return graphs_of(source)[name]
+
+
+def at(graph: CFG, line: int, kind: NodeKind | None = None) -> int:
+    found = [n for n in graph.statement_nodes() if graph.line(n) == line and (kind is None or graph.kind(n) is kind)]
+    assert found, f"no node on line {line}"
+    return found[0]
+
+
+def succ(graph: CFG, n: int) -> set[int]:
+    return set(graph.graph.successors(n))
+
+
+def exits_reached(graph: CFG) -> set[ExitKind]:
+    return {kind for kind in ExitKind if graph.exit_reachable(kind)}
+
+
+def edge(graph: CFG, a: int, b: int) -> dict:
+    return graph.graph.get_edge_data(a, b)
+
+
+def test_straight_line_and_implicit_return_at_closing_brace():
+    g = one("""
+        package p
+        func f() {
+        \ta := 1
+        \ta++
+        }
+    """)
+    first, second = at(g, 3), at(g, 4)
+    assert succ(g, g.entry) == {first}
+    assert succ(g, first) == {second}
+    (implicit,) = succ(g, second)
+    assert g.kind(implicit) is NodeKind.IMPLICIT_RETURN and g.line(implicit) == 5
+    assert succ(g, implicit) == {g.exits[ExitKind.RETURN]}
+    assert exits_reached(g) == {ExitKind.RETURN}
+
+
+def test_exits_are_sinks_with_their_kind():
+    g = one("""
+        package p
+        func f() {}
+    """)
+    for kind, n in g.exits.items():
+        assert g.kind(n) is NodeKind.EXIT and g.graph.nodes[n]["exit"] is kind
+        assert not succ(g, n)
+
+
+def test_if_else_if_with_initializers_and_condition_polarity():
+    g = one("""
+        package p
+        func f(x int) int {
+        \tif y := x; y > 0 {
+        \t\treturn 1
+        \t} else if z := -x; z > 0 {
+        \t\treturn 2
+        \t} else {
+        \t\treturn 3
+        \t}
+        }
+    """)
+    init1 = at(g, 3, NodeKind.STMT)
+    cond1 = at(g, 3, NodeKind.COND)
+    assert succ(g, init1) == {cond1}
+    ret1, ret2, ret3 = at(g, 4), at(g, 6), at(g, 8)
+    assert edge(g, cond1, ret1)["polarity"] is True
+    assert syntax.text(edge(g, cond1, ret1)["cond"]) == "y > 0"
+    init2 = at(g, 5, NodeKind.STMT)
+    assert edge(g, cond1, init2)["polarity"] is False
+    cond2 = at(g, 5, NodeKind.COND)
+    assert edge(g, cond2, ret2)["polarity"] is True and edge(g, cond2, ret3)["polarity"] is False
+    assert g.kind(g.exits[ExitKind.RETURN]) is NodeKind.EXIT
+    assert not any(g.kind(n) is NodeKind.IMPLICIT_RETURN for n in g.graph)
+
+
+def test_short_circuit_conditions_are_split_and_negation_flips_polarity():
+    g = one("""
+        package p
+        func f(a, b, ok bool) {
+        \tif a &&
+        \t\tb {
+        \t\tprintln(1)
+        \t}
+        \tif !ok ||
+        \t\ta {
+        \t\tprintln(2)
+        \t}
+        }
+    """)
+    ca, cb = at(g, 3, NodeKind.COND), at(g, 4, NodeKind.COND)
+    then1 = at(g, 5)
+    assert edge(g, ca, cb)["polarity"] is True
+    assert edge(g, cb, then1)["polarity"] is True
+    ok, a2 = at(g, 7, NodeKind.COND), at(g, 8, NodeKind.COND)
+    assert syntax.text(g.ast(ok)) == "ok"
+    then2 = at(g, 9)
+    # `!ok` is true when ok is false: that edge goes to the body.
+    assert edge(g, ok, then2) == {"branch": "cond", "cond": g.ast(ok), "polarity": False}
+    assert edge(g, ok, a2)["polarity"] is True
+    # a false `a` skips the first body; both then-ends and else-ends meet.
+    assert at(g, 7, NodeKind.COND) in succ(g, ca)
+
+
+def test_both_outcomes_to_one_node_make_an_unconditional_edge():
+    g = one("""
+        package p
+        func f(x bool) {
+        \tif x {
+        \t}
+        \tprintln()
+        }
+    """)
+    c, after = at(g, 3, NodeKind.COND), at(g, 5)
+    assert edge(g, c, after) == {}
+
+
+def test_three_clause_for_loop_and_continue_to_post():
+    g = one("""
+        package p
+        func f(n int) {
+        \tfor i := 0; i < n; i++ {
+        \t\tif i == 2 {
+        \t\t\tcontinue
+        \t\t}
+        \t\tprintln(i)
+        \t}
+        \tprintln("done")
+        }
+    """)
+    init = at(g, 3, NodeKind.STMT)
+    cond = at(g, 3, NodeKind.COND)
+    post = [n for n in g.statement_nodes() if g.line(n) == 3 and syntax.text(g.ast(n)) == "i++"][0]
+    cont = at(g, 5, NodeKind.CONTINUE)
+    body_end = at(g, 7)
+    done = at(g, 9)
+    assert succ(g, init) == {cond}
+    assert succ(g, cont) == {post} and succ(g, body_end) == {post}
+    assert succ(g, post) == {cond}
+    assert edge(g, cond, done)["polarity"] is False
+
+
+def test_condition_only_and_infinite_loops():
+    g = one("""
+        package p
+        func f(x bool) {
+        \tfor x {
+        \t\tprintln(1)
+        \t}
+        \tfor {
+        \t\tprintln(2)
+        \t}
+        \tprintln(3)
+        }
+    """)
+    cond, body = at(g, 3, NodeKind.COND), at(g, 4)
+    assert succ(g, body) == {cond}
+    loop = at(g, 6, NodeKind.LOOP)
+    assert succ(g, at(g, 7)) == {loop}
+    assert not g.reachable(at(g, 9))
+    assert exits_reached(g) == set()
+
+
+def test_infinite_loop_left_by_break_and_by_return():
+    g = one("""
+        package p
+        func f(x bool) int {
+        \tfor {
+        \t\tif x {
+        \t\t\tbreak
+        \t\t}
+        \t}
+        \tfor {
+        \t\treturn 1
+        \t}
+        }
+    """)
+    assert g.reachable(at(g, 8, NodeKind.LOOP))
+    assert exits_reached(g) == {ExitKind.RETURN}
+
+
+def test_range_loop_edges():
+    g = one("""
+        package p
+        func f(xs []int) {
+        \tfor _, x := range xs {
+        \t\tprintln(x)
+        \t}
+        \tprintln()
+        }
+    """)
+    head = at(g, 3, NodeKind.RANGE)
+    body, after = at(g, 4), at(g, 6)
+    assert edge(g, head, body) == {"branch": "range", "polarity": True}
+    assert edge(g, head, after) == {"branch": "range", "polarity": False}
+    assert succ(g, body) == {head}
+
+
+def test_labeled_break_and_continue_reach_the_outer_loop():
+    g = one("""
+        package p
+        func f(m [][]int) {
+        outer:
+        \tfor _, row := range m {
+        \t\tfor _, v := range row {
+        \t\t\tif v < 0 {
+        \t\t\t\tcontinue outer
+        \t\t\t}
+        \t\t\tif v == 0 {
+        \t\t\t\tbreak outer
+        \t\t\t}
+        \t\t}
+        \t}
+        \tprintln()
+        }
+    """)
+    outer = at(g, 4, NodeKind.RANGE)
+    assert succ(g, at(g, 7, NodeKind.CONTINUE)) == {outer}
+    assert succ(g, at(g, 10, NodeKind.BREAK)) == {at(g, 14)}
+    label = at(g, 3, NodeKind.LABEL)
+    assert succ(g, label) == {outer}
+
+
+def test_expression_switch_default_last_and_fallthrough():
+    g = one("""
+        package p
+        func f(x int) {
+        \tswitch x {
+        \tdefault:
+        \t\tprintln("d")
+        \tcase 1:
+        \t\tprintln(1)
+        \t\tfallthrough
+        \tcase 2, 3:
+        \t\tprintln(2)
+        \t}
+        \tprintln("after")
+        }
+    """)
+    tag = at(g, 3, NodeKind.SWITCH)
+    case1, case2 = at(g, 6, NodeKind.CASE), at(g, 9, NodeKind.CASE)
+    body_default, body1, body2, after = at(g, 5), at(g, 7), at(g, 10), at(g, 12)
+    assert succ(g, tag) == {case1}
+    e = edge(g, case1, body1)
+    assert e["polarity"] is True and syntax.text(e["tag"]) == "x" and e["case"].type == "expression_case"
+    assert edge(g, case1, case2)["polarity"] is False
+    # default is tried last, even though it is written first
+    assert edge(g, case2, body_default)["branch"] == "default"
+    # fallthrough enters the next body in source order
+    fall = at(g, 8, NodeKind.FALLTHROUGH)
+    assert succ(g, fall) == {body2}
+    assert succ(g, body_default) == {after} and succ(g, body2) == {after}
+
+
+def test_tagless_switch_cases_are_conditions():
+    g = one("""
+        package p
+        func f(st int) int {
+        \tswitch {
+        \tcase st != 0, st < -1:
+        \t\treturn st
+        \t}
+        \treturn 0
+        }
+    """)
+    conds = [n for n in g.statement_nodes() if g.kind(n) is NodeKind.COND]
+    assert [syntax.text(g.ast(n)) for n in conds] == ["st != 0", "st < -1"]
+    ret = at(g, 5)
+    assert edge(g, conds[0], ret)["polarity"] is True and edge(g, conds[1], ret)["polarity"] is True
+    assert edge(g, conds[1], at(g, 7))["polarity"] is False
+
+
+def test_switch_where_every_arm_returns():
+    with_default = one("""
+        package p
+        func f(x int) int {
+        \tswitch x {
+        \tcase 1:
+        \t\treturn 1
+        \tdefault:
+        \t\treturn 0
+        \t}
+        \tprintln()
+        \treturn 2
+        }
+    """)
+    assert not with_default.reachable(at(with_default, 9))
+    without_default = one("""
+        package p
+        func f(x int) int {
+        \tswitch x {
+        \tcase 1:
+        \t\treturn 1
+        \t}
+        \treturn 2
+        }
+    """)
+    assert without_default.reachable(at(without_default, 7))
+
+
+def test_type_switch():
+    g = one("""
+        package p
+        func f(v any) int {
+        \tswitch t := v.(type) {
+        \tcase int:
+        \t\treturn t
+        \tcase string, []byte:
+        \t\treturn len(t.(string))
+        \t}
+        \treturn 0
+        }
+    """)
+    head = at(g, 3, NodeKind.TYPESWITCH)
+    case_int, case_str = at(g, 4, NodeKind.TYPECASE), at(g, 6, NodeKind.TYPECASE)
+    assert succ(g, head) == {case_int}
+    assert edge(g, case_int, case_str)["polarity"] is False
+    assert edge(g, case_str, at(g, 9))["polarity"] is False
+
+
+def test_select_with_and_without_default_and_empty_select():
+    g = one("""
+        package p
+        func f(a, b chan int) {
+        \tselect {
+        \tcase v := <-a:
+        \t\tprintln(v)
+        \tcase b <- 1:
+        \tdefault:
+        \t\tprintln("none")
+        \t}
+        \tselect {
+        \tcase <-a:
+        \t\treturn
+        \t}
+        \tselect {}
+        \tprintln("never")
+        }
+    """)
+    first = at(g, 3, NodeKind.SELECT)
+    comm1, comm2 = at(g, 4, NodeKind.COMM), at(g, 6, NodeKind.COMM)
+    default_body = at(g, 8)
+    assert succ(g, first) == {comm1, comm2, default_body}
+    second = at(g, 10, NodeKind.SELECT)
+    assert succ(g, second) == {at(g, 11, NodeKind.COMM)}
+    # the only case returns: what follows the second select is dead
+    assert not g.reachable(at(g, 14, NodeKind.SELECT))
+    assert not g.reachable(at(g, 15))
+
+
+def test_empty_select_never_continues():
+    g = one("""
+        package p
+        func f() {
+        \tselect {}
+        \tprintln()
+        }
+    """)
+    assert succ(g, at(g, 3)) == set()
+    assert not g.reachable(at(g, 4))
+    assert exits_reached(g) == set()
+
+
+def test_goto_forward_and_backward():
+    g = one("""
+        package p
+        func f(n int) {
+        \ti := 0
+        again:
+        \ti++
+        \tif i < n {
+        \t\tgoto again
+        \t}
+        \tgoto done
+        \tprintln("skipped")
+        done:
+        \tprintln("done")
+        }
+    """)
+    again, done = at(g, 4, NodeKind.LABEL), at(g, 11, NodeKind.LABEL)
+    assert succ(g, at(g, 7, NodeKind.GOTO)) == {again}
+    assert succ(g, at(g, 9, NodeKind.GOTO)) == {done}
+    assert not g.reachable(at(g, 10))
+    assert g.reachable(done) and g.reachable(at(g, 12))
+
+
+def test_return_in_every_position_reaches_the_return_exit():
+    g = one("""
+        package p
+        func f(xs []int, c chan int) (n int, err error) {
+        \tfor _, x := range xs {
+        \t\tif x < 0 {
+        \t\t\treturn x, nil
+        \t\t}
+        \t}
+        \tswitch len(xs) {
+        \tcase 0:
+        \t\treturn
+        \t}
+        \tselect {
+        \tcase v := <-c:
+        \t\treturn v, nil
+        \tdefault:
+        \t}
+        \t{
+        \t\treturn 0, nil
+        \t}
+        }
+    """)
+    ret = g.exits[ExitKind.RETURN]
+    for line in (5, 10, 14, 18):
+        n = at(g, line, NodeKind.RETURN)
+        assert succ(g, n) == {ret}
+    assert not any(g.kind(n) is NodeKind.IMPLICIT_RETURN for n in g.graph)
+
+
+def test_defer_and_go_do_not_end_the_flow():
+    g = one("""
+        package p
+        func f() {
+        \tdefer println("d")
+        \tgo println("g")
+        \tprintln()
+        }
+    """)
+    d, go_, after = at(g, 3, NodeKind.DEFER), at(g, 4, NodeKind.GO), at(g, 5)
+    assert succ(g, d) == {go_} and succ(g, go_) == {after}
+
+
+def test_exit_kinds_of_no_return_calls():
+    graphs = graphs_of("""
+        package p
+
+        import (
+        \t"log"
+        \t"os"
+        \t"runtime"
+        \t"syscall"
+        \t"testing"
+        )
+
+        func panics()          { panic("x") }
+        func exits()           { os.Exit(1) }
+        func fatal()           { log.Fatalf("x") }
+        func logPanic()        { log.Panicln("x") }
+        func goexit()          { runtime.Goexit() }
+        func sysExit()         { syscall.Exit(1) }
+        func fails(t *testing.T) { t.FailNow() }
+        func skips(b *testing.B) { b.Skip() }
+        func tb(t testing.TB)  { t.Fatal() }
+        func logger(l *log.Logger) { l.Fatal() }
+        func viaHelper()       { exits() }
+        func either(x bool) {
+        \tif x {
+        \t\tpanics()
+        \t}
+        \tgoexit()
+        }
+    """)
+    expected = {
+        "panics": {ExitKind.PANIC}, "exits": {ExitKind.PROCESS}, "fatal": {ExitKind.PROCESS},
+        "logPanic": {ExitKind.PANIC}, "goexit": {ExitKind.GOEXIT}, "sysExit": {ExitKind.PROCESS},
+        "fails": {ExitKind.GOEXIT}, "skips": {ExitKind.GOEXIT}, "tb": {ExitKind.GOEXIT},
+        "logger": {ExitKind.PROCESS}, "viaHelper": {ExitKind.PROCESS},
+        "either": {ExitKind.PANIC, ExitKind.GOEXIT},
+    }
+    assert {name: exits_reached(graphs[name]) for name in expected} == expected
+
+
+def test_shadowed_names_return_normally():
+    graphs = graphs_of("""
+        package p
+
+        import "os"
+
+        type exiter struct{}
+
+        func (exiter) Exit(int) {}
+
+        func f() {
+        \tos := exiter{}
+        \tos.Exit(1)
+        \tpanic := func(string) {}
+        \tpanic("no")
+        }
+        func g(t *exiter) {
+        \tt.Exit(1)
+        }
+        func h() {
+        \tos.Exit(2)
+        }
+    """)
+    assert exits_reached(graphs["f"]) == {ExitKind.RETURN}
+    assert exits_reached(graphs["g"]) == {ExitKind.RETURN}
+    assert exits_reached(graphs["h"]) == {ExitKind.PROCESS}
+
+
+def test_code_after_no_return_call_is_unreachable():
+    g = one("""
+        package p
+
+        import "os"
+
+        func f() {
+        \tos.Exit(1)
+        \tprintln()
+        }
+    """)
+    assert not g.reachable(at(g, 7))
+
+
+def test_every_live_node_reaches_an_exit_or_a_loop():
+    g = one("""
+        package p
+        func f(x int) {
+        \tfor i := 0; i < x; i++ {
+        \t\tswitch {
+        \t\tcase i > 3:
+        \t\t\tbreak
+        \t\tdefault:
+        \t\t\tcontinue
+        \t\t}
+        \t}
+        }
+    """)
+    sinks = set(g.exits.values())
+    for n in g.live:
+        assert n in sinks or nx.has_path(g.graph, n, g.exits[ExitKind.RETURN])
