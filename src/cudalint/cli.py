@@ -50,6 +50,9 @@ def _write_atomically(path: Path, text: str) -> None:
     directory = path.parent if str(path.parent) else Path(".")
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)
         os.replace(temporary, path)
@@ -118,7 +121,11 @@ def main(patterns, fmt, output, select, ignore, jobs, quiet, list_rules, explain
         for note in result.notifications:
             click.echo(note.render(), err=True)
     if output is not None:
-        _write_atomically(output, text)
+        try:
+            _write_atomically(output, text)
+        except OSError as error:
+            click.echo(f"cudalint: error: cannot write {output}: {error.strerror or error}", err=True)
+            sys.exit(EXIT_ERROR)
     else:
         click.echo(text, nl=False)
     if result.internal_errors:

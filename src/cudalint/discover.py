@@ -34,8 +34,10 @@ def _is_go_file_name(name: str) -> bool:
     return name.endswith(".go") and not _ignored_name(name)
 
 
-def _package_files(directory: Path, base: Path, notes: list[Notification]) -> tuple[list[Path], list[Path]]:
-    """The Go files of one directory and its subdirectories worth walking into."""
+def _package_files(
+    directory: Path, base: Path, notes: list[Notification], *, walking: bool,
+) -> tuple[list[Path], list[Path]]:
+    """The Go files of one directory, and its subdirectories."""
     files: list[Path] = []
     subdirs: list[Path] = []
     try:
@@ -52,9 +54,10 @@ def _package_files(directory: Path, base: Path, notes: list[Notification]) -> tu
                 continue
             if entry.is_dir(follow_symlinks=False):
                 if entry.name.endswith(".go") and not _ignored_name(entry.name):
+                    what = "walked as a package directory" if walking else "skipped"
                     notes.append(Notification(
                         NotificationKind.NOT_GO_SOURCE, display_path(Path(entry.path), base),
-                        "is a directory, not a Go source file; walked as a package directory",
+                        f"is a directory, not a Go source file; {what}",
                     ))
                 subdirs.append(Path(entry.path))
             elif _is_go_file_name(entry.name) and entry.is_file(follow_symlinks=False):
@@ -72,7 +75,7 @@ def _walk(root: Path, base: Path, matches, notes: list[Notification]) -> list[Pa
     stack = [root]
     while stack:
         directory = stack.pop()
-        files, subdirs = _package_files(directory, base, notes)
+        files, subdirs = _package_files(directory, base, notes, walking=True)
         if matches(directory):
             found.extend(files)
         for sub in reversed(subdirs):
@@ -145,7 +148,7 @@ def _expand_path(pattern: str, cwd: Path, notes: list[Notification]) -> list[Pat
                     "is a directory, not a Go source file; skipped",
                 ))
                 return None
-            files, _ = _package_files(path, cwd, notes)
+            files, _ = _package_files(path, cwd, notes, walking=False)
             return files
         if path.exists():
             if not path.name.endswith(".go"):

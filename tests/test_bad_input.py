@@ -1,0 +1,111 @@
+"""Bad input is normal input: every broken file gives one clear notification,
+never a traceback, and never stops the analysis of the other files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cudalint.analysis import Settings, analyze
+from cudalint.findings import NotificationKind
+from cudalint.passes import all_rules
+from clirun import CGO_FILE, cudalint, cudalint_process
+from gosrc import knowledge
+
+SYNTAX_ERROR_FILE = """package p
+
+// #include <cuda_runtime_api.h>
+import "C"
+
+func broken() {
+	if {
+}
+
+func fine() {
+	C.cudaDeviceReset()
+}
+"""
+
+
+def nested(depth: int) -> str:
+    return "\t" + "if true {\n" * depth + "}\n" * depth
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "good.go").write_text(CGO_FILE)
+    (tmp_path / "syntax.go").write_text(SYNTAX_ERROR_FILE.replace("package p", "package p\n"))
+    (tmp_path / "latin1.go").write_bytes(b"package p\n\n// caf\xe9\n")
+    (tmp_path / "binary.go").write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00" * 50)
+    (tmp_path / "bom.go").write_bytes(b"\xef\xbb\xbf" + CGO_FILE.replace("func sync", "func bomSync").encode())
+    (tmp_path / "crlf.go").write_bytes(CGO_FILE.replace("func sync", "func crlfSync").replace("\n", "\r\n").encode())
+    (tmp_path / "dir.go").mkdir()
+    deep = CGO_FILE.replace("func sync", "func deepSync") + "\nfunc deep() {\n" + nested(1500) + "}\n"
+    (tmp_path / "deep.go").write_text(deep)
+    terms = " + ".join(["1"] * 10000)
+    (tmp_path / "long.go").write_text(f"package p\n\nfunc long() int {{\n\treturn {terms}\n}}\n")
+    return tmp_path
+
+
+def test_each_bad_file_gives_one_notification_and_the_rest_is_analysed(tree: Path) -> None:
+    run = cudalint_process("--format", "json", ".", cwd=tree)
+    assert "Traceback" not in run.stderr
+    assert run.exit_code == 1, run.stderr
+    import json
+
+    report = json.loads(run.stdout)
+    found = {(f["path"], f["line"], f["rule"]) for f in report["findings"]}
+    assert found == {
+        ("good.go", 7, "CL301"), ("syntax.go", 12, "CL301"), ("bom.go", 7, "CL301"),
+        ("crlf.go", 7, "CL301"), ("deep.go", 7, "CL301"),
+    }
+    notes = {n["path"]: n for n in report["notifications"]}
+    assert sorted(notes) == ["binary.go", "deep.go", "dir.go", "latin1.go", "syntax.go"]
+    assert notes["syntax.go"]["kind"] == "syntax-error" and notes["syntax.go"]["line"] == 8
+    assert notes["latin1.go"]["message"].startswith("invalid UTF-8") and notes["latin1.go"]["line"] == 3
+    assert notes["binary.go"]["message"].startswith("binary content")
+    assert notes["deep.go"]["kind"] == "too-complex" and "deep" in notes["deep.go"]["message"]
+    assert notes["dir.go"]["message"] == "is a directory, not a Go source file; skipped"
+    assert len(report["notifications"]) == 5
+
+
+def test_text_output_prints_notifications_to_stderr(tree: Path) -> None:
+    run = cudalint(".", cwd=tree)
+    assert run.exit_code == 1
+    assert "syntax.go:8:" in run.stderr and "syntax error" in run.stderr
+    assert "syntax error" not in run.stdout
+
+
+def test_columns_after_a_bom_and_crlf(tree: Path) -> None:
+    settings = Settings(base=tree, enabled=frozenset(r.id for r in all_rules()))
+    result = analyze([tree / "bom.go", tree / "crlf.go"], settings, knowledge())
+    assert [(f.path, f.span.start.line, f.span.start.column) for f in result.findings] == [
+        ("bom.go", 7, 2), ("crlf.go", 7, 2),
+    ]
+
+
+def test_unreadable_and_vanished_files(tree: Path, monkeypatch) -> None:
+    original = Path.read_bytes
+
+    def deny(self: Path) -> bytes:
+        if self.name == "good.go":
+            raise PermissionError(13, "Permission denied")
+        return original(self)
+
+    monkeypatch.setattr(Path, "read_bytes", deny)
+    settings = Settings(base=tree, enabled=frozenset(r.id for r in all_rules()))
+    result = analyze([tree / "good.go", tree / "gone.go", tree / "crlf.go"], settings, knowledge())
+    messages = {n.path: n.message for n in result.notifications}
+    assert messages == {
+        "good.go": "cannot read: permission denied; skipped",
+        "gone.go": "cannot read: the file disappeared during the run; skipped",
+    }
+    assert all(n.kind is NotificationKind.UNREADABLE for n in result.notifications)
+    assert [f.path for f in result.findings] == ["crlf.go"]
+
+
+def test_explicit_directory_named_like_a_go_file(tree: Path) -> None:
+    run = cudalint("dir.go", "good.go", cwd=tree)
+    assert run.exit_code == 1
+    assert "dir.go: is a directory, not a Go source file; skipped" in run.stderr

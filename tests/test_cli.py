@@ -1,0 +1,145 @@
+"""The command line as users and CI call it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cudalint import __version__
+from clirun import CGO_FILE, cudalint, cudalint_process
+
+BLANK_FILE = """package q
+
+// #include <cuda_runtime_api.h>
+import "C"
+
+func reset() {
+	_ = C.cudaDeviceReset()
+}
+"""
+
+CLEAN_FILE = """package r
+
+// #include <cuda_runtime_api.h>
+import "C"
+
+import "errors"
+
+func reset() error {
+	if st := C.cudaDeviceReset(); st != C.cudaSuccess {
+		return errors.New("reset failed")
+	}
+	return nil
+}
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "a.go").write_text(CGO_FILE)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "b.go").write_text(BLANK_FILE)
+    (tmp_path / "clean").mkdir()
+    (tmp_path / "clean" / "c.go").write_text(CLEAN_FILE)
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "p.go").write_text("package plain\n\nfunc F() {}\n")
+    return tmp_path
+
+
+def test_default_pattern_text_output_and_exit_status(project: Path) -> None:
+    run = cudalint(cwd=project)
+    assert run.exit_code == 1
+    assert run.stdout.splitlines() == [
+        "a/a.go:7:2: CL301 the cudaError_t returned by C.cudaDeviceSynchronize is discarded; "
+        "compare it with C.cudaSuccess and handle the failure",
+        "b/b.go:7:6: CL302 the cudaError_t returned by C.cudaDeviceReset is assigned to _; "
+        "compare it with C.cudaSuccess and handle the failure",
+        "Found 2 findings (CL301: 1, CL302: 1); 3 files analysed, 1 without GPU code skipped.",
+    ]
+
+
+def test_clean_package_exits_zero(project: Path) -> None:
+    run = cudalint("clean", cwd=project)
+    assert run.exit_code == 0
+    assert run.stdout == "No findings (1 file analysed).\n"
+
+
+def test_select_and_ignore_by_prefix(project: Path) -> None:
+    assert "CL302" not in cudalint("--select", "CL301", cwd=project).stdout
+    only_blank = cudalint("--ignore", "cl301", cwd=project)
+    assert only_blank.exit_code == 1 and "CL301" not in only_blank.stdout and "CL302" in only_blank.stdout
+    assert cudalint("--ignore", "CL3", cwd=project).exit_code == 0
+
+
+def test_unknown_rule_prefix_is_a_usage_error(project: Path) -> None:
+    run = cudalint("--select", "CL999", cwd=project)
+    assert run.exit_code == 2 and "matches no rule" in run.stderr
+
+
+def test_pattern_matching_nothing_is_an_error(project: Path) -> None:
+    run = cudalint("nowhere/...", cwd=project)
+    assert run.exit_code == 2
+    assert "pattern 'nowhere/...' matches no Go files" in run.stderr
+
+
+def test_quiet_prints_findings_only(project: Path) -> None:
+    run = cudalint("-q", cwd=project)
+    assert run.exit_code == 1
+    assert len(run.stdout.splitlines()) == 2 and "Found" not in run.stdout
+
+
+def test_json_output(project: Path) -> None:
+    run = cudalint("--format", "json", cwd=project)
+    document = json.loads(run.stdout)
+    assert document["schema_version"] == 1
+    assert document["tool"] == {"name": "cudalint", "version": __version__}
+    first = document["findings"][0]
+    assert first == {
+        "rule": "CL301", "name": "status-discarded", "level": "error", "path": "a/a.go",
+        "line": 7, "column": 2, "end_line": 7, "end_column": 27, "function": "sync",
+        "message": first["message"], "steps": [],
+    }
+    assert document["summary"]["by_rule"] == {"CL301": 1, "CL302": 1}
+
+
+def test_output_file_is_written_and_stdout_stays_empty(project: Path) -> None:
+    run = cudalint("--format", "json", "--output", "out/report.json", cwd=project)
+    assert run.exit_code == 2  # the directory does not exist: a tool error, no traceback
+    (project / "out").mkdir()
+    run = cudalint("--format", "json", "--output", "out/report.json", cwd=project)
+    assert run.exit_code == 1 and run.stdout == ""
+    assert json.loads((project / "out" / "report.json").read_text())["summary"]["findings"] == 2
+    assert [p.name for p in (project / "out").iterdir()] == ["report.json"]
+
+
+def test_list_rules_explain_and_version(project: Path) -> None:
+    listing = cudalint("--list-rules", cwd=project)
+    assert listing.exit_code == 0
+    assert listing.stdout.splitlines()[0].split() == ["ID", "NAME", "LEVEL", "SUMMARY"]
+    assert any(line.startswith("CL301  status-discarded  error") for line in listing.stdout.splitlines())
+    explained = cudalint("--explain", "cl302", cwd=project)
+    assert explained.exit_code == 0
+    for section in ("# CL302 status-blank", "## What it does", "## Why is this bad?", "## Example", "## Use instead"):
+        assert section in explained.stdout
+    assert cudalint("--explain", "CL999", cwd=project).exit_code == 2
+    assert cudalint("--version", cwd=project).stdout.strip() == f"cudalint, version {__version__}"
+
+
+def test_jobs_do_not_change_the_output(project: Path) -> None:
+    for i in range(6):
+        (project / f"extra{i}").mkdir()
+        (project / f"extra{i}" / "e.go").write_text(CGO_FILE.replace("package p", f"package extra{i}"))
+    one = cudalint_process("--format", "json", "--jobs", "1", cwd=project)
+    two = cudalint_process("--format", "json", "--jobs", "2", cwd=project)
+    assert one.exit_code == two.exit_code == 1
+    assert one.stdout == two.stdout
+    assert json.loads(one.stdout)["summary"]["findings"] == 8
+
+
+def test_python_dash_m_and_bad_option(project: Path) -> None:
+    run = cudalint_process("--format", "xml", cwd=project)
+    assert run.exit_code == 2 and "Invalid value for '--format'" in run.stderr
+    assert "Traceback" not in run.stderr

@@ -1,0 +1,105 @@
+"""The API knowledge files: every shipped file validates, the schema is
+strict, and lookups classify real calls correctly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cudalint.knowledge import KnowledgeError, builtin_rules_dir, load_file, load_knowledge, parse_family
+
+RULES = Path(__file__).resolve().parents[1] / "rules"
+
+
+@pytest.mark.parametrize("path", sorted(RULES.glob("*.toml")), ids=lambda p: p.name)
+def test_every_shipped_file_validates(path: Path) -> None:
+    family = load_file(path)
+    assert family.description and family.import_path
+    for resource in family.resources:
+        assert resource.acquire and resource.release
+
+
+def test_family_names_are_unique_and_builtin_dir_is_found() -> None:
+    knowledge = load_knowledge()
+    names = [family.name for family in knowledge.families]
+    assert len(names) == len(set(names))
+    assert {"cgo-host-memory", "cuda-runtime", "cuda-driver"} <= set(names)
+    assert builtin_rules_dir().resolve() in (RULES.resolve(), builtin_rules_dir().resolve())
+
+
+@pytest.mark.parametrize(
+    ("name", "family", "status", "release"),
+    [
+        ("cudaMalloc", "cuda-runtime", "cudaError_t", False),
+        ("cudaFree", "cuda-runtime", "cudaError_t", True),
+        ("cuInit", "cuda-driver", "CUresult", False),
+        ("cuMemFree", "cuda-driver", "CUresult", True),
+        ("free", "cgo-host-memory", None, True),
+        ("CString", "cgo-host-memory", None, False),
+    ],
+)
+def test_lookup_classifies_calls(name: str, family: str, status: str | None, release: bool) -> None:
+    api = load_knowledge().lookup("C", name)
+    assert api is not None and api.family.name == family
+    assert (api.status.type if api.status else None) == status
+    assert api.is_release is release
+
+
+@pytest.mark.parametrize("name", ["cudaGetErrorString", "cudaGetErrorName", "cudaStream_t", "CUdeviceptr", "puts"])
+def test_non_status_names_are_unknown_or_statusless(name: str) -> None:
+    api = load_knowledge().lookup("C", name)
+    assert api is None or api.status is None
+
+
+def test_cudaGetLastError_is_a_discardable_status_call() -> None:
+    api = load_knowledge().lookup("C", "cudaGetLastError")
+    assert api is not None and api.status is not None and api.discardable
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ({"description": "x", "import": "C"}, "family: expected a non-empty string"),
+        ({"family": "f", "description": "x", "import": "C", "colour": 1}, "unknown key 'colour'"),
+        ({"family": "f", "description": "x", "import": "C", "schema": 2}, "unsupported schema version 2"),
+        ({"family": "f", "description": "x", "import": "C", "status_calls": {"match": ["C.x"]}}, "needs a [status] table"),
+        (
+            {"family": "f", "description": "x", "import": "C", "status": {"type": "t", "success": ["0"]},
+             "status_calls": {"match": ["cuda*"]}},
+            "must be qualified with the family's package name 'C'",
+        ),
+        ({"family": "f", "description": "x", "import": "C", "status": {"type": "t"}}, "needs its success values"),
+        (
+            {"family": "f", "description": "x", "import": "C",
+             "resource": [{"name": "r", "acquire": [{"call": "C.a", "handle": "out"}], "release": [{"call": "C.b", "handle": "arg0"}]}]},
+            "'out' is not argN or resultN",
+        ),
+    ],
+)
+def test_schema_errors_name_the_file_and_key(document: dict, message: str) -> None:
+    with pytest.raises(KnowledgeError) as error:
+        parse_family(document, "mine.toml")
+    assert str(error.value).startswith("mine.toml: ")
+    assert message in str(error.value)
+
+
+def test_user_file_for_a_go_wrapper(tmp_path: Path) -> None:
+    extra = tmp_path / "acme.toml"
+    extra.write_text(
+        'family = "acme"\ndescription = "ACME wrapper"\nimport = "acme.example/gpu"\n'
+        '[status]\ntype = "error"\nkind = "error"\nresult = "last"\n'
+        '[status_calls]\nmatch = ["gpu.*"]\nexcept = ["gpu.Count"]\n'
+    )
+    knowledge = load_knowledge((extra,))
+    assert knowledge.package_names["acme.example/gpu"] == "gpu"
+    api = knowledge.lookup("acme.example/gpu", "Alloc")
+    assert api is not None and api.status is not None and api.status.result_index(2) == 1
+    assert knowledge.lookup("acme.example/gpu", "Count") is None
+
+
+def test_bad_toml_is_a_clear_error(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.toml"
+    broken.write_text("family = \n")
+    with pytest.raises(KnowledgeError, match="broken.toml: not valid TOML"):
+        load_knowledge((broken,))

@@ -1,0 +1,119 @@
+"""SARIF output: valid against the OASIS schema and GitHub's copy, with what
+code scanning needs (rules, levels, relative URIs, UTF-16 columns, stable
+fingerprints, notifications for files that could not be parsed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from clirun import cudalint
+
+SCHEMAS = Path(__file__).parent / "schemas"
+
+SOURCE = """package p
+
+// #include <cuda_runtime_api.h>
+import "C"
+
+func sync() {
+	/* héllo → */ C.cudaDeviceSynchronize()
+}
+"""
+
+
+def validate(document: dict) -> None:
+    for name in ("sarif-schema-2.1.0.json", "sarif-schema-2.1.0.github.json"):
+        schema = json.loads((SCHEMAS / name).read_text())
+        validator_class = jsonschema.validators.validator_for(schema)
+        errors = sorted(validator_class(schema).iter_errors(document), key=lambda e: list(e.path))
+        assert not errors, f"{name}: " + "; ".join(f"{list(e.path)}: {e.message}" for e in errors[:5])
+
+
+def sarif(project: Path, *args: str) -> dict:
+    run = cudalint("--format", "sarif", *args, cwd=project)
+    assert run.exit_code in (0, 1), run.stderr
+    return json.loads(run.stdout)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.go").write_text(SOURCE, encoding="utf-8")
+    (tmp_path / "pkg" / "broken.go").write_text("package p\n\nfunc f( {\n")
+    return tmp_path
+
+
+def test_validates_against_both_schemas(project: Path) -> None:
+    validate(sarif(project))
+
+
+def test_empty_run_validates_too(tmp_path: Path) -> None:
+    (tmp_path / "p.go").write_text("package p\n")
+    document = sarif(tmp_path)
+    validate(document)
+    assert document["runs"][0]["results"] == []
+
+
+def test_run_metadata_and_rules(project: Path) -> None:
+    document = sarif(project)
+    assert document["version"] == "2.1.0" and document["$schema"].endswith("sarif-2.1.0.json")
+    run = document["runs"][0]
+    driver = run["tool"]["driver"]
+    assert driver["name"] == "cudalint" and driver["version"]
+    rule_ids = [rule["id"] for rule in driver["rules"]]
+    assert rule_ids == sorted(rule_ids) and {"CL301", "CL302"} <= set(rule_ids)
+    rule = driver["rules"][rule_ids.index("CL301")]
+    assert rule["name"] == "status-discarded"
+    assert rule["defaultConfiguration"]["level"] == "error"
+    assert "## Why is this bad?" in rule["help"]["markdown"] and rule["help"]["text"]
+    assert rule["shortDescription"]["text"] and rule["properties"]["precision"] == "high"
+    assert run["columnKind"] == "utf16CodeUnits"
+    assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == project.resolve().as_uri() + "/"
+
+
+def test_result_location_and_utf16_columns(project: Path) -> None:
+    (result,) = sarif(project)["runs"][0]["results"]
+    assert result["ruleId"] == "CL301" and result["level"] == "error"
+    rules = sarif(project)["runs"][0]["tool"]["driver"]["rules"]
+    assert rules[result["ruleIndex"]]["id"] == "CL301"
+    location = result["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"] == {"uri": "pkg/a.go", "uriBaseId": "%SRCROOT%"}
+    line = SOURCE.splitlines()[6]
+    expected_start = len(line[: line.index("C.cuda")].encode("utf-16-le")) // 2 + 1
+    assert location["region"]["startLine"] == 7
+    assert location["region"]["startColumn"] == expected_start  # bytes would be 3 more
+    assert location["region"]["endColumn"] == expected_start + len("C.cudaDeviceSynchronize()")
+
+
+def test_explicit_warning_level_survives_serialisation(project: Path) -> None:
+    (project / "pkg" / "a.go").write_text(SOURCE.replace("/* héllo → */ C.", "_ = C."), encoding="utf-8")
+    (result,) = sarif(project)["runs"][0]["results"]
+    assert result["ruleId"] == "CL302" and result["level"] == "warning"
+
+
+def test_unparsable_files_are_tool_notifications(project: Path) -> None:
+    invocation = sarif(project)["runs"][0]["invocations"][0]
+    assert invocation["executionSuccessful"] is True
+    (note,) = invocation["toolExecutionNotifications"]
+    assert note["level"] == "warning" and "syntax error" in note["message"]["text"]
+    place = note["locations"][0]["physicalLocation"]
+    assert place["artifactLocation"]["uri"] == "pkg/broken.go" and place["region"]["startLine"] == 3
+
+
+def test_fingerprints_are_stable_when_lines_are_added_above(project: Path) -> None:
+    before = sarif(project)["runs"][0]["results"][0]
+    (project / "pkg" / "a.go").write_text(SOURCE.replace("import \"C\"\n", "import \"C\"\n\n// a comment\n\n"), encoding="utf-8")
+    after = sarif(project)["runs"][0]["results"][0]
+    assert after["locations"][0]["physicalLocation"]["region"]["startLine"] == 10
+    assert before["partialFingerprints"] == after["partialFingerprints"]
+    assert before["partialFingerprints"]["primaryLocationLineHash"].endswith(":1")
+
+
+def test_output_file_option(project: Path) -> None:
+    run = cudalint("--format", "sarif", "--output", "cudalint.sarif", cwd=project)
+    assert run.exit_code == 1 and run.stdout == ""
+    validate(json.loads((project / "cudalint.sarif").read_text()))
