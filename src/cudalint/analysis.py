@@ -44,6 +44,8 @@ class Settings:
     enabled: frozenset[str]
     jobs: int = 1
     debug: bool = False
+    # Off only in benchmarks and crash checks that must run every stage on every file.
+    prefilter: bool = True
 
 
 def _in_deep_stack(function: Callable[..., T], *args) -> T:
@@ -88,7 +90,7 @@ def analyze_directory(paths: list[Path], settings: Settings, knowledge: Knowledg
             sources.append(read)
     if not sources:
         return result
-    if not prefilter.may_match((s.data for s in sources), needles):
+    if settings.prefilter and not prefilter.may_match((s.data for s in sources), needles):
         result.files_skipped += len(sources)
         return result
     parsed_files = []

@@ -438,7 +438,8 @@ class _Builder:
         self.targets.append(target)
         falling: Pending = []
         for clause in clauses:
-            self.pending = entries[clause] + falling
+            # A second `default` (invalid Go, but it parses) is never entered.
+            self.pending = entries.get(clause, []) + falling
             self.fallthrough = []
             self.statements(syntax.statements(clause))
             falling = self.fallthrough

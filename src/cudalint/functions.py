@@ -210,7 +210,7 @@ class _UnitCollector:
                 method = syntax.text(declaration.child_by_field_name("name"))
                 unit = self.make(declaration, f"{_receiver_type(declaration)}.{method}", UnitKind.METHOD, None, problem)
             else:
-                if declaration.type in ("var_declaration", "const_declaration"):
+                if declaration.type in ("var_declaration", "const_declaration", "type_declaration"):
                     glob_counter_root.append(declaration)
                 continue
             if declaration.child_by_field_name("body") is not None:

@@ -276,6 +276,7 @@ class _Resolver:
             self.expression(value, scope)
         names = spec.children_by_field_name("name")
         type_node = spec.child_by_field_name("type")
+        self.expression(type_node, scope)
         for index, name in enumerate(names):
             init, init_index = _initializer(names, values, index)
             self.declare(scope, name, kind, Role.LOCAL, type_node=type_node, init=init, init_index=init_index)
@@ -285,6 +286,7 @@ class _Resolver:
             name = spec.child_by_field_name("name")
             if name is not None:
                 self.declare(scope, name, SymbolKind.TYPE, Role.LOCAL)
+            self.expression(spec.child_by_field_name("type"), scope)
 
     def s_if_statement(self, node: Node, scope: Scope) -> None:
         inner = Scope(scope, node, scope.function)
@@ -406,6 +408,9 @@ class _Resolver:
                         refs[node] = symbol
                 continue
             if kind in _TYPE_NODES or kind == "comment":
+                # A type can hold an expression, e.g. an array length; only a
+                # func literal there matters (it is a function of its own).
+                stack.extend(syntax.outermost(node, "func_literal"))
                 continue
             if kind == "func_literal":
                 self.depth += 1
@@ -504,13 +509,32 @@ def resolve_package(files: list[ParsedFile], package_names: dict[str, str]) -> R
                     resolver.function(declaration, top)
                 elif declaration.type in ("var_declaration", "const_declaration"):
                     for spec in syntax.value_specs(declaration):
+                        resolver.expression(spec.child_by_field_name("type"), top)
                         for value in syntax.expressions(spec.child_by_field_name("value")):
                             resolver.expression(value, top)
+                elif declaration.type == "type_declaration":
+                    for spec in syntax.children(declaration):
+                        resolver.expression(spec.child_by_field_name("type"), top)
             except NestingTooDeep:
                 resolution.failed[declaration] = f"nests deeper than {MAX_NESTING} levels"
             except RecursionError:
                 resolution.failed[declaration] = "nests too deeply for the analysis"
+        # Literals in places no declaration walk visits (type parameters of a
+        # generic type, say) still get their own scope, under the file's.
+        for literal in syntax.func_literals(parsed.root):
+            if literal not in resolution.function_scopes and not _inside_failed(literal, resolution):
+                resolver.depth = 0
+                try:
+                    resolver.function(literal, top)
+                except (NestingTooDeep, RecursionError):
+                    pass
     return resolution
+
+
+def _inside_failed(node: Node, resolution: Resolution) -> bool:
+    while node.parent is not None and node.parent.parent is not None:
+        node = node.parent
+    return node in resolution.failed
 
 
 def _predeclare(declaration: Node, scope: Scope, resolution: Resolution) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tree_sitter import Node
+from tree_sitter import Node, Query, QueryCursor
 
 # Nodes that tree-sitter may attach anywhere as "extras".
 _EXTRAS = frozenset({"comment"})
@@ -103,3 +103,30 @@ def value_specs(declaration: Node) -> list[Node]:
         elif child.type == "var_spec_list":
             specs.extend(c for c in children(child) if c.type == "var_spec")
     return specs
+
+
+def outermost(node: Node, kind: str) -> list[Node]:
+    """Descendants of type `kind` that are not inside another such descendant."""
+    found: list[Node] = []
+    stack = list(reversed(node.children))
+    while stack:
+        current = stack.pop()
+        if current.type == kind:
+            found.append(current)
+            continue
+        stack.extend(reversed(current.children))
+    return found
+
+
+_FUNC_LITERALS: QueryCursor | None = None
+
+
+def func_literals(root: Node) -> list[Node]:
+    """Every func literal under root, in source order (a tree-sitter query: C speed)."""
+    global _FUNC_LITERALS
+    if _FUNC_LITERALS is None:
+        from cudalint.parse import GO
+
+        _FUNC_LITERALS = QueryCursor(Query(GO, "(func_literal) @literal"))
+    found = _FUNC_LITERALS.captures(root).get("literal", [])
+    return sorted(found, key=lambda n: n.start_byte)
