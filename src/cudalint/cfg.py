@@ -26,7 +26,7 @@ from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.functions import Package, Unit, UnitKind
-from cudalint.scope import MAX_NESTING, NestingTooDeep, Resolution, Symbol, SymbolKind
+from cudalint.scope import MAX_NESTING, Nesting, NestingTooDeep, Resolution, Symbol, SymbolKind
 
 
 class ExitKind(str, Enum):
@@ -202,7 +202,7 @@ class _Builder:
         self.labels: dict[str, int] = {}
         self.gotos: list[tuple[int, str]] = []
         self.fallthrough: Pending = []
-        self.depth = 0
+        self.nesting = Nesting()
 
     # -- graph primitives ---------------------------------------------------
 
@@ -259,10 +259,7 @@ class _Builder:
     def statement(self, node: Node | None, label: str | None = None) -> None:
         if node is None:
             return
-        self.depth += 1
-        if self.depth > MAX_NESTING:
-            raise NestingTooDeep(node)
-        try:
+        with self.nesting(node):
             kind = node.type
             if kind in _SIMPLE:
                 self.add(NodeKind.STMT, node)
@@ -303,8 +300,6 @@ class _Builder:
                 pass
             else:
                 self.add(NodeKind.STMT, node)
-        finally:
-            self.depth -= 1
 
     def expression_statement(self, node: Node) -> None:
         n = self.add(NodeKind.STMT, node)
@@ -333,10 +328,7 @@ class _Builder:
     def cond(self, expression: Node | None) -> tuple[Pending, Pending]:
         """Evaluate a boolean expression; return the pending edges taken when
         it is true and when it is false."""
-        self.depth += 1
-        if self.depth > MAX_NESTING:
-            raise NestingTooDeep(expression)
-        try:
+        with self.nesting(expression):
             e = syntax.unparen(expression)
             if e is not None and e.type == "binary_expression":
                 operator = syntax.text(e.child_by_field_name("operator"))
@@ -355,8 +347,6 @@ class _Builder:
                 return when_false, when_true
             n = self.add(NodeKind.COND, e, line=syntax.line(e) if e is not None else None)
             return [(n, {"branch": "cond", "cond": e, "polarity": True})], [(n, {"branch": "cond", "cond": e, "polarity": False})]
-        finally:
-            self.depth -= 1
 
     # -- compound statements -------------------------------------------------
 

@@ -43,6 +43,31 @@ class NestingTooDeep(Exception):
     """Raised when statements nest beyond MAX_NESTING; the caller skips the function."""
 
 
+class Nesting:
+    """The depth of a recursive walk over statements, stopped at MAX_NESTING
+    so that pathological input costs one notification, not the process.
+
+        with self.nesting(node):
+            ...recurse...
+    """
+
+    __slots__ = ("depth",)
+
+    def __init__(self) -> None:
+        self.depth = 0
+
+    def __call__(self, node: Node | None) -> Nesting:
+        if self.depth >= MAX_NESTING:
+            raise NestingTooDeep(node)
+        return self
+
+    def __enter__(self) -> None:
+        self.depth += 1
+
+    def __exit__(self, *_exc: object) -> None:
+        self.depth -= 1
+
+
 class SymbolKind(str, Enum):
     VAR = "var"
     CONST = "const"
@@ -183,7 +208,7 @@ class _Resolver:
     def __init__(self, resolution: Resolution, package_scope: Scope):
         self.res = resolution
         self.package_scope = package_scope
-        self.depth = 0
+        self.nesting = Nesting()
 
     # -- declarations -------------------------------------------------------
 
@@ -243,17 +268,12 @@ class _Resolver:
     def statement(self, node: Node | None, scope: Scope) -> None:
         if node is None:
             return
-        self.depth += 1
-        if self.depth > MAX_NESTING:
-            raise NestingTooDeep(node)
-        try:
+        with self.nesting(node):
             handler = getattr(self, "s_" + node.type, None)
             if handler is not None:
                 handler(node, scope)
             else:
                 self.expression(node, scope)
-        finally:
-            self.depth -= 1
 
     def s_block(self, node: Node, scope: Scope) -> None:
         self.statements(syntax.statements(node), Scope(scope, node, scope.function))
@@ -413,13 +433,8 @@ class _Resolver:
                 stack.extend(syntax.outermost(node, "func_literal"))
                 continue
             if kind == "func_literal":
-                self.depth += 1
-                if self.depth > MAX_NESTING:
-                    raise NestingTooDeep(node)
-                try:
+                with self.nesting(node):
                     self.function(node, scope)
-                finally:
-                    self.depth -= 1
                 continue
             if kind == "selector_expression":
                 operand = node.child_by_field_name("operand")
@@ -503,7 +518,7 @@ def resolve_package(files: list[ParsedFile], package_names: dict[str, str]) -> R
         # clash), so the package scope can sit inside the file scope for lookup.
         top = Scope(file_scope, parsed.root, None, package_scope.names)
         for declaration in syntax.children(parsed.root):
-            resolver.depth = 0
+            resolver.nesting = Nesting()
             try:
                 if declaration.type in ("function_declaration", "method_declaration"):
                     resolver.function(declaration, top)
@@ -523,7 +538,7 @@ def resolve_package(files: list[ParsedFile], package_names: dict[str, str]) -> R
         # generic type, say) still get their own scope, under the file's.
         for literal in syntax.func_literals(parsed.root):
             if literal not in resolution.function_scopes and not _inside_failed(literal, resolution):
-                resolver.depth = 0
+                resolver.nesting = Nesting()
                 try:
                     resolver.function(literal, top)
                 except (NestingTooDeep, RecursionError):
