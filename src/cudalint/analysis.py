@@ -36,6 +36,7 @@ T = TypeVar("T")
 # large stack lets MAX_NESTING be generous without risking the interpreter.
 _STACK_BYTES = 256 * 1024 * 1024
 _RECURSION_LIMIT = 20000
+_PARALLEL_THRESHOLD = 32
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,8 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
     needles = prefilter.needles_for(ANALYZERS, knowledge, settings.enabled)
     directories = [list(group) for _, group in groupby(sorted(files, key=lambda p: (p.parent.as_posix(), p.name)), key=lambda p: p.parent)]
     total = Result()
-    if settings.jobs > 1 and len(directories) > 1:
+    # Worker start-up costs more than a handful of packages take to analyse.
+    if settings.jobs > 1 and len(directories) > 1 and len(files) >= _PARALLEL_THRESHOLD:
         with ProcessPoolExecutor(
             max_workers=min(settings.jobs, len(directories)),
             initializer=_init_worker, initargs=(settings, knowledge, needles),
