@@ -24,7 +24,7 @@ from cudalint.analyzer import Pass
 from cudalint.cfg import build_package_cfgs
 from cudalint.facts import compute_facts
 from cudalint.findings import Notification, NotificationKind, Result
-from cudalint.functions import collect_packages
+from cudalint.functions import SYNTAX_ERROR, collect_packages
 from cudalint.knowledge import Knowledge
 from cudalint.parse import parse
 from cudalint.passes import ANALYZERS
@@ -122,9 +122,12 @@ def _analyze_package(package, settings: Settings, knowledge: Knowledge, result: 
         result.internal_errors += 1
         return
     for unit in package.units:
-        problem = unit.problem if unit.problem != "contains a syntax error" else None
+        # Syntax errors were reported per file; a problem of the enclosing
+        # function is reported once, for it.
+        problem = unit.problem if unit.problem != SYNTAX_ERROR else None
         problem = problem or graphs.failures.get(unit)
-        if problem is not None:
+        inherited = unit.parent is not None and (unit.parent.problem or unit.parent in graphs.failures)
+        if problem is not None and not inherited:
             line = unit.node.start_point[0] + 1
             result.notifications.append(Notification(
                 NotificationKind.TOO_COMPLEX, unit.file.display,

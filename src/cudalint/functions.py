@@ -19,6 +19,9 @@ from cudalint.parse import ParsedFile
 from cudalint.scope import Resolution, Symbol, resolve_package
 
 
+SYNTAX_ERROR = "contains a syntax error"
+
+
 class UnitKind(str, Enum):
     FUNCTION = "function"
     METHOD = "method"
@@ -176,7 +179,7 @@ class _UnitCollector:
         if kind is UnitKind.LITERAL:
             unit.use, unit.use_node, unit.stored_in = _literal_use(node, res)
         if problem is None and node.has_error:
-            problem = "contains a syntax error"
+            problem = SYNTAX_ERROR
         if problem is None and node.child_by_field_name("body") is not None and node not in res.function_scopes:
             problem = "was not resolved"
         unit.problem = problem
