@@ -143,3 +143,23 @@ def test_python_dash_m_and_bad_option(project: Path) -> None:
     run = cudalint_process("--format", "xml", cwd=project)
     assert run.exit_code == 2 and "Invalid value for '--format'" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_user_rules_file_teaches_a_wrapper(tmp_path: Path) -> None:
+    (tmp_path / "w.go").write_text(
+        'package w\n\nimport "acme.example/gpu"\n\nfunc f() {\n\tgpu.Sync()\n\t_ = gpu.Count()\n}\n'
+    )
+    (tmp_path / "acme.toml").write_text(
+        'family = "acme"\ndescription = "ACME wrapper"\nimport = "acme.example/gpu"\n'
+        '[status]\ntype = "error"\nkind = "error"\nresult = "last"\n'
+        '[status_calls]\nmatch = ["gpu.*"]\nexcept = ["gpu.Count"]\n'
+    )
+    assert cudalint("w.go", cwd=tmp_path).exit_code == 0
+    run = cudalint("--rules", "acme.toml", "w.go", cwd=tmp_path)
+    assert run.exit_code == 1
+    assert run.stdout.splitlines()[0] == (
+        "w.go:6:2: CL301 the error returned by gpu.Sync is discarded; check that it is nil and handle the failure"
+    )
+    (tmp_path / "bad.toml").write_text('family = "x"\ndescription = "y"\nimport = "z"\nsurprise = 1\n')
+    bad = cudalint("--rules", "bad.toml", "w.go", cwd=tmp_path)
+    assert bad.exit_code == 2 and "bad.toml: top level: unknown key 'surprise'" in bad.stderr

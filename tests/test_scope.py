@@ -98,6 +98,8 @@ def test_cgo_and_aliased_imports_and_shadowing_locals():
         \tcuda.MemFree(0)
         \tnvml.Init()
         \t{
+        \t\tcuda := struct{ MemFree func(int) }{}
+        \t\tcuda.MemFree(0)
         \t\tC := struct{ free func(any) }{}
         \t\tC.free(nil)
         \t}
@@ -107,8 +109,10 @@ def test_cgo_and_aliased_imports_and_shadowing_locals():
     assert res.package_of(idents(pkg, "C", 12)[0]) == "C"
     assert res.package_of(idents(pkg, "cuda", 13)[0]) == "gorgonia.org/cu"
     assert res.package_of(idents(pkg, "nvml", 14)[0]) == "github.com/NVIDIA/go-nvml/pkg/nvml"
-    local = sym(pkg, "C", 17)
-    assert local.kind is SymbolKind.VAR and res.package_of(idents(pkg, "C", 17)[0]) is None
+    local = sym(pkg, "cuda", 17)
+    assert local.kind is SymbolKind.VAR and res.package_of(idents(pkg, "cuda", 17)[0]) is None
+    # cgo rewrites `C.name` by spelling: in a file importing "C" no local C shadows it.
+    assert res.package_of(idents(pkg, "C", 19)[0]) == "C"
 
 
 def test_package_level_names_across_files_and_builtins():

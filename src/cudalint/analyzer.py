@@ -16,6 +16,7 @@ from cudalint.facts import Facts
 from cudalint.findings import Finding, Step
 from cudalint.functions import Package, Unit
 from cudalint.knowledge import Knowledge
+from cudalint.parse import ParsedFile
 
 
 @dataclass
@@ -28,12 +29,18 @@ class Pass:
     findings: list[Finding] = field(default_factory=list)
 
     def report(self, rule_id: str, unit: Unit, node: Node, message: str, steps: tuple[Step, ...] = ()) -> None:
+        self.report_in(rule_id, unit.file, unit.name, node, message, steps)
+
+    def report_in(
+        self, rule_id: str, file: ParsedFile, function: str, node: Node, message: str, steps: tuple[Step, ...] = (),
+    ) -> None:
+        """Report outside any function (a package-level initializer, say)."""
         if rule_id not in self.enabled:
             return
-        source = unit.file.source
+        source = file.source
         span = source.span(node)
         self.findings.append(Finding(
-            rule_id, source.display, span, message, unit.name,
+            rule_id, source.display, span, message, function,
             source.line_text(span.start.line), steps,
         ))
 

@@ -67,13 +67,17 @@ def _write_atomically(path: Path, text: str) -> None:
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to FILE (atomically) instead of stdout.")
 @click.option("--select", help="Comma-separated rule-ID prefixes to enable (default: all), e.g. CL3,CL101.")
 @click.option("--ignore", help="Comma-separated rule-ID prefixes to disable, e.g. CL302.")
+@click.option(
+    "--rules", "rules_files", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+    help="An extra API knowledge file (TOML, schema in rules/README.md); repeatable.",
+)
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: the number of CPUs).")
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, no notifications.")
 @click.option("--list-rules", is_flag=True, help="List the rules and exit.")
 @click.option("--explain", metavar="RULE", help="Print the documentation of RULE (e.g. CL301) and exit.")
 @click.option("--debug", is_flag=True, help="Include tracebacks in internal-error notifications.")
 @click.version_option(__version__, "--version", prog_name="cudalint")
-def main(patterns, fmt, output, select, ignore, jobs, quiet, list_rules, explain, debug) -> None:
+def main(patterns, fmt, output, select, ignore, rules_files, jobs, quiet, list_rules, explain, debug) -> None:
     """Find leaked device memory, dropped CUDA status codes, thread-bound
     context mistakes and unsafe pointer use in Go code that drives NVIDIA GPUs.
 
@@ -96,7 +100,7 @@ def main(patterns, fmt, output, select, ignore, jobs, quiet, list_rules, explain
     _check_prefixes("--select", selected)
     _check_prefixes("--ignore", ignored)
     try:
-        knowledge = load_knowledge()
+        knowledge = load_knowledge(tuple(rules_files))
     except KnowledgeError as error:
         click.echo(f"cudalint: error: {error}", err=True)
         sys.exit(EXIT_ERROR)

@@ -209,6 +209,7 @@ class _Resolver:
         self.res = resolution
         self.package_scope = package_scope
         self.nesting = Nesting()
+        self.cgo: Symbol | None = None  # the `import "C"` of the file being resolved
 
     # -- declarations -------------------------------------------------------
 
@@ -439,7 +440,12 @@ class _Resolver:
             if kind == "selector_expression":
                 operand = node.child_by_field_name("operand")
                 if operand is not None:
-                    stack.append(operand)
+                    if self.cgo is not None and operand.type == "identifier" and syntax.text(operand) == "C":
+                        # cgo rewrites every `C.name` selector by its spelling:
+                        # in a file that imports "C", no local `C` shadows it.
+                        refs[operand] = self.cgo
+                    else:
+                        stack.append(operand)
                 continue
             if kind in ("composite_literal", "type_conversion_expression", "type_assertion_expression"):
                 part = node.child_by_field_name("body" if kind == "composite_literal" else "operand")
@@ -517,6 +523,8 @@ def resolve_package(files: list[ParsedFile], package_names: dict[str, str]) -> R
         # Package-level names shadow nothing in the file scope (Go forbids the
         # clash), so the package scope can sit inside the file scope for lookup.
         top = Scope(file_scope, parsed.root, None, package_scope.names)
+        cgo = file_scope.names.get("C")
+        resolver.cgo = cgo if cgo is not None and cgo.import_path == "C" else None
         for declaration in syntax.children(parsed.root):
             resolver.nesting = Nesting()
             try:

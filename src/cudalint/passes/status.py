@@ -13,6 +13,7 @@ from cudalint.catalog import Level, Rule
 from cudalint.facts import CallFact
 from cudalint.functions import Unit
 from cudalint.knowledge import Knowledge
+from cudalint.parse import ParsedFile
 
 CL301 = Rule(
     "CL301", "status-discarded", Level.ERROR,
@@ -61,6 +62,9 @@ CL302 = Rule(
 
     Releases (`_ = C.cudaFree(p)`) are not reported: writing `_` is an explicit
     decision about a release's status, which CL304 treats as a note at most.
+    Nor are calls whose status is dropped on purpose to reset state
+    (`_ = C.cudaGetLastError()` clears the sticky error). Package-level
+    initializers (`var _ = nvml.Init()`) are checked like function bodies.
 
     ## Why is this bad?
     `_` silences the compiler but not the GPU: the failure still happened, and
@@ -121,11 +125,17 @@ def _check_bare(p: Pass, unit: Unit, statement: Node) -> None:
     p.report("CL301", unit, fact.node, f"{_what(fact)} is discarded; {_success_hint(fact)}")
 
 
-def _check_blank(p: Pass, unit: Unit, left: list[Node], right: list[Node]) -> None:
+def _blank_worthy(fact: CallFact | None) -> bool:
+    """`_ =` is an explicit decision for a release, and the idiom for clearing
+    the sticky error with a discardable call: only other statuses count."""
+    return fact is not None and not fact.is_release and not (fact.api is not None and fact.api.discardable)
+
+
+def _check_blank(p: Pass, file: ParsedFile, function: str, left: list[Node], right: list[Node]) -> None:
     """Match assigned names to results: one multi-valued call, or one to one."""
     if len(right) == 1:
         fact = _status_call(p, right[0])
-        if fact is None or fact.is_release:
+        if not _blank_worthy(fact):
             return
         index = fact.status.result_index(len(left)) if fact.status else 0
         targets = [left[index]] if 0 <= index < len(left) else []
@@ -134,13 +144,13 @@ def _check_blank(p: Pass, unit: Unit, left: list[Node], right: list[Node]) -> No
         pairs = []
         for target, value in zip(left, right):
             fact = _status_call(p, value)
-            if fact is not None and not fact.is_release:
+            if _blank_worthy(fact):
                 pairs.append((target, fact))
     else:
         return
     for target, fact in pairs:
         if target.type == "identifier" and syntax.text(target) == "_":
-            p.report("CL302", unit, fact.node, f"{_what(fact)} is assigned to _; {_success_hint(fact)}")
+            p.report_in("CL302", file, function, fact.node, f"{_what(fact)} is assigned to _; {_success_hint(fact)}")
 
 
 def run(p: Pass) -> None:
@@ -154,16 +164,25 @@ def run(p: Pass) -> None:
                 kind == "assignment_statement" and syntax.text(statement.child_by_field_name("operator")) == "="
             ):
                 _check_blank(
-                    p, unit,
+                    p, unit.file, unit.name,
                     syntax.expressions(statement.child_by_field_name("left")),
                     syntax.expressions(statement.child_by_field_name("right")),
                 )
             elif kind == "var_declaration":
-                for spec in syntax.value_specs(statement):
-                    _check_blank(
-                        p, unit, spec.children_by_field_name("name"),
-                        syntax.expressions(spec.child_by_field_name("value")),
-                    )
+                _check_var_declaration(p, unit.file, unit.name, statement)
+    # Package-level initializers run too (in the package's init).
+    for parsed in p.package.files:
+        for declaration in syntax.children(parsed.root):
+            if declaration.type == "var_declaration" and not declaration.has_error:
+                _check_var_declaration(p, parsed, "init", declaration)
+
+
+def _check_var_declaration(p: Pass, file: ParsedFile, function: str, declaration: Node) -> None:
+    for spec in syntax.value_specs(declaration):
+        _check_blank(
+            p, file, function, spec.children_by_field_name("name"),
+            syntax.expressions(spec.child_by_field_name("value")),
+        )
 
 
 def _needles(knowledge: Knowledge) -> frozenset[bytes]:
