@@ -23,7 +23,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 SCHEMA_VERSION = 1
-_HANDLE = re.compile(r"^(arg|result)\d+$")
+_HANDLE = re.compile(r"^(arg\d+|result\d+|receiver|none)$")
 
 
 class KnowledgeError(Exception):
@@ -45,8 +45,27 @@ class StatusSpec:
 
 @dataclass(frozen=True)
 class CallRole:
+    """A call and where in it the handle is: "argN" (written `&p` for an
+    out-argument, or the value itself), "resultN", "receiver" (a method of the
+    handle's type: `set.Free()`), or "none" (a pairing by kind, with no handle:
+    nvmlInit / nvmlShutdown)."""
+
     call: str
     handle: str
+
+    @property
+    def index(self) -> int:
+        """N of argN / resultN; -1 for receiver and none."""
+        match = re.fullmatch(r"(?:arg|result)(\d+)", self.handle)
+        return int(match.group(1)) if match else -1
+
+    @property
+    def is_result(self) -> bool:
+        return self.handle.startswith("result")
+
+    @property
+    def method(self) -> str:
+        return self.call.rsplit(".", 1)[-1]
 
 
 @dataclass(frozen=True)
@@ -54,6 +73,22 @@ class ResourceSpec:
     name: str
     acquire: tuple[CallRole, ...]
     release: tuple[CallRole, ...]
+    # Calls that take ownership of the handle (they will release it).
+    transfer: tuple[CallRole, ...] = ()
+    # The handle is used up by any use: calling it, passing it, storing it
+    # (context.WithCancel's cancel function).
+    any_use_releases: bool = False
+
+    @property
+    def handleless(self) -> bool:
+        return all(role.handle == "none" for role in self.acquire)
+
+    def release_method(self, method: str) -> CallRole | None:
+        return next((r for r in self.release if r.handle == "receiver" and r.method == method), None)
+
+    @property
+    def first_release(self) -> str:
+        return self.release[0].call if self.release else "its release"
 
 
 @dataclass(frozen=True)
@@ -81,10 +116,20 @@ class ApiFunction:
     discardable: bool
     releases: tuple[ResourceSpec, ...]
     acquires: tuple[ResourceSpec, ...]
+    transfers: tuple[ResourceSpec, ...] = ()
 
     @property
     def is_release(self) -> bool:
         return bool(self.releases)
+
+    def roles(self, kind: str) -> list[tuple[ResourceSpec, CallRole]]:
+        """(resource, role) pairs of this call for kind "acquire", "release" or "transfer"."""
+        found = []
+        for resource in (self.acquires if kind == "acquire" else self.releases if kind == "release" else self.transfers):
+            for role in getattr(resource, kind):
+                if role.call == self.name:
+                    found.append((resource, role))
+        return found
 
 
 @dataclass
@@ -115,15 +160,16 @@ class Knowledge:
             qualified = f"{family.qualifier}.{name}"
             releases = tuple(r for r in family.resources if any(c.call == qualified for c in r.release))
             acquires = tuple(r for r in family.resources if any(c.call == qualified for c in r.acquire))
+            transfers = tuple(r for r in family.resources if any(c.call == qualified for c in r.transfer))
             is_status = (
                 family.status is not None
                 and any(fnmatchcase(qualified, p) for p in family.status_match)
                 and not any(fnmatchcase(qualified, p) for p in family.status_except)
             )
-            if is_status or releases or acquires:
+            if is_status or releases or acquires or transfers:
                 return ApiFunction(
                     family, qualified, family.status if is_status else None,
-                    qualified in family.discardable, releases, acquires,
+                    qualified in family.discardable, releases, acquires, transfers,
                 )
         return None
 
@@ -133,7 +179,7 @@ class Knowledge:
 _TOP_KEYS = {"schema", "family", "description", "import", "name", "docs", "status", "status_calls", "resource"}
 _STATUS_KEYS = {"type", "success", "result", "kind"}
 _STATUS_CALL_KEYS = {"match", "except", "discardable"}
-_RESOURCE_KEYS = {"name", "acquire", "release"}
+_RESOURCE_KEYS = {"name", "acquire", "release", "transfer", "any_use_releases"}
 _ROLE_KEYS = {"call", "handle"}
 
 
@@ -183,7 +229,7 @@ def _roles(source: str, where: str, value: Any, qualifier: str) -> tuple[CallRol
         _qualified(source, f"{where}[{i}].call", (call,), qualifier)
         handle = _string(source, f"{where}[{i}].handle", item.get("handle"))
         if not _HANDLE.match(handle):
-            raise _fail(source, f"{where}[{i}].handle", f"{handle!r} is not argN or resultN")
+            raise _fail(source, f"{where}[{i}].handle", f"{handle!r} is not argN, resultN, receiver or none")
         roles.append(CallRole(call, handle))
     return tuple(roles)
 
@@ -232,10 +278,18 @@ def parse_family(document: dict, source: str) -> Family:
     for i, item in enumerate(raw_resources):
         where = f"resource[{i}]"
         item = _table(source, where, item, _RESOURCE_KEYS)
+        any_use = item.get("any_use_releases", False)
+        if not isinstance(any_use, bool):
+            raise _fail(source, f"{where}.any_use_releases", "expected true or false")
+        acquire = _roles(source, f"{where}.acquire", item.get("acquire"), qualifier)
+        release = _roles(source, f"{where}.release", item.get("release"), qualifier) if not any_use or "release" in item else ()
+        transfer = _roles(source, f"{where}.transfer", item.get("transfer"), qualifier) if "transfer" in item else ()
+        if any(r.handle in ("receiver", "none") for r in acquire) and not all(r.handle == "none" for r in acquire):
+            raise _fail(source, f"{where}.acquire", "an acquire's handle is argN, resultN or none (for all of them)")
+        if any(r.handle == "receiver" for r in release) and not all(r.call.count(".") >= 2 for r in release if r.handle == "receiver"):
+            raise _fail(source, f"{where}.release", "a receiver release names the method as pkg.Type.Method")
         resources_.append(ResourceSpec(
-            _string(source, f"{where}.name", item.get("name")),
-            _roles(source, f"{where}.acquire", item.get("acquire"), qualifier),
-            _roles(source, f"{where}.release", item.get("release"), qualifier),
+            _string(source, f"{where}.name", item.get("name")), acquire, release, transfer, any_use,
         ))
     return Family(
         name, description, import_path, qualifier, source, docs, status,

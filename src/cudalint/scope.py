@@ -98,6 +98,10 @@ class Symbol:
     init_index: int = -1
     import_path: str | None = None
     function: Node | None = None
+    # The node whose extent is the variable's scope (a block, an if/for/switch
+    # statement, a case clause, a function): flow that leaves it ends the
+    # variable's life, e.g. at the end of a loop iteration.
+    scope_node: Node | None = None
 
     @property
     def is_local(self) -> bool:
@@ -217,7 +221,7 @@ class _Resolver:
         name = syntax.text(identifier)
         if name == "_" or not name:
             return None
-        symbol = Symbol(name, kind, role, identifier, function=scope.function, **extra)
+        symbol = Symbol(name, kind, role, identifier, function=scope.function, scope_node=scope.node, **extra)
         scope.names[name] = symbol
         self.res.refs[identifier] = symbol
         self.res.declarations[identifier] = symbol
@@ -377,6 +381,7 @@ class _Resolver:
                 symbol = Symbol(
                     syntax.text(alias), SymbolKind.VAR, Role.LOCAL, alias,
                     type_node=types[0] if len(types) == 1 else None, init=value, function=scope.function,
+                    scope_node=clause,
                 )
                 clause_scope.names[symbol.name] = symbol
                 clause_symbols.append(symbol)
