@@ -100,12 +100,33 @@ class CFG:
     def exit_reachable(self, kind: ExitKind) -> bool:
         return self.exits[kind] in self.live
 
+    def evaluated(self, n: int) -> list[Node]:
+        """The syntax evaluated when control passes through node n (a case
+        node's clause holds its body too, but only its values are evaluated
+        there; a select, loop head or label evaluates nothing of its own)."""
+        kind = self.kind(n)
+        ast = self.ast(n)
+        if ast is None or kind in _EVALUATES_NOTHING:
+            return []
+        if kind is NodeKind.CASE:
+            values = ast.child_by_field_name("value")
+            return [values] if values is not None else []
+        if kind is NodeKind.TYPESWITCH:
+            value = ast.child_by_field_name("value")
+            return [value] if value is not None else []
+        return [ast]
+
     def statement_nodes(self) -> Iterable[int]:
         """Nodes that stand for source constructs, in creation (source) order."""
         for n, data in self.graph.nodes(data=True):
             if data["ast"] is not None and data["kind"] not in (NodeKind.ENTRY, NodeKind.EXIT):
                 yield n
 
+
+_EVALUATES_NOTHING = frozenset({
+    NodeKind.ENTRY, NodeKind.EXIT, NodeKind.SELECT, NodeKind.LOOP, NodeKind.LABEL, NodeKind.IMPLICIT_RETURN,
+    NodeKind.BREAK, NodeKind.CONTINUE, NodeKind.FALLTHROUGH, NodeKind.GOTO, NodeKind.TYPECASE,
+})
 
 # Standard-library calls that never return, and how the goroutine ends.
 _NO_RETURN_FUNCS: dict[tuple[str, str], ExitKind] = {

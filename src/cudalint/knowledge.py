@@ -104,6 +104,8 @@ class Family:
     status_except: tuple[str, ...] = ()
     discardable: tuple[str, ...] = ()
     resources: tuple[ResourceSpec, ...] = ()
+    # Names that are types: `C.CUdeviceptr(p)` is a conversion, not a call.
+    types: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,16 @@ class Knowledge:
         resolves `nvml.Init` without reading the imported package."""
         return {f.import_path: f.qualifier for f in self.families}
 
+    def is_type(self, import_path: str, name: str) -> bool:
+        key = (import_path, "type:" + name)
+        if key not in self._cache:
+            self._cache[key] = any(  # type: ignore[assignment]
+                fnmatchcase(f"{family.qualifier}.{name}", pattern)
+                for family in self.families if family.import_path == import_path
+                for pattern in family.types
+            )
+        return bool(self._cache[key])
+
     def lookup(self, import_path: str, name: str) -> ApiFunction | None:
         key = (import_path, name)
         if key not in self._cache:
@@ -176,7 +188,7 @@ class Knowledge:
 
 # -- loading and validation ---------------------------------------------------
 
-_TOP_KEYS = {"schema", "family", "description", "import", "name", "docs", "status", "status_calls", "resource"}
+_TOP_KEYS = {"schema", "family", "description", "import", "name", "docs", "status", "status_calls", "resource", "types"}
 _STATUS_KEYS = {"type", "success", "result", "kind"}
 _STATUS_CALL_KEYS = {"match", "except", "discardable"}
 _RESOURCE_KEYS = {"name", "acquire", "release", "transfer", "any_use_releases"}
@@ -291,9 +303,10 @@ def parse_family(document: dict, source: str) -> Family:
         resources_.append(ResourceSpec(
             _string(source, f"{where}.name", item.get("name")), acquire, release, transfer, any_use,
         ))
+    types = _qualified(source, "types", _strings(source, "types", doc.get("types")), qualifier)
     return Family(
         name, description, import_path, qualifier, source, docs, status,
-        match, except_, discardable, tuple(resources_),
+        match, except_, discardable, tuple(resources_), types,
     )
 
 

@@ -1,0 +1,278 @@
+"""How a statement uses a local variable: the vocabulary of the resource engine.
+
+For every reference to a local variable in the syntax a CFG node evaluates,
+one Use says what the code does with the value: releases it through a spec'd
+call, passes it to a function of this package, returns it, stores it where
+the function loses track of it, copies it to another local, overwrites the
+variable, dereferences it, captures it in a func literal... The engine then
+only has to ask, per node, "what happens to the variables that hold my
+handle?" and never looks at syntax itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.facts import Callee, CalleeKind, Facts
+from cudalint.functions import Unit
+from cudalint.knowledge import CallRole, ResourceSpec
+from cudalint.scope import Role, Symbol, SymbolKind
+
+
+class UseKind(str, Enum):
+    RELEASE = "release"  # the handle argument of a release call
+    TRANSFER_CALL = "transfer-call"  # the handle argument of a call that takes ownership
+    ACQUIRE_OUT = "acquire-out"  # `&x` as the out-argument of an acquire: x is overwritten
+    WRITE = "write"  # x is assigned
+    ALIAS = "alias"  # copied to another local variable (detail: the target)
+    RETURN = "return"
+    STORE = "store"  # stored in a field, index, global, through a pointer, composite, appended, sent
+    PASS_LOCAL = "pass-local"  # an argument of a function of this package (detail: unit, index)
+    PASS_API = "pass-api"  # an argument of an API-family or C call: borrowed
+    PASS_UNKNOWN = "pass-unknown"  # an argument of anything else: the callee may keep it
+    DEREF = "deref"  # *x, x[i], x.f
+    CALLED = "called"  # x(...): the handle is a function value
+    METHOD = "method"  # x.M(...) (detail: the method name)
+    CAPTURE = "capture"  # referenced in a func literal (detail: the literal's unit)
+    READ = "read"  # anything else: compared, formatted, converted into an expression
+
+
+@dataclass(frozen=True)
+class Use:
+    kind: UseKind
+    symbol: Symbol
+    node: Node  # the identifier
+    call: Node | None = None  # the call involved, if any
+    callee: Callee | None = None
+    role: tuple[ResourceSpec, CallRole] | None = None  # RELEASE / TRANSFER_CALL
+    target: Symbol | None = None  # ALIAS
+    unit: Unit | None = None  # PASS_LOCAL (callee), CAPTURE (literal)
+    index: int = -1  # PASS_LOCAL: the parameter position
+    method: str = ""  # METHOD
+    deferred: bool = False  # in `defer f(...)`: happens when the function returns
+    spawned: bool = False  # in `go f(...)`
+
+
+def _is_tracked(symbol: Symbol | None) -> bool:
+    return symbol is not None and symbol.kind is SymbolKind.VAR and symbol.is_local
+
+
+class HandleUses:
+    """Uses of local variables per CFG node syntax, computed once and cached."""
+
+    def __init__(self, facts: Facts):
+        self.facts = facts
+        self.resolution = facts.package.resolution
+        self._by_root: dict[Node, list[Use]] = {}
+        self._literal_units = {unit.node: unit for unit in facts.package.units}
+
+    def uses(self, roots: list[Node]) -> list[Use]:
+        found: list[Use] = []
+        for root in roots:
+            cached = self._by_root.get(root)
+            if cached is None:
+                cached = self._by_root[root] = self._scan(root)
+            found.extend(cached)
+        return found
+
+    def _scan(self, root: Node) -> list[Use]:
+        found = []
+        for node in syntax.walk(root):
+            if node.type != "identifier":
+                continue
+            symbol = self.resolution.symbol(node)
+            if not _is_tracked(symbol):
+                continue
+            if self.resolution.declarations.get(node) is symbol and not _declared_by_assignment(node):
+                continue
+            found.append(self._classify(node, symbol, root))
+        return found
+
+    # -- classification -------------------------------------------------------
+
+    def _classify(self, identifier: Node, symbol: Symbol, root: Node) -> Use:
+        literal = _enclosing_literal(identifier, root)
+        if literal is not None:
+            unit = self._literal_units.get(literal)
+            if unit is not None and symbol.function != literal and not _declared_inside(symbol, literal):
+                return Use(UseKind.CAPTURE, symbol, identifier, unit=unit, deferred=_is_deferred_literal(literal))
+        child, parent = identifier, identifier.parent
+        while parent is not None:
+            kind = parent.type
+            if kind in ("parenthesized_expression", "type_conversion_expression"):
+                child, parent = parent, parent.parent
+                continue
+            if kind == "argument_list":
+                call = parent.parent
+                callee = self.facts.callee(call)
+                if callee.kind is CalleeKind.CONVERSION:
+                    child, parent = call, call.parent
+                    continue
+                index = [c.id for c in syntax.children(parent)].index(child.id)
+                return self._argument(symbol, identifier, call, callee, index)
+            if kind == "unary_expression":
+                operator = syntax.text(parent.child_by_field_name("operator"))
+                if operator == "&":
+                    return self._address_of(symbol, identifier, parent)
+                if operator == "*":
+                    return Use(UseKind.DEREF, symbol, identifier)
+                return Use(UseKind.READ, symbol, identifier)
+            if kind == "selector_expression":
+                holder = parent.parent
+                if holder is not None and holder.type == "call_expression" and holder.child_by_field_name("function") == parent:
+                    return Use(
+                        UseKind.METHOD, symbol, identifier, call=holder,
+                        method=syntax.text(parent.child_by_field_name("field")),
+                        deferred=_statement_of_call(holder) == "defer_statement",
+                    )
+                return Use(UseKind.DEREF, symbol, identifier)
+            if kind in ("index_expression", "slice_expression"):
+                operand = parent.child_by_field_name("operand")
+                return Use(UseKind.DEREF if operand == child else UseKind.READ, symbol, identifier)
+            if kind == "call_expression" and parent.child_by_field_name("function") == child:
+                return Use(UseKind.CALLED, symbol, identifier, call=parent, deferred=_statement_of_call(parent) == "defer_statement")
+            if kind == "expression_list":
+                return self._list_member(symbol, identifier, child, parent)
+            if kind in ("literal_element", "keyed_element"):
+                return Use(UseKind.STORE, symbol, identifier)
+            if kind == "send_statement":
+                value = parent.child_by_field_name("value")
+                return Use(UseKind.STORE if value == child else UseKind.READ, symbol, identifier)
+            if kind in ("inc_statement", "dec_statement"):
+                return Use(UseKind.WRITE, symbol, identifier)
+            if kind == "var_spec":
+                return Use(UseKind.WRITE, symbol, identifier)
+            return Use(UseKind.READ, symbol, identifier)
+        return Use(UseKind.READ, symbol, identifier)
+
+    def _argument(self, symbol: Symbol, identifier: Node, call: Node, callee: Callee, index: int) -> Use:
+        statement = _statement_of_call(call)
+        deferred, spawned = statement == "defer_statement", statement == "go_statement"
+        common = {"call": call, "callee": callee, "deferred": deferred, "spawned": spawned}
+        if spawned:
+            return Use(UseKind.PASS_UNKNOWN, symbol, identifier, **common)
+        if callee.kind is CalleeKind.API and callee.api is not None:
+            for resource, role in callee.api.roles("release"):
+                if role.index == index:
+                    return Use(UseKind.RELEASE, symbol, identifier, role=(resource, role), **common)
+            for resource, role in callee.api.roles("transfer"):
+                if role.index == index:
+                    return Use(UseKind.TRANSFER_CALL, symbol, identifier, role=(resource, role), **common)
+            return Use(UseKind.PASS_API, symbol, identifier, **common)
+        if callee.kind is CalleeKind.FAMILY:
+            return Use(UseKind.PASS_API, symbol, identifier, **common)
+        if callee.kind in (CalleeKind.STD_BORROW,):
+            return Use(UseKind.READ, symbol, identifier, **common)
+        if callee.kind is CalleeKind.BUILTIN:
+            if callee.written == "append" and index > 0:
+                return Use(UseKind.STORE, symbol, identifier, **common)
+            return Use(UseKind.READ, symbol, identifier, **common)
+        if callee.kind in (CalleeKind.LOCAL, CalleeKind.VALUE) and callee.target is not None:
+            return Use(UseKind.PASS_LOCAL, symbol, identifier, unit=callee.target, index=index, **common)
+        return Use(UseKind.PASS_UNKNOWN, symbol, identifier, **common)
+
+    def _address_of(self, symbol: Symbol, identifier: Node, unary: Node) -> Use:
+        """`&x`: an acquire's out-argument overwrites x; an API or C call may
+        write through it (a borrow); anything else takes the address away."""
+        child, parent = unary, unary.parent
+        while parent is not None and parent.type == "parenthesized_expression":
+            child, parent = parent, parent.parent
+        while parent is not None and parent.type == "argument_list":
+            call = parent.parent
+            callee = self.facts.callee(call)
+            if callee.kind is CalleeKind.CONVERSION:
+                child, parent = call, call.parent
+                while parent is not None and parent.type == "parenthesized_expression":
+                    child, parent = parent, parent.parent
+                continue
+            index = [c.id for c in syntax.children(parent)].index(child.id)
+            if callee.kind is CalleeKind.API and callee.api is not None:
+                if any(role.index == index and not role.is_result for _, role in callee.api.roles("acquire")):
+                    return Use(UseKind.ACQUIRE_OUT, symbol, identifier, call=call, callee=callee)
+                return Use(UseKind.PASS_API, symbol, identifier, call=call, callee=callee)
+            if callee.kind is CalleeKind.FAMILY:
+                return Use(UseKind.PASS_API, symbol, identifier, call=call, callee=callee)
+            if callee.kind is CalleeKind.STD_BORROW:
+                return Use(UseKind.READ, symbol, identifier, call=call, callee=callee)
+            return Use(UseKind.PASS_UNKNOWN, symbol, identifier, call=call, callee=callee)
+        return Use(UseKind.STORE, symbol, identifier)
+
+    def _list_member(self, symbol: Symbol, identifier: Node, child: Node, expression_list: Node) -> Use:
+        holder = expression_list.parent
+        if holder is None:
+            return Use(UseKind.READ, symbol, identifier)
+        if holder.type == "return_statement":
+            return Use(UseKind.RETURN, symbol, identifier)
+        if holder.type in ("assignment_statement", "short_var_declaration"):
+            left = syntax.expressions(holder.child_by_field_name("left"))
+            if holder.child_by_field_name("left") == expression_list:
+                return Use(UseKind.WRITE, symbol, identifier)
+            right = syntax.expressions(holder.child_by_field_name("right"))
+            if len(left) != len(right):
+                return Use(UseKind.READ, symbol, identifier)
+            return self._copied_to(symbol, identifier, left[[c.id for c in right].index(child.id)])
+        if holder.type == "var_spec":
+            names = holder.children_by_field_name("name")
+            values = syntax.expressions(holder.child_by_field_name("value"))
+            if len(names) == len(values):
+                return self._copied_to(symbol, identifier, names[[c.id for c in values].index(child.id)])
+            return Use(UseKind.READ, symbol, identifier)
+        if holder.type in ("range_clause", "receive_statement"):
+            return Use(UseKind.WRITE, symbol, identifier) if holder.child_by_field_name("left") == expression_list else Use(UseKind.READ, symbol, identifier)
+        return Use(UseKind.READ, symbol, identifier)
+
+    def _copied_to(self, symbol: Symbol, identifier: Node, target: Node) -> Use:
+        target = syntax.unparen(target)
+        if target is not None and target.type == "identifier":
+            if syntax.text(target) == "_":
+                return Use(UseKind.READ, symbol, identifier)
+            destination = self.resolution.symbol(target)
+            if _is_tracked(destination):
+                return Use(UseKind.ALIAS, symbol, identifier, target=destination)
+        return Use(UseKind.STORE, symbol, identifier)
+
+
+def _declared_by_assignment(identifier: Node) -> bool:
+    """A declaring identifier that is also a write: `x := ...` (the engine
+    needs it for overwrites of a variable redeclared in a loop)."""
+    parent = identifier.parent
+    return parent is not None and parent.type == "expression_list"
+
+
+def _enclosing_literal(node: Node, root: Node) -> Node | None:
+    current = node.parent
+    found = None
+    while current is not None and current != root:
+        if current.type == "func_literal":
+            found = current
+        current = current.parent
+    if root.type == "func_literal":
+        found = root
+    return found
+
+
+def _declared_inside(symbol: Symbol, literal: Node) -> bool:
+    declared = symbol.node
+    return declared is not None and literal.start_byte <= declared.start_byte < literal.end_byte
+
+
+def _is_deferred_literal(literal: Node) -> bool:
+    parent = literal.parent
+    while parent is not None and parent.type == "parenthesized_expression":
+        parent = parent.parent
+    return parent is not None and parent.type == "call_expression" and _statement_of_call(parent) == "defer_statement"
+
+
+def _statement_of_call(call: Node) -> str:
+    parent = call.parent
+    while parent is not None and parent.type == "parenthesized_expression":
+        parent = parent.parent
+    return parent.type if parent is not None else ""
+
+
+def is_local_handle(symbol: Symbol | None) -> bool:
+    return _is_tracked(symbol) and symbol.role is not Role.GLOBAL
