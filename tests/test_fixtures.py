@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from cudalint.analysis import Settings, analyze
+from cudalint.knowledge import load_knowledge
 from cudalint.passes import all_rules
 from conftest import FIXTURES
 from gosrc import knowledge
@@ -38,8 +39,11 @@ def expectations(directory: Path) -> dict[tuple[str, int, str], str | None]:
 
 
 def findings_of(directory: Path):
+    """A fixture directory may carry its own API knowledge (*.toml), the way a
+    user adds files with --rules."""
     settings = Settings(base=directory, enabled=frozenset(r.id for r in all_rules()), jobs=1)
-    return analyze(sorted(directory.glob("*.go")), settings, knowledge())
+    extra = tuple(sorted(directory.glob("*.toml")))
+    return analyze(sorted(directory.glob("*.go")), settings, load_knowledge(extra) if extra else knowledge())
 
 
 @pytest.mark.parametrize("directory", _package_dirs(), ids=lambda d: d.relative_to(FIXTURES).as_posix())

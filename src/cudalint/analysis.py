@@ -133,10 +133,11 @@ def _analyze_package(package, settings: Settings, knowledge: Knowledge, result: 
                 NotificationKind.TOO_COMPLEX, unit.file.display,
                 f"function {unit.name} {problem}; not analysed", line, unit.node.start_point[1] + 1,
             ))
+    shared: dict = {}
     for analyzer in ANALYZERS:
         if not analyzer.rule_ids & settings.enabled:
             continue
-        pass_ = Pass(package, graphs, facts, knowledge, settings.enabled)
+        pass_ = Pass(package, graphs, facts, knowledge, settings.enabled, shared=shared)
         try:
             analyzer.run(pass_)
         except Exception as error:  # noqa: BLE001

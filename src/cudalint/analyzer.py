@@ -27,6 +27,13 @@ class Pass:
     knowledge: Knowledge
     enabled: frozenset[str]
     findings: list[Finding] = field(default_factory=list)
+    # Results shared by the passes of one package (computed by the first that asks).
+    shared: dict = field(default_factory=dict)
+
+    def fact(self, key: str, compute: Callable[[], object]):
+        if key not in self.shared:
+            self.shared[key] = compute()
+        return self.shared[key]
 
     def report(self, rule_id: str, unit: Unit, node: Node, message: str, steps: tuple[Step, ...] = ()) -> None:
         self.report_in(rule_id, unit.file, unit.name, node, message, steps)

@@ -72,6 +72,8 @@ class Facts:
     knowledge: Knowledge
     calls: dict[Node, CallFact] = field(default_factory=dict)
     _callees: dict[Node, Callee] = field(default_factory=dict, repr=False)
+    # Calls the knowledge describes, by the function (node) whose body holds them.
+    api_calls: dict[Node, list[Node]] = field(default_factory=dict, repr=False)
     _units_by_symbol: dict[Symbol, Unit] = field(default_factory=dict, repr=False)
     _methods: dict[str, list[Unit]] = field(default_factory=dict, repr=False)
 
@@ -175,11 +177,14 @@ def compute_facts(package: Package, knowledge: Knowledge) -> Facts:
     other callees are classified on demand by Facts.callee."""
     facts = Facts(package, knowledge)
     for parsed in package.files:
-        for node in syntax.walk(parsed.root):
-            if node.type == "call_expression":
-                fact = _qualified_call(node, package, knowledge)
-                if fact is not None:
-                    facts.calls[node] = fact
+        for node in syntax.qualified_calls(parsed.root):
+            fact = _qualified_call(node, package, knowledge)
+            if fact is not None:
+                facts.calls[node] = fact
+                if fact.api is not None:
+                    function = syntax.enclosing_function(node)
+                    if function is not None:
+                        facts.api_calls.setdefault(function, []).append(node)
     for unit in package.units:
         if unit.symbol is not None:
             facts._units_by_symbol[unit.symbol] = unit

@@ -193,7 +193,8 @@ class HandleUses:
             if callee.kind is CalleeKind.API and callee.api is not None:
                 if any(role.index == index and not role.is_result for _, role in callee.api.roles("acquire")):
                     return Use(UseKind.ACQUIRE_OUT, symbol, identifier, call=call, callee=callee)
-                return Use(UseKind.PASS_API, symbol, identifier, call=call, callee=callee)
+                # Some releases take the handle's address: cu.DestroyEvent(&ev).
+                return self._argument(symbol, identifier, call, callee, index)
             if callee.kind is CalleeKind.FAMILY:
                 return Use(UseKind.PASS_API, symbol, identifier, call=call, callee=callee)
             if callee.kind is CalleeKind.STD_BORROW:
@@ -244,15 +245,18 @@ def _declared_by_assignment(identifier: Node) -> bool:
 
 
 def _enclosing_literal(node: Node, root: Node) -> Node | None:
-    current = node.parent
+    """The outermost func literal between node and root (root included)."""
+    if node == root:
+        return None
     found = None
-    while current is not None and current != root:
+    current = node.parent
+    while current is not None:
         if current.type == "func_literal":
             found = current
+        if current == root:
+            return found
         current = current.parent
-    if root.type == "func_literal":
-        found = root
-    return found
+    return None
 
 
 def _declared_inside(symbol: Symbol, literal: Node) -> bool:

@@ -118,15 +118,33 @@ def outermost(node: Node, kind: str) -> list[Node]:
     return found
 
 
-_FUNC_LITERALS: QueryCursor | None = None
+_QUERIES: dict[str, QueryCursor] = {}
+
+
+def _captures(source: str, root: Node, name: str) -> list[Node]:
+    """Nodes captured as @name by a tree-sitter query (C speed), in source order."""
+    cursor = _QUERIES.get(source)
+    if cursor is None:
+        from cudalint.parse import GO
+
+        cursor = _QUERIES[source] = QueryCursor(Query(GO, source))
+    return sorted(cursor.captures(root).get(name, []), key=lambda n: n.start_byte)
 
 
 def func_literals(root: Node) -> list[Node]:
-    """Every func literal under root, in source order (a tree-sitter query: C speed)."""
-    global _FUNC_LITERALS
-    if _FUNC_LITERALS is None:
-        from cudalint.parse import GO
+    """Every func literal under root, in source order."""
+    return _captures("(func_literal) @literal", root, "literal")
 
-        _FUNC_LITERALS = QueryCursor(Query(GO, "(func_literal) @literal"))
-    found = _FUNC_LITERALS.captures(root).get("literal", [])
-    return sorted(found, key=lambda n: n.start_byte)
+
+def qualified_calls(root: Node) -> list[Node]:
+    """Every call of the form `x.f(...)` under root, in source order."""
+    return _captures(
+        "(call_expression function: (selector_expression operand: (identifier))) @call", root, "call",
+    )
+
+
+def enclosing_function(node: Node) -> Node | None:
+    current = node.parent
+    while current is not None and current.type not in FUNCTION_NODES:
+        current = current.parent
+    return current

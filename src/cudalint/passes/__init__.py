@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from cudalint.analyzer import Analyzer
 from cudalint.catalog import Rule
-from cudalint.passes import status
+from cudalint.passes import defers, resources, status
 
-ANALYZERS: tuple[Analyzer, ...] = (status.ANALYZER,)
+ANALYZERS: tuple[Analyzer, ...] = (resources.ANALYZER, defers.ANALYZER, status.ANALYZER)
 
 
 def all_rules() -> list[Rule]:

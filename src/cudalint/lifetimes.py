@@ -1,0 +1,948 @@
+"""The resource engine: what happens to every acquired handle on every path.
+
+For each acquisition (an origin) the engine walks the function's CFG from
+the acquiring call, carrying a small state: which variables hold the handle,
+whether it is held or already released, the variable that carries the
+acquire's status (a proxy) and whether a deferred release will run at exit.
+The walk is a breadth-first search over (node, state) pairs, so it is exact
+along each path up to the state's precision, terminates (states are finite),
+and yields the shortest witness path for every finding.
+
+The semantics are DESIGN.md's:
+
+* held only on success: a branch on which the status proxy (or the handle
+  itself, compared with nil) says the acquire failed holds nothing;
+* released by a release call, by a `defer` of one registered after the
+  acquisition (its arguments are evaluated then), or by a deferred closure
+  that releases the variable at exit on any of its paths;
+* transferred (the engine stops following it) when returned, stored in a
+  field, index, map, global or through a pointer, sent, captured by an
+  escaping closure, or passed to a function that is not known to borrow;
+* passed to a function of this package: the callee's per-parameter summary
+  decides (releases, retains, borrows), computed by this same walk;
+* paths ending in panic or process exit leak nothing; goroutine exits do.
+
+Passes (CL1xx, CL2xx) read the outcomes; nothing here reports findings.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from enum import Enum
+
+import networkx as nx
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.cfg import CFG, DEFERS_RUN_ON, ExitKind, NodeKind, PackageCFGs
+from cudalint.facts import CalleeKind, Facts
+from cudalint.functions import LiteralUse, Unit
+from cudalint.handles import HandleUses, Use, UseKind
+from cudalint.knowledge import ApiFunction, CallRole, ResourceSpec, StatusSpec
+from cudalint.scope import Role, Symbol
+
+# -- states -------------------------------------------------------------------
+
+
+class Phase(str, Enum):
+    HELD = "held"
+    RELEASED = "released"
+
+
+@dataclass(frozen=True)
+class State:
+    phase: Phase
+    names: frozenset[Symbol]
+    # The status of the acquire, while it has not been tested: a variable
+    # (`st := C.cudaMalloc(&p, n)`) or the call itself inside a condition.
+    proxy: Symbol | Node | None = None
+    # The `defer release(x)` registered while held (it captured the value).
+    deferred_release: int | None = None
+    # Variables a deferred closure will release at exit, whatever they hold then.
+    closure_released: frozenset[Symbol] = frozenset()
+    released_at: int | None = None  # the node that released it
+
+
+class Effect(str, Enum):
+    """What a function does with a handle passed to one of its parameters."""
+
+    RELEASES = "releases"
+    RETAINS = "retains"
+    BORROWS = "borrows"
+
+
+@dataclass(frozen=True)
+class Summary:
+    """How a function's paths treat a value it starts with."""
+
+    releases_on_some_path: bool
+    releases_on_every_path: bool
+    hands_over: bool  # returned, stored, passed on, on some path
+
+    @property
+    def effect(self) -> Effect:
+        if self.releases_on_every_path and not self.hands_over:
+            return Effect.RELEASES
+        if self.hands_over or self.releases_on_some_path:
+            return Effect.RETAINS
+        return Effect.BORROWS
+
+
+# -- outcomes -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Origin:
+    unit: Unit
+    node: int  # CFG node of the acquisition
+    call: Node
+    written: str  # the acquire call as written: "C.cudaMalloc"
+    api: ApiFunction
+    resource: ResourceSpec
+    role: CallRole
+    handle: str  # the handle as written in a message: "d", "cs"
+
+    @property
+    def line(self) -> int:
+        return self.call.start_point[0] + 1
+
+    @property
+    def status(self) -> StatusSpec | None:
+        return self.api.status
+
+
+class Lost(str, Enum):
+    RETURN = "return"
+    GOEXIT = "goexit"
+    SCOPE = "scope"  # the variable holding it went out of scope (end of a loop iteration, a block)
+    DISCARDED = "discarded"  # never stored in a variable at all
+
+
+@dataclass(frozen=True)
+class Leak:
+    origin: Origin
+    how: Lost
+    node: int  # where it is lost: the return, the last node in scope, the acquire
+    line: int
+    path: tuple[int, ...]
+    detail: str = ""  # DISCARDED: what happened to the temporary
+    # A `defer` releasing this handle that does not cover this path: registered
+    # before the acquisition (it released the old value), or never reached.
+    other_defer: int | None = None
+    defer_too_early: bool = False
+
+
+@dataclass(frozen=True)
+class Overwrite:
+    origin: Origin
+    node: int
+    path: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class DoubleRelease:
+    origin: Origin | None
+    node: int  # the second release (a defer statement when by_defer)
+    first: int  # the first release
+    by_defer: bool  # the second release is a deferred one, running at exit
+    handle: str
+
+
+@dataclass(frozen=True)
+class UseAfterRelease:
+    origin: Origin | None
+    node: int
+    use: Use
+    released: int  # the node that released it
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    origin: Origin
+    node: int
+    release_call: str
+    release_resource: ResourceSpec
+
+
+@dataclass
+class UnitLifetimes:
+    unit: Unit
+    origins: list[Origin] = field(default_factory=list)
+    leaks: list[Leak] = field(default_factory=list)
+    overwrites: list[Overwrite] = field(default_factory=list)
+    double_releases: list[DoubleRelease] = field(default_factory=list)
+    uses_after_release: list[UseAfterRelease] = field(default_factory=list)
+    mismatches: list[Mismatch] = field(default_factory=list)
+
+
+# -- the engine ---------------------------------------------------------------
+
+_MAX_STATES = 20000  # per origin; a guard, far above what real functions need
+
+
+class _Stop(Exception):
+    """The followed handle left the function's control (transferred or failed)."""
+
+
+@dataclass
+class _Walk:
+    """Result of following one origin (or one parameter, for a summary)."""
+
+    held_exits: list[tuple[int, ExitKind, tuple[int, ...]]] = field(default_factory=list)
+    released_exits: int = 0
+    transferred: int = 0
+    lost_in_scope: list[tuple[int, int, tuple[int, ...]]] = field(default_factory=list)  # (node, line, path)
+    overwrites: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)
+    double_releases: list[tuple[int, int, bool]] = field(default_factory=list)  # (second, first, by defer)
+    uses_after_release: list[tuple[int, Use, int]] = field(default_factory=list)  # (node, use, released at)
+    mismatches: list[tuple[int, str, ResourceSpec]] = field(default_factory=list)
+
+
+class Engine:
+    def __init__(self, cfgs: PackageCFGs, facts: Facts):
+        self.cfgs = cfgs
+        self.facts = facts
+        self.uses = HandleUses(facts)
+        self._summaries: dict[tuple[Unit, Symbol], Summary] = {}
+        self._in_progress: set[tuple[Unit, Symbol]] = set()
+        self._captures: dict[Unit, frozenset[Symbol]] = {}
+        self._results: dict[Unit, UnitLifetimes] = {}
+        self._defer_nodes: dict[Unit, list[int]] = {}
+
+    # -- public ----------------------------------------------------------------
+
+    def lifetimes(self, unit: Unit) -> UnitLifetimes:
+        found = self._results.get(unit)
+        if found is None:
+            found = self._results[unit] = self._analyse(unit)
+        return found
+
+    def effect(self, unit: Unit, symbol: Symbol) -> Effect:
+        """What `unit` does with the value of `symbol` it starts with (a
+        parameter, or a variable a func literal captures)."""
+        return self.summary(unit, symbol).effect
+
+    def summary(self, unit: Unit, symbol: Symbol) -> Summary:
+        key = (unit, symbol)
+        if key in self._summaries:
+            return self._summaries[key]
+        if key in self._in_progress or unit not in self.cfgs.graphs:
+            # Recursion, or a body we could not analyse: assume it keeps it.
+            return Summary(False, False, True)
+        self._in_progress.add(key)
+        try:
+            graph = self.cfgs.graphs[unit]
+            walk = self._walk(graph, None, graph.entry, State(Phase.HELD, frozenset({symbol})), summary=True)
+        finally:
+            self._in_progress.discard(key)
+        summary = Summary(
+            releases_on_some_path=walk.released_exits > 0,
+            releases_on_every_path=walk.released_exits > 0 and not walk.held_exits and not walk.transferred,
+            hands_over=walk.transferred > 0,
+        )
+        self._summaries[key] = summary
+        return summary
+
+    def effect_of_argument(self, unit: Unit, index: int) -> Effect:
+        params = unit.params
+        if index < 0 or index >= len(params):
+            return Effect.RETAINS
+        declaration = params[index].node.parent if params[index].node is not None else None
+        if declaration is not None and declaration.type == "variadic_parameter_declaration":
+            return Effect.RETAINS
+        return self.effect(unit, params[index])
+
+    def captures(self, unit: Unit) -> frozenset[Symbol]:
+        """The variables of enclosing functions a func literal refers to."""
+        found = self._captures.get(unit)
+        if found is None:
+            body = unit.body
+            names = set()
+            if body is not None:
+                for use in self.uses.uses([body]):
+                    if use.symbol.function is not None and use.symbol.function != unit.node and not _inside(use.symbol.node, unit.node):
+                        names.add(use.symbol)
+            found = self._captures[unit] = frozenset(names)
+        return found
+
+    # -- origins ---------------------------------------------------------------
+
+    def _analyse(self, unit: Unit) -> UnitLifetimes:
+        result = UnitLifetimes(unit)
+        graph = self.cfgs.graphs.get(unit)
+        calls = self.facts.api_calls.get(unit.node, [])
+        if graph is None or not calls:
+            return result
+        releases = False
+        for call in calls:
+            fact = self.facts.calls[call]
+            releases = releases or fact.api.is_release
+            acquires = fact.api.roles("acquire")
+            if not acquires:
+                continue
+            n = _node_of(graph, call)
+            if n is None or not graph.reachable(n):
+                continue
+            for resource, role in acquires:
+                self._follow(graph, Origin(unit, n, call, fact.written, fact.api, resource, role, ""), result)
+        if releases:
+            self._released_parameters(graph, result)
+        return result
+
+    def _follow(self, graph: CFG, origin: Origin, result: UnitLifetimes) -> None:
+        start = self._birth(graph, origin)
+        if start is None:
+            return
+        origin, state, leak_detail = start
+        result.origins.append(origin)
+        if leak_detail is not None:
+            result.leaks.append(Leak(origin, Lost.DISCARDED, origin.node, origin.line, (origin.node,), leak_detail))
+            return
+        if state is None:
+            return  # transferred at birth (stored in a field, returned, ...)
+        walk = self._walk(graph, origin, origin.node, state, summary=False)
+        self._collect(graph, origin, walk, result)
+
+    def _birth(self, graph: CFG, origin: Origin) -> tuple[Origin, State | None, str | None] | None:
+        """The state right after the acquiring call: who holds the handle and
+        which variable carries the status. None: nothing to follow."""
+        call, role = origin.call, origin.role
+        proxy = self._proxy(origin)
+        if role.handle == "none":
+            return origin, State(Phase.HELD, frozenset(), proxy), None
+        if role.is_result:
+            return self._result_birth(graph, origin, proxy)
+        arguments = syntax.children(call.child_by_field_name("arguments"))
+        if role.index >= len(arguments):
+            return None
+        argument = _unwrap(arguments[role.index], self.facts)
+        if argument is None:
+            return None
+        if argument.type == "unary_expression" and syntax.text(argument.child_by_field_name("operator")) == "&":
+            target = syntax.unparen(argument.child_by_field_name("operand"))
+        else:
+            target = argument
+        if target is None or target.type != "identifier":
+            return None  # `&b.ptr`: owned by the struct from the start
+        symbol = self.facts.package.resolution.symbol(target)
+        if symbol is None or not symbol.is_local:
+            return None  # a global: the package owns it
+        origin = replace(origin, handle=symbol.name)
+        return origin, State(Phase.HELD, frozenset({symbol}), proxy), None
+
+    def _result_birth(self, graph: CFG, origin: Origin, proxy) -> tuple[Origin, State | None, str | None] | None:
+        call = origin.call
+        child, parent = _value_parent(call, self.facts)
+        if parent is None:
+            return None
+        if parent.type == "expression_list":
+            holder = parent.parent
+            if holder is not None and holder.type == "return_statement":
+                return origin, None, None
+            if holder is not None and holder.type in ("short_var_declaration", "assignment_statement", "var_spec"):
+                left = (
+                    holder.children_by_field_name("name") if holder.type == "var_spec"
+                    else syntax.expressions(holder.child_by_field_name("left"))
+                )
+                right = syntax.children(parent)
+                if len(right) == 1:
+                    index = origin.role.index if len(left) > 1 else 0
+                else:
+                    index = [c.id for c in right].index(child.id) if origin.role.index == 0 else -1
+                if not 0 <= index < len(left):
+                    return None
+                target = syntax.unparen(left[index])
+                if target is not None and target.type == "identifier":
+                    if syntax.text(target) == "_":
+                        return origin, State(Phase.HELD, frozenset()), "its result is assigned to _"
+                    symbol = self.facts.package.resolution.symbol(target)
+                    if symbol is not None and symbol.is_local:
+                        return replace(origin, handle=symbol.name), State(Phase.HELD, frozenset({symbol}), proxy), None
+                return origin, None, None
+            return None
+        if parent.type == "expression_statement":
+            return origin, State(Phase.HELD, frozenset()), "its result is discarded"
+        if parent.type == "argument_list":
+            return self._temporary(origin, parent.parent, [c.id for c in syntax.children(parent)].index(child.id))
+        if parent.type in ("binary_expression", "if_statement", "unary_expression"):
+            return origin, State(Phase.HELD, frozenset()), "its result is only compared, never stored"
+        return origin, None, None
+
+    def _temporary(self, origin: Origin, call: Node, index: int):
+        """`C.puts(C.CString(s))`: the result is handed straight to a call."""
+        callee = self.facts.callee(call)
+        if callee.kind is CalleeKind.API and callee.api is not None:
+            if any(role.index == index for _, role in callee.api.roles("release")):
+                return origin, None, None
+            if any(role.index == index for _, role in callee.api.roles("transfer")):
+                return origin, None, None
+            return origin, State(Phase.HELD, frozenset()), f"it is passed to {callee.written} and then lost"
+        if callee.kind in (CalleeKind.FAMILY, CalleeKind.STD_BORROW):
+            return origin, State(Phase.HELD, frozenset()), f"it is passed to {callee.written} and then lost"
+        if callee.kind is CalleeKind.LOCAL and callee.target is not None:
+            if self.effect_of_argument(callee.target, index) is Effect.BORROWS:
+                return origin, State(Phase.HELD, frozenset()), f"it is passed to {callee.written}, which does not free it, and then lost"
+        return origin, None, None
+
+    def _proxy(self, origin: Origin) -> Symbol | Node | None:
+        """The variable (or call, inside a condition) whose test says whether
+        the acquire succeeded."""
+        status = origin.status
+        current: Node = origin.call
+        while True:
+            child, parent = _value_parent(current, self.facts)
+            if parent is None:
+                return None
+            if parent.type == "binary_expression":
+                return current
+            if parent.type == "argument_list":
+                current = parent.parent  # a helper converting the status: its result carries it
+                continue
+            if parent.type == "expression_list":
+                holder = parent.parent
+                if holder is None or holder.type not in ("short_var_declaration", "assignment_statement", "var_spec"):
+                    return None
+                left = (
+                    holder.children_by_field_name("name") if holder.type == "var_spec"
+                    else syntax.expressions(holder.child_by_field_name("left"))
+                )
+                if current is origin.call:
+                    if status is None:
+                        return None
+                    index = status.result_index(len(left))
+                else:
+                    index = len(left) - 1
+                if not 0 <= index < len(left) or (current is origin.call and origin.role.is_result and index == origin.role.index):
+                    return None
+                target = syntax.unparen(left[index])
+                if target is None or target.type != "identifier" or syntax.text(target) == "_":
+                    return None
+                return self.facts.package.resolution.symbol(target)
+            return None
+
+    # -- the walk ---------------------------------------------------------------
+
+    def _walk(self, graph: CFG, origin: Origin | None, start: int, state: State, *, summary: bool) -> _Walk:
+        walk = _Walk()
+        pre_closure = self._closures_registered_before(graph, start, state.names) if origin is not None else frozenset()
+        if pre_closure:
+            state = replace(state, closure_released=state.closure_released | pre_closure)
+        parents: dict[tuple[int, State], tuple[int, State] | None] = {(start, state): None}
+        queue: deque[tuple[int, State]] = deque([(start, state)])
+        reported_scope = False
+        handleless = origin is not None and origin.role.handle == "none"
+        while queue and len(parents) < _MAX_STATES:
+            node, current = queue.popleft()
+            for successor in graph.graph.successors(node):
+                attrs = graph.graph.edges[node, successor]
+                following = self._through_edge(origin, current, attrs)
+                if following is None:
+                    continue
+                following, dead = self._scope_exit(graph, following, node, successor)
+                if dead is not None and not following.names and not handleless:
+                    if following.phase is Phase.HELD and not self._covered(following) and not reported_scope and origin is not None:
+                        reported_scope = True
+                        path = _path(parents, (node, current)) + (successor,)
+                        walk.lost_in_scope.append((node, _scope_end_line(graph, node, successor, dead), path))
+                    continue
+                if graph.kind(successor) is NodeKind.EXIT:
+                    self._at_exit(graph, walk, origin, following, graph.graph.nodes[successor]["exit"], parents, (node, current), successor)
+                    continue
+                try:
+                    after = self._through_node(graph, origin, following, successor, walk, summary)
+                except _Stop:
+                    continue
+                key = (successor, after)
+                if key not in parents:
+                    parents[key] = (node, current)
+                    queue.append(key)
+        return walk
+
+    def _covered(self, state: State) -> bool:
+        return state.deferred_release is not None or bool(state.names & state.closure_released)
+
+    def _at_exit(self, graph, walk: _Walk, origin, state: State, kind: ExitKind, parents, previous, exit_node) -> None:
+        if kind not in (ExitKind.RETURN, ExitKind.GOEXIT):
+            return
+        if state.phase is Phase.RELEASED:
+            walk.released_exits += 1
+            if state.deferred_release is not None and kind in DEFERS_RUN_ON and state.released_at is not None:
+                walk.double_releases.append((state.deferred_release, state.released_at, True))
+            return
+        if self._covered(state):
+            walk.released_exits += 1
+            return
+        walk.held_exits.append((exit_node, kind, _path(parents, previous) + (exit_node,)))
+
+    def _through_edge(self, origin: Origin | None, state: State, attrs: dict) -> State | None:
+        """Branches that test the acquire's status: the failure side holds nothing."""
+        if state.phase is not Phase.HELD or not attrs:
+            return state
+        outcome = None
+        if "cond" in attrs and attrs.get("cond") is not None:
+            outcome = self._test(origin, state, attrs["cond"], attrs["polarity"])
+        elif attrs.get("branch") in ("case", "default") and "tag" in attrs and attrs.get("case") is not None:
+            outcome = self._case(origin, state, attrs["tag"], attrs["case"], attrs["polarity"])
+        if outcome == "failure":
+            return None
+        if outcome == "success":
+            return replace(state, proxy=None)
+        return state
+
+    def _test(self, origin: Origin | None, state: State, condition: Node, polarity: bool) -> str | None:
+        expression = syntax.unparen(condition)
+        if expression is None or expression.type != "binary_expression":
+            return None
+        operator = syntax.text(expression.child_by_field_name("operator"))
+        if operator not in ("==", "!="):
+            return None
+        left = _unwrap(expression.child_by_field_name("left"), self.facts)
+        right = _unwrap(expression.child_by_field_name("right"), self.facts)
+        for subject, other in ((left, right), (right, left)):
+            verdict = self._compare(origin, state, subject, other)
+            if verdict is None:
+                continue
+            if verdict == "error-value":
+                # st == C.cudaErrorMemoryAllocation: true is a failure, false says nothing
+                truth_is_failure = operator == "=="
+                return "failure" if polarity == truth_is_failure else None
+            # verdict: does `subject == other` mean success?
+            true_means_success = verdict if operator == "==" else not verdict
+            return "success" if polarity == true_means_success else "failure"
+        return None
+
+    def _compare(self, origin: Origin | None, state: State, subject: Node | None, other: Node | None):
+        """True: `subject == other` means success; False: it means failure;
+        "error-value": subject is compared with one specific failure value."""
+        if subject is None or other is None:
+            return None
+        resolution = self.facts.package.resolution
+        other_text = syntax.text(other)
+        is_proxy = (
+            state.proxy is not None
+            and ((isinstance(state.proxy, Node) and subject == state.proxy)
+                 or (subject.type == "identifier" and resolution.symbol(subject) is state.proxy))
+        )
+        if is_proxy:
+            if other_text in ("nil", "0") or self._is_success_value(origin, other):
+                return True
+            if other.type in ("selector_expression", "identifier"):
+                return "error-value"
+            return None
+        if subject.type == "identifier" and resolution.symbol(subject) in state.names and other_text == "nil":
+            return False  # the handle itself is nil: nothing was acquired
+        return None
+
+    def _is_success_value(self, origin: Origin | None, value: Node) -> bool:
+        if origin is None or origin.status is None:
+            return False
+        text = syntax.text(value)
+        family = origin.api.family
+        written_package = origin.written.split(".", 1)[0]
+        for success in origin.status.success:
+            if text == success:
+                return True
+            if success.startswith(family.qualifier + ".") and text == written_package + success[len(family.qualifier):]:
+                return True
+        return False
+
+    def _case(self, origin: Origin | None, state: State, tag: Node | None, clause: Node, polarity: bool) -> str | None:
+        subject = _unwrap(tag, self.facts)
+        if subject is None or state.proxy is None:
+            return None
+        resolution = self.facts.package.resolution
+        if not ((isinstance(state.proxy, Node) and subject == state.proxy)
+                or (subject.type == "identifier" and resolution.symbol(subject) is state.proxy)):
+            return None
+        values = syntax.expressions(clause.child_by_field_name("value"))
+        if not values:
+            return None
+        success = [syntax.text(v) in ("0", "nil") or self._is_success_value(origin, v) for v in values]
+        if all(success):
+            return "success" if polarity else "failure"
+        if not any(success):
+            return "failure" if polarity else None
+        return None
+
+    def _scope_exit(self, graph: CFG, state: State, node: int, successor: int) -> tuple[State, Node | None]:
+        """Variables whose scope the edge leaves die on it."""
+        if not state.names or graph.kind(successor) is NodeKind.EXIT:
+            return state, None
+        here = graph.ast(node)
+        there = graph.ast(successor)
+        if there is None:
+            return state, None
+        dying = []
+        for symbol in state.names:
+            scope = symbol.scope_node
+            if scope is None or symbol.role is not Role.LOCAL or scope == symbol.function:
+                continue
+            if _inside(there, scope):
+                continue
+            if here is None or _inside(here, scope) or graph.kind(node) is NodeKind.ENTRY:
+                dying.append(symbol)
+        if not dying:
+            return state, None
+        return replace(state, names=state.names - frozenset(dying)), dying[0].scope_node
+
+    def _through_node(self, graph: CFG, origin: Origin | None, state: State, n: int, walk: _Walk, summary: bool) -> State:
+        """Apply what node n does to the handle: reads first (the right-hand
+        side is evaluated before the assignment), then copies, then writes."""
+        uses = self.uses.uses(graph.evaluated(n))
+        kind = graph.kind(n)
+        if origin is not None and origin.role.handle == "none":
+            return self._handleless_node(graph, origin, state, n, walk)
+        mine = [use for use in uses if use.symbol in state.names]
+        resource = origin.resource if origin is not None else None
+        aliases: set[Symbol] = set()
+        applied_literals: set[tuple[Unit, Symbol]] = set()
+        for use in mine:
+            if use.kind in (UseKind.WRITE, UseKind.ACQUIRE_OUT):
+                continue
+            if resource is not None and resource.any_use_releases:
+                # context.WithCancel's cancel: calling it, deferring it or
+                # handing it on all dispose of it.
+                if use.deferred:
+                    state = replace(state, deferred_release=n)
+                    continue
+                walk.transferred += 1
+                raise _Stop
+            state = self._read(graph, origin, state, n, use, walk, aliases, applied_literals)
+        state = self._bound_closures(graph, origin, state, n, uses, walk)
+        if kind is NodeKind.RETURN and state.names & set(graph.unit.results) and not _returns_values(graph.ast(n)):
+            walk.transferred += 1
+            raise _Stop
+        if aliases:
+            state = replace(state, names=state.names | frozenset(aliases))
+        for use in mine:
+            if use.kind not in (UseKind.WRITE, UseKind.ACQUIRE_OUT) or use.symbol in aliases:
+                continue
+            remaining = state.names - {use.symbol}
+            if state.phase is Phase.HELD and not remaining and state.deferred_release is None:
+                if origin is not None and not summary:
+                    walk.overwrites.append((n, ()))
+                walk.transferred += 1  # the walk ends here either way
+                raise _Stop
+            if not remaining:
+                raise _Stop
+            state = replace(state, names=remaining, proxy=None if use.symbol is state.proxy else state.proxy)
+        if isinstance(state.proxy, Symbol) and any(
+            u.symbol is state.proxy and u.kind is UseKind.WRITE for u in uses
+        ):
+            state = replace(state, proxy=None)
+        return state
+
+    def _read(self, graph, origin, state: State, n: int, use: Use, walk: _Walk, aliases: set, applied: set) -> State:
+        released = state.phase is Phase.RELEASED
+        kind = use.kind
+        if kind is UseKind.RELEASE:
+            return self._release(origin, state, n, use.deferred, walk, use.role)
+        if kind is UseKind.METHOD:
+            if origin is not None and origin.resource.release_method(use.method) is not None:
+                return self._release(origin, state, n, use.deferred, walk, None)
+            if released:
+                walk.uses_after_release.append((n, use, state.released_at or 0))
+            return state
+        if kind is UseKind.CALLED:
+            if released:
+                walk.uses_after_release.append((n, use, state.released_at or 0))
+            return state
+        if kind in (UseKind.RETURN, UseKind.TRANSFER_CALL):
+            if released:
+                walk.uses_after_release.append((n, use, state.released_at or 0))
+                return state
+            walk.transferred += 1
+            raise _Stop
+        if kind in (UseKind.STORE, UseKind.PASS_UNKNOWN):
+            if released:
+                return state
+            walk.transferred += 1
+            raise _Stop
+        if kind in (UseKind.PASS_API, UseKind.DEREF):
+            if released:
+                walk.uses_after_release.append((n, use, state.released_at or 0))
+            return state
+        if kind is UseKind.ALIAS and use.target is not None:
+            aliases.add(use.target)
+            return state
+        if kind is UseKind.PASS_LOCAL and use.unit is not None:
+            effect = self.effect_of_argument(use.unit, use.index)
+            if effect is Effect.RELEASES:
+                return self._release(origin, state, n, use.deferred, walk, None)
+            if effect is Effect.RETAINS and not released:
+                walk.transferred += 1
+                raise _Stop
+            return state
+        if kind is UseKind.CAPTURE and use.unit is not None:
+            key = (use.unit, use.symbol)
+            if key in applied:
+                return state
+            applied.add(key)
+            return self._literal(graph, origin, state, n, use.unit, use.symbol, walk)
+        return state
+
+    def _literal(self, graph, origin, state: State, n: int, literal: Unit, symbol: Symbol, walk: _Walk) -> State:
+        """A func literal that refers to the handle's variable."""
+        use = literal.use
+        if use is LiteralUse.DEFERRED:
+            effect = self.effect(literal, symbol)
+            if effect is Effect.BORROWS:
+                return state
+            return replace(state, closure_released=state.closure_released | {symbol})
+        if use is LiteralUse.CALLED:
+            effect = self.effect(literal, symbol)
+            if effect is Effect.RELEASES:
+                return self._release(origin, state, n, False, walk, None)
+            if effect is Effect.BORROWS:
+                return state
+        if use is LiteralUse.STORED and literal.stored_in is not None and literal.stored_in.is_local:
+            return state  # a local closure: its calls (`cleanup()`, `defer cleanup()`) decide
+        if state.phase is Phase.RELEASED:
+            return state
+        walk.transferred += 1
+        raise _Stop
+
+    def _bound_closures(self, graph, origin, state: State, n: int, uses: list[Use], walk: _Walk) -> State:
+        """`defer cleanup()` / `cleanup()` / `return cleanup` where cleanup is a
+        local variable bound to a func literal that refers to the handle."""
+        for use in uses:
+            literal = self.facts.unit_of(use.symbol)
+            if literal is None or literal.stored_in is not use.symbol:
+                continue
+            captured = self.captures(literal) & state.names
+            if not captured:
+                continue
+            if use.kind is UseKind.CALLED:
+                for symbol in captured:
+                    effect = self.effect(literal, symbol)
+                    if use.deferred and effect is not Effect.BORROWS:
+                        state = replace(state, closure_released=state.closure_released | {symbol})
+                    elif not use.deferred and effect is Effect.RELEASES:
+                        state = self._release(origin, state, n, False, walk, None)
+                    elif not use.deferred and effect is Effect.RETAINS and state.phase is Phase.HELD:
+                        walk.transferred += 1
+                        raise _Stop
+            elif use.kind in (UseKind.RETURN, UseKind.STORE, UseKind.PASS_UNKNOWN, UseKind.PASS_LOCAL, UseKind.CAPTURE):
+                if state.phase is Phase.HELD:
+                    walk.transferred += 1
+                    raise _Stop
+        return state
+
+    def _release(self, origin, state: State, n: int, deferred: bool, walk: _Walk, role) -> State:
+        if role is not None and origin is not None:
+            resource, _ = role
+            if resource != origin.resource and resource.name != origin.resource.name:
+                walk.mismatches.append((n, role[1].call, resource))
+        if deferred:
+            if state.phase is Phase.RELEASED:
+                walk.double_releases.append((n, state.released_at or 0, False))
+                return state
+            if state.deferred_release is not None:
+                walk.double_releases.append((n, state.deferred_release, True))
+                return state
+            return replace(state, deferred_release=n)
+        if state.phase is Phase.RELEASED:
+            walk.double_releases.append((n, state.released_at or 0, False))
+            return state
+        return replace(state, phase=Phase.RELEASED, released_at=n, proxy=None)
+
+    def _handleless_node(self, graph, origin: Origin, state: State, n: int, walk: _Walk) -> State:
+        """nvmlInit / nvmlShutdown: no handle, so any release of the kind counts."""
+        for root in graph.evaluated(n):
+            for call in _calls_in(root):
+                fact = self.facts.calls.get(call)
+                if fact is None or fact.api is None:
+                    continue
+                if any(resource.name == origin.resource.name for resource, _ in fact.api.roles("release")):
+                    deferred = _is_deferred_call(call)
+                    if deferred:
+                        state = replace(state, deferred_release=n)
+                    elif state.phase is Phase.HELD:
+                        state = replace(state, phase=Phase.RELEASED, released_at=n, proxy=None)
+        return state
+
+    def _closures_registered_before(self, graph: CFG, start: int, names: frozenset[Symbol]) -> frozenset[Symbol]:
+        """Deferred closures that release a variable at exit cover it even
+        when registered before the acquisition (they read it at exit)."""
+        if not names:
+            return frozenset()
+        covered: set[Symbol] = set()
+        for n in self._defers(graph):
+            if n == start or not nx.has_path(graph.graph, n, start):
+                continue
+            for use in self.uses.uses(graph.evaluated(n)):
+                if use.symbol in names and use.kind is UseKind.CAPTURE and use.deferred and use.unit is not None:
+                    if self.effect(use.unit, use.symbol) is not Effect.BORROWS:
+                        covered.add(use.symbol)
+                literal = self.facts.unit_of(use.symbol)
+                if use.kind is UseKind.CALLED and use.deferred and literal is not None:
+                    for symbol in self.captures(literal) & names:
+                        if self.effect(literal, symbol) is not Effect.BORROWS:
+                            covered.add(symbol)
+        return frozenset(covered)
+
+    def _defers(self, graph: CFG) -> list[int]:
+        found = self._defer_nodes.get(graph.unit)
+        if found is None:
+            found = self._defer_nodes[graph.unit] = [n for n in graph.statement_nodes() if graph.kind(n) is NodeKind.DEFER]
+        return found
+
+    def _released_parameters(self, graph: CFG, result: UnitLifetimes) -> None:
+        """A handle that arrives as a parameter and is released here: a second
+        release, or a use after it, is a finding too (CL102, CL104)."""
+        acquired = {origin.handle for origin in result.origins}
+        seen: set[tuple[Symbol, int]] = set()
+        for n in graph.statement_nodes():
+            if not graph.reachable(n):
+                continue
+            for use in self.uses.uses(graph.evaluated(n)):
+                if use.kind is not UseKind.RELEASE or use.deferred:
+                    continue
+                symbol = use.symbol
+                if symbol.role not in (Role.PARAM, Role.RECEIVER) or symbol.name in acquired or (symbol, n) in seen:
+                    continue
+                seen.add((symbol, n))
+                state = State(Phase.RELEASED, frozenset({symbol}), released_at=n)
+                walk = self._walk(graph, None, n, state, summary=False)
+                for node, first, by_defer in walk.double_releases:
+                    result.double_releases.append(DoubleRelease(None, node, first, by_defer, symbol.name))
+                for node, late_use, released_line in walk.uses_after_release:
+                    result.uses_after_release.append(UseAfterRelease(None, node, late_use, released_line))
+
+    # -- outcomes -----------------------------------------------------------------
+
+    def _collect(self, graph: CFG, origin: Origin, walk: _Walk, result: UnitLifetimes) -> None:
+        handleless = origin.role.handle == "none"
+        if handleless:
+            # No handle to hand over: a function that never releases the kind
+            # is an intentional initialisation; only inconsistency is a leak.
+            if walk.held_exits and walk.released_exits:
+                exit_node, kind, path = walk.held_exits[0]
+                result.leaks.append(self._leak(graph, origin, kind, path))
+            return
+        if walk.held_exits:
+            exit_node, kind, path = walk.held_exits[0]
+            result.leaks.append(self._leak(graph, origin, kind, path))
+        elif walk.lost_in_scope:
+            node, line, path = walk.lost_in_scope[0]
+            result.leaks.append(Leak(origin, Lost.SCOPE, node, line, path))
+        if walk.overwrites:
+            node, _ = walk.overwrites[0]
+            result.overwrites.append(Overwrite(origin, node, ()))
+        for node, first, by_defer in _unique(walk.double_releases):
+            result.double_releases.append(DoubleRelease(origin, node, first, by_defer, origin.handle))
+        for node, use, released_line in _unique(walk.uses_after_release, key=lambda item: item[0]):
+            result.uses_after_release.append(UseAfterRelease(origin, node, use, released_line))
+        for node, call, resource in _unique(walk.mismatches):
+            result.mismatches.append(Mismatch(origin, node, call, resource))
+
+    def _leak(self, graph: CFG, origin: Origin, kind: ExitKind, path: tuple[int, ...]) -> Leak:
+        last = path[-2] if len(path) >= 2 else origin.node
+        how = Lost.GOEXIT if kind is ExitKind.GOEXIT else Lost.RETURN
+        other, early = None, False
+        for n in self._defers(graph):
+            for use in self.uses.uses(graph.evaluated(n)):
+                if use.kind is UseKind.RELEASE and use.deferred and use.symbol.name == origin.handle and n not in path:
+                    other = graph.line(n)
+                    early = not nx.has_path(graph.graph, origin.node, n)
+        return Leak(origin, how, last, graph.line(last), path, other_defer=other, defer_too_early=early)
+
+
+# -- helpers --------------------------------------------------------------------
+
+
+def _path(parents: dict, key) -> tuple[int, ...]:
+    nodes = []
+    while key is not None:
+        nodes.append(key[0])
+        key = parents.get(key)
+    return tuple(reversed(nodes))
+
+
+def _unique(items, key=lambda item: item):
+    seen = set()
+    for item in items:
+        k = key(item)
+        if k not in seen:
+            seen.add(k)
+            yield item
+
+
+def _inside(node: Node | None, scope: Node | None) -> bool:
+    if node is None or scope is None:
+        return False
+    return scope.start_byte <= node.start_byte < scope.end_byte
+
+
+def _returns_values(statement: Node | None) -> bool:
+    return statement is not None and any(c.type == "expression_list" for c in statement.named_children)
+
+
+def _scope_end_line(graph: CFG, node: int, successor: int, scope: Node) -> int:
+    if graph.kind(node) in (NodeKind.CONTINUE, NodeKind.BREAK, NodeKind.GOTO):
+        return graph.line(node)
+    return scope.end_point[0] + 1
+
+
+def _node_of(graph: CFG, node: Node) -> int | None:
+    """The CFG node whose evaluation includes `node`."""
+    current: Node | None = node
+    while current is not None:
+        found = graph.node_of.get(current)
+        if found is not None:
+            return found
+        current = current.parent
+    return None
+
+
+def _calls_in(root: Node) -> Iterator[Node]:
+    """Calls evaluated by a node's syntax (func literal bodies run elsewhere)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "call_expression":
+            yield node
+        if node.type == "func_literal":
+            continue
+        stack.extend(reversed(node.children))
+
+
+def _is_deferred_call(call: Node) -> bool:
+    parent = call.parent
+    while parent is not None and parent.type == "parenthesized_expression":
+        parent = parent.parent
+    return parent is not None and parent.type == "defer_statement"
+
+
+def _unwrap(node: Node | None, facts: Facts) -> Node | None:
+    """Strip parentheses and conversions: `(*C.float)(unsafe.Pointer(&p))` is `&p`."""
+    node = syntax.unparen(node)
+    while node is not None:
+        if node.type == "call_expression" and facts.callee(node).kind is CalleeKind.CONVERSION:
+            arguments = syntax.children(node.child_by_field_name("arguments"))
+            if len(arguments) != 1:
+                return node
+            node = syntax.unparen(arguments[0])
+        elif node.type == "type_conversion_expression":
+            node = syntax.unparen(node.child_by_field_name("operand"))
+        else:
+            return node
+    return node
+
+
+def _value_parent(node: Node, facts: Facts) -> tuple[Node, Node | None]:
+    """The node that consumes a value, skipping parentheses and conversions."""
+    child, parent = node, node.parent
+    while parent is not None:
+        if parent.type == "parenthesized_expression":
+            child, parent = parent, parent.parent
+            continue
+        if parent.type == "argument_list":
+            call = parent.parent
+            if call is not None and facts.callee(call).kind is CalleeKind.CONVERSION:
+                child, parent = call, call.parent
+                continue
+        return child, parent
+    return child, None

@@ -1,0 +1,306 @@
+"""Deferred releases (CL2xx): `defer` is the right tool for releasing GPU
+resources, but it runs when the function returns, evaluates its arguments
+when the defer statement runs, and only if that statement is reached."""
+
+from __future__ import annotations
+
+import networkx as nx
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.analyzer import Analyzer, Pass
+from cudalint.catalog import Level, Rule
+from cudalint.cfg import CFG, NodeKind
+from cudalint.facts import CalleeKind
+from cudalint.functions import Unit
+from cudalint.handles import UseKind
+from cudalint.knowledge import Knowledge
+from cudalint.lifetimes import Effect, Engine
+from cudalint.passes.resources import engine
+from cudalint.scope import Role, SymbolKind
+
+CL201 = Rule(
+    "CL201", "defer-in-loop", Level.WARNING,
+    "A deferred release inside a loop body: every iteration's resource lives until the function returns.",
+    """
+    ## What it does
+    Reports a `defer` of a release (`defer C.cudaFree(d)`, `defer C.cudaStreamDestroy(s)`,
+    a deferred closure or same-package helper that releases) that is executed
+    on every iteration of a loop.
+
+    ## Why is this bad?
+    Deferred calls run when the *function* returns, not at the end of the
+    iteration. A loop over a thousand batches keeps a thousand device buffers
+    allocated until then, and a long-running loop never releases anything.
+
+    ## Example
+    ```go
+    for _, n := range sizes {
+        var d unsafe.Pointer
+        if st := C.cudaMalloc(&d, C.size_t(n)); st != C.cudaSuccess {
+            return cudaError(st)
+        }
+        defer C.cudaFree(d)
+        run(d)
+    }
+    ```
+
+    ## Use instead
+    Move the body into a function, so that its defer runs per iteration:
+    ```go
+    for _, n := range sizes {
+        if err := runOne(n); err != nil { // runOne allocates, defers the free, runs
+            return err
+        }
+    }
+    ```
+    """,
+    tags=("correctness", "resource-leak"),
+)
+
+CL202 = Rule(
+    "CL202", "defer-before-acquire", Level.ERROR,
+    "A deferred release registered before its handle is acquired releases the old (nil) value.",
+    """
+    ## What it does
+    Reports `defer C.cudaFree(p)` (a deferred call, not a deferred closure)
+    that runs before `p` is acquired. A deferred call's arguments are
+    evaluated when the `defer` statement executes, so it captures the value
+    `p` had then, usually nil, and the allocation made afterwards is never
+    freed (cudalint also reports that leak, CL101).
+
+    ## Why is this bad?
+    It looks like the canonical cleanup and passes review, while it frees
+    nothing and the real allocation leaks on every call.
+
+    ## Example
+    ```go
+    var p unsafe.Pointer
+    defer C.cudaFree(p) // frees nil
+    check(C.cudaMalloc(&p, n))
+    ```
+
+    ## Use instead
+    ```go
+    var p unsafe.Pointer
+    check(C.cudaMalloc(&p, n))
+    defer C.cudaFree(p)
+    ```
+    or, if the defer must come first, a closure, which reads `p` when it runs:
+    `defer func() { C.cudaFree(p) }()`.
+    """,
+    tags=("correctness", "resource-leak"),
+)
+
+CL203 = Rule(
+    "CL203", "unreachable-defer", Level.WARNING,
+    "A deferred release that can never be registered.",
+    """
+    ## What it does
+    Reports a `defer` of a release that no execution reaches: it follows a
+    `return`, a `panic` or a call that never returns, or sits under a
+    condition that is constant false (`if false`, or a `const debug = false`
+    flag).
+
+    ## Why is this bad?
+    The release reads like it is there, but it never runs: whatever it was
+    meant to release leaks (often on every call).
+
+    ## Example
+    ```go
+    return run(d)
+    defer C.cudaFree(d)
+    ```
+
+    ## Use instead
+    Register the defer right after the acquisition's error check, before any
+    return.
+    """,
+    tags=("correctness", "resource-leak"),
+)
+
+
+def _deferred_release(p: Pass, lifetimes: Engine, graph: CFG, n: int) -> str | None:
+    """What a defer statement releases, described for a message, or None."""
+    statement = graph.ast(n)
+    inner = syntax.children(statement) if statement is not None else []
+    call = syntax.unparen(inner[0]) if inner else None
+    if call is None or call.type != "call_expression":
+        return None
+    callee = p.facts.callee(call)
+    written = syntax.text(call)
+    if callee.kind is CalleeKind.API and callee.api is not None and callee.api.is_release:
+        return written
+    function = syntax.unparen(call.child_by_field_name("function"))
+    if function is not None and function.type == "func_literal":
+        literal = next((u for u in p.package.units if u.node == function), None)
+        released = _released_by(lifetimes, literal)
+        return f"of a closure that releases {', '.join(sorted(s.name for s in released))}" if released else None
+    if callee.kind in (CalleeKind.LOCAL, CalleeKind.VALUE) and callee.target is not None:
+        target = callee.target
+        if target.stored_in is not None and callee.symbol is target.stored_in:
+            released = _released_by(lifetimes, target)
+            return f"{callee.written}() (which releases {', '.join(sorted(s.name for s in released))})" if released else None
+        arguments = syntax.children(call.child_by_field_name("arguments"))
+        for index in range(len(arguments)):
+            if lifetimes.effect_of_argument(target, index) is Effect.RELEASES:
+                return written
+        return None
+    if function is not None and function.type == "selector_expression":
+        method = syntax.text(function.child_by_field_name("field"))
+        operand = syntax.unparen(function.child_by_field_name("operand"))
+        symbol = p.package.resolution.symbol(operand) if operand is not None and operand.type == "identifier" else None
+        if symbol is not None and symbol.kind is SymbolKind.VAR and _is_release_method(p.knowledge, method):
+            for origin in lifetimes.lifetimes(graph.unit).origins:
+                if origin.handle == symbol.name and origin.resource.release_method(method) is not None:
+                    return written
+    return None
+
+
+def _is_release_method(knowledge: Knowledge, method: str) -> bool:
+    return any(r.release_method(method) for f in knowledge.families for r in f.resources)
+
+
+def _released_by(lifetimes: Engine, literal: Unit | None):
+    if literal is None:
+        return set()
+    return {s for s in lifetimes.captures(literal) if lifetimes.summary(literal, s).releases_on_some_path}
+
+
+def _in_loop(graph: CFG, n: int, components: dict[int, int], sizes: dict[int, int]) -> bool:
+    component = components.get(n)
+    return component is not None and (sizes[component] > 1 or graph.graph.has_edge(n, n))
+
+
+def _constant_false(p: Pass, statement: Node, body: Node | None) -> str | None:
+    """The condition of an enclosing `if` whose consequence holds the
+    statement, when it is a constant false."""
+    child, parent = statement, statement.parent
+    while parent is not None and parent != body:
+        if parent.type == "if_statement" and parent.child_by_field_name("consequence") == child:
+            condition = parent.child_by_field_name("condition")
+            if _is_false(p, condition):
+                return syntax.text(condition)
+        if parent.type == "for_statement" and parent.child_by_field_name("body") == child:
+            header = next((c for c in syntax.children(parent) if c.type != "block"), None)
+            if header is not None and header.type != "for_clause" and header.type != "range_clause" and _is_false(p, header):
+                return syntax.text(header)
+        child, parent = parent, parent.parent
+    return None
+
+
+def _is_false(p: Pass, condition: Node | None) -> bool:
+    condition = syntax.unparen(condition)
+    if condition is None:
+        return False
+    if condition.type == "false":
+        return True
+    if condition.type == "unary_expression" and syntax.text(condition.child_by_field_name("operator")) == "!":
+        operand = syntax.unparen(condition.child_by_field_name("operand"))
+        return operand is not None and (operand.type == "true" or _is_const_true(p, operand))
+    if condition.type == "binary_expression" and syntax.text(condition.child_by_field_name("operator")) == "&&":
+        return _is_false(p, condition.child_by_field_name("left")) or _is_false(p, condition.child_by_field_name("right"))
+    if condition.type == "identifier":
+        symbol = p.package.resolution.symbol(condition)
+        return symbol is not None and symbol.kind is SymbolKind.CONST and syntax.text(symbol.init) == "false"
+    return False
+
+
+def _is_const_true(p: Pass, node: Node) -> bool:
+    symbol = p.package.resolution.symbol(node) if node.type == "identifier" else None
+    return symbol is not None and symbol.kind is SymbolKind.CONST and syntax.text(symbol.init) == "true"
+
+
+def _check_before_acquire(p: Pass, lifetimes: Engine, graph: CFG, n: int) -> None:
+    for use in lifetimes.uses.uses(graph.evaluated(n)):
+        if use.kind is not UseKind.RELEASE or not use.deferred or use.symbol.role is not Role.LOCAL:
+            continue
+        symbol = use.symbol
+        origins = [o for o in lifetimes.lifetimes(graph.unit).origins if o.handle == symbol.name and o.role.handle != "none"]
+        if not origins:
+            continue
+        if any(nx.has_path(graph.graph, o.node, n) for o in origins):
+            continue
+        later = [o for o in origins if nx.has_path(graph.graph, n, o.node)]
+        if not later or _assigned_before(lifetimes, graph, symbol, n):
+            continue
+        first = min(later, key=lambda o: o.line)
+        p.report(
+            "CL202", graph.unit, graph.ast(n),
+            f"defer {syntax.text(use.call)} is registered before {symbol.name} is acquired by {first.written} "
+            f"at line {first.line}: its arguments are evaluated now, so it releases the old value of "
+            f"{symbol.name} (nil); move it to right after the acquisition's error check",
+        )
+
+
+def _assigned_before(lifetimes: Engine, graph: CFG, symbol, n: int) -> bool:
+    """Whether some non-nil value is written to the variable on a path to n."""
+    for m in graph.statement_nodes():
+        if m == n or not graph.reachable(m):
+            continue
+        for use in lifetimes.uses.uses(graph.evaluated(m)):
+            if use.symbol is symbol and use.kind is UseKind.WRITE and nx.has_path(graph.graph, m, n):
+                statement = graph.ast(m)
+                if statement is not None and not syntax.text(statement).rstrip().endswith("nil"):
+                    return True
+    return False
+
+
+def run(p: Pass) -> None:
+    lifetimes = engine(p)
+    for unit, graph in p.cfgs.graphs.items():
+        if not graph.created:
+            continue
+        defers = [n for n in graph.statement_nodes() if graph.kind(n) is NodeKind.DEFER]
+        if not defers:
+            continue
+        live = graph.graph.subgraph(graph.live)
+        components: dict[int, int] = {}
+        sizes: dict[int, int] = {}
+        for index, component in enumerate(nx.strongly_connected_components(live)):
+            sizes[index] = len(component)
+            for node in component:
+                components[node] = index
+        for n in defers:
+            released = _deferred_release(p, lifetimes, graph, n)
+            if released is None:
+                continue
+            statement = graph.ast(n)
+            if not graph.reachable(n):
+                p.report(
+                    "CL203", unit, statement,
+                    f"defer {released} can never be registered: no path reaches it; "
+                    f"move it to right after the acquisition's error check",
+                )
+                continue
+            constant = _constant_false(p, statement, unit.body)
+            if constant is not None:
+                p.report(
+                    "CL203", unit, statement,
+                    f"defer {released} is registered only when `{constant}` is true, which it never is; "
+                    f"register it unconditionally after the acquisition",
+                )
+                continue
+            if _in_loop(graph, n, components, sizes):
+                p.report(
+                    "CL201", unit, statement,
+                    f"defer {released} inside a loop runs only when {unit.name} returns: every iteration's "
+                    f"resource stays held until then; release it at the end of the iteration, or move the "
+                    f"loop body into its own function",
+                )
+            _check_before_acquire(p, lifetimes, graph, n)
+
+
+def _needles(knowledge: Knowledge) -> frozenset[bytes]:
+    return frozenset(
+        f'"{family.import_path}"'.encode() for family in knowledge.families if family.resources
+    )
+
+
+ANALYZER = Analyzer(
+    name="defers",
+    doc=__doc__ or "",
+    rules=(CL201, CL202, CL203),
+    run=run,
+    needles=_needles,
+)
