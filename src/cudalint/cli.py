@@ -72,12 +72,13 @@ def _write_atomically(path: Path, text: str) -> None:
     help="An extra API knowledge file (TOML, schema in rules/README.md); repeatable.",
 )
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: the number of CPUs).")
+@click.option("--show-paths", is_flag=True, help="Under each path finding, show the path: acquisition, branches taken, leaking exit.")
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, no notifications.")
 @click.option("--list-rules", is_flag=True, help="List the rules and exit.")
 @click.option("--explain", metavar="RULE", help="Print the documentation of RULE (e.g. CL301) and exit.")
 @click.option("--debug", is_flag=True, help="Include tracebacks in internal-error notifications.")
 @click.version_option(__version__, "--version", prog_name="cudalint")
-def main(patterns, fmt, output, select, ignore, rules_files, jobs, quiet, list_rules, explain, debug) -> None:
+def main(patterns, fmt, output, select, ignore, rules_files, jobs, show_paths, quiet, list_rules, explain, debug) -> None:
     """Find leaked device memory, dropped CUDA status codes, thread-bound
     context mistakes and unsafe pointer use in Go code that drives NVIDIA GPUs.
 
@@ -120,7 +121,7 @@ def main(patterns, fmt, output, select, ignore, rules_files, jobs, quiet, list_r
 
     report = Report(result, {r.id: r for r in rules}, cwd.as_uri() + "/", __version__)
     color = output is None and fmt == "text" and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    text = render(report, fmt, color=color, quiet=quiet)
+    text = render(report, fmt, color=color, quiet=quiet, show_paths=show_paths)
     if not quiet or fmt != "text":
         for note in result.notifications:
             click.echo(note.render(), err=True)

@@ -28,7 +28,7 @@ class Report:
 FORMATS = ("text", "json", "sarif")
 
 
-def render(report: Report, fmt: str, *, color: bool = False, quiet: bool = False) -> str:
+def render(report: Report, fmt: str, *, color: bool = False, quiet: bool = False, show_paths: bool = False) -> str:
     if fmt == "json":
         from cudalint.reporters.json import render_json
 
@@ -39,4 +39,4 @@ def render(report: Report, fmt: str, *, color: bool = False, quiet: bool = False
         return render_sarif(report)
     from cudalint.reporters.text import render_text
 
-    return render_text(report, color=color, quiet=quiet)
+    return render_text(report, color=color, quiet=quiet, show_paths=show_paths)

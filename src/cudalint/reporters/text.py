@@ -7,7 +7,7 @@ import click
 from cudalint.reporters import Report
 
 
-def render_text(report: Report, *, color: bool, quiet: bool) -> str:
+def render_text(report: Report, *, color: bool, quiet: bool, show_paths: bool = False) -> str:
     def style(text: str, **kwargs) -> str:
         return click.style(text, **kwargs) if color else text
 
@@ -16,6 +16,9 @@ def render_text(report: Report, *, color: bool, quiet: bool) -> str:
         where = f"{finding.path}:{finding.span.start.line}:{finding.span.start.column}:"
         rule_color = {"error": "red", "warning": "yellow"}.get(report.level(finding.rule_id), "cyan")
         lines.append(f"{style(where, bold=True)} {style(finding.rule_id, fg=rule_color, bold=True)} {finding.message}")
+        if show_paths:
+            for number, step in enumerate(finding.steps, start=1):
+                lines.append(f"    {number}. {finding.path}:{step.span.start.line}:{step.span.start.column}: {step.message}")
     if not quiet:
         lines.append(summary(report))
     return "\n".join(lines) + ("\n" if lines else "")
