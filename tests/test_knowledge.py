@@ -73,7 +73,7 @@ def test_cudaGetLastError_is_a_discardable_status_call() -> None:
         (
             {"family": "f", "description": "x", "import": "C",
              "resource": [{"name": "r", "acquire": [{"call": "C.a", "handle": "out"}], "release": [{"call": "C.b", "handle": "arg0"}]}]},
-            "'out' is not argN, resultN, receiver or none",
+            "'out' is not argN, outN, resultN, receiver or none",
         ),
     ],
 )

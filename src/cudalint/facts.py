@@ -75,6 +75,7 @@ class Facts:
     # Calls the knowledge describes, by the function (node) whose body holds them.
     api_calls: dict[Node, list[Node]] = field(default_factory=dict, repr=False)
     _units_by_symbol: dict[Symbol, Unit] = field(default_factory=dict, repr=False)
+    _literals: dict[Node, Unit] = field(default_factory=dict, repr=False)
     _methods: dict[str, list[Unit]] = field(default_factory=dict, repr=False)
 
     def call(self, node: Node | None) -> CallFact | None:
@@ -97,7 +98,8 @@ class Facts:
 
     def _classify(self, call: Node) -> Callee:
         fact = self.calls.get(call)
-        function = syntax.unparen(call.child_by_field_name("function"))
+        raw = call.child_by_field_name("function")
+        function = syntax.unparen(raw)
         written = syntax.text(function)
         if fact is not None:
             if fact.api is not None:
@@ -111,8 +113,11 @@ class Facts:
             return Callee(CalleeKind.UNKNOWN, written)
         if function is None:
             return Callee(CalleeKind.UNKNOWN, written)
-        if function.type == "parenthesized_expression":
-            return Callee(CalleeKind.CONVERSION, written)
+        if raw is not None and raw.type == "parenthesized_expression" and function.type in ("unary_expression", "pointer_type"):
+            return Callee(CalleeKind.CONVERSION, written)  # (*C.char)(p), (*[1 << 30]byte)(p)
+        if function.type == "func_literal":
+            target = self._literals.get(function)
+            return Callee(CalleeKind.LOCAL, written, target=target) if target is not None else Callee(CalleeKind.UNKNOWN, written)
         if function.type in ("array_type", "slice_type", "map_type", "pointer_type", "qualified_type", "generic_type"):
             return Callee(CalleeKind.CONVERSION, written)
         resolution = self.package.resolution
@@ -186,6 +191,7 @@ def compute_facts(package: Package, knowledge: Knowledge) -> Facts:
                     if function is not None:
                         facts.api_calls.setdefault(function, []).append(node)
     for unit in package.units:
+        facts._literals[unit.node] = unit
         if unit.symbol is not None:
             facts._units_by_symbol[unit.symbol] = unit
         elif unit.stored_in is not None and unit.stored_in.role is Role.LOCAL:

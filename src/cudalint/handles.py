@@ -191,7 +191,7 @@ class HandleUses:
                 continue
             index = [c.id for c in syntax.children(parent)].index(child.id)
             if callee.kind is CalleeKind.API and callee.api is not None:
-                if any(role.index == index and not role.is_result for _, role in callee.api.roles("acquire")):
+                if any(role.index == index and role.is_out for _, role in callee.api.roles("acquire")):
                     return Use(UseKind.ACQUIRE_OUT, symbol, identifier, call=call, callee=callee)
                 # Some releases take the handle's address: cu.DestroyEvent(&ev).
                 return self._argument(symbol, identifier, call, callee, index)

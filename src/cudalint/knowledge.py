@@ -23,7 +23,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 SCHEMA_VERSION = 1
-_HANDLE = re.compile(r"^(arg\d+|result\d+|receiver|none)$")
+_HANDLE = re.compile(r"^(arg\d+|out\d+|result\d+|receiver|none)$")
 
 
 class KnowledgeError(Exception):
@@ -45,9 +45,10 @@ class StatusSpec:
 
 @dataclass(frozen=True)
 class CallRole:
-    """A call and where in it the handle is: "argN" (written `&p` for an
-    out-argument, or the value itself), "resultN", "receiver" (a method of the
-    handle's type: `set.Free()`), or "none" (a pairing by kind, with no handle:
+    """A call and where in it the handle is: "argN" (the N-th argument's value),
+    "outN" (the N-th argument points to where the call stores the handle:
+    `C.cudaMalloc(&p, n)`), "resultN", "receiver" (a method of the handle's
+    type: `set.Free()`), or "none" (a pairing by kind, with no handle:
     nvmlInit / nvmlShutdown)."""
 
     call: str
@@ -55,13 +56,17 @@ class CallRole:
 
     @property
     def index(self) -> int:
-        """N of argN / resultN; -1 for receiver and none."""
-        match = re.fullmatch(r"(?:arg|result)(\d+)", self.handle)
+        """N of argN / outN / resultN; -1 for receiver and none."""
+        match = re.fullmatch(r"(?:arg|out|result)(\d+)", self.handle)
         return int(match.group(1)) if match else -1
 
     @property
     def is_result(self) -> bool:
         return self.handle.startswith("result")
+
+    @property
+    def is_out(self) -> bool:
+        return self.handle.startswith("out")
 
     @property
     def method(self) -> str:
@@ -241,7 +246,7 @@ def _roles(source: str, where: str, value: Any, qualifier: str) -> tuple[CallRol
         _qualified(source, f"{where}[{i}].call", (call,), qualifier)
         handle = _string(source, f"{where}[{i}].handle", item.get("handle"))
         if not _HANDLE.match(handle):
-            raise _fail(source, f"{where}[{i}].handle", f"{handle!r} is not argN, resultN, receiver or none")
+            raise _fail(source, f"{where}[{i}].handle", f"{handle!r} is not argN, outN, resultN, receiver or none")
         roles.append(CallRole(call, handle))
     return tuple(roles)
 
@@ -296,8 +301,12 @@ def parse_family(document: dict, source: str) -> Family:
         acquire = _roles(source, f"{where}.acquire", item.get("acquire"), qualifier)
         release = _roles(source, f"{where}.release", item.get("release"), qualifier) if not any_use or "release" in item else ()
         transfer = _roles(source, f"{where}.transfer", item.get("transfer"), qualifier) if "transfer" in item else ()
-        if any(r.handle in ("receiver", "none") for r in acquire) and not all(r.handle == "none" for r in acquire):
-            raise _fail(source, f"{where}.acquire", "an acquire's handle is argN, resultN or none (for all of them)")
+        if any(r.handle == "receiver" for r in acquire):
+            raise _fail(source, f"{where}.acquire", "an acquire's handle is argN, outN, resultN or none")
+        if any(r.handle == "none" for r in acquire) != all(r.handle == "none" for r in acquire):
+            raise _fail(source, f"{where}.acquire", "either every acquire of a resource has handle none, or none does")
+        if any(r.is_out for r in release + transfer):
+            raise _fail(source, f"{where}.release", "outN names where an acquire stores its handle; a release takes argN")
         if any(r.handle == "receiver" for r in release) and not all(r.call.count(".") >= 2 for r in release if r.handle == "receiver"):
             raise _fail(source, f"{where}.release", "a receiver release names the method as pkg.Type.Method")
         resources_.append(ResourceSpec(

@@ -60,8 +60,13 @@ class State:
     proxy: Symbol | Node | None = None
     # The `defer release(x)` registered while held (it captured the value).
     deferred_release: int | None = None
-    # Variables a deferred closure will release at exit, whatever they hold then.
+    # Variables a deferred closure will release at exit, whatever they hold then,
+    # and the defer statements of those that release on every path.
     closure_released: frozenset[Symbol] = frozenset()
+    closure_always: frozenset[tuple[Symbol, int]] = frozenset()
+    # A variable that went out of scope was captured by such a closure: the
+    # closure still sees the value and releases it at exit.
+    captured_release: bool = False
     released_at: int | None = None  # the node that released it
 
 
@@ -320,8 +325,10 @@ class Engine:
         argument = _unwrap(arguments[role.index], self.facts)
         if argument is None:
             return None
-        if argument.type == "unary_expression" and syntax.text(argument.child_by_field_name("operator")) == "&":
-            target = syntax.unparen(argument.child_by_field_name("operand"))
+        if role.is_out:
+            if argument.type != "unary_expression" or syntax.text(argument.child_by_field_name("operator")) != "&":
+                return None  # stored through a pointer the caller gave: handed over at once
+            target = _unwrap(argument.child_by_field_name("operand"), self.facts)
         else:
             target = argument
         if target is None or target.type != "identifier":
@@ -426,9 +433,8 @@ class Engine:
 
     def _walk(self, graph: CFG, origin: Origin | None, start: int, state: State, *, summary: bool) -> _Walk:
         walk = _Walk()
-        pre_closure = self._closures_registered_before(graph, start, state.names) if origin is not None else frozenset()
-        if pre_closure:
-            state = replace(state, closure_released=state.closure_released | pre_closure)
+        if origin is not None:
+            state = self._closures_registered_before(graph, start, state)
         parents: dict[tuple[int, State], tuple[int, State] | None] = {(start, state): None}
         queue: deque[tuple[int, State]] = deque([(start, state)])
         reported_scope = False
@@ -461,15 +467,19 @@ class Engine:
         return walk
 
     def _covered(self, state: State) -> bool:
-        return state.deferred_release is not None or bool(state.names & state.closure_released)
+        return state.deferred_release is not None or state.captured_release or bool(state.names & state.closure_released)
 
     def _at_exit(self, graph, walk: _Walk, origin, state: State, kind: ExitKind, parents, previous, exit_node) -> None:
         if kind not in (ExitKind.RETURN, ExitKind.GOEXIT):
             return
         if state.phase is Phase.RELEASED:
             walk.released_exits += 1
-            if state.deferred_release is not None and kind in DEFERS_RUN_ON and state.released_at is not None:
-                walk.double_releases.append((state.deferred_release, state.released_at, True))
+            if state.released_at is not None:
+                if state.deferred_release is not None:
+                    walk.double_releases.append((state.deferred_release, state.released_at, True))
+                for symbol, defer_node in state.closure_always:
+                    if symbol in state.names:
+                        walk.double_releases.append((defer_node, state.released_at, True))
             return
         if self._covered(state):
             walk.released_exits += 1
@@ -478,7 +488,14 @@ class Engine:
 
     def _through_edge(self, origin: Origin | None, state: State, attrs: dict) -> State | None:
         """Branches that test the acquire's status: the failure side holds nothing."""
-        if state.phase is not Phase.HELD or not attrs:
+        if not attrs:
+            return state
+        condition = attrs.get("cond")
+        if condition is not None:
+            constant = self.facts.package.resolution.constant_bool(condition)
+            if constant is not None and constant != attrs.get("polarity"):
+                return None  # `if debug` with `const debug = false`: never taken
+        if state.phase is not Phase.HELD:
             return state
         outcome = None
         if "cond" in attrs and attrs.get("cond") is not None:
@@ -585,7 +602,8 @@ class Engine:
                 dying.append(symbol)
         if not dying:
             return state, None
-        return replace(state, names=state.names - frozenset(dying)), dying[0].scope_node
+        captured = state.captured_release or any(symbol in state.closure_released for symbol in dying)
+        return replace(state, names=state.names - frozenset(dying), captured_release=captured), dying[0].scope_node
 
     def _through_node(self, graph: CFG, origin: Origin | None, state: State, n: int, walk: _Walk, summary: bool) -> State:
         """Apply what node n does to the handle: reads first (the right-hand
@@ -640,7 +658,7 @@ class Engine:
         if kind is UseKind.RELEASE:
             return self._release(origin, state, n, use.deferred, walk, use.role)
         if kind is UseKind.METHOD:
-            if origin is not None and origin.resource.release_method(use.method) is not None:
+            if self._is_release_method(origin, use.symbol, use.method):
                 return self._release(origin, state, n, use.deferred, walk, None)
             if released:
                 walk.uses_after_release.append((n, use, state.released_at or 0))
@@ -683,14 +701,46 @@ class Engine:
             return self._literal(graph, origin, state, n, use.unit, use.symbol, walk)
         return state
 
+    def resources_of(self, symbol: Symbol, origin: Origin | None = None) -> list[ResourceSpec]:
+        """The resources a variable may hold: the followed origin's, or those
+        its declared type or its initialising call say."""
+        if origin is not None:
+            return [origin.resource]
+        found: list[ResourceSpec] = []
+        declared = self.facts.package.resolution.declared_type(symbol)
+        if declared is not None:
+            path, type_name = declared
+            for family in self.facts.knowledge.families:
+                if family.import_path != path:
+                    continue
+                for resource in family.resources:
+                    if any(r.handle == "receiver" and r.call.startswith(f"{family.qualifier}.{type_name}.") for r in resource.release):
+                        found.append(resource)
+        init = syntax.unparen(symbol.init)
+        fact = self.facts.calls.get(init) if init is not None else None
+        if fact is not None and fact.api is not None:
+            found.extend(resource for resource, _ in fact.api.roles("acquire"))
+        return found
+
+    def _is_release_method(self, origin: Origin | None, symbol: Symbol, method: str) -> bool:
+        return any(resource.release_method(method) is not None for resource in self.resources_of(symbol, origin))
+
+    def _closure_release(self, state: State, literal: Unit, symbol: Symbol, defer_node: int) -> State:
+        """A deferred closure (or deferred call of a local closure) that may
+        release the variable at exit."""
+        summary = self.summary(literal, symbol)
+        if summary.effect is Effect.BORROWS:
+            return state
+        state = replace(state, closure_released=state.closure_released | {symbol})
+        if summary.releases_on_every_path:
+            state = replace(state, closure_always=state.closure_always | {(symbol, defer_node)})
+        return state
+
     def _literal(self, graph, origin, state: State, n: int, literal: Unit, symbol: Symbol, walk: _Walk) -> State:
         """A func literal that refers to the handle's variable."""
         use = literal.use
         if use is LiteralUse.DEFERRED:
-            effect = self.effect(literal, symbol)
-            if effect is Effect.BORROWS:
-                return state
-            return replace(state, closure_released=state.closure_released | {symbol})
+            return self._closure_release(state, literal, symbol, n)
         if use is LiteralUse.CALLED:
             effect = self.effect(literal, symbol)
             if effect is Effect.RELEASES:
@@ -717,11 +767,11 @@ class Engine:
             if use.kind is UseKind.CALLED:
                 for symbol in captured:
                     effect = self.effect(literal, symbol)
-                    if use.deferred and effect is not Effect.BORROWS:
-                        state = replace(state, closure_released=state.closure_released | {symbol})
-                    elif not use.deferred and effect is Effect.RELEASES:
+                    if use.deferred:
+                        state = self._closure_release(state, literal, symbol, n)
+                    elif effect is Effect.RELEASES:
                         state = self._release(origin, state, n, False, walk, None)
-                    elif not use.deferred and effect is Effect.RETAINS and state.phase is Phase.HELD:
+                    elif effect is Effect.RETAINS and state.phase is Phase.HELD:
                         walk.transferred += 1
                         raise _Stop
             elif use.kind in (UseKind.RETURN, UseKind.STORE, UseKind.PASS_UNKNOWN, UseKind.PASS_LOCAL, UseKind.CAPTURE):
@@ -763,25 +813,22 @@ class Engine:
                         state = replace(state, phase=Phase.RELEASED, released_at=n, proxy=None)
         return state
 
-    def _closures_registered_before(self, graph: CFG, start: int, names: frozenset[Symbol]) -> frozenset[Symbol]:
+    def _closures_registered_before(self, graph: CFG, start: int, state: State) -> State:
         """Deferred closures that release a variable at exit cover it even
         when registered before the acquisition (they read it at exit)."""
-        if not names:
-            return frozenset()
-        covered: set[Symbol] = set()
+        if not state.names:
+            return state
         for n in self._defers(graph):
             if n == start or not nx.has_path(graph.graph, n, start):
                 continue
             for use in self.uses.uses(graph.evaluated(n)):
-                if use.symbol in names and use.kind is UseKind.CAPTURE and use.deferred and use.unit is not None:
-                    if self.effect(use.unit, use.symbol) is not Effect.BORROWS:
-                        covered.add(use.symbol)
+                if use.symbol in state.names and use.kind is UseKind.CAPTURE and use.deferred and use.unit is not None:
+                    state = self._closure_release(state, use.unit, use.symbol, n)
                 literal = self.facts.unit_of(use.symbol)
-                if use.kind is UseKind.CALLED and use.deferred and literal is not None:
-                    for symbol in self.captures(literal) & names:
-                        if self.effect(literal, symbol) is not Effect.BORROWS:
-                            covered.add(symbol)
-        return frozenset(covered)
+                if use.kind is UseKind.CALLED and use.deferred and literal is not None and literal.stored_in is use.symbol:
+                    for symbol in self.captures(literal) & state.names:
+                        state = self._closure_release(state, literal, symbol, n)
+        return state
 
     def _defers(self, graph: CFG) -> list[int]:
         found = self._defer_nodes.get(graph.unit)
@@ -846,7 +893,7 @@ class Engine:
             for use in self.uses.uses(graph.evaluated(n)):
                 if use.kind is UseKind.RELEASE and use.deferred and use.symbol.name == origin.handle and n not in path:
                     other = graph.line(n)
-                    early = not nx.has_path(graph.graph, origin.node, n)
+                    early = graph.reachable(n) and not nx.has_path(graph.graph, origin.node, n)
         return Leak(origin, how, last, graph.line(last), path, other_defer=other, defer_too_early=early)
 
 

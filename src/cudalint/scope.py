@@ -175,6 +175,33 @@ class Resolution:
             return None
         return imported.import_path or "", syntax.text(name)
 
+    def constant_bool(self, expression: Node | None, depth: int = 0) -> bool | None:
+        """The value of a boolean expression built from `true`, `false`,
+        constants declared from them, `!`, `&&` and `||`; None otherwise.
+        (The CFG never folds conditions; rules that must, ask here.)"""
+        node = syntax.unparen(expression)
+        if node is None or depth > 32:
+            return None
+        if node.type in ("true", "false"):
+            return node.type == "true"
+        if node.type == "identifier":
+            symbol = self.symbol(node)
+            if symbol is not None and symbol.kind is SymbolKind.CONST and symbol.init is not None:
+                return self.constant_bool(symbol.init, depth + 1)
+            return None
+        if node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "!":
+            value = self.constant_bool(node.child_by_field_name("operand"), depth + 1)
+            return None if value is None else not value
+        if node.type == "binary_expression":
+            operator = syntax.text(node.child_by_field_name("operator"))
+            left = self.constant_bool(node.child_by_field_name("left"), depth + 1)
+            right = self.constant_bool(node.child_by_field_name("right"), depth + 1)
+            if operator == "&&":
+                return False if left is False or right is False else (True if left and right else None)
+            if operator == "||":
+                return True if left is True or right is True else (False if left is False and right is False else None)
+        return None
+
     def is_builtin(self, identifier: Node | None, name: str) -> bool:
         symbol = self.symbol(identifier)
         return symbol is not None and symbol.kind is SymbolKind.BUILTIN and symbol.name == name

@@ -17,7 +17,7 @@ from cudalint.handles import UseKind
 from cudalint.knowledge import Knowledge
 from cudalint.lifetimes import Effect, Engine
 from cudalint.passes.resources import engine
-from cudalint.scope import Role, SymbolKind
+from cudalint.scope import Role
 
 CL201 = Rule(
     "CL201", "defer-in-loop", Level.WARNING,
@@ -120,6 +120,31 @@ CL203 = Rule(
 )
 
 
+def _symbol_resources(lifetimes: Engine, unit: Unit, symbol) -> list:
+    return lifetimes.resources_of(symbol) + [
+        o.resource for o in lifetimes.lifetimes(unit).origins if o.handle == symbol.name
+    ]
+
+
+def _releasing_uses(lifetimes: Engine, graph: CFG, n: int):
+    """The deferred uses at a defer statement that release something, with
+    the variable released."""
+    unit = graph.unit
+    for use in lifetimes.uses.uses(graph.evaluated(n)):
+        if not use.deferred:
+            continue
+        if use.kind is UseKind.RELEASE:
+            yield use, use.symbol
+        elif use.kind is UseKind.METHOD and any(
+            r.release_method(use.method) for r in _symbol_resources(lifetimes, unit, use.symbol)
+        ):
+            yield use, use.symbol
+        elif use.kind is UseKind.CALLED and any(r.any_use_releases for r in _symbol_resources(lifetimes, unit, use.symbol)):
+            yield use, use.symbol
+        elif use.kind is UseKind.PASS_LOCAL and use.unit is not None and lifetimes.effect_of_argument(use.unit, use.index) is Effect.RELEASES:
+            yield use, use.symbol
+
+
 def _deferred_release(p: Pass, lifetimes: Engine, graph: CFG, n: int) -> str | None:
     """What a defer statement releases, described for a message, or None."""
     statement = graph.ast(n)
@@ -127,38 +152,20 @@ def _deferred_release(p: Pass, lifetimes: Engine, graph: CFG, n: int) -> str | N
     call = syntax.unparen(inner[0]) if inner else None
     if call is None or call.type != "call_expression":
         return None
-    callee = p.facts.callee(call)
     written = syntax.text(call)
+    callee = p.facts.callee(call)
     if callee.kind is CalleeKind.API and callee.api is not None and callee.api.is_release:
+        return written
+    if any(True for _ in _releasing_uses(lifetimes, graph, n)):
         return written
     function = syntax.unparen(call.child_by_field_name("function"))
     if function is not None and function.type == "func_literal":
-        literal = next((u for u in p.package.units if u.node == function), None)
-        released = _released_by(lifetimes, literal)
+        released = _released_by(lifetimes, p.facts.callee(call).target)
         return f"of a closure that releases {', '.join(sorted(s.name for s in released))}" if released else None
-    if callee.kind in (CalleeKind.LOCAL, CalleeKind.VALUE) and callee.target is not None:
-        target = callee.target
-        if target.stored_in is not None and callee.symbol is target.stored_in:
-            released = _released_by(lifetimes, target)
-            return f"{callee.written}() (which releases {', '.join(sorted(s.name for s in released))})" if released else None
-        arguments = syntax.children(call.child_by_field_name("arguments"))
-        for index in range(len(arguments)):
-            if lifetimes.effect_of_argument(target, index) is Effect.RELEASES:
-                return written
-        return None
-    if function is not None and function.type == "selector_expression":
-        method = syntax.text(function.child_by_field_name("field"))
-        operand = syntax.unparen(function.child_by_field_name("operand"))
-        symbol = p.package.resolution.symbol(operand) if operand is not None and operand.type == "identifier" else None
-        if symbol is not None and symbol.kind is SymbolKind.VAR and _is_release_method(p.knowledge, method):
-            for origin in lifetimes.lifetimes(graph.unit).origins:
-                if origin.handle == symbol.name and origin.resource.release_method(method) is not None:
-                    return written
+    if callee.symbol is not None and callee.target is not None and callee.target.stored_in is callee.symbol:
+        released = _released_by(lifetimes, callee.target)
+        return f"{callee.written}() (which releases {', '.join(sorted(s.name for s in released))})" if released else None
     return None
-
-
-def _is_release_method(knowledge: Knowledge, method: str) -> bool:
-    return any(r.release_method(method) for f in knowledge.families for r in f.resources)
 
 
 def _released_by(lifetimes: Engine, literal: Unit | None):
@@ -172,62 +179,43 @@ def _in_loop(graph: CFG, n: int, components: dict[int, int], sizes: dict[int, in
     return component is not None and (sizes[component] > 1 or graph.graph.has_edge(n, n))
 
 
-def _constant_false(p: Pass, statement: Node, body: Node | None) -> str | None:
-    """The condition of an enclosing `if` whose consequence holds the
-    statement, when it is a constant false."""
+def _constant_guard(p: Pass, statement: Node, body: Node | None) -> str | None:
+    """The condition of an enclosing `if` (or `for`) that keeps the statement
+    from ever running because it is a constant: false for the body, true for
+    the else branch."""
+    resolution = p.package.resolution
     child, parent = statement, statement.parent
     while parent is not None and parent != body:
-        if parent.type == "if_statement" and parent.child_by_field_name("consequence") == child:
+        if parent.type == "if_statement":
             condition = parent.child_by_field_name("condition")
-            if _is_false(p, condition):
-                return syntax.text(condition)
+            value = resolution.constant_bool(condition)
+            if value is False and parent.child_by_field_name("consequence") == child:
+                return f"`{syntax.text(condition)}` is true, which it never is"
+            if value is True and parent.child_by_field_name("alternative") == child:
+                return f"`{syntax.text(condition)}` is false, which it never is"
         if parent.type == "for_statement" and parent.child_by_field_name("body") == child:
             header = next((c for c in syntax.children(parent) if c.type != "block"), None)
-            if header is not None and header.type != "for_clause" and header.type != "range_clause" and _is_false(p, header):
-                return syntax.text(header)
+            if header is not None and header.type not in ("for_clause", "range_clause") and resolution.constant_bool(header) is False:
+                return f"`{syntax.text(header)}` is true, which it never is"
         child, parent = parent, parent.parent
     return None
 
 
-def _is_false(p: Pass, condition: Node | None) -> bool:
-    condition = syntax.unparen(condition)
-    if condition is None:
-        return False
-    if condition.type == "false":
-        return True
-    if condition.type == "unary_expression" and syntax.text(condition.child_by_field_name("operator")) == "!":
-        operand = syntax.unparen(condition.child_by_field_name("operand"))
-        return operand is not None and (operand.type == "true" or _is_const_true(p, operand))
-    if condition.type == "binary_expression" and syntax.text(condition.child_by_field_name("operator")) == "&&":
-        return _is_false(p, condition.child_by_field_name("left")) or _is_false(p, condition.child_by_field_name("right"))
-    if condition.type == "identifier":
-        symbol = p.package.resolution.symbol(condition)
-        return symbol is not None and symbol.kind is SymbolKind.CONST and syntax.text(symbol.init) == "false"
-    return False
-
-
-def _is_const_true(p: Pass, node: Node) -> bool:
-    symbol = p.package.resolution.symbol(node) if node.type == "identifier" else None
-    return symbol is not None and symbol.kind is SymbolKind.CONST and syntax.text(symbol.init) == "true"
-
-
 def _check_before_acquire(p: Pass, lifetimes: Engine, graph: CFG, n: int) -> None:
-    for use in lifetimes.uses.uses(graph.evaluated(n)):
-        if use.kind is not UseKind.RELEASE or not use.deferred or use.symbol.role is not Role.LOCAL:
+    for use, symbol in _releasing_uses(lifetimes, graph, n):
+        if symbol.role is not Role.LOCAL or use.kind is UseKind.PASS_LOCAL:
             continue
-        symbol = use.symbol
         origins = [o for o in lifetimes.lifetimes(graph.unit).origins if o.handle == symbol.name and o.role.handle != "none"]
-        if not origins:
-            continue
-        if any(nx.has_path(graph.graph, o.node, n) for o in origins):
+        if not origins or any(nx.has_path(graph.graph, o.node, n) for o in origins):
             continue
         later = [o for o in origins if nx.has_path(graph.graph, n, o.node)]
         if not later or _assigned_before(lifetimes, graph, symbol, n):
             continue
         first = min(later, key=lambda o: o.line)
+        deferred = syntax.text(use.call) if use.call is not None else syntax.text(graph.ast(n))
         p.report(
             "CL202", graph.unit, graph.ast(n),
-            f"defer {syntax.text(use.call)} is registered before {symbol.name} is acquired by {first.written} "
+            f"defer {deferred} is registered before {symbol.name} is acquired by {first.written} "
             f"at line {first.line}: its arguments are evaluated now, so it releases the old value of "
             f"{symbol.name} (nil); move it to right after the acquisition's error check",
         )
@@ -273,11 +261,11 @@ def run(p: Pass) -> None:
                     f"move it to right after the acquisition's error check",
                 )
                 continue
-            constant = _constant_false(p, statement, unit.body)
-            if constant is not None:
+            guard = _constant_guard(p, statement, unit.body)
+            if guard is not None:
                 p.report(
                     "CL203", unit, statement,
-                    f"defer {released} is registered only when `{constant}` is true, which it never is; "
+                    f"defer {released} is registered only when {guard}; "
                     f"register it unconditionally after the acquisition",
                 )
                 continue

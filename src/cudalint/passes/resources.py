@@ -224,7 +224,10 @@ def _written(origin: Origin, qualified: str) -> str:
 
 
 def fix(origin: Origin) -> str:
+    """The statement that would release the resource, as this file spells it."""
     resource = origin.resource
+    if resource.any_use_releases:
+        return f"defer {origin.handle or 'x'}()"
     if not resource.release:
         return ""
     role = resource.release[0]
@@ -232,7 +235,7 @@ def fix(origin: Origin) -> str:
         return f"defer {origin.handle}.{role.method}()"
     call = _written(origin, role.call)
     if role.handle == "none":
-        return f"defer {call}()"
+        return f"defer {call}(...)"
     handle = origin.handle or "x"  # a result never stored: name the variable to store it in
     if role.index == 0:
         argument = f"unsafe.Pointer({handle})" if role.call == "C.free" else handle
@@ -252,7 +255,7 @@ def leak_message(leak: Leak, graph: CFG) -> str:
     if origin.role.handle == "none":
         return (
             f"{what} is {verb} on some paths but not on the return at line {leak.line}; "
-            f"add `{remedy}` {_where_to_fix(origin)}"
+            f"release it on this path too (`{remedy}` {_where_to_fix(origin)})"
         )
     if leak.how is Lost.DISCARDED:
         return f"{what} is never {verb}: {leak.detail}; keep it in a variable x and `{remedy}`"
