@@ -322,13 +322,13 @@ class Engine:
         arguments = syntax.children(call.child_by_field_name("arguments"))
         if role.index >= len(arguments):
             return None
-        argument = _unwrap(arguments[role.index], self.facts)
+        argument = unwrap(arguments[role.index], self.facts)
         if argument is None:
             return None
         if role.is_out:
             if argument.type != "unary_expression" or syntax.text(argument.child_by_field_name("operator")) != "&":
                 return None  # stored through a pointer the caller gave: handed over at once
-            target = _unwrap(argument.child_by_field_name("operand"), self.facts)
+            target = unwrap(argument.child_by_field_name("operand"), self.facts)
         else:
             target = argument
         if target is None or target.type != "identifier":
@@ -515,8 +515,8 @@ class Engine:
         operator = syntax.text(expression.child_by_field_name("operator"))
         if operator not in ("==", "!="):
             return None
-        left = _unwrap(expression.child_by_field_name("left"), self.facts)
-        right = _unwrap(expression.child_by_field_name("right"), self.facts)
+        left = unwrap(expression.child_by_field_name("left"), self.facts)
+        right = unwrap(expression.child_by_field_name("right"), self.facts)
         for subject, other in ((left, right), (right, left)):
             verdict = self._compare(origin, state, subject, other)
             if verdict is None:
@@ -566,7 +566,7 @@ class Engine:
         return False
 
     def _case(self, origin: Origin | None, state: State, tag: Node | None, clause: Node, polarity: bool) -> str | None:
-        subject = _unwrap(tag, self.facts)
+        subject = unwrap(tag, self.facts)
         if subject is None or state.proxy is None:
             return None
         resolution = self.facts.package.resolution
@@ -963,7 +963,7 @@ def _is_deferred_call(call: Node) -> bool:
     return parent is not None and parent.type == "defer_statement"
 
 
-def _unwrap(node: Node | None, facts: Facts) -> Node | None:
+def unwrap(node: Node | None, facts: Facts) -> Node | None:
     """Strip parentheses and conversions: `(*C.float)(unsafe.Pointer(&p))` is `&p`."""
     node = syntax.unparen(node)
     while node is not None:

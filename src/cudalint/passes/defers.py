@@ -15,7 +15,7 @@ from cudalint.facts import CalleeKind
 from cudalint.functions import Unit
 from cudalint.handles import UseKind
 from cudalint.knowledge import Knowledge
-from cudalint.lifetimes import Effect, Engine
+from cudalint.lifetimes import Effect, Engine, unwrap
 from cudalint.passes.resources import engine
 from cudalint.scope import Role
 
@@ -27,6 +27,11 @@ CL201 = Rule(
     Reports a `defer` of a release (`defer C.cudaFree(d)`, `defer C.cudaStreamDestroy(s)`,
     a deferred closure or same-package helper that releases) that is executed
     on every iteration of a loop.
+
+    It is not reported when the loop keeps the released values for after it
+    on purpose: each is stored in a slice or array declared outside the loop
+    (`cargs[i] = C.CString(s); defer C.free(unsafe.Pointer(cargs[i]))` to
+    pass `cargs` to C after the loop). Then releasing at return is the intent.
 
     ## Why is this bad?
     Deferred calls run when the *function* returns, not at the end of the
@@ -179,6 +184,39 @@ def _in_loop(graph: CFG, n: int, components: dict[int, int], sizes: dict[int, in
     return component is not None and (sizes[component] > 1 or graph.graph.has_edge(n, n))
 
 
+def _kept_beyond_iteration(lifetimes: Engine, graph: CFG, n: int) -> bool:
+    """Whether the deferred release is of values the loop keeps for after it:
+    `h[i] = C.CString(s); defer C.free(unsafe.Pointer(h[i]))` builds an array
+    that a call after the loop reads. Then running the releases at return is
+    the intent, not a mistake."""
+    statement = graph.ast(n)
+    loop = statement.parent if statement is not None else None
+    while loop is not None and loop.type != "for_statement" and loop != graph.unit.node:
+        loop = loop.parent
+    if loop is None or loop.type != "for_statement":
+        return False
+    resolution = lifetimes.facts.package.resolution
+    inner = syntax.children(statement)
+    call = syntax.unparen(inner[0]) if inner else None
+    arguments = syntax.children(call.child_by_field_name("arguments")) if call is not None and call.type == "call_expression" else []
+    for argument in arguments:
+        value = unwrap(argument, lifetimes.facts)
+        if value is not None and value.type == "index_expression":
+            operand = syntax.unparen(value.child_by_field_name("operand"))
+            symbol = resolution.symbol(operand) if operand is not None and operand.type == "identifier" else None
+            if symbol is not None and symbol.node is not None and not (loop.start_byte <= symbol.node.start_byte < loop.end_byte):
+                return True
+    released = {symbol for _, symbol in _releasing_uses(lifetimes, graph, n)}
+    for m in graph.statement_nodes():
+        ast = graph.ast(m)
+        if ast is None or not (loop.start_byte <= ast.start_byte < loop.end_byte):
+            continue
+        for use in lifetimes.uses.uses(graph.evaluated(m)):
+            if use.symbol in released and use.kind in (UseKind.STORE, UseKind.ALIAS):
+                return True
+    return False
+
+
 def _constant_guard(p: Pass, statement: Node, body: Node | None) -> str | None:
     """The condition of an enclosing `if` (or `for`) that keeps the statement
     from ever running because it is a constant: false for the body, true for
@@ -269,7 +307,7 @@ def run(p: Pass) -> None:
                     f"register it unconditionally after the acquisition",
                 )
                 continue
-            if _in_loop(graph, n, components, sizes):
+            if _in_loop(graph, n, components, sizes) and not _kept_beyond_iteration(lifetimes, graph, n):
                 p.report(
                     "CL201", unit, statement,
                     f"defer {released} inside a loop runs only when {unit.name} returns: every iteration's "
