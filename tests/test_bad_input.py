@@ -105,7 +105,21 @@ def test_unreadable_and_vanished_files(tree: Path, monkeypatch) -> None:
     assert [f.path for f in result.findings] == ["crlf.go"]
 
 
-def test_explicit_directory_named_like_a_go_file(tree: Path) -> None:
+def test_explicit_patterns_that_are_not_go_files_are_errors(tree: Path) -> None:
     run = cudalint("dir.go", "good.go", cwd=tree)
-    assert run.exit_code == 1
+    assert run.exit_code == 2
     assert "dir.go: is a directory, not a Go source file; skipped" in run.stderr
+    assert "pattern 'dir.go' matches no Go files" in run.stderr
+    (tree / "notes.txt").write_text("hello")
+    assert cudalint("notes.txt", cwd=tree).exit_code == 2
+
+
+def test_fifo_named_like_a_go_file_is_not_read(tree: Path) -> None:
+    import os
+
+    os.mkfifo(tree / "pipe.go")
+    run = cudalint_process("pipe.go", cwd=tree)
+    assert run.exit_code == 2
+    assert "pipe.go: not a regular file (a FIFO, a device, ...); skipped" in run.stderr
+    walked = cudalint_process("--format", "json", ".", cwd=tree)  # the walk skips it silently
+    assert walked.exit_code == 1 and "pipe.go" not in walked.stdout

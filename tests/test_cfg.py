@@ -541,3 +541,28 @@ def test_every_live_node_reaches_an_exit_or_a_loop():
     sinks = set(g.exits.values())
     for n in g.live:
         assert n in sinks or nx.has_path(g.graph, n, g.exits[ExitKind.RETURN])
+
+
+def test_a_function_declared_per_platform_never_returns_only_if_no_variant_returns():
+    from gosrc import package_of
+    from cudalint.cfg import build_package_cfgs
+
+    linux = """
+        package p
+
+        import "os"
+
+        func die() { os.Exit(1) }
+        func f() int { die(); return 1 }
+    """
+    other = """
+        package p
+
+        func die() {}
+    """
+    for order in ((linux, other), (other, linux)):
+        package = package_of(*order, names=("a.go", "b.go"))
+        built = build_package_cfgs(package)
+        f = next(g for u, g in built.graphs.items() if u.name == "f")
+        assert f.exit_reachable(ExitKind.RETURN)
+        assert not built.no_return

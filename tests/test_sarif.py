@@ -117,3 +117,14 @@ def test_output_file_option(project: Path) -> None:
     run = cudalint("--format", "sarif", "--output", "cudalint.sarif", cwd=project)
     assert run.exit_code == 1 and run.stdout == ""
     validate(json.loads((project / "cudalint.sarif").read_text()))
+
+
+def test_uris_are_percent_encoded_and_outside_files_absolute(tmp_path: Path) -> None:
+    odd = tmp_path / "root" / "my dir"
+    odd.mkdir(parents=True)
+    (odd / "a b%20#1.go").write_text(SOURCE, encoding="utf-8")
+    (tmp_path / "outside.go").write_text(SOURCE.replace("func sync", "func other"), encoding="utf-8")
+    document = sarif(tmp_path / "root", "./...", "../outside.go")
+    validate(document)
+    uris = sorted(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in document["runs"][0]["results"])
+    assert uris == [(tmp_path / "outside.go").resolve().as_uri(), "my%20dir/a%20b%2520%231.go"]

@@ -194,3 +194,19 @@ def test_default_import_names():
     assert default_import_name("gopkg.in/yaml.v3") == "yaml"
     assert default_import_name("github.com/x/y/v2") == "y"
     assert default_import_name("github.com/mattn/go-sqlite3") == "sqlite3"
+
+
+def test_generic_receiver_type_parameters_and_index_keys():
+    pkg = package_of("""
+        package p
+        type T struct{}
+        type List[T any] struct{ items []T }
+        func (l *List[T]) Push(v any) { _ = T(v) }
+        const i0 = 0
+        var names = []string{i0: "a"}
+    """)
+    res = pkg.resolution
+    conversion = idents(pkg, "T", 4)
+    assert len(conversion) == 1
+    assert res.symbol(conversion[0]).role is Role.LOCAL  # the receiver's type parameter, not package T
+    assert res.symbol(idents(pkg, "i0", 6)[0]).kind is SymbolKind.CONST

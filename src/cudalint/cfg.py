@@ -544,18 +544,28 @@ def build_package_cfgs(package: Package) -> PackageCFGs:
         for unit in todo:
             build(unit)
         changed: set[Symbol] = set()
-        for unit, graph in graphs.items():
-            if unit.kind is not UnitKind.FUNCTION or unit.symbol is None:
+        for symbol, variants in _declarations(graphs).items():
+            # A function declared once per platform file never returns only
+            # if no variant can return.
+            if any(graph.exit_reachable(ExitKind.RETURN) for graph in variants):
                 continue
-            if graph.exit_reachable(ExitKind.RETURN):
-                continue
-            ends = frozenset(k for k in ExitKind if k is not ExitKind.RETURN and graph.exit_reachable(k))
-            if no_return.get(unit.symbol) != ends:
-                no_return[unit.symbol] = ends
-                changed.add(unit.symbol)
+            ends = frozenset(
+                k for k in ExitKind if k is not ExitKind.RETURN and any(g.exit_reachable(k) for g in variants)
+            )
+            if no_return.get(symbol) != ends:
+                no_return[symbol] = ends
+                changed.add(symbol)
         todo = [unit for unit in graphs if consulted.get(unit, set()) & changed]
     _mark_dead_literals(package, graphs)
     return PackageCFGs(graphs, failures, no_return)
+
+
+def _declarations(graphs: dict[Unit, CFG]) -> dict[Symbol, list[CFG]]:
+    found: dict[Symbol, list[CFG]] = {}
+    for unit, graph in graphs.items():
+        if unit.kind is UnitKind.FUNCTION and unit.symbol is not None:
+            found.setdefault(unit.symbol, []).append(graph)
+    return found
 
 
 def _mark_dead_literals(package: Package, graphs: dict[Unit, CFG]) -> None:

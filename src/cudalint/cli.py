@@ -21,14 +21,18 @@ from cudalint.discover import discover
 from cudalint.knowledge import KnowledgeError, load_knowledge
 from cudalint.passes import all_rules, rule_by_id
 from cudalint.reporters import FORMATS, Report, render
+from cudalint.source import display_path
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
-def _prefixes(value: str | None) -> tuple[str, ...]:
-    if not value:
+def _prefixes(option: str, value: str | None) -> tuple[str, ...]:
+    if value is None:
         return ()
-    return tuple(part.strip().upper() for part in value.split(",") if part.strip())
+    prefixes = tuple(part.strip().upper() for part in value.split(",") if part.strip())
+    if not prefixes:
+        raise click.BadParameter("expects one or more rule-ID prefixes, e.g. CL3 or CL101,CL201", param_hint=option)
+    return prefixes
 
 
 def _check_prefixes(option: str, prefixes: tuple[str, ...]) -> None:
@@ -46,7 +50,14 @@ def _list_rules() -> str:
     return "\n".join(lines)
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def _write_report(path: Path, text: str) -> None:
+    """A regular file (or a new one) is replaced atomically, so a reader never
+    sees half a report; anything else (a symlink, /dev/stdout, a FIFO) is
+    written into, never replaced."""
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        with open(path, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        return
     directory = path.parent if str(path.parent) else Path(".")
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
     try:
@@ -64,8 +75,8 @@ def _write_atomically(path: Path, text: str) -> None:
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("patterns", nargs=-1)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Output format.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to FILE (atomically) instead of stdout.")
-@click.option("--select", help="Comma-separated rule-ID prefixes to enable (default: all), e.g. CL3,CL101.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to FILE instead of stdout (a regular file is replaced atomically).")
+@click.option("--select", help="Comma-separated rule-ID prefixes to enable (default: all), e.g. CL1,CL301.")
 @click.option("--ignore", help="Comma-separated rule-ID prefixes to disable, e.g. CL302.")
 @click.option(
     "--rules", "rules_files", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
@@ -79,8 +90,8 @@ def _write_atomically(path: Path, text: str) -> None:
 @click.option("--debug", is_flag=True, help="Include tracebacks in internal-error notifications.")
 @click.version_option(__version__, "--version", prog_name="cudalint")
 def main(patterns, fmt, output, select, ignore, rules_files, jobs, show_paths, quiet, list_rules, explain, debug) -> None:
-    """Find leaked device memory, dropped CUDA status codes, thread-bound
-    context mistakes and unsafe pointer use in Go code that drives NVIDIA GPUs.
+    """Find leaked device memory, double frees, misplaced defers and dropped
+    CUDA status codes in Go code that drives NVIDIA GPUs through cgo.
 
     PATTERNS are Go-style package patterns: ./... (the default), dir/..., a
     directory (that package only) or a .go file. Build constraints are
@@ -97,9 +108,14 @@ def main(patterns, fmt, output, select, ignore, rules_files, jobs, show_paths, q
         click.echo(rule.markdown(), nl=False)
         sys.exit(EXIT_CLEAN)
 
-    selected, ignored = _prefixes(select) or ("CL",), _prefixes(ignore)
+    selected, ignored = _prefixes("--select", select) or ("CL",), _prefixes("--ignore", ignore)
     _check_prefixes("--select", selected)
     _check_prefixes("--ignore", ignored)
+    enabled = select_rules(all_rules(), selected, ignored)
+    if not enabled:
+        raise click.UsageError("--select and --ignore leave no rule enabled")
+    if any(not pattern.strip() for pattern in patterns):
+        raise click.BadParameter("an empty pattern names nothing (use . for this directory)", param_hint="PATTERNS")
     try:
         knowledge = load_knowledge(tuple(rules_files))
     except KnowledgeError as error:
@@ -108,26 +124,35 @@ def main(patterns, fmt, output, select, ignore, rules_files, jobs, show_paths, q
 
     cwd = Path.cwd()
     discovery = discover(list(patterns) or ["./..."], cwd)
+    for note in discovery.notifications if discovery.unmatched else ():
+        click.echo(note.render(), err=True)
     for pattern in discovery.unmatched:
         click.echo(f"cudalint: error: pattern {pattern!r} matches no Go files", err=True)
+    if discovery.unmatched and discovery.nested_modules:
+        names = ", ".join(display_path(m, cwd) for m in discovery.nested_modules[:5])
+        click.echo(
+            f"cudalint: note: directories with their own go.mod are separate modules and are not walked "
+            f"({names}); run cudalint inside them or name them, e.g. cudalint {names.split(', ')[0]}/...",
+            err=True,
+        )
     if discovery.unmatched:
         sys.exit(EXIT_ERROR)
 
     rules = all_rules()
-    settings = Settings(base=cwd, enabled=select_rules(rules, selected, ignored), jobs=jobs or default_jobs(), debug=debug)
+    settings = Settings(base=cwd, enabled=enabled, jobs=jobs or default_jobs(), debug=debug)
     result = analyze(discovery.files, settings, knowledge)
     result.notifications[:0] = discovery.notifications
     result.sort()
 
     report = Report(result, {r.id: r for r in rules}, cwd.as_uri() + "/", __version__)
-    color = output is None and fmt == "text" and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    color = output is None and fmt == "text" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     text = render(report, fmt, color=color, quiet=quiet, show_paths=show_paths)
-    if not quiet or fmt != "text":
+    if not quiet:
         for note in result.notifications:
             click.echo(note.render(), err=True)
     if output is not None:
         try:
-            _write_atomically(output, text)
+            _write_report(output, text)
         except OSError as error:
             click.echo(f"cudalint: error: cannot write {output}: {error.strerror or error}", err=True)
             sys.exit(EXIT_ERROR)

@@ -24,6 +24,8 @@ class Discovery:
     files: list[Path] = field(default_factory=list)
     notifications: list[Notification] = field(default_factory=list)
     unmatched: list[str] = field(default_factory=list)
+    # Subdirectories not walked because they hold their own go.mod.
+    nested_modules: list[Path] = field(default_factory=list)
 
 
 def _ignored_name(name: str) -> bool:
@@ -70,7 +72,7 @@ def _package_files(
     return files, subdirs
 
 
-def _walk(root: Path, base: Path, matches, notes: list[Notification]) -> list[Path]:
+def _walk(root: Path, base: Path, matches, notes: list[Notification], nested: list[Path]) -> list[Path]:
     found: list[Path] = []
     stack = [root]
     while stack:
@@ -82,6 +84,7 @@ def _walk(root: Path, base: Path, matches, notes: list[Notification]) -> list[Pa
             if sub.name in _SKIPPED_DIRS or _ignored_name(sub.name):
                 continue
             if (sub / "go.mod").exists():
+                nested.append(sub)
                 continue
             stack.append(sub)
     return found
@@ -95,7 +98,7 @@ def _pattern_regex(pattern: str) -> re.Pattern[str]:
     return re.compile(f"^{escaped}$")
 
 
-def _expand_wildcard(pattern: str, cwd: Path, notes: list[Notification]) -> list[Path]:
+def _expand_wildcard(pattern: str, cwd: Path, notes: list[Notification], nested: list[Path]) -> list[Path]:
     """Walk from the literal directory before the first '...' and keep the
     directories whose path below it matches the rest of the pattern."""
     literal = pattern.split("...", 1)[0]
@@ -110,7 +113,7 @@ def _expand_wildcard(pattern: str, cwd: Path, notes: list[Notification]) -> list
         rel = directory.relative_to(root).as_posix()
         return bool(regex.match("" if rel == "." else rel))
 
-    return _walk(root, cwd, matches, notes)
+    return _walk(root, cwd, matches, notes, nested)
 
 
 def discover(patterns: list[str], cwd: Path) -> Discovery:
@@ -119,11 +122,9 @@ def discover(patterns: list[str], cwd: Path) -> Discovery:
     seen: set[Path] = set()
     for pattern in patterns:
         if "..." in pattern:
-            matched = _expand_wildcard(pattern, cwd, result.notifications)
+            matched = _expand_wildcard(pattern, cwd, result.notifications, result.nested_modules)
         else:
-            matched = _expand_path(pattern, cwd, result.notifications)
-            if matched is None:
-                continue
+            matched = _expand_path(pattern, cwd, result.notifications) or []
         if not matched:
             result.unmatched.append(pattern)
         for path in matched:
@@ -151,6 +152,12 @@ def _expand_path(pattern: str, cwd: Path, notes: list[Notification]) -> list[Pat
             files, _ = _package_files(path, cwd, notes, walking=False)
             return files
         if path.exists():
+            if not path.is_file():
+                notes.append(Notification(
+                    NotificationKind.NOT_GO_SOURCE, display_path(path, cwd),
+                    "not a regular file (a FIFO, a device, ...); skipped",
+                ))
+                return None
             if not path.name.endswith(".go"):
                 notes.append(Notification(
                     NotificationKind.NOT_GO_SOURCE, display_path(path, cwd),

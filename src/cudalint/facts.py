@@ -3,8 +3,8 @@
 Computed once per package and read by every pass: `C.cudaMalloc(...)` is a
 status call of the cuda-runtime family that acquires device memory; `cu.MemFree`
 through an aliased import is the same wrapper function under another name; a
-call through a local variable named like a package is nothing the knowledge
-knows; `C.CUdeviceptr(p)` is a conversion; `upload(d)` is a function of this
+call through a local variable that shadows a package name is nothing the
+knowledge knows (except `C.name`, which cgo reads by spelling); `C.CUdeviceptr(p)` is a conversion; `upload(d)` is a function of this
 package, whose effect on `d` the resource engine summarises.
 """
 

@@ -262,6 +262,19 @@ class _Resolver:
             for name in declaration.children_by_field_name("name"):
                 self.declare(scope, name, SymbolKind.VAR, role, type_node=type_node)
 
+    def declare_receiver_type_parameters(self, scope: Scope, receiver: Node | None) -> None:
+        """`func (l *List[T]) Push(v T)`: the receiver's type arguments are
+        the method's type parameters."""
+        if receiver is None:
+            return
+        for generic in syntax.walk(receiver):
+            if generic.type != "generic_type":
+                continue
+            arguments = generic.child_by_field_name("type_arguments")
+            for name in syntax.walk(arguments) if arguments is not None else ():
+                if name.type == "type_identifier":
+                    self.declare(scope, name, SymbolKind.TYPE, Role.LOCAL)
+
     def declare_short(self, scope: Scope, left: list[Node], right: list[Node]) -> None:
         """`:=` declares the names new to *this* scope and assigns the others."""
         for index, identifier in enumerate(left):
@@ -286,6 +299,7 @@ class _Resolver:
             for declaration in syntax.children(type_parameters):
                 for name in declaration.children_by_field_name("name"):
                     self.declare(scope, name, SymbolKind.TYPE, Role.LOCAL)
+        self.declare_receiver_type_parameters(scope, node.child_by_field_name("receiver"))
         self.declare_parameters(scope, node.child_by_field_name("receiver"), Role.RECEIVER)
         self.declare_parameters(scope, node.child_by_field_name("parameters"), Role.PARAM)
         self.declare_parameters(scope, node.child_by_field_name("result"), Role.RESULT)
@@ -512,14 +526,17 @@ def _is_bare_identifier(literal_element: Node) -> bool:
 
 
 def _keys_are_expressions(keyed_element: Node) -> bool:
-    """Keys of a map literal are expressions; keys of a struct literal are field
-    names. Without types, only a literal whose written type is a map is known."""
+    """Keys of map, array and slice literals are expressions; keys of a struct
+    literal are field names. Without types, only a literal whose written type
+    says which it is can be resolved."""
     literal_value = keyed_element.parent
     composite = literal_value.parent if literal_value is not None else None
     if composite is None or composite.type != "composite_literal":
         return False
     literal_type = composite.child_by_field_name("type")
-    return literal_type is not None and literal_type.type == "map_type"
+    return literal_type is not None and literal_type.type in (
+        "map_type", "array_type", "slice_type", "implicit_length_array_type",
+    )
 
 
 def _initializer(left: list[Node], right: list[Node], index: int) -> tuple[Node | None, int]:
@@ -587,9 +604,9 @@ def resolve_package(files: list[ParsedFile], package_names: dict[str, str]) -> R
 
 
 def _inside_failed(node: Node, resolution: Resolution) -> bool:
-    while node.parent is not None and node.parent.parent is not None:
-        node = node.parent
-    return node in resolution.failed
+    # Byte ranges, not parent pointers: tree-sitter computes a node's parent
+    # by walking down from the root, so climbing deep nesting is quadratic.
+    return any(f.start_byte <= node.start_byte < f.end_byte for f in resolution.failed)
 
 
 def _predeclare(declaration: Node, scope: Scope, resolution: Resolution) -> None:
@@ -598,6 +615,13 @@ def _predeclare(declaration: Node, scope: Scope, resolution: Resolution) -> None
             return
         name = syntax.text(identifier)
         if not name or name == "_":
+            return
+        existing = scope.names.get(name)
+        if existing is not None and existing.kind is kind is SymbolKind.FUNC:
+            # Build constraints are ignored, so `die` may be declared once per
+            # platform file: one symbol stands for all the variants.
+            resolution.refs[identifier] = existing
+            resolution.declarations[identifier] = existing
             return
         symbol = Symbol(name, kind, Role.GLOBAL, identifier, **extra)
         scope.names[name] = symbol

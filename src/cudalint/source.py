@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,7 @@ class SourceFile:
     display: str
     data: bytes
     _line_starts: list[int] = field(default_factory=list, repr=False)
+    _ascii: bool | None = field(default=None, repr=False)
 
     @property
     def line_starts(self) -> list[int]:
@@ -35,22 +37,33 @@ class SourceFile:
             self._line_starts = starts
         return self._line_starts
 
-    def line_text(self, line: int) -> str:
-        """Line `line` (1-based) without its newline."""
+    def line_text(self, line: int, limit: int = 400) -> str:
+        """Line `line` (1-based) without its newline, cut at `limit` bytes
+        (generated code has lines of megabytes; findings keep a copy)."""
         starts = self.line_starts
         if line < 1 or line > len(starts):
             return ""
         start = starts[line - 1]
         end = starts[line] - 1 if line < len(starts) else len(self.data)
+        end = min(end, start + limit)
         return self.data[start:end].rstrip(b"\r").decode("utf-8", "replace")
 
     def position(self, row: int, byte_column: int) -> Position:
         """A tree-sitter point (0-based row, byte column) as a 1-based Position."""
+        if self.ascii:
+            return Position(row + 1, byte_column + 1, byte_column + 1)
         starts = self.line_starts
         line_start = starts[row] if row < len(starts) else len(self.data)
         prefix = self.data[line_start : line_start + byte_column]
         utf16 = len(prefix.decode("utf-8", "replace").encode("utf-16-le")) // 2
         return Position(row + 1, byte_column + 1, utf16 + 1)
+
+    @property
+    def ascii(self) -> bool:
+        """Whether byte columns are also UTF-16 columns (the usual case)."""
+        if self._ascii is None:
+            self._ascii = self.data.isascii()
+        return self._ascii
 
     def offset_position(self, offset: int) -> Position:
         row = bisect.bisect_right(self.line_starts, offset) - 1
@@ -85,6 +98,8 @@ def read_source(path: Path, display: str) -> SourceFile | Notification:
         return Notification(kind, display, message, line, column)
 
     try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return Notification(NotificationKind.NOT_GO_SOURCE, display, "not a regular file (a FIFO, a device, ...); skipped")
         data = path.read_bytes()
     except IsADirectoryError:
         return Notification(NotificationKind.NOT_GO_SOURCE, display, "is a directory, not a Go source file; skipped")

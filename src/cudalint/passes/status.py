@@ -25,7 +25,9 @@ CL301 = Rule(
     when the call is a statement of its own, so that the status is dropped.
     Which calls return a status comes from the API knowledge in `rules/*.toml`;
     calls that return `void` or a pointer (`cudaGetErrorString`) are never
-    reported, nor are releases such as `cudaFree` (those are CL304).
+    reported, nor are releases such as `cudaFree`: a release's status is a
+    separate, lesser concern (it also reports errors of earlier asynchronous
+    work), left to a rule of its own.
 
     ## Why is this bad?
     A CUDA call reports failure only through its return value. Dropping it hides
@@ -61,7 +63,7 @@ CL302 = Rule(
     errno form), `buf, _ := cu.MemAlloc(n)` for a wrapper that returns an `error`.
 
     Releases (`_ = C.cudaFree(p)`) are not reported: writing `_` is an explicit
-    decision about a release's status, which CL304 treats as a note at most.
+    decision about a release's status.
     Nor are calls whose status is dropped on purpose to reset state
     (`_ = C.cudaGetLastError()` clears the sticky error). Package-level
     initializers (`var _ = nvml.Init()`) are checked like function bodies.

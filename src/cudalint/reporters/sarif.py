@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import Counter
+from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import quote, unquote, urlparse
 
 import attr
 import sarif_om as om
@@ -49,12 +52,18 @@ def _region(span: Span) -> om.Region:
     )
 
 
-def _location(path: str, span: Span, message: str | None = None) -> om.Location:
+def artifact(path: str, base_uri: str) -> om.ArtifactLocation:
+    """A percent-encoded URI: relative to %SRCROOT% for files under it (what
+    code scanning needs), absolute for the others."""
+    if path.startswith("../") or path.startswith("/"):
+        absolute = PurePosixPath(unquote(urlparse(base_uri).path)) / path
+        return om.ArtifactLocation(uri=Path(os.path.normpath(absolute)).as_uri())
+    return om.ArtifactLocation(uri=quote(path, safe="/"), uri_base_id=SRCROOT)
+
+
+def _location(path: str, span: Span, base_uri: str, message: str | None = None) -> om.Location:
     return om.Location(
-        physical_location=om.PhysicalLocation(
-            artifact_location=om.ArtifactLocation(uri=path, uri_base_id=SRCROOT),
-            region=_region(span),
-        ),
+        physical_location=om.PhysicalLocation(artifact_location=artifact(path, base_uri), region=_region(span)),
         message=om.Message(text=message) if message else None,
     )
 
@@ -78,11 +87,11 @@ def fingerprint(finding: Finding, occurrence: int) -> str:
     return f"{hashlib.sha256(key.encode()).hexdigest()[:16]}:{occurrence}"
 
 
-def _code_flows(finding: Finding) -> list[om.CodeFlow] | None:
+def _code_flows(finding: Finding, base_uri: str) -> list[om.CodeFlow] | None:
     if not finding.steps:
         return None
     return [om.CodeFlow(thread_flows=[om.ThreadFlow(locations=[
-        om.ThreadFlowLocation(location=_location(finding.path, step.span, step.message))
+        om.ThreadFlowLocation(location=_location(finding.path, step.span, base_uri, step.message))
         for step in finding.steps
     ])])]
 
@@ -100,16 +109,16 @@ def render_sarif(report: Report) -> str:
             rule_index=index.get(finding.rule_id, -1),
             level=report.level(finding.rule_id),
             message=om.Message(text=finding.message),
-            locations=[_location(finding.path, finding.span)],
+            locations=[_location(finding.path, finding.span, report.base_uri)],
             partial_fingerprints={"primaryLocationLineHash": f"{base}:{occurrences[base]}"},
-            code_flows=_code_flows(finding),
+            code_flows=_code_flows(finding, report.base_uri),
         ))
     notifications = [
         om.Notification(
             message=om.Message(text=note.message),
             level="error" if note.level == "error" else "warning",
             locations=[om.Location(physical_location=om.PhysicalLocation(
-                artifact_location=om.ArtifactLocation(uri=note.path, uri_base_id=SRCROOT),
+                artifact_location=artifact(note.path, report.base_uri),
                 region=om.Region(start_line=note.line, start_column=note.column) if note.line else None,
             ))],
             descriptor=om.ReportingDescriptorReference(id=note.kind.value),
