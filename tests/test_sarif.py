@@ -128,3 +128,43 @@ def test_uris_are_percent_encoded_and_outside_files_absolute(tmp_path: Path) -> 
     validate(document)
     uris = sorted(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in document["runs"][0]["results"])
     assert uris == [(tmp_path / "outside.go").resolve().as_uri(), "my%20dir/a%20b%2520%231.go"]
+
+
+LEAK = """package p
+
+// #include <cuda_runtime_api.h>
+import "C"
+
+import (
+	"errors"
+	"unsafe"
+)
+
+func alloc(n C.size_t) error {
+	var d unsafe.Pointer
+	if st := C.cudaMalloc(&d, n); st != C.cudaSuccess {
+		return errors.New("alloc")
+	}
+	if st := C.cudaMemset(d, 0, n); st != C.cudaSuccess {
+		return errors.New("memset")
+	}
+	defer C.cudaFree(d)
+	return nil
+}
+"""
+
+
+def test_leak_path_is_a_code_flow(tmp_path: Path) -> None:
+    (tmp_path / "leak.go").write_text(LEAK)
+    document = sarif(tmp_path)
+    validate(document)
+    (result,) = document["runs"][0]["results"]
+    assert result["ruleId"] == "CL101"
+    flow = result["codeFlows"][0]["threadFlows"][0]["locations"]
+    steps = [(step["location"]["physicalLocation"]["region"]["startLine"], step["location"]["message"]["text"]) for step in flow]
+    assert steps == [
+        (13, "device memory acquired by C.cudaMalloc"),
+        (13, "`st != C.cudaSuccess` is false"),
+        (16, "`st != C.cudaSuccess` is true"),
+        (17, "d is still held here"),
+    ]
