@@ -11,7 +11,10 @@ ANALYZERS: tuple[Analyzer, ...] = (resources.ANALYZER, defers.ANALYZER, status.A
 
 
 def all_rules() -> list[Rule]:
-    return sorted((rule for analyzer in ANALYZERS for rule in analyzer.rules), key=lambda r: r.id)
+    from cudalint.toolrules import TOOL_RULES
+
+    rules = [rule for analyzer in ANALYZERS for rule in analyzer.rules] + list(TOOL_RULES)
+    return sorted(rules, key=lambda r: r.id)
 
 
 def rule_by_id(rule_id: str) -> Rule | None:
