@@ -83,6 +83,8 @@ class ResourceSpec:
     # The handle is used up by any use: calling it, passing it, storing it
     # (context.WithCancel's cancel function).
     any_use_releases: bool = False
+    # GPU memory addressed by a bare pointer or integer (CL502).
+    device_memory: bool = False
 
     @property
     def handleless(self) -> bool:
@@ -111,6 +113,14 @@ class Family:
     resources: tuple[ResourceSpec, ...] = ()
     # Names that are types: `C.CUdeviceptr(p)` is a conversion, not a call.
     types: tuple[str, ...] = ()
+    # Calls that bind state to the calling OS thread (CL401).
+    thread_bound: tuple[str, ...] = ()
+    # Calls that make a context current on the calling thread (CL505).
+    context_setters: tuple[str, ...] = ()
+    # The family's releases need a current context on the calling thread (CL505).
+    releases_need_context: bool = False
+    # Calls that keep using host memory after they return: (call, argument indexes) (CL504).
+    async_host: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -124,6 +134,9 @@ class ApiFunction:
     releases: tuple[ResourceSpec, ...]
     acquires: tuple[ResourceSpec, ...]
     transfers: tuple[ResourceSpec, ...] = ()
+    thread_bound: bool = False
+    context_setter: bool = False
+    async_host_args: tuple[int, ...] = ()
 
     @property
     def is_release(self) -> bool:
@@ -183,20 +196,28 @@ class Knowledge:
                 and any(fnmatchcase(qualified, p) for p in family.status_match)
                 and not any(fnmatchcase(qualified, p) for p in family.status_except)
             )
-            if is_status or releases or acquires or transfers:
+            bound = qualified in family.thread_bound
+            setter = qualified in family.context_setters
+            host_args = next((indexes for call, indexes in family.async_host if call == qualified), ())
+            if is_status or releases or acquires or transfers or bound or setter or host_args:
                 return ApiFunction(
                     family, qualified, family.status if is_status else None,
-                    qualified in family.discardable, releases, acquires, transfers,
+                    qualified in family.discardable, releases, acquires, transfers, bound, setter, host_args,
                 )
         return None
 
 
 # -- loading and validation ---------------------------------------------------
 
-_TOP_KEYS = {"schema", "family", "description", "import", "name", "docs", "status", "status_calls", "resource", "types"}
+_TOP_KEYS = {
+    "schema", "family", "description", "import", "name", "docs", "status", "status_calls", "resource", "types",
+    "threads", "async",
+}
+_THREAD_KEYS = {"bound", "context_setters", "releases_need_context"}
+_ASYNC_KEYS = {"call", "host_args"}
 _STATUS_KEYS = {"type", "success", "result", "kind"}
 _STATUS_CALL_KEYS = {"match", "except", "discardable"}
-_RESOURCE_KEYS = {"name", "acquire", "release", "transfer", "any_use_releases"}
+_RESOURCE_KEYS = {"name", "acquire", "release", "transfer", "any_use_releases", "device_memory"}
 _ROLE_KEYS = {"call", "handle"}
 
 
@@ -295,9 +316,8 @@ def parse_family(document: dict, source: str) -> Family:
     for i, item in enumerate(raw_resources):
         where = f"resource[{i}]"
         item = _table(source, where, item, _RESOURCE_KEYS)
-        any_use = item.get("any_use_releases", False)
-        if not isinstance(any_use, bool):
-            raise _fail(source, f"{where}.any_use_releases", "expected true or false")
+        any_use = _flag(source, f"{where}.any_use_releases", item.get("any_use_releases", False))
+        device_memory = _flag(source, f"{where}.device_memory", item.get("device_memory", False))
         acquire = _roles(source, f"{where}.acquire", item.get("acquire"), qualifier)
         release = _roles(source, f"{where}.release", item.get("release"), qualifier) if not any_use or "release" in item else ()
         transfer = _roles(source, f"{where}.transfer", item.get("transfer"), qualifier) if "transfer" in item else ()
@@ -310,13 +330,37 @@ def parse_family(document: dict, source: str) -> Family:
         if any(r.handle == "receiver" for r in release) and not all(r.call.count(".") >= 2 for r in release if r.handle == "receiver"):
             raise _fail(source, f"{where}.release", "a receiver release names the method as pkg.Type.Method")
         resources_.append(ResourceSpec(
-            _string(source, f"{where}.name", item.get("name")), acquire, release, transfer, any_use,
+            _string(source, f"{where}.name", item.get("name")), acquire, release, transfer, any_use, device_memory,
         ))
     types = _qualified(source, "types", _strings(source, "types", doc.get("types")), qualifier)
+    threads = _table(source, "[threads]", doc.get("threads", {}), _THREAD_KEYS)
+    bound = _qualified(source, "[threads].bound", _strings(source, "[threads].bound", threads.get("bound")), qualifier)
+    setters = _qualified(
+        source, "[threads].context_setters", _strings(source, "[threads].context_setters", threads.get("context_setters")), qualifier,
+    )
+    need_context = _flag(source, "[threads].releases_need_context", threads.get("releases_need_context", False))
+    raw_async = doc.get("async", [])
+    if not isinstance(raw_async, list):
+        raise _fail(source, "[[async]]", "expected an array of tables ([[async]])")
+    async_host = []
+    for i, item in enumerate(raw_async):
+        item = _table(source, f"async[{i}]", item, _ASYNC_KEYS)
+        call = _string(source, f"async[{i}].call", item.get("call"))
+        _qualified(source, f"async[{i}].call", (call,), qualifier)
+        indexes = item.get("host_args")
+        if not isinstance(indexes, list) or not indexes or not all(isinstance(n, int) and n >= 0 for n in indexes):
+            raise _fail(source, f"async[{i}].host_args", "expected a non-empty list of argument indexes (0-based)")
+        async_host.append((call, tuple(indexes)))
     return Family(
         name, description, import_path, qualifier, source, docs, status,
-        match, except_, discardable, tuple(resources_), types,
+        match, except_, discardable, tuple(resources_), types, bound, setters, need_context, tuple(async_host),
     )
+
+
+def _flag(source: str, where: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _fail(source, where, "expected true or false")
+    return value
 
 
 def builtin_rules_dir() -> Path:

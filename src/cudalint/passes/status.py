@@ -7,8 +7,14 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
+from collections import deque
+
 from cudalint import syntax
 from cudalint.analyzer import Analyzer, Pass
+from cudalint.cfg import CFG, ExitKind, NodeKind
+from cudalint.handles import UseKind
+from cudalint.passes.resources import engine
+from cudalint.scope import Role
 from cudalint.catalog import Level, Rule
 from cudalint.facts import CallFact
 from cudalint.functions import Unit
@@ -90,6 +96,86 @@ CL302 = Rule(
 )
 
 
+CL303 = Rule(
+    "CL303", "status-unchecked", Level.WARNING,
+    "A status stored in a variable that is overwritten or goes out of scope on some path without being read.",
+    """
+    ## What it does
+    Follows a variable that receives a status (`st := C.cudaMemcpy(...)`,
+    `count, ret := nvml.DeviceGetCount()`, `p, err := cu.MemAlloc(n)`) along
+    every path from the assignment and reports the assignment when some path
+    overwrites the variable, returns, or leaves its scope before anything
+    reads it. Any read counts as handling: a comparison, a switch, a return,
+    an argument to any function, a store, a conversion to an error. A
+    variable that a closure refers to is assumed to be read. To keep only the
+    first failure in a sticky error field, compare the status before storing
+    it: `if st != C.cudaSuccess && s.err == C.cudaSuccess { s.err = st }`.
+
+    ## Why is this bad?
+    The Go compiler only insists that a variable is used *somewhere*. A status
+    that is checked on one path and silently overwritten by the next call on
+    another loses exactly the failure the check was written for.
+
+    ## Example
+    ```go
+    st := C.cudaMemcpy(dst, src, n, C.cudaMemcpyHostToDevice)
+    st = C.cudaDeviceSynchronize() // the copy's status is lost
+    if st != C.cudaSuccess {
+        return cudaError(st)
+    }
+    ```
+
+    ## Use instead
+    ```go
+    if st := C.cudaMemcpy(dst, src, n, C.cudaMemcpyHostToDevice); st != C.cudaSuccess {
+        return cudaError(st)
+    }
+    if st := C.cudaDeviceSynchronize(); st != C.cudaSuccess {
+        return cudaError(st)
+    }
+    ```
+    """,
+    tags=("correctness", "error-handling"),
+)
+
+CL304 = Rule(
+    "CL304", "release-status-discarded", Level.NOTE,
+    "A release call (`C.cudaFree(p)`) used as a bare statement; only `defer C.cudaFree(p)` is exempt.",
+    """
+    ## What it does
+    Reports a release that returns a status (`cudaFree`, `cuMemFree`,
+    `cudaStreamDestroy`, `cublasDestroy`, ...) used as a bare statement,
+    anywhere: in a function, a deferred closure or a finalizer. Only the
+    deferred call itself (`defer C.cudaFree(p)`) is exempt, since a deferred
+    call's result has nowhere to go, as is an explicit `_ = C.cudaFree(p)`.
+    Releases returning `void` (`C.free`, `nppiFree`) are never reported. A
+    release is never reported as CL301.
+
+    ## Why is this bad?
+    It is a note, not an error: releases rarely fail on their own. But
+    `cudaFree` synchronises, and its status also reports errors of earlier
+    asynchronous work (a kernel that faulted); dropping it hides them, most
+    often in a `Close` method that could have returned them.
+
+    ## Example
+    ```go
+    func (b *Buffer) Close() error {
+        C.cudaFree(b.ptr)
+        return nil
+    }
+    ```
+
+    ## Use instead
+    ```go
+    func (b *Buffer) Close() error {
+        return check(C.cudaFree(b.ptr))
+    }
+    ```
+    """,
+    tags=("error-handling",),
+)
+
+
 def _success_hint(fact: CallFact) -> str:
     status = fact.status
     assert status is not None
@@ -122,7 +208,14 @@ def _status_call(p: Pass, expression: Node | None) -> CallFact | None:
 def _check_bare(p: Pass, unit: Unit, statement: Node) -> None:
     inner = syntax.children(statement)
     fact = _status_call(p, inner[0] if inner else None)
-    if fact is None or fact.is_release or (fact.api is not None and fact.api.discardable):
+    if fact is None or (fact.api is not None and fact.api.discardable):
+        return
+    if fact.is_release:
+        p.report(
+            "CL304", unit, fact.node,
+            f"{_what(fact)} is discarded; a release also reports errors of earlier asynchronous work: "
+            f"check it, or write `_ = {syntax.text(fact.node)}` to discard it on purpose",
+        )
         return
     p.report("CL301", unit, fact.node, f"{_what(fact)} is discarded; {_success_hint(fact)}")
 
@@ -133,58 +226,112 @@ def _blank_worthy(fact: CallFact | None) -> bool:
     return fact is not None and not fact.is_release and not (fact.api is not None and fact.api.discardable)
 
 
-def _check_blank(p: Pass, file: ParsedFile, function: str, left: list[Node], right: list[Node]) -> None:
-    """Match assigned names to results: one multi-valued call, or one to one."""
+def _status_targets(p: Pass, left: list[Node], right: list[Node]) -> list[tuple[Node, CallFact]]:
+    """Where the statuses of an assignment go: one multi-valued call, or one to one."""
     if len(right) == 1:
         fact = _status_call(p, right[0])
-        if not _blank_worthy(fact):
-            return
-        index = fact.status.result_index(len(left)) if fact.status else 0
-        targets = [left[index]] if 0 <= index < len(left) else []
-        pairs = [(target, fact) for target in targets]
-    elif len(left) == len(right):
-        pairs = []
-        for target, value in zip(left, right):
-            fact = _status_call(p, value)
-            if _blank_worthy(fact):
-                pairs.append((target, fact))
-    else:
-        return
-    for target, fact in pairs:
-        if target.type == "identifier" and syntax.text(target) == "_":
+        if fact is None or fact.status is None:
+            return []
+        index = fact.status.result_index(len(left))
+        return [(left[index], fact)] if 0 <= index < len(left) else []
+    if len(left) == len(right):
+        return [(target, fact) for target, value in zip(left, right) if (fact := _status_call(p, value)) is not None]
+    return []
+
+
+def _check_blank(p: Pass, file: ParsedFile, function: str, left: list[Node], right: list[Node]) -> None:
+    for target, fact in _status_targets(p, left, right):
+        if target.type == "identifier" and syntax.text(target) == "_" and _blank_worthy(fact):
             p.report_in("CL302", file, function, fact.node, f"{_what(fact)} is assigned to _; {_success_hint(fact)}")
+
+
+def _assignment_sides(statement: Node) -> list[tuple[list[Node], list[Node]]]:
+    kind = statement.type
+    if kind == "short_var_declaration" or (
+        kind == "assignment_statement" and syntax.text(statement.child_by_field_name("operator")) == "="
+    ):
+        return [(
+            syntax.expressions(statement.child_by_field_name("left")),
+            syntax.expressions(statement.child_by_field_name("right")),
+        )]
+    if kind == "var_declaration":
+        return [
+            (spec.children_by_field_name("name"), syntax.expressions(spec.child_by_field_name("value")))
+            for spec in syntax.value_specs(statement)
+        ]
+    return []
+
+
+def _check_unread(p: Pass, unit: Unit, graph: CFG, n: int, target: Node, fact: CallFact) -> None:
+    """CL303: follow the variable from the assignment; on some path it must
+    not be overwritten, or end its life, before something reads it."""
+    symbol = p.package.resolution.symbol(target)
+    if symbol is None or not symbol.is_local or symbol.role is Role.RESULT:
+        return
+    uses = engine(p).uses
+    seen = {n}
+    queue = deque([n])
+    while queue:
+        node = queue.popleft()
+        for successor in graph.graph.successors(node):
+            if graph.kind(successor) is NodeKind.EXIT:
+                if graph.graph.nodes[successor]["exit"] in (ExitKind.RETURN, ExitKind.GOEXIT):
+                    return _report_unread(p, unit, fact, symbol, "is never read before the function returns")
+                continue
+            there = graph.ast(successor)
+            scope = symbol.scope_node
+            if scope is not None and scope != symbol.function and there is not None and not (
+                scope.start_byte <= there.start_byte < scope.end_byte
+            ):
+                return _report_unread(p, unit, fact, symbol, f"goes out of scope at line {scope.end_point[0] + 1} without being read")
+            mine = [u for u in uses.uses(graph.evaluated(successor)) if u.symbol is symbol]
+            if any(u.kind not in (UseKind.WRITE, UseKind.ACQUIRE_OUT) for u in mine):
+                continue  # read on this path
+            if mine:
+                return _report_unread(p, unit, fact, symbol, f"is overwritten at line {graph.line(successor)} before it is read")
+            if successor not in seen:
+                seen.add(successor)
+                queue.append(successor)
+
+
+def _report_unread(p: Pass, unit: Unit, fact: CallFact, symbol, what: str) -> None:
+    name = "error" if fact.status.kind == "error" else fact.status.type
+    p.report(
+        "CL303", unit, fact.node,
+        f"the {name} from {fact.written} stored in {symbol.name} {what}; {_success_hint(fact)}",
+    )
+
+
+def _captured_by_closure(p: Pass, unit: Unit, symbol) -> bool:
+    """A closure that refers to the variable may read it at any time."""
+    body = unit.body
+    return body is not None and any(
+        use.symbol is symbol and use.kind is UseKind.CAPTURE for use in engine(p).uses.uses([body])
+    )
 
 
 def run(p: Pass) -> None:
     for unit, graph in p.cfgs.graphs.items():
         for n in graph.statement_nodes():
             statement = graph.ast(n)
-            kind = statement.type
-            if kind == "expression_statement":
+            if statement.type == "expression_statement":
                 _check_bare(p, unit, statement)
-            elif kind == "short_var_declaration" or (
-                kind == "assignment_statement" and syntax.text(statement.child_by_field_name("operator")) == "="
-            ):
-                _check_blank(
-                    p, unit.file, unit.name,
-                    syntax.expressions(statement.child_by_field_name("left")),
-                    syntax.expressions(statement.child_by_field_name("right")),
-                )
-            elif kind == "var_declaration":
-                _check_var_declaration(p, unit.file, unit.name, statement)
+                continue
+            for left, right in _assignment_sides(statement):
+                _check_blank(p, unit.file, unit.name, left, right)
+                if not graph.reachable(n) or "CL303" not in p.enabled:
+                    continue
+                for target, fact in _status_targets(p, left, right):
+                    if target.type == "identifier" and syntax.text(target) != "_":
+                        symbol = p.package.resolution.symbol(target)
+                        if symbol is not None and not _captured_by_closure(p, unit, symbol):
+                            _check_unread(p, unit, graph, n, target, fact)
     # Package-level initializers run too (in the package's init).
     for parsed in p.package.files:
         for declaration in syntax.children(parsed.root):
             if declaration.type == "var_declaration" and not declaration.has_error:
-                _check_var_declaration(p, parsed, "init", declaration)
-
-
-def _check_var_declaration(p: Pass, file: ParsedFile, function: str, declaration: Node) -> None:
-    for spec in syntax.value_specs(declaration):
-        _check_blank(
-            p, file, function, spec.children_by_field_name("name"),
-            syntax.expressions(spec.child_by_field_name("value")),
-        )
+                for left, right in _assignment_sides(declaration):
+                    _check_blank(p, parsed, "init", left, right)
 
 
 def _needles(knowledge: Knowledge) -> frozenset[bytes]:
@@ -196,7 +343,7 @@ def _needles(knowledge: Knowledge) -> frozenset[bytes]:
 ANALYZER = Analyzer(
     name="status",
     doc=__doc__ or "",
-    rules=(CL301, CL302),
+    rules=(CL301, CL302, CL303, CL304),
     run=run,
     needles=_needles,
 )
