@@ -1,0 +1,615 @@
+"""OS-thread binding (CL4xx): CUDA keeps the current device and the driver's
+context stack per OS thread, while the Go scheduler moves goroutines between
+threads at will. Code that sets a device or pushes a context must pin its
+goroutine with runtime.LockOSThread first, and undo the pin consistently."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from enum import Enum
+
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.analyzer import Analyzer, Pass
+from cudalint.catalog import Level, Rule
+from cudalint.cfg import CFG, ExitKind, NodeKind
+from cudalint.facts import CalleeKind
+from cudalint.functions import LiteralUse, Unit, UnitKind
+from cudalint.knowledge import Knowledge
+
+CL401 = Rule(
+    "CL401", "context-call-unlocked", Level.ERROR,
+    "A thread-bound CUDA call in a goroutine that has not locked its OS thread.",
+    """
+    ## What it does
+    Reports a call that binds CUDA state to the calling OS thread
+    (`cudaSetDevice`, `cuCtxSetCurrent`, `cuCtxPushCurrent`, `cuCtxCreate`,
+    ... as `rules/*.toml` lists them under `[threads]`) in a function or `go`
+    literal that has not called `runtime.LockOSThread` on every path before
+    it, directly or through a function of the package that locks, and whose
+    callers in the package have not either. A function nothing in the package
+    calls counts as unlocked; a `go` literal starts unlocked. A func literal
+    passed as an argument runs in a context cudalint cannot see (often a
+    locked worker goroutine fed through a channel) and is not reported, nor
+    is a function used as a value.
+
+    ## Why is this bad?
+    The Go scheduler may move the goroutine to another OS thread between any
+    two statements. The next CUDA call then runs with another thread's
+    current device or context: allocations land on the wrong GPU, or the
+    driver reports `CUDA_ERROR_INVALID_CONTEXT`, intermittently and under load.
+
+    ## Example
+    ```go
+    go func(dev int) {
+        C.cudaSetDevice(C.int(dev))
+        run(dev)
+    }(i)
+    ```
+
+    ## Use instead
+    ```go
+    go func(dev int) {
+        runtime.LockOSThread()
+        defer runtime.UnlockOSThread()
+        if st := C.cudaSetDevice(C.int(dev)); st != C.cudaSuccess {
+            return
+        }
+        run(dev)
+    }(i)
+    ```
+    """,
+    tags=("correctness", "concurrency"),
+)
+
+CL402 = Rule(
+    "CL402", "lock-without-unlock", Level.WARNING,
+    "runtime.LockOSThread undone on some paths to a return but not on others.",
+    """
+    ## What it does
+    Reports a `runtime.LockOSThread` call that is undone by
+    `runtime.UnlockOSThread` (called or deferred) on some paths to a return
+    but not on others. A function that never unlocks is taken to lock on
+    purpose (a process-lifetime lock in `init`, a worker goroutine that owns
+    its thread, a lock wrapper) and is not reported.
+
+    The body of a goroutine (a `go` literal, or a function only ever started
+    with `go`) is not reported either: returning from it still locked is the
+    documented way to have Go terminate a thread whose state is spoiled.
+
+    ## Why is this bad?
+    On the paths that skip the unlock the calling goroutine stays wired to
+    its thread, so work the caller does next, and whatever goroutine the
+    thread serves later, runs with the CUDA context left behind.
+
+    ## Example
+    ```go
+    runtime.LockOSThread()
+    if err := setup(); err != nil {
+        return err // still locked
+    }
+    runtime.UnlockOSThread()
+    ```
+
+    ## Use instead
+    ```go
+    runtime.LockOSThread()
+    defer runtime.UnlockOSThread()
+    ```
+    """,
+    tags=("correctness", "concurrency"),
+)
+
+CL403 = Rule(
+    "CL403", "unlock-without-lock", Level.WARNING,
+    "runtime.UnlockOSThread with no lock before it on some path.",
+    """
+    ## What it does
+    Reports a `runtime.UnlockOSThread` (called or deferred) that some path
+    reaches without a `runtime.LockOSThread` before it, in a function whose
+    callers in the package have not locked either. The unlock half of a
+    lock/unlock wrapper pair (`func lockGPU()` / `func unlockGPU()`) is fine.
+
+    ## Why is this bad?
+    Locks nest: an unmatched unlock can undo a lock taken by someone else
+    (a caller, or a library that pinned the thread on purpose), releasing a
+    thread that CUDA state was bound to.
+
+    ## Example
+    ```go
+    func work() {
+        defer runtime.UnlockOSThread()
+        C.cudaSetDevice(0)
+    }
+    ```
+
+    ## Use instead
+    ```go
+    func work() {
+        runtime.LockOSThread()
+        defer runtime.UnlockOSThread()
+        C.cudaSetDevice(0)
+    }
+    ```
+    """,
+    tags=("correctness", "concurrency"),
+)
+
+
+class Event(str, Enum):
+    LOCK = "lock"
+    UNLOCK = "unlock"
+    DEFER_UNLOCK = "defer-unlock"
+    BOUND = "bound"  # a thread-bound CUDA call
+    CALL = "call"  # a call of a function of this package (its entry state matters)
+
+
+@dataclass(frozen=True)
+class Happening:
+    event: Event
+    call: Node
+    target: Unit | None = None  # CALL: the callee
+    spawned: bool = False  # CALL through `go`
+    deferred: bool = False  # CALL through `defer`: its effect happens at return
+
+
+_RUNTIME = "runtime"
+# Locks nest (Go counts them); counts above this are all "locked enough".
+_CAP = 4
+
+
+@dataclass
+class _Threads:
+    """Lock facts of one package, computed once for the three rules."""
+
+    p: Pass
+    events: dict[Unit, dict[int, list[Happening]]] = field(default_factory=dict)
+    wrappers: dict[Unit, Event | None] = field(default_factory=dict)
+    entry: dict[Unit, int | None] = field(default_factory=dict)  # lock count; None: a context we cannot see
+    locked: dict[Unit, dict[int, int]] = field(default_factory=dict)
+
+    # -- events -------------------------------------------------------------------
+
+    def happenings(self, unit: Unit) -> dict[int, list[Happening]]:
+        found = self.events.get(unit)
+        if found is None:
+            found = self.events[unit] = self._scan(unit)
+        return found
+
+    def _scan(self, unit: Unit) -> dict[int, list[Happening]]:
+        graph = self.p.cfgs.graphs[unit]
+        found: dict[int, list[Happening]] = {}
+        for n in graph.statement_nodes():
+            for root in graph.evaluated(n):
+                for call in _calls(root):
+                    happening = self._classify(call)
+                    if happening is not None:
+                        found.setdefault(n, []).append(happening)
+        return found
+
+    def _classify(self, call: Node) -> Happening | None:
+        fact = self.p.facts.calls.get(call)
+        statement = _statement_of(call)
+        if fact is not None and fact.import_path == _RUNTIME:
+            if fact.name == "LockOSThread" and statement != "defer_statement":
+                return Happening(Event.LOCK, call)
+            if fact.name == "UnlockOSThread":
+                return Happening(Event.DEFER_UNLOCK if statement == "defer_statement" else Event.UNLOCK, call)
+            return None
+        if fact is not None and fact.api is not None and fact.api.thread_bound:
+            return Happening(Event.BOUND, call)
+        callee = self.p.facts.callee(call)
+        if callee.kind is CalleeKind.LOCAL and callee.target is not None and callee.target.kind is not UnitKind.LITERAL:
+            return Happening(
+                Event.CALL, call, callee.target,
+                spawned=statement == "go_statement", deferred=statement == "defer_statement",
+            )
+        return None
+
+    # -- per-function dataflow ----------------------------------------------------
+
+    def wrapper(self, unit: Unit, stack: frozenset[Unit] = frozenset()) -> Event | None:
+        """LOCK for a function that leaves its caller's thread locked on every
+        return, UNLOCK for one that only unlocks it; None for anything else.
+        (Locks nest, so a function that locks and defers the unlock is neither.)"""
+        if unit in self.wrappers:
+            return self.wrappers[unit]
+        if unit in stack or unit not in self.p.cfgs.graphs:
+            return None
+        stack = stack | {unit}
+        events = {h.event for hs in self.happenings(unit).values() for h in hs}
+        effect = None
+        on_return = self._locked_on_return(unit, 0, stack)
+        if on_return is not None and on_return >= 1:
+            effect = Event.LOCK
+        elif Event.LOCK not in events and self._locked_on_return(unit, 1, stack) == 0:
+            effect = Event.UNLOCK
+        self.wrappers[unit] = effect
+        return effect
+
+    def _locked_on_return(self, unit: Unit, entry: int, stack: frozenset[Unit]) -> int | None:
+        graph = self.p.cfgs.graphs[unit]
+        exit_node = graph.exits[ExitKind.RETURN]
+        if exit_node not in graph.live:
+            return None
+        deferred = sum(1 for hs in self.happenings(unit).values() for h in hs if self.defers_unlock(h, stack))
+        return max(self.flow(unit, entry, stack).get(exit_node, entry) - deferred, 0)
+
+    def defers_unlock(self, happening: Happening, stack: frozenset[Unit] = frozenset()) -> bool:
+        """`defer runtime.UnlockOSThread()`, or `defer unlockGPU()` of an unlock wrapper."""
+        if happening.event is Event.DEFER_UNLOCK:
+            return True
+        return (
+            happening.event is Event.CALL and happening.deferred and happening.target is not None
+            and self.wrapper(happening.target, stack) is Event.UNLOCK
+        )
+
+    def unlocks(self, happening: Happening) -> bool:
+        if happening.event is Event.UNLOCK:
+            return True
+        return (
+            happening.event is Event.CALL and not happening.deferred and not happening.spawned
+            and happening.target is not None and self.wrapper(happening.target) is Event.UNLOCK
+        )
+
+    def locks(self, happening: Happening) -> bool:
+        if happening.event is Event.LOCK:
+            return True
+        return (
+            happening.event is Event.CALL and not happening.deferred and not happening.spawned
+            and happening.target is not None and self.wrapper(happening.target) is Event.LOCK
+        )
+
+    def flow(self, unit: Unit, entry: int, stack: frozenset[Unit] = frozenset()) -> dict[int, int]:
+        """The lock count held on every path before each node (a greatest
+        fixpoint: unreachable nodes keep the cap and are never reported)."""
+        graph = self.p.cfgs.graphs[unit]
+        happenings = self.happenings(unit)
+        before = {n: _CAP for n in graph.graph.nodes}
+        before[graph.entry] = entry
+        visited = {graph.entry}
+        queue = deque([graph.entry])
+        while queue:
+            n = queue.popleft()
+            after = self._apply(before[n], happenings.get(n, ()), stack)
+            for successor in graph.graph.successors(n):
+                value = min(before[successor], after)
+                if successor == graph.entry:
+                    value = min(value, entry)
+                if value != before[successor] or successor not in visited:
+                    before[successor] = value
+                    visited.add(successor)
+                    queue.append(successor)
+        return before
+
+    def _apply(self, count: int, happenings, stack: frozenset[Unit]) -> int:
+        for happening in happenings:
+            effect = happening.event
+            if effect is Event.CALL and not (happening.spawned or happening.deferred) and happening.target is not None:
+                effect = self.wrapper(happening.target, stack)
+            if effect is Event.LOCK:
+                count = min(count + 1, _CAP)
+            elif effect is Event.UNLOCK:
+                count = max(count - 1, 0)
+        return count
+
+    # -- contexts -----------------------------------------------------------------
+
+    def solve(self) -> None:
+        """Entry states: a function is locked on entry when every call of it in
+        the package is made from a locked point; iterate to a fixpoint."""
+        units = [u for u in self.p.package.units if u in self.p.cfgs.graphs]
+        sites: dict[Unit, list[tuple[Unit, int, Happening]]] = {}
+        for unit in units:
+            for n, happenings in self.happenings(unit).items():
+                for happening in happenings:
+                    if happening.event is Event.CALL and happening.target is not None:
+                        sites.setdefault(happening.target, []).append((unit, n, happening))
+        as_values = self._used_as_values(units)
+        init_locks = self._main_locked_by_init(units)
+        for unit in units:
+            if unit.kind is UnitKind.LITERAL:
+                continue
+            if unit in as_values:
+                self.entry[unit] = None
+            elif unit.name == "main" and self.p.package.name == "main" and init_locks:
+                self.entry[unit] = 1
+            else:
+                self.entry[unit] = _CAP if sites.get(unit) else 0
+        for _ in range(len(units) + 2):
+            changed = False
+            for unit in units:
+                entry = self._entry_of(unit)
+                self.locked[unit] = self.flow(unit, entry) if entry is not None else {}
+            for unit in units:
+                if unit.kind is UnitKind.LITERAL or self.entry.get(unit) is None or unit not in sites:
+                    continue
+                value = min(
+                    0 if happening.spawned else self._locked_at(caller, n, happening)
+                    for caller, n, happening in sites[unit]
+                )
+                if unit.name == "main" and self.p.package.name == "main" and init_locks:
+                    value = max(value, 1)
+                if value != self.entry[unit]:
+                    self.entry[unit] = value
+                    changed = True
+            if not changed:
+                break
+
+    def _entry_of(self, unit: Unit) -> int | None:
+        if unit.kind is not UnitKind.LITERAL:
+            return self.entry.get(unit)
+        use = unit.use
+        if use is LiteralUse.GO:
+            return 0
+        if use in (LiteralUse.CALLED, LiteralUse.DEFERRED) and unit.parent is not None:
+            parent_entry = self._entry_of(unit.parent)
+            if parent_entry is None:
+                return None
+            graph = self.p.cfgs.graphs.get(unit.parent)
+            holder = _node_of(graph, unit.node) if graph is not None else None
+            if holder is None:
+                return None
+            states = self.locked.get(unit.parent) or self.flow(unit.parent, parent_entry)
+            return states.get(holder, _CAP)
+        return None  # passed, stored or returned: it runs somewhere we cannot see
+
+    def _locked_at(self, unit: Unit, n: int, happening: Happening) -> int:
+        """The lock count just before the call `happening` at node n."""
+        states = self.locked.get(unit)
+        if not states:
+            entry = self._entry_of(unit)
+            return _CAP if entry is None else entry
+        locked = states.get(n, _CAP)
+        for earlier in self.happenings(unit).get(n, ()):
+            if earlier is happening:
+                break
+            locked = self._apply(locked, (earlier,), frozenset())
+        return locked
+
+    def goroutine_body(self, unit: Unit) -> bool:
+        """A function that only ever runs as a goroutine: returning from it
+        locked is how Go disposes of a thread (it terminates it)."""
+        if unit.kind is UnitKind.LITERAL:
+            if unit.use is LiteralUse.GO:
+                return True
+            variable = unit.stored_in
+            if unit.use is not LiteralUse.STORED or variable is None or not variable.is_local:
+                return False
+            calls = self._calls_of_variable(unit, variable)
+            return bool(calls) and all(spawned for spawned in calls)
+        sites = [h for hs in (self.happenings(u) for u in self.p.package.units if u in self.p.cfgs.graphs)
+                 for items in hs.values() for h in items if h.event is Event.CALL and h.target is unit]
+        return bool(sites) and all(h.spawned for h in sites)
+
+    def _calls_of_variable(self, literal: Unit, variable) -> list[bool]:
+        """For each call through a local variable bound to a literal: is it `go v(...)`?"""
+        spawned = []
+        scope = literal.parent.node if literal.parent is not None else literal.node
+        resolution = self.p.package.resolution
+        for node in syntax.walk(scope):
+            if node.type == "call_expression":
+                function = syntax.unparen(node.child_by_field_name("function"))
+                if function is not None and function.type == "identifier" and resolution.symbol(function) is variable:
+                    spawned.append(_statement_of(node) == "go_statement")
+        return spawned
+
+    def _used_as_values(self, units: list[Unit]) -> set[Unit]:
+        """Functions referred to other than by calling them (callbacks)."""
+        by_symbol = {u.symbol: u for u in units if u.symbol is not None}
+        found: set[Unit] = set()
+        resolution = self.p.package.resolution
+        for parsed in self.p.package.files:
+            for node in syntax.walk(parsed.root):
+                if node.type != "identifier":
+                    continue
+                symbol = resolution.refs.get(node)
+                unit = by_symbol.get(symbol) if symbol is not None else None
+                if unit is None or resolution.declarations.get(node) is symbol:
+                    continue
+                parent = node.parent
+                if parent is not None and parent.type == "call_expression" and parent.child_by_field_name("function") == node:
+                    continue
+                found.add(unit)
+        return found
+
+    def _main_locked_by_init(self, units: list[Unit]) -> bool:
+        """A process-lifetime lock: `func init() { runtime.LockOSThread() }`
+        pins the main goroutine, in which main then runs."""
+        for unit in units:
+            if unit.name == "init" and unit.kind is UnitKind.FUNCTION:
+                states = self.flow(unit, 0)
+                graph = self.p.cfgs.graphs[unit]
+                if graph.exits[ExitKind.RETURN] in graph.live and states.get(graph.exits[ExitKind.RETURN], 0) >= 1:
+                    return True
+        return False
+
+
+def _calls(root: Node):
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "call_expression":
+            yield node
+        if node.type == "func_literal":
+            continue
+        stack.extend(reversed(node.children))
+
+
+def _statement_of(call: Node) -> str:
+    parent = call.parent
+    while parent is not None and parent.type == "parenthesized_expression":
+        parent = parent.parent
+    return parent.type if parent is not None else ""
+
+
+def _node_of(graph: CFG, node: Node) -> int | None:
+    current: Node | None = node
+    while current is not None:
+        found = graph.node_of.get(current)
+        if found is not None:
+            return found
+        current = current.parent
+    return None
+
+
+def _unlocks_somewhere(threads: _Threads, unit: Unit) -> bool:
+    return any(
+        threads.unlocks(h) or threads.defers_unlock(h) for hs in threads.happenings(unit).values() for h in hs
+    )
+
+
+def _lock_follows(threads: _Threads, graph: CFG, start: int) -> bool:
+    """Whether every path from start to a return passes a lock: then a
+    deferred unlock registered at start runs on a locked thread."""
+    seen = {start}
+    queue = deque([start])
+    while queue:
+        n = queue.popleft()
+        for successor in graph.graph.successors(n):
+            if graph.kind(successor) is NodeKind.EXIT:
+                if graph.graph.nodes[successor]["exit"] is ExitKind.RETURN:
+                    return False
+                continue
+            if any(threads.locks(h) for h in threads.happenings(graph.unit).get(successor, ())):
+                continue
+            if successor not in seen:
+                seen.add(successor)
+                queue.append(successor)
+    return True
+
+
+def _check_balance(p: Pass, threads: _Threads, unit: Unit, graph: CFG) -> None:
+    """CL402: from each lock, do the paths to a return agree on unlocking?"""
+    if not _unlocks_somewhere(threads, unit) or threads.goroutine_body(unit):
+        return
+    happenings = threads.happenings(unit)
+    for n, items in happenings.items():
+        for happening in items:
+            if happening.event is not Event.LOCK or not graph.reachable(n):
+                continue
+            outcomes = _lock_outcomes(threads, graph, n, happening)
+            if outcomes["unlocked"] and outcomes["locked"]:
+                p.report(
+                    "CL402", unit, happening.call,
+                    f"runtime.LockOSThread is undone on some paths but not on the return at line "
+                    f"{outcomes['locked'][0]}; add `defer runtime.UnlockOSThread()` right after it",
+                )
+
+
+def _lock_outcomes(threads: _Threads, graph: CFG, start: int, lock: Happening) -> dict[str, list[int]]:
+    outcomes: dict[str, list[int]] = {"locked": [], "unlocked": []}
+    seen = set()
+    queue = deque([(start, 1, 0, True)])
+    while queue:
+        n, locked, deferred, skip = queue.popleft()
+        # At the lock itself, only what follows the lock counts.
+        after = not skip
+        for happening in threads.happenings(graph.unit).get(n, ()):
+            if happening is lock:
+                after = True
+                continue
+            if not after:
+                continue
+            if threads.unlocks(happening):
+                locked = max(locked - 1, 0)
+            elif threads.defers_unlock(happening):
+                deferred = min(deferred + 1, _CAP)
+            elif threads.locks(happening):
+                locked = min(locked + 1, _CAP)
+        for successor in graph.graph.successors(n):
+            if graph.kind(successor) is NodeKind.EXIT:
+                if graph.graph.nodes[successor]["exit"] in (ExitKind.RETURN, ExitKind.GOEXIT):
+                    key = "unlocked" if locked - deferred <= 0 else "locked"
+                    outcomes[key].append(graph.line(n))
+                continue
+            state = (successor, locked, deferred, False)
+            if state not in seen:
+                seen.add(state)
+                queue.append(state)
+    return outcomes
+
+
+def _concerns_threads(p: Pass) -> bool:
+    return any(
+        (fact.import_path == _RUNTIME and fact.name in ("LockOSThread", "UnlockOSThread"))
+        or (fact.api is not None and fact.api.thread_bound)
+        for fact in p.facts.calls.values()
+    )
+
+
+def run(p: Pass) -> None:
+    if not _concerns_threads(p):
+        return
+    threads: _Threads = p.fact("threads", lambda: _solved(p))
+    # An exported lock/unlock pair is an API for callers outside the package.
+    exported_lock = any(
+        threads.wrapper(u) is Event.LOCK and _exported(u) for u in p.package.units if u in p.cfgs.graphs
+    )
+    for unit, graph in p.cfgs.graphs.items():
+        happenings = threads.happenings(unit)
+        if not happenings or not graph.created:
+            continue
+        entry = threads._entry_of(unit)
+        states = threads.locked.get(unit, {})
+        for n, items in sorted(happenings.items()):
+            if not graph.reachable(n):
+                continue
+            locked = states.get(n, _CAP) if entry is not None else _CAP
+            for happening in items:
+                exempt = threads.wrapper(unit) is Event.UNLOCK and _exported(unit) and exported_lock
+                if happening.event is Event.BOUND and entry is not None and locked == 0:
+                    p.report("CL401", unit, happening.call, _unlocked_message(unit, happening))
+                elif happening.event is Event.UNLOCK and entry is not None and locked == 0:
+                    if not exempt:
+                        p.report("CL403", unit, happening.call, _unlock_message(unit))
+                elif happening.event is Event.DEFER_UNLOCK and entry is not None and locked == 0:
+                    if not exempt and not _lock_follows(threads, graph, n):
+                        p.report("CL403", unit, happening.call, _unlock_message(unit))
+                locked = threads._apply(locked, (happening,), frozenset())
+        _check_balance(p, threads, unit, graph)
+
+
+def _solved(p: Pass) -> _Threads:
+    threads = _Threads(p)
+    threads.solve()
+    return threads
+
+
+def _exported(unit: Unit) -> bool:
+    name = unit.name.rsplit(".", 1)[-1]
+    return unit.kind is not UnitKind.LITERAL and name[:1].isupper()
+
+
+def _unlocked_message(unit: Unit, happening: Happening) -> str:
+    callee = syntax.text(happening.call.child_by_field_name("function"))
+    where = "this goroutine" if unit.use is LiteralUse.GO else unit.name
+    return (
+        f"{callee} binds CUDA state to the current OS thread, but {where} has not called "
+        f"runtime.LockOSThread on every path before it (nor have all its callers in this package): "
+        f"the goroutine may move to another thread; call runtime.LockOSThread() first"
+    )
+
+
+def _unlock_message(unit: Unit) -> str:
+    return (
+        f"runtime.UnlockOSThread can run in {unit.name} without a runtime.LockOSThread before it "
+        f"(neither here nor in every caller in this package); lock first, or remove the unlock"
+    )
+
+
+def _needles(knowledge: Knowledge) -> frozenset[bytes]:
+    return frozenset({b"LockOSThread", b"UnlockOSThread"}) | frozenset(
+        f'"{family.import_path}"'.encode() for family in knowledge.families if family.thread_bound
+    )
+
+
+ANALYZER = Analyzer(
+    name="threads",
+    doc=__doc__ or "",
+    rules=(CL401, CL402, CL403),
+    run=run,
+    needles=_needles,
+)
