@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from cudalint.analyzer import Analyzer
 from cudalint.catalog import Rule
-from cudalint.passes import defers, resources, status, threads
+from cudalint.passes import defers, pointers, resources, status, threads
 
-ANALYZERS: tuple[Analyzer, ...] = (resources.ANALYZER, defers.ANALYZER, status.ANALYZER, threads.ANALYZER)
+ANALYZERS: tuple[Analyzer, ...] = (resources.ANALYZER, defers.ANALYZER, status.ANALYZER, threads.ANALYZER, pointers.ANALYZER)
 
 
 def all_rules() -> list[Rule]:
