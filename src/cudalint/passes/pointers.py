@@ -529,7 +529,10 @@ def run(p: Pass) -> None:
 
 
 def _needles(knowledge: Knowledge) -> frozenset[bytes]:
-    return frozenset({b'"unsafe"', b'"reflect"', b"SetFinalizer"}) | frozenset(
+    # CL501 needs an address turned into an integer, CL503 a header type; the
+    # others need an API the knowledge describes.
+    specific = {b"uintptr(unsafe.Pointer(", b"UnsafeAddr()", b".Pointer()", b"SliceHeader", b"StringHeader"}
+    return frozenset(specific) | frozenset(
         f'"{family.import_path}"'.encode() for family in knowledge.families
         if family.async_host or family.releases_need_context or any(r.device_memory for r in family.resources)
     )
