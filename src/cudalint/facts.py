@@ -76,6 +76,26 @@ class Facts:
     api_calls: dict[Node, list[Node]] = field(default_factory=dict, repr=False)
     _units_by_symbol: dict[Symbol, Unit] = field(default_factory=dict, repr=False)
     _literals: dict[Node, Unit] = field(default_factory=dict, repr=False)
+    _calls_by_name: dict[str, list[Node]] | None = field(default=None, repr=False)
+    _references: dict[Symbol, list[Node]] | None = field(default=None, repr=False)
+
+    def calls_of(self, unit: Unit) -> list[Node]:
+        """The calls in this package whose callee is `unit`."""
+        if self._calls_by_name is None:
+            self._calls_by_name = {}
+            for parsed in self.package.files:
+                for name, calls in syntax.calls_by_name(parsed.root).items():
+                    self._calls_by_name.setdefault(name, []).extend(calls)
+        name = unit.name.rsplit(".", 1)[-1]
+        return [call for call in self._calls_by_name.get(name, []) if self.callee(call).target is unit]
+
+    def references(self, symbol: Symbol) -> list[Node]:
+        """The identifiers that refer to a symbol (its declarations included)."""
+        if self._references is None:
+            self._references = {}
+            for node, found in self.package.resolution.refs.items():
+                self._references.setdefault(found, []).append(node)
+        return self._references.get(symbol, [])
     _methods: dict[str, list[Unit]] = field(default_factory=dict, repr=False)
 
     def call(self, node: Node | None) -> CallFact | None:

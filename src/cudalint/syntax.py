@@ -148,3 +148,25 @@ def enclosing_function(node: Node) -> Node | None:
     while current is not None and current.type not in FUNCTION_NODES:
         current = current.parent
     return current
+
+
+def calls_by_name(root: Node) -> dict[str, list[Node]]:
+    """Calls `f(...)` and `x.f(...)` under root, by the name f."""
+    found: dict[str, list[Node]] = {}
+    for name in _captures(
+        "(call_expression function: [(identifier) @name (selector_expression field: (field_identifier) @name)])",
+        root, "name",
+    ):
+        call = name.parent if name.parent is not None and name.parent.type == "call_expression" else name.parent.parent
+        found.setdefault(text(name), []).append(call)
+    return found
+
+
+def header_references(root: Node) -> list[Node]:
+    """`x.SliceHeader` / `x.StringHeader`, as a type or an expression."""
+    return _captures(
+        """[(qualified_type name: (type_identifier) @name) @ref
+            (selector_expression field: (field_identifier) @name) @ref]
+           (#any-of? @name "SliceHeader" "StringHeader")""",
+        root, "ref",
+    )

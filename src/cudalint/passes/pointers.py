@@ -318,36 +318,37 @@ def _root(node: Node | None) -> Node | None:
     return node
 
 
+def _calls_to(p: Pass, import_path: str, name: str):
+    """(unit, call) for each call of import_path.name in the package's functions."""
+    by_node = {unit.node: unit for unit in p.cfgs.graphs}
+    for call, fact in p.facts.calls.items():
+        if fact.import_path == import_path and fact.name == name:
+            unit = by_node.get(syntax.enclosing_function(call))
+            if unit is not None:
+                yield unit, call
+
+
 def _check_roundtrips(p: Pass, memory: _Memory) -> None:
     """CL501."""
-    for unit, graph in p.cfgs.graphs.items():
-        body = unit.body
-        if body is None:
+    for unit, node in _calls_to(p, "unsafe", "Pointer"):
+        arguments = syntax.children(node.child_by_field_name("arguments"))
+        argument = syntax.unparen(arguments[0]) if len(arguments) == 1 else None
+        if argument is None or argument.type != "identifier":
             continue
-        for node in syntax.walk(body, into_functions=False):
-            if node.type != "call_expression":
-                continue
-            fact = p.facts.calls.get(node)
-            if fact is None or fact.import_path != "unsafe" or fact.name != "Pointer":
-                continue
-            arguments = syntax.children(node.child_by_field_name("arguments"))
-            argument = syntax.unparen(arguments[0]) if len(arguments) == 1 else None
-            if argument is None or argument.type != "identifier":
-                continue
-            symbol = p.package.resolution.symbol(argument)
-            if symbol is None or symbol.kind is not SymbolKind.VAR or not symbol.is_local:
-                continue
-            if syntax.text(symbol.type_node) not in ("", "uintptr"):
-                continue
-            source = memory.uintptr_from_go(symbol)
-            if source is None:
-                continue
-            p.report(
-                "CL501", unit, node,
-                f"unsafe.Pointer({symbol.name}) turns a uintptr held in a variable back into a pointer: the Go "
-                f"object whose address it took at line {syntax.line(source)} may have been moved or freed since; "
-                f"keep it as an unsafe.Pointer until it is used",
-            )
+        symbol = p.package.resolution.symbol(argument)
+        if symbol is None or symbol.kind is not SymbolKind.VAR or not symbol.is_local:
+            continue
+        if syntax.text(symbol.type_node) not in ("", "uintptr"):
+            continue
+        source = memory.uintptr_from_go(symbol)
+        if source is None:
+            continue
+        p.report(
+            "CL501", unit, node,
+            f"unsafe.Pointer({symbol.name}) turns a uintptr held in a variable back into a pointer: the Go "
+            f"object whose address it took at line {syntax.line(source)} may have been moved or freed since; "
+            f"keep it as an unsafe.Pointer until it is used",
+        )
 
 
 def _check_escapes(p: Pass) -> None:
@@ -410,21 +411,19 @@ def _bare_escape(p: Pass, use) -> str | None:
 def _check_headers(p: Pass) -> None:
     """CL503."""
     for parsed in p.package.files:
-        if not any(i.path == "reflect" for i in parsed.imports):
+        if not any(i.path == "reflect" for i in parsed.imports) or b"Header" not in parsed.source.data:
             continue
         file_scope = p.package.resolution.file_scopes.get(parsed.root)
         units = [u for u in p.package.units if u.file is parsed]
-        for node in syntax.walk(parsed.root):
+        for node in syntax.header_references(parsed.root):
             if node.type == "qualified_type":
                 package, name = node.child_by_field_name("package"), node.child_by_field_name("name")
-            elif node.type == "selector_expression":
-                package, name = node.child_by_field_name("operand"), node.child_by_field_name("field")
             else:
-                continue
+                package, name = node.child_by_field_name("operand"), node.child_by_field_name("field")
             header = syntax.text(name)
-            if header not in ("SliceHeader", "StringHeader") or package is None:
+            if header not in ("SliceHeader", "StringHeader"):
                 continue
-            imported = file_scope.names.get(syntax.text(package)) if file_scope is not None else None
+            imported = file_scope.names.get(syntax.text(package)) if file_scope is not None and package is not None else None
             if imported is None or imported.import_path != "reflect":
                 continue
             if node.type == "selector_expression" and p.package.resolution.symbol(package) is not imported:
@@ -466,36 +465,22 @@ def _check_async(p: Pass, memory: _Memory) -> None:
 
 def _check_finalizers(p: Pass) -> None:
     """CL505."""
-    for unit, graph in p.cfgs.graphs.items():
-        for call in _set_finalizer_calls(p, unit):
-            arguments = syntax.children(call.child_by_field_name("arguments"))
-            if len(arguments) != 2:
-                continue
-            finalizer = _function_of(p, arguments[1])
-            if finalizer is None:
-                continue
-            calls = [p.facts.calls[c] for c in p.facts.api_calls.get(finalizer.node, [])]
-            if any(fact.api.context_setter for fact in calls):
-                continue
-            for fact in calls:
-                if fact.api.is_release and fact.api.family.releases_need_context:
-                    p.report(
-                        "CL505", finalizer, fact.node,
-                        f"{fact.written} runs in a finalizer, on whatever OS thread the GC picks, with no CUDA "
-                        f"context current: it fails and the resource leaks; release it in a Close method, or make "
-                        f"its context current here first (cuCtxPushCurrent ... cuCtxPopCurrent on a locked thread)",
-                    )
-
-
-def _set_finalizer_calls(p: Pass, unit: Unit):
-    body = unit.body
-    if body is None:
-        return
-    for node in syntax.walk(body, into_functions=False):
-        if node.type == "call_expression":
-            fact = p.facts.calls.get(node)
-            if fact is not None and fact.import_path == "runtime" and fact.name == "SetFinalizer":
-                yield node
+    for _, call in _calls_to(p, "runtime", "SetFinalizer"):
+        arguments = syntax.children(call.child_by_field_name("arguments"))
+        finalizer = _function_of(p, arguments[1]) if len(arguments) == 2 else None
+        if finalizer is None:
+            continue
+        calls = [p.facts.calls[c] for c in p.facts.api_calls.get(finalizer.node, [])]
+        if any(fact.api.context_setter for fact in calls):
+            continue
+        for fact in calls:
+            if fact.api.is_release and fact.api.family.releases_need_context:
+                p.report(
+                    "CL505", finalizer, fact.node,
+                    f"{fact.written} runs in a finalizer, on whatever OS thread the GC picks, with no CUDA "
+                    f"context current: it fails and the resource leaks; release it in a Close method, or make "
+                    f"its context current here first (cuCtxPushCurrent ... cuCtxPopCurrent on a locked thread)",
+                )
 
 
 def _function_of(p: Pass, expression: Node) -> Unit | None:

@@ -300,7 +300,7 @@ class _Threads:
     def solve(self) -> None:
         """Entry states: a function is locked on entry when every call of it in
         the package is made from a locked point; iterate to a fixpoint."""
-        units = [u for u in self.p.package.units if u in self.p.cfgs.graphs]
+        units = self._relevant()
         sites: dict[Unit, list[tuple[Unit, int, Happening]]] = {}
         for unit in units:
             for n, happenings in self.happenings(unit).items():
@@ -396,18 +396,50 @@ class _Threads:
                     spawned.append(_statement_of(node) == "go_statement")
         return spawned
 
+    def _relevant(self) -> list[Unit]:
+        """The units whose lock state matters: those with a lock, an unlock or
+        a thread-bound call, the functions calling them (their lock state at
+        the call is the callee's entry state), transitively, and the
+        functions enclosing relevant literals."""
+        graphs = self.p.cfgs.graphs
+        by_node = {u.node: u for u in self.p.package.units if u in graphs}
+        pending = []
+        for call, fact in self.p.facts.calls.items():
+            threads = (fact.import_path == _RUNTIME and fact.name in ("LockOSThread", "UnlockOSThread")) or (
+                fact.api is not None and fact.api.thread_bound
+            )
+            function = syntax.enclosing_function(call) if threads else None
+            if function is not None and function in by_node:
+                pending.append(by_node[function])
+        relevant: set[Unit] = set()
+        while pending:
+            unit = pending.pop()
+            if unit in relevant:
+                continue
+            relevant.add(unit)
+            if unit.parent is not None and unit.parent in graphs:
+                pending.append(unit.parent)
+            if unit.kind is not UnitKind.LITERAL:
+                for call in self.p.facts.calls_of(unit):
+                    function = syntax.enclosing_function(call)
+                    if function in by_node:
+                        pending.append(by_node[function])
+            elif unit.stored_in is not None:
+                for node in self.p.facts.references(unit.stored_in):
+                    function = syntax.enclosing_function(node)
+                    if function in by_node:
+                        pending.append(by_node[function])
+        return [u for u in self.p.package.units if u in relevant]
+
     def _used_as_values(self, units: list[Unit]) -> set[Unit]:
         """Functions referred to other than by calling them (callbacks)."""
-        by_symbol = {u.symbol: u for u in units if u.symbol is not None}
         found: set[Unit] = set()
         resolution = self.p.package.resolution
-        for parsed in self.p.package.files:
-            for node in syntax.walk(parsed.root):
-                if node.type != "identifier":
-                    continue
-                symbol = resolution.refs.get(node)
-                unit = by_symbol.get(symbol) if symbol is not None else None
-                if unit is None or resolution.declarations.get(node) is symbol:
+        for unit in units:
+            if unit.symbol is None:
+                continue
+            for node in self.p.facts.references(unit.symbol):
+                if resolution.declarations.get(node) is unit.symbol:
                     continue
                 parent = node.parent
                 if parent is not None and parent.type == "call_expression" and parent.child_by_field_name("function") == node:
@@ -544,11 +576,12 @@ def run(p: Pass) -> None:
     if not _concerns_threads(p):
         return
     threads: _Threads = p.fact("threads", lambda: _solved(p))
+    relevant = set(threads.locked)
     # An exported lock/unlock pair is an API for callers outside the package.
-    exported_lock = any(
-        threads.wrapper(u) is Event.LOCK and _exported(u) for u in p.package.units if u in p.cfgs.graphs
-    )
+    exported_lock = any(threads.wrapper(u) is Event.LOCK and _exported(u) for u in threads.locked)
     for unit, graph in p.cfgs.graphs.items():
+        if unit not in relevant:
+            continue
         happenings = threads.happenings(unit)
         if not happenings or not graph.created:
             continue

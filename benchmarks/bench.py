@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Measure cudalint on a Go tree against the floor of its design.
+
+The floor is what any tree-sitter-based analyzer must pay: reading the files,
+the byte prefilter, and tree-sitter's own parse of the files that survive it.
+cudalint itself runs as users run it (a subprocess, `--format json`), cold
+with 1 and N workers, then warm (a second run that can use the result cache,
+where the installed cudalint has one).
+
+    python benchmarks/bench.py /usr/lib/go/src --jobs 2
+
+Prints one line per measurement and the ratios the project tracks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from cudalint.discover import discover
+from cudalint.knowledge import load_knowledge
+from cudalint.parse import GO
+from cudalint.passes import ANALYZERS, all_rules
+from cudalint.prefilter import may_match, needles_for
+from tree_sitter import Parser
+
+
+def _timed(function):
+    start = time.perf_counter()
+    value = function()
+    return value, time.perf_counter() - start
+
+
+def _run_cudalint(tree: Path, jobs: int, cache_dir: Path, cold: bool) -> tuple[float, int, str]:
+    """Wall time, peak RSS (KiB, the largest process) and the JSON output."""
+    arguments = [sys.executable, "-m", "cudalint", "--format", "json", "--jobs", str(jobs), f"{tree}/..."]
+    environment = dict(os.environ, CUDALINT_CACHE_DIR=str(cache_dir))
+    if cold:
+        environment["CUDALINT_NO_CACHE"] = "1"
+    start = time.perf_counter()
+    process = subprocess.Popen(arguments, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=environment, cwd=tree)
+    output = process.stdout.read().decode() if process.stdout else ""
+    _, _, usage = os.wait4(process.pid, 0)
+    elapsed = time.perf_counter() - start
+    return elapsed, usage.ru_maxrss, output
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("tree", type=Path)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    options = parser.parse_args()
+    tree = options.tree.resolve()
+
+    files = discover(["./..."], tree).files
+    contents, read_time = _timed(lambda: [path.read_bytes() for path in files])
+    lines = sum(data.count(b"\n") for data in contents)
+    knowledge = load_knowledge()
+    enabled = frozenset(rule.id for rule in all_rules())
+    needles = needles_for(ANALYZERS, knowledge, enabled)
+    by_directory: dict[Path, list[bytes]] = {}
+    for path, data in zip(files, contents):
+        by_directory.setdefault(path.parent, []).append(data)
+    survivors, prefilter_time = _timed(
+        lambda: [data for group in by_directory.values() if may_match(group, needles) for data in group]
+    )
+    go_parser = Parser(GO)
+    _, parse_time = _timed(lambda: [go_parser.parse(data) for data in survivors])
+    floor = read_time + prefilter_time + parse_time
+    surviving_lines = sum(data.count(b"\n") for data in survivors)
+
+    print(f"tree              {tree}")
+    print(f"files             {len(files)} ({lines} lines); {len(survivors)} survive the prefilter ({surviving_lines} lines)")
+    print(f"read              {read_time:8.2f} s")
+    print(f"prefilter         {prefilter_time:8.2f} s")
+    print(f"parse survivors   {parse_time:8.2f} s   (tree-sitter alone)")
+    print(f"floor             {floor:8.2f} s   (read + prefilter + parse)")
+    with tempfile.TemporaryDirectory() as cache:
+        cache_dir = Path(cache)
+        results = {}
+        for label, jobs, cold in (("cold, 1 worker", 1, True), (f"cold, {options.jobs} workers", options.jobs, True),
+                                  ("warm (fill)", options.jobs, False), ("warm", options.jobs, False)):
+            elapsed, peak, output = _run_cudalint(tree, jobs, cache_dir, cold)
+            results[label] = (elapsed, peak, output)
+            print(f"cudalint {label:18s} {elapsed:8.2f} s   {len(files) / elapsed:8.0f} files/s   "
+                  f"{lines / elapsed:9.0f} lines/s   peak {peak / 1024:6.0f} MiB")
+        cold1 = results["cold, 1 worker"][0]
+        coldn = results[f"cold, {options.jobs} workers"][0]
+        warm = results["warm"][0]
+        same = len({output for _, _, output in results.values()}) == 1
+        print(f"ratio cold(1)/floor        {cold1 / floor:6.2f}")
+        print(f"ratio cold(1)/parse        {cold1 / parse_time if parse_time else float('inf'):6.2f}")
+        print(f"speed-up {options.jobs} workers        {cold1 / coldn:6.2f}x")
+        print(f"warm / cold({options.jobs})             {warm / coldn:6.2%}")
+        print(f"identical output across runs: {'yes' if same else 'NO'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
