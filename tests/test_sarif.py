@@ -5,6 +5,7 @@ fingerprints, notifications for files that could not be parsed)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import jsonschema
@@ -168,3 +169,67 @@ def test_leak_path_is_a_code_flow(tmp_path: Path) -> None:
         (16, "`st != C.cudaSuccess` is true"),
         (17, "d is still held here"),
     ]
+
+
+def test_related_locations_are_linked_from_the_message(tmp_path: Path) -> None:
+    (tmp_path / "leak.go").write_text(LEAK)
+    (result,) = sarif(tmp_path)["runs"][0]["results"]
+    text = result["message"]["text"]
+    assert "(line 13)" in text  # the finding's own line is not a link
+    links = re.findall(r"\[line (\d+)\]\((\d+)\)", text)
+    assert links and ("17", "1") in links
+    related = {location["id"]: location for location in result["relatedLocations"]}
+    for line, number in links:
+        location = related[int(number)]
+        assert location["physicalLocation"]["region"]["startLine"] == int(line)
+        assert location["physicalLocation"]["artifactLocation"] == {"uri": "leak.go", "uriBaseId": "%SRCROOT%"}
+        assert location["message"]["text"]
+    assert related[1]["message"]["text"] == "d is still held here"  # the path step on that line
+    assert set(related) == {int(number) for _, number in links}
+
+
+def test_linked_messages_escape_literal_brackets() -> None:
+    from cudalint.reporters.sarif import _escape
+
+    assert _escape(r"s[0] and a\[b]") == r"s\[0\] and a\\\[b\]"
+
+
+def test_every_rule_is_described_in_full(project: Path) -> None:
+    from cudalint.passes import all_rules
+
+    driver = sarif(project)["runs"][0]["tool"]["driver"]
+    assert driver["informationUri"] == "https://pypi.org/project/cudalint/"
+    assert driver["semanticVersion"] == driver["version"]
+    assert [rule["id"] for rule in driver["rules"]] == [rule.id for rule in all_rules()]
+    for descriptor, rule in zip(driver["rules"], all_rules()):
+        assert descriptor["name"] == rule.name
+        assert descriptor["shortDescription"]["text"] == rule.summary
+        assert descriptor["fullDescription"]["text"] == rule.description and len(rule.description) > len(rule.summary) / 2
+        assert descriptor["help"]["text"] == rule.doc and descriptor["help"]["markdown"] == rule.markdown()
+        assert descriptor["defaultConfiguration"]["level"] == rule.level.value
+        assert descriptor["properties"] == {"tags": list(rule.tags), "precision": rule.precision}
+
+
+def test_configured_levels_are_result_levels_and_configuration_overrides(project: Path) -> None:
+    (project / ".cudalint.toml").write_text('[level]\nCL301 = "warning"\n')
+    document = sarif(project)
+    validate(document)
+    run = document["runs"][0]
+    (result,) = run["results"]
+    assert result["ruleId"] == "CL301" and result["level"] == "warning"
+    (override,) = run["invocations"][0]["ruleConfigurationOverrides"]
+    assert override["configuration"]["level"] == "warning"
+    assert run["tool"]["driver"]["rules"][override["descriptor"]["index"]]["id"] == "CL301"
+    assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["defaultConfiguration"]["level"] == "error"
+
+
+def test_uris_are_relative_to_the_repository_root(project: Path) -> None:
+    (project / ".git").mkdir()  # what marks the repository root
+    document = sarif(project / "pkg", ".")
+    validate(document)
+    run = document["runs"][0]
+    assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == project.resolve().as_uri() + "/"
+    (result,) = run["results"]
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"] == {"uri": "pkg/a.go", "uriBaseId": "%SRCROOT%"}
+    note = run["invocations"][0]["toolExecutionNotifications"][0]
+    assert note["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "pkg/broken.go"

@@ -1,7 +1,8 @@
 """The driver: runs the pipeline stages over the discovered files.
 
-discover -> prefilter -> parse -> functions -> cfg -> facts -> passes. Work is
-split per directory (a package is the unit that facts such as "never returns"
+discover -> prefilter -> parse -> functions -> cfg -> facts -> passes ->
+findings (per-file ignores, inline suppressions, fingerprints). Work is split
+per directory (a package is the unit that facts such as "never returns"
 are computed over) and spread over worker processes. Every stage's failure on
 one input becomes a notification for that input; the run goes on.
 """
@@ -12,6 +13,7 @@ import os
 import sys
 import threading
 import traceback
+from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -19,15 +21,16 @@ from itertools import groupby
 from pathlib import Path
 from typing import TypeVar
 
-from cudalint import prefilter
+from cudalint import prefilter, suppressions
 from cudalint.analyzer import Pass
 from cudalint.cfg import build_package_cfgs
+from cudalint.config import PerFileIgnores
 from cudalint.facts import compute_facts
-from cudalint.findings import Notification, NotificationKind, Result
+from cudalint.findings import Finding, Notification, NotificationKind, Result, assign_fingerprints
 from cudalint.functions import SYNTAX_ERROR, collect_packages
 from cudalint.knowledge import Knowledge
-from cudalint.parse import parse
-from cudalint.passes import ANALYZERS
+from cudalint.parse import ParsedFile, parse
+from cudalint.passes import ANALYZERS, all_rules
 from cudalint.source import SourceFile, display_path, read_source
 
 T = TypeVar("T")
@@ -47,6 +50,11 @@ class Settings:
     debug: bool = False
     # Off only in benchmarks and crash checks that must run every stage on every file.
     prefilter: bool = True
+    # Rules disabled for some files by the configuration's per-file-ignores.
+    per_file: PerFileIgnores | None = None
+
+    def enabled_for(self, path: Path) -> frozenset[str]:
+        return self.per_file.enabled_for(path, self.enabled) if self.per_file else self.enabled
 
 
 def _in_deep_stack(function: Callable[..., T], *args) -> T:
@@ -109,7 +117,38 @@ def analyze_directory(paths: list[Path], settings: Settings, knowledge: Knowledg
         return result
     for package in packages:
         _analyze_package(package, settings, knowledge, result)
+    _findings_stage(result, parsed_files, settings)
     return result
+
+
+_TROUBLE = frozenset({NotificationKind.SYNTAX_ERROR, NotificationKind.TOO_COMPLEX, NotificationKind.INTERNAL_ERROR})
+
+
+def _findings_stage(result: Result, parsed_files: list[ParsedFile], settings: Settings) -> None:
+    """Per file: drop the rules its per-file-ignores disable, apply its
+    suppression directives (reporting bad ones as CL001) and fingerprint
+    what is left, suppressed findings included, so that a fingerprint does
+    not depend on which findings are shown."""
+    by_path: dict[str, list[Finding]] = defaultdict(list)
+    for finding in result.findings:
+        by_path[finding.path].append(finding)
+    # Where the analysis was incomplete, a directive may look unused when
+    # its finding was simply not computed.
+    troubled = {note.path for note in result.notifications if note.kind in _TROUBLE}
+    complete = result.internal_errors == 0
+    rule_ids = [rule.id for rule in all_rules()]
+    findings: list[Finding] = []
+    for parsed in parsed_files:
+        enabled = settings.enabled_for(parsed.source.path)
+        mine = [finding for finding in by_path.pop(parsed.display, []) if finding.rule_id in enabled]
+        reported, suppressed = suppressions.apply(
+            mine, parsed, rule_ids, enabled, report_unused=complete and parsed.display not in troubled,
+        )
+        findings += assign_fingerprints(reported + suppressed)
+    for rest in by_path.values():  # not expected: every finding is in a parsed file
+        findings += assign_fingerprints(rest)
+    result.findings = [finding for finding in findings if finding.suppression is None]
+    result.suppressed = [finding for finding in findings if finding.suppression is not None]
 
 
 def _analyze_package(package, settings: Settings, knowledge: Knowledge, result: Result) -> None:
@@ -186,6 +225,9 @@ def default_jobs() -> int:
 
 def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Result:
     needles = prefilter.needles_for(ANALYZERS, knowledge, settings.enabled)
+    if suppressions.TOOL_RULE in settings.enabled:
+        # A directive in a package without GPU code suppresses nothing: look at it.
+        needles += (b"cudalint:",)
     directories = [list(group) for _, group in groupby(sorted(files, key=lambda p: (p.parent.as_posix(), p.name)), key=lambda p: p.parent)]
     total = Result()
     # Worker start-up costs more than a handful of packages take to analyse.

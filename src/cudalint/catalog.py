@@ -8,6 +8,7 @@ what `--explain`, `--list-rules` and SARIF `help` show.
 from __future__ import annotations
 
 import inspect
+import re
 from dataclasses import dataclass
 from enum import Enum
 
@@ -33,6 +34,18 @@ class Rule:
 
     def markdown(self) -> str:
         return f"# {self.id} {self.name}\n\n{self.summary}\n\nDefault level: `{self.level.value}`.\n\n{self.doc}\n"
+
+    def section(self, title: str) -> str:
+        """The text of one `## title` section of the documentation."""
+        match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", self.doc, re.MULTILINE | re.DOTALL)
+        return match.group(1).strip() if match else ""
+
+    @property
+    def description(self) -> str:
+        """One paragraph: the first of "What it does", unwrapped (the
+        summary if the documentation has no such section)."""
+        paragraph = self.section("What it does").split("\n\n", 1)[0]
+        return " ".join(paragraph.split()) or self.summary
 
 
 def matches(rule_id: str, prefixes: tuple[str, ...]) -> bool:

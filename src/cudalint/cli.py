@@ -1,8 +1,8 @@
 """Command line: `cudalint [PATTERNS]...` (default `./...`).
 
 Exit status: 0 no findings, 1 findings, 2 usage or tool error (including a
-pattern that matches no Go file and an internal error that left the result
-incomplete).
+pattern that matches no Go file, an unusable configuration, rules or baseline
+file, and an internal error that left the result incomplete).
 """
 
 from __future__ import annotations
@@ -11,17 +11,21 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
 from cudalint import __version__
 from cudalint.analysis import Settings, analyze, default_jobs
+from cudalint.baseline import Baseline, BaselineError
+from cudalint.baseline import render as render_baseline
 from cudalint.catalog import select_rules
+from cudalint.config import Config, ConfigError, PathGlobs, find_config, load_config
 from cudalint.discover import discover
 from cudalint.knowledge import KnowledgeError, load_knowledge
 from cudalint.passes import all_rules, rule_by_id
 from cudalint.reporters import FORMATS, Report, render
-from cudalint.source import display_path
+from cudalint.source import display_path, repository_root
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -33,6 +37,31 @@ def _prefixes(option: str, value: str | None) -> tuple[str, ...]:
     if not prefixes:
         raise click.BadParameter("expects one or more rule-ID prefixes, e.g. CL3 or CL101,CL201", param_hint=option)
     return prefixes
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"cudalint: error: {message}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+def _load_config(config_file: Path | None, isolated: bool, cwd: Path) -> Config:
+    if isolated:
+        return Config()
+    try:
+        path = config_file if config_file is not None else find_config(cwd)
+        if path is None:
+            return Config()
+        return load_config(path, [rule.id for rule in all_rules()], display_path(path.resolve(), cwd))
+    except ConfigError as error:
+        _fail(str(error))
+
+
+def _use_color(mode: str, fmt: str, output: Path | None) -> bool:
+    if fmt != "text" or mode == "never":
+        return False
+    if mode == "always":
+        return True
+    return output is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
 
 def _check_prefixes(option: str, prefixes: tuple[str, ...]) -> None:
@@ -74,29 +103,52 @@ def _write_report(path: Path, text: str) -> None:
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("patterns", nargs=-1)
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Output format.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="Output format: text for people, json for scripts, sarif for code scanning, github for workflow annotations.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to FILE instead of stdout (a regular file is replaced atomically).")
-@click.option("--select", help="Comma-separated rule-ID prefixes to enable (default: all), e.g. CL1,CL301.")
-@click.option("--ignore", help="Comma-separated rule-ID prefixes to disable, e.g. CL302.")
+@click.option("--select", metavar="PREFIXES", help="Comma-separated rule-ID prefixes to enable (default: all), e.g. CL1,CL301. Replaces the configuration's select.")
+@click.option("--ignore", metavar="PREFIXES", help="Comma-separated rule-ID prefixes to disable, e.g. CL302. Replaces the configuration's ignore.")
+@click.option("--exclude", "excludes", multiple=True, metavar="GLOB",
+              help="Skip files matching GLOB (relative to the current directory); repeatable. Replaces the configuration's exclude.")
 @click.option(
     "--rules", "rules_files", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
-    help="An extra API knowledge file (TOML, schema in rules/README.md); repeatable.",
+    help="An extra API knowledge file (TOML, schema in rules/README.md), loaded in addition to the configuration's; repeatable.",
 )
-@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: the number of CPUs).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Read this configuration file instead of the nearest .cudalint.toml or pyproject.toml [tool.cudalint].")
+@click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
+@click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Report only findings that are not in this baseline file (matched by fingerprint, not line).")
+@click.option("--write-baseline", "write_baseline", type=click.Path(dir_okay=False, path_type=Path),
+              help="Record every current finding in this baseline file and exit 0.")
+@click.option("--show-suppressed", is_flag=True, help="Include findings suppressed by directives or the baseline, marked as such.")
+@click.option("--show-source", is_flag=True, help="Under each finding, show its line with the reported code underlined (text format).")
 @click.option("--show-paths", is_flag=True, help="Under each path finding, show the path: acquisition, branches taken, leaking exit.")
+@click.option("--color", "color_mode", type=click.Choice(("auto", "always", "never")), default="auto", show_default=True,
+              help="Colour the text format: auto is only on a terminal, and never with NO_COLOR set.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: the number of CPUs).")
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, no notifications.")
 @click.option("--list-rules", is_flag=True, help="List the rules and exit.")
 @click.option("--explain", metavar="RULE", help="Print the documentation of RULE (e.g. CL301) and exit.")
 @click.option("--debug", is_flag=True, help="Include tracebacks in internal-error notifications.")
 @click.version_option(__version__, "--version", prog_name="cudalint")
-def main(patterns, fmt, output, select, ignore, rules_files, jobs, show_paths, quiet, list_rules, explain, debug) -> None:
+def main(
+    patterns, fmt, output, select, ignore, excludes, rules_files, config_file, isolated, baseline_file, write_baseline,
+    show_suppressed, show_source, show_paths, color_mode, jobs, quiet, list_rules, explain, debug,
+) -> None:
     """Find leaked device memory, double frees, misplaced defers and dropped
     CUDA status codes in Go code that drives NVIDIA GPUs through cgo.
 
     PATTERNS are Go-style package patterns: ./... (the default), dir/..., a
-    directory (that package only) or a .go file. Build constraints are
-    ignored: every .go file is read, so that cgo files behind tags are
-    analysed too.
+    directory (that package only) or .go files (analysed as one package, as
+    the pre-commit hook passes them). Build constraints are ignored: every
+    .go file is read, so that cgo files behind tags are analysed too.
+
+    Configuration comes from the nearest .cudalint.toml or pyproject.toml
+    with a [tool.cudalint] table at or above the current directory; the
+    options below override it. Suppress a finding with a comment:
+    //cudalint:ignore CL301 <reason> (this line or the next) or
+    //cudalint:file-ignore CL3 <reason> (the whole file).
     """
     if list_rules:
         click.echo(_list_rules())
@@ -107,22 +159,38 @@ def main(patterns, fmt, output, select, ignore, rules_files, jobs, show_paths, q
             raise click.BadParameter(f"no rule {explain!r} (see --list-rules)", param_hint="--explain")
         click.echo(rule.markdown(), nl=False)
         sys.exit(EXIT_CLEAN)
+    if baseline_file is not None and write_baseline is not None:
+        raise click.UsageError("--baseline and --write-baseline exclude each other (--write-baseline replaces the file)")
+    if config_file is not None and isolated:
+        raise click.UsageError("--config and --isolated exclude each other")
 
-    selected, ignored = _prefixes("--select", select) or ("CL",), _prefixes("--ignore", ignore)
+    cwd = Path.cwd()
+    config = _load_config(config_file, isolated, cwd)
+    selected = _prefixes("--select", select) if select is not None else config.select or ("CL",)
+    ignored = _prefixes("--ignore", ignore) if ignore is not None else config.ignore or ()
     _check_prefixes("--select", selected)
     _check_prefixes("--ignore", ignored)
-    enabled = select_rules(all_rules(), selected, ignored)
+    rules = all_rules()
+    enabled = select_rules(rules, selected, ignored)
     if not enabled:
-        raise click.UsageError("--select and --ignore leave no rule enabled")
+        raise click.UsageError("--select and --ignore leave no rule enabled" + (f" (with {display_path(config.path, cwd)})" if config.path else ""))
     if any(not pattern.strip() for pattern in patterns):
         raise click.BadParameter("an empty pattern names nothing (use . for this directory)", param_hint="PATTERNS")
     try:
-        knowledge = load_knowledge(tuple(rules_files))
+        exclude = PathGlobs.compile(cwd, excludes) if excludes else PathGlobs.compile(config.root, config.exclude)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--exclude") from None
+    try:
+        knowledge = load_knowledge(config.rules + tuple(rules_files))
     except KnowledgeError as error:
-        click.echo(f"cudalint: error: {error}", err=True)
-        sys.exit(EXIT_ERROR)
+        _fail(str(error))
+    baseline = None
+    if baseline_file is not None:
+        try:
+            baseline = Baseline.load(baseline_file, str(baseline_file))
+        except BaselineError as error:
+            _fail(str(error))
 
-    cwd = Path.cwd()
     discovery = discover(list(patterns) or ["./..."], cwd)
     for note in discovery.notifications if discovery.unmatched else ():
         click.echo(note.render(), err=True)
@@ -137,27 +205,57 @@ def main(patterns, fmt, output, select, ignore, rules_files, jobs, show_paths, q
         )
     if discovery.unmatched:
         sys.exit(EXIT_ERROR)
+    # Excluded files are dropped even when named: the pre-commit hook names
+    # every staged file, and a pattern whose files are all excluded is fine.
+    files = [path for path in discovery.files if exclude.match(path) is None]
 
-    rules = all_rules()
-    settings = Settings(base=cwd, enabled=enabled, jobs=jobs or default_jobs(), debug=debug)
-    result = analyze(discovery.files, settings, knowledge)
+    settings = Settings(base=cwd, enabled=enabled, jobs=jobs or default_jobs(), debug=debug, per_file=config.per_file())
+    result = analyze(files, settings, knowledge)
     result.notifications[:0] = discovery.notifications
     result.sort()
 
-    report = Report(result, {r.id: r for r in rules}, cwd.as_uri() + "/", __version__)
-    color = output is None and fmt == "text" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    text = render(report, fmt, color=color, quiet=quiet, show_paths=show_paths)
+    if write_baseline is not None:
+        try:
+            _write_report(write_baseline, render_baseline(result.findings, write_baseline, cwd, __version__))
+        except OSError as error:
+            _fail(f"cannot write {write_baseline}: {error.strerror or error}")
+        if not quiet:
+            for note in result.notifications:
+                click.echo(note.render(), err=True)
+            count = len(result.findings)
+            click.echo(f"cudalint: wrote {count} finding{'s' if count != 1 else ''} to the baseline {write_baseline}", err=True)
+        sys.exit(EXIT_ERROR if result.internal_errors else EXIT_CLEAN)
+
+    stale = 0
+    if baseline is not None:
+        result.findings, known, stale = baseline.split(result.findings, cwd)
+        result.suppressed = sorted(result.suppressed + known, key=lambda f: f.sort_key())
+
+    levels = {rule.id: config.level_for(rule.id, rule.level) for rule in rules}
+    report = Report(
+        result, {r.id: r for r in rules}, __version__, cwd, repository_root(cwd),
+        levels={r.id: levels[r.id].value for r in rules if levels[r.id] is not r.level},
+        show_suppressed=show_suppressed, baseline=str(baseline_file) if baseline_file is not None else None,
+        stale_baseline_entries=stale,
+    )
+    color = _use_color(color_mode, fmt, output)
+    text = render(report, fmt, color=color, quiet=quiet, show_paths=show_paths, show_source=show_source)
     if not quiet:
         for note in result.notifications:
             click.echo(note.render(), err=True)
+        if stale:
+            click.echo(
+                f"cudalint: note: {stale} entr{'ies' if stale != 1 else 'y'} of the baseline {baseline_file} match no finding "
+                f"any more (fixed, or the reported line changed); refresh it with --write-baseline {baseline_file}",
+                err=True,
+            )
     if output is not None:
         try:
             _write_report(output, text)
         except OSError as error:
-            click.echo(f"cudalint: error: cannot write {output}: {error.strerror or error}", err=True)
-            sys.exit(EXIT_ERROR)
+            _fail(f"cannot write {output}: {error.strerror or error}")
     else:
-        click.echo(text, nl=False)
+        click.echo(text, nl=False, color=color)
     if result.internal_errors:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if result.findings else EXIT_CLEAN)

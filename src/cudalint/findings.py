@@ -6,7 +6,10 @@ parent, and reporters read them without ever touching a syntax tree again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import hashlib
+import re
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 
@@ -34,6 +37,26 @@ class Step:
     message: str
 
 
+_DIRECTIVE = re.compile(r"//[ \t]*cudalint:.*$")
+
+
+class SuppressionKind(str, Enum):
+    """SARIF's names: in the analysed file (a directive), or outside it (the baseline)."""
+
+    IN_SOURCE = "inSource"
+    EXTERNAL = "external"
+
+
+@dataclass(frozen=True)
+class Suppression:
+    kind: SuppressionKind
+    justification: str
+    # Where the suppression is written: the directive's span in the finding's
+    # file (in-source), or the baseline file's path (external, no span).
+    path: str = ""
+    span: Span | None = None
+
+
 @dataclass(frozen=True)
 class Finding:
     rule_id: str
@@ -44,9 +67,39 @@ class Finding:
     source_line: str = ""
     steps: tuple[Step, ...] = ()
     related: tuple[Step, ...] = ()
+    # "<16 hex digits>:<n>", see assign_fingerprints; set by the analysis.
+    fingerprint: str = ""
+    suppression: Suppression | None = None
 
     def sort_key(self) -> tuple:
         return (self.path, self.span.start.line, self.span.start.column, self.rule_id, self.message)
+
+
+def line_hash(finding: Finding) -> str:
+    """What a finding is about, independent of where it is: the rule, the
+    enclosing function and the reported line's text with whitespace
+    normalised and any trailing suppression directive cut off. Unrelated
+    edits above it (or re-indenting it) keep the hash; so does moving the
+    file, whose path is matched separately."""
+    line = _DIRECTIVE.sub("", finding.source_line)  # adding a trailing directive changes nothing
+    key = "\0".join((finding.rule_id, finding.function, " ".join(line.split())))
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def assign_fingerprints(findings: list[Finding]) -> list[Finding]:
+    """Each finding's fingerprint: its line hash and, as `:n`, its rank among
+    the findings of the same file with the same hash (in source order), so
+    that two identical lines in one function stay two findings. This is
+    SARIF's `primaryLocationLineHash`, the JSON `fingerprint`, and the key a
+    baseline matches on together with the file's path. `findings` must hold
+    every finding of each file it mentions, suppressed ones included."""
+    seen: Counter[tuple[str, str]] = Counter()
+    out = []
+    for finding in sorted(findings, key=Finding.sort_key):
+        digest = line_hash(finding)
+        seen[finding.path, digest] += 1
+        out.append(replace(finding, fingerprint=f"{digest}:{seen[finding.path, digest]}"))
+    return out
 
 
 class NotificationKind(str, Enum):
@@ -85,6 +138,9 @@ class Result:
     """Everything one run produced, in deterministic order."""
 
     findings: list[Finding] = field(default_factory=list)
+    # Findings silenced by a directive or the baseline (each has .suppression):
+    # left out of the report unless --show-suppressed asks for them.
+    suppressed: list[Finding] = field(default_factory=list)
     notifications: list[Notification] = field(default_factory=list)
     files_analysed: int = 0
     files_skipped: int = 0
@@ -92,6 +148,7 @@ class Result:
 
     def extend(self, other: Result) -> None:
         self.findings.extend(other.findings)
+        self.suppressed.extend(other.suppressed)
         self.notifications.extend(other.notifications)
         self.files_analysed += other.files_analysed
         self.files_skipped += other.files_skipped
@@ -99,4 +156,5 @@ class Result:
 
     def sort(self) -> None:
         self.findings.sort(key=Finding.sort_key)
+        self.suppressed.sort(key=Finding.sort_key)
         self.notifications.sort(key=Notification.sort_key)

@@ -126,3 +126,13 @@ def read_source(path: Path, display: str) -> SourceFile | Notification:
             "invalid UTF-8: Go source must be UTF-8 encoded; skipped", where.line, where.column,
         )
     return source
+
+
+def repository_root(start: Path) -> Path:
+    """The nearest directory at or above `start` that holds `.git` (a
+    directory, or the file of a worktree or submodule), else `start`: SARIF
+    and GitHub annotations name files relative to it."""
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    return start

@@ -1,34 +1,72 @@
-"""Reporters turn a finished Result into text, JSON or SARIF. They read the
-rule catalog for names and levels and never analyse anything themselves."""
+"""Reporters turn a finished Result into text, JSON, SARIF or GitHub workflow
+commands. They read the rule catalog for names and levels and never analyse
+anything themselves."""
 
 from __future__ import annotations
 
+import os
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 
 from cudalint.catalog import Rule
-from cudalint.findings import Result
+from cudalint.findings import Finding, Result, SuppressionKind
 
 
 @dataclass(frozen=True)
 class Report:
     result: Result
     rules: dict[str, Rule]
-    base_uri: str  # file:// URI of the directory paths are relative to
     version: str
+    cwd: Path  # finding paths are relative to it
+    # The repository root (the nearest directory with .git at or above cwd,
+    # else cwd): SARIF and GitHub annotations name files relative to it.
+    root: Path
+    levels: dict[str, str] = field(default_factory=dict)  # rule ID -> level, where the configuration overrides it
+    show_suppressed: bool = False
+    baseline: str | None = None  # the --baseline file, if one was applied
+    stale_baseline_entries: int = 0
+
+    @property
+    def base_uri(self) -> str:
+        """file:// URI of the repository root, with a trailing slash."""
+        return self.root.as_uri().rstrip("/") + "/"
 
     def level(self, rule_id: str) -> str:
+        if rule_id in self.levels:
+            return self.levels[rule_id]
         rule = self.rules.get(rule_id)
         return rule.level.value if rule is not None else "warning"
 
     def counts(self) -> Counter[str]:
         return Counter(f.rule_id for f in self.result.findings)
 
+    def suppressed_counts(self) -> Counter[SuppressionKind]:
+        return Counter(f.suppression.kind for f in self.result.suppressed if f.suppression is not None)
 
-FORMATS = ("text", "json", "sarif")
+    def findings(self) -> list[Finding]:
+        """What the report shows: the findings, and with --show-suppressed the
+        suppressed ones too, in source order."""
+        if not self.show_suppressed or not self.result.suppressed:
+            return self.result.findings
+        return sorted(self.result.findings + self.result.suppressed, key=Finding.sort_key)
+
+    def root_relative(self, path: str) -> str | None:
+        """A finding's path relative to the repository root ('/'-separated),
+        or None for a file outside it."""
+        absolute = Path(os.path.normpath(self.cwd / path))
+        try:
+            return PurePosixPath(absolute.relative_to(self.root)).as_posix()
+        except ValueError:
+            return None
 
 
-def render(report: Report, fmt: str, *, color: bool = False, quiet: bool = False, show_paths: bool = False) -> str:
+FORMATS = ("text", "json", "sarif", "github")
+
+
+def render(
+    report: Report, fmt: str, *, color: bool = False, quiet: bool = False, show_paths: bool = False, show_source: bool = False,
+) -> str:
     if fmt == "json":
         from cudalint.reporters.json import render_json
 
@@ -37,6 +75,10 @@ def render(report: Report, fmt: str, *, color: bool = False, quiet: bool = False
         from cudalint.reporters.sarif import render_sarif
 
         return render_sarif(report)
+    if fmt == "github":
+        from cudalint.reporters.github import render_github
+
+        return render_github(report, quiet=quiet)
     from cudalint.reporters.text import render_text
 
-    return render_text(report, color=color, quiet=quiet, show_paths=show_paths)
+    return render_text(report, color=color, quiet=quiet, show_paths=show_paths, show_source=show_source)

@@ -1,11 +1,12 @@
 """A stable JSON document for scripts. Keys are only ever added, never renamed;
-`schema_version` changes if that promise is ever broken."""
+`schema_version` changes if that promise is ever broken. README.md documents
+every key."""
 
 from __future__ import annotations
 
 import json
 
-from cudalint.findings import Span
+from cudalint.findings import Finding, Span, Suppression, SuppressionKind
 from cudalint.reporters import Report
 
 SCHEMA_VERSION = 1
@@ -18,24 +19,37 @@ def _span(span: Span) -> dict:
     }
 
 
+def _suppression(suppression: Suppression | None) -> dict | None:
+    if suppression is None:
+        return None
+    out: dict = {"kind": suppression.kind.value, "justification": suppression.justification, "path": suppression.path}
+    if suppression.span is not None:
+        out.update(_span(suppression.span))
+    return out
+
+
+def _finding(report: Report, f: Finding) -> dict:
+    return {
+        "rule": f.rule_id,
+        "name": report.rules[f.rule_id].name if f.rule_id in report.rules else "",
+        "level": report.level(f.rule_id),
+        "path": f.path,
+        **_span(f.span),
+        "function": f.function,
+        "message": f.message,
+        "steps": [{**_span(s.span), "message": s.message} for s in f.steps],
+        "fingerprint": f.fingerprint,
+        "suppression": _suppression(f.suppression),
+    }
+
+
 def render_json(report: Report) -> str:
     result = report.result
+    suppressed = report.suppressed_counts()
     document = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "cudalint", "version": report.version},
-        "findings": [
-            {
-                "rule": f.rule_id,
-                "name": report.rules[f.rule_id].name if f.rule_id in report.rules else "",
-                "level": report.level(f.rule_id),
-                "path": f.path,
-                **_span(f.span),
-                "function": f.function,
-                "message": f.message,
-                "steps": [{**_span(s.span), "message": s.message} for s in f.steps],
-            }
-            for f in result.findings
-        ],
+        "findings": [_finding(report, f) for f in report.findings()],
         "notifications": [
             {"kind": n.kind.value, "level": n.level, "path": n.path, "line": n.line, "column": n.column, "message": n.message}
             for n in result.notifications
@@ -46,6 +60,13 @@ def render_json(report: Report) -> str:
             "files_analysed": result.files_analysed,
             "files_skipped": result.files_skipped,
             "notifications": len(result.notifications),
+            "suppressed": {
+                "in_source": suppressed[SuppressionKind.IN_SOURCE],
+                "baseline": suppressed[SuppressionKind.EXTERNAL],
+            },
+            "baseline": None if report.baseline is None else {
+                "path": report.baseline, "stale_entries": report.stale_baseline_entries,
+            },
         },
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

@@ -4,27 +4,34 @@ Objects are built with sarif-om and serialised here rather than through
 jschema-to-python, which drops every value equal to its schema default (a
 result's explicit `"level": "warning"` would vanish and GitHub would then apply
 the rule's level instead). Only None and the -1 "absent" sentinels are omitted.
+sarif-om's Suppression names its status `state` (a draft's name); suppressions
+are written as plain objects with SARIF 2.1.0's `status` instead.
+
+Files are named relative to the repository root (`%SRCROOT%`, the nearest
+directory holding .git at or above the working directory), as code scanning
+expects; files outside it get absolute file:// URIs.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-from collections import Counter
-from pathlib import Path, PurePosixPath
+import re
 from typing import Any
-from urllib.parse import quote, unquote, urlparse
+from urllib.parse import quote
 
 import attr
 import sarif_om as om
 
 from cudalint.catalog import Rule
-from cudalint.findings import Finding, Span
+from cudalint.findings import Finding, Span, Suppression, SuppressionKind
 from cudalint.reporters import Report
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 SRCROOT = "%SRCROOT%"
+INFORMATION_URI = "https://pypi.org/project/cudalint/"
+# How finding messages mention other lines of the same file ("the defer at
+# line 26"); each mention becomes a link to a related location.
+_LINE_MENTION = re.compile(r"\bline (\d+)\b")
 
 
 def to_json(value: Any) -> Any:
@@ -52,18 +59,19 @@ def _region(span: Span) -> om.Region:
     )
 
 
-def artifact(path: str, base_uri: str) -> om.ArtifactLocation:
+def artifact(report: Report, path: str) -> om.ArtifactLocation:
     """A percent-encoded URI: relative to %SRCROOT% for files under it (what
     code scanning needs), absolute for the others."""
-    if path.startswith("../") or path.startswith("/"):
-        absolute = PurePosixPath(unquote(urlparse(base_uri).path)) / path
-        return om.ArtifactLocation(uri=Path(os.path.normpath(absolute)).as_uri())
-    return om.ArtifactLocation(uri=quote(path, safe="/"), uri_base_id=SRCROOT)
+    relative = report.root_relative(path)
+    if relative is None:
+        return om.ArtifactLocation(uri=(report.cwd / path).resolve().as_uri())
+    return om.ArtifactLocation(uri=quote(relative, safe="/"), uri_base_id=SRCROOT)
 
 
-def _location(path: str, span: Span, base_uri: str, message: str | None = None) -> om.Location:
+def _location(report: Report, path: str, span: Span | None, message: str | None = None, id: int = -1) -> om.Location:
     return om.Location(
-        physical_location=om.PhysicalLocation(artifact_location=artifact(path, base_uri), region=_region(span)),
+        id=id,
+        physical_location=om.PhysicalLocation(artifact_location=artifact(report, path), region=_region(span) if span else None),
         message=om.Message(text=message) if message else None,
     )
 
@@ -73,66 +81,124 @@ def _descriptor(rule: Rule) -> om.ReportingDescriptor:
         id=rule.id,
         name=rule.name,
         short_description=om.MultiformatMessageString(text=rule.summary),
-        full_description=om.MultiformatMessageString(text=rule.summary),
+        full_description=om.MultiformatMessageString(text=rule.description),
         help=om.MultiformatMessageString(text=rule.doc, markdown=rule.markdown()),
         default_configuration=om.ReportingConfiguration(level=rule.level.value),
         properties={"tags": list(rule.tags), "precision": rule.precision},
     )
 
 
-def fingerprint(finding: Finding, occurrence: int) -> str:
-    """Stable when unrelated lines move: it hashes what the finding is about
-    (rule, file, function, the reported line's text), not where it is."""
-    key = "\0".join((finding.rule_id, finding.path, finding.function, " ".join(finding.source_line.split())))
-    return f"{hashlib.sha256(key.encode()).hexdigest()[:16]}:{occurrence}"
-
-
-def _code_flows(finding: Finding, base_uri: str) -> list[om.CodeFlow] | None:
+def _code_flows(report: Report, finding: Finding) -> list[om.CodeFlow] | None:
     if not finding.steps:
         return None
     return [om.CodeFlow(thread_flows=[om.ThreadFlow(locations=[
-        om.ThreadFlowLocation(location=_location(finding.path, step.span, base_uri, step.message))
+        om.ThreadFlowLocation(location=_location(report, finding.path, step.span, step.message))
         for step in finding.steps
     ])])]
+
+
+def _escape(text: str) -> str:
+    """Literal brackets in a message with embedded links (SARIF §3.11.6), and
+    a backslash before one, are escaped with a backslash."""
+    return re.sub(r"(\\*)([\[\]])", lambda m: m.group(1) * 2 + "\\" + m.group(2), text)
+
+
+def linked_message(report: Report, finding: Finding) -> tuple[str, list[om.Location]]:
+    """The message with each mention of another line of the file ("the
+    return at line 24") linked to a related location, which takes its
+    region from the finding's related locations or path steps on that line
+    (else the whole line)."""
+    known: dict[int, tuple[Span, str]] = {}
+    for step in (*finding.related, *finding.steps):
+        known.setdefault(step.span.start.line, (step.span, step.message))
+    mentions: dict[int, str] = {}
+    for match in _LINE_MENTION.finditer(finding.message):
+        line = int(match.group(1))
+        if line != finding.span.start.line and line not in mentions:
+            # The clause that mentions the line: "the defer at line 26".
+            clause = re.split(r"[;:,(]", finding.message[: match.end()])[-1].strip()
+            mentions[line] = clause
+    if not mentions:
+        return finding.message, []
+    ids = {line: number for number, line in enumerate(mentions, start=1)}
+    related = []
+    for line, number in ids.items():
+        span, text = known.get(line, (None, None))
+        location = _location(report, finding.path, span, text or mentions[line], id=number)
+        if span is None:
+            location.physical_location.region = om.Region(start_line=line)
+        related.append(location)
+    parts: list[str] = []
+    last = 0
+    for match in _LINE_MENTION.finditer(finding.message):
+        line = int(match.group(1))
+        parts.append(_escape(finding.message[last:match.start()]))
+        parts.append(f"[line {line}]({ids[line]})" if line in ids else match.group(0))
+        last = match.end()
+    parts.append(_escape(finding.message[last:]))
+    return "".join(parts), related
+
+
+def _suppression(report: Report, suppression: Suppression) -> dict:
+    out: dict[str, Any] = {"kind": suppression.kind.value, "status": "accepted", "justification": suppression.justification}
+    if suppression.kind is SuppressionKind.IN_SOURCE and suppression.span is not None:
+        out["location"] = _location(report, suppression.path, suppression.span)
+    return out
+
+
+def _result(report: Report, finding: Finding, index: dict[str, int]) -> om.Result:
+    text, related = linked_message(report, finding)
+    result = om.Result(
+        rule_id=finding.rule_id,
+        rule_index=index.get(finding.rule_id, -1),
+        level=report.level(finding.rule_id),
+        message=om.Message(text=text),
+        locations=[_location(report, finding.path, finding.span)],
+        partial_fingerprints={"primaryLocationLineHash": finding.fingerprint},
+        code_flows=_code_flows(report, finding),
+        related_locations=related or None,
+        suppressions=[_suppression(report, finding.suppression)] if finding.suppression else None,
+    )
+    if report.baseline is not None:
+        in_baseline = finding.suppression is not None and finding.suppression.kind is SuppressionKind.EXTERNAL
+        result.baseline_state = "unchanged" if in_baseline else "new"
+    return result
 
 
 def render_sarif(report: Report) -> str:
     rules = sorted(report.rules.values(), key=lambda r: r.id)
     index = {rule.id: i for i, rule in enumerate(rules)}
-    occurrences: Counter[str] = Counter()
-    results = []
-    for finding in report.result.findings:
-        base = fingerprint(finding, 0).split(":")[0]
-        occurrences[base] += 1
-        results.append(om.Result(
-            rule_id=finding.rule_id,
-            rule_index=index.get(finding.rule_id, -1),
-            level=report.level(finding.rule_id),
-            message=om.Message(text=finding.message),
-            locations=[_location(finding.path, finding.span, report.base_uri)],
-            partial_fingerprints={"primaryLocationLineHash": f"{base}:{occurrences[base]}"},
-            code_flows=_code_flows(finding, report.base_uri),
-        ))
+    results = [_result(report, finding, index) for finding in report.findings()]
     notifications = [
         om.Notification(
             message=om.Message(text=note.message),
             level="error" if note.level == "error" else "warning",
             locations=[om.Location(physical_location=om.PhysicalLocation(
-                artifact_location=artifact(note.path, report.base_uri),
+                artifact_location=artifact(report, note.path),
                 region=om.Region(start_line=note.line, start_column=note.column) if note.line else None,
             ))],
             descriptor=om.ReportingDescriptorReference(id=note.kind.value),
         )
         for note in report.result.notifications
     ]
+    overrides = [
+        om.ConfigurationOverride(
+            configuration=om.ReportingConfiguration(level=level),
+            descriptor=om.ReportingDescriptorReference(id=rule_id, index=index[rule_id]),
+        )
+        for rule_id, level in sorted(report.levels.items())
+        if rule_id in index
+    ]
     run = om.Run(
         tool=om.Tool(driver=om.ToolComponent(
-            name="cudalint", version=report.version, semantic_version=report.version, rules=[_descriptor(r) for r in rules],
+            name="cudalint", version=report.version, semantic_version=report.version,
+            information_uri=INFORMATION_URI, rules=[_descriptor(r) for r in rules],
         )),
         results=results,
         invocations=[om.Invocation(
             execution_successful=report.result.internal_errors == 0,
             tool_execution_notifications=notifications or None,
+            rule_configuration_overrides=overrides or None,
         )],
         original_uri_base_ids={SRCROOT: om.ArtifactLocation(uri=report.base_uri)},
         column_kind="utf16CodeUnits",

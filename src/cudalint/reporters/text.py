@@ -1,27 +1,87 @@
-"""`path:line:col: CL301 message`, the format editors and CI logs understand."""
+"""`path:line:col: CL301 message`, the format editors and CI logs understand,
+with an optional code frame under each finding and a summary by rule."""
 
 from __future__ import annotations
 
+import unicodedata
+
 import click
 
+from cudalint.findings import Finding, SuppressionKind
 from cudalint.reporters import Report
 
+TAB = 4
+_LEVEL_COLORS = {"error": "red", "warning": "yellow"}
 
-def render_text(report: Report, *, color: bool, quiet: bool, show_paths: bool = False) -> str:
+
+def render_text(report: Report, *, color: bool, quiet: bool, show_paths: bool = False, show_source: bool = False) -> str:
     def style(text: str, **kwargs) -> str:
         return click.style(text, **kwargs) if color else text
 
     lines = []
-    for finding in report.result.findings:
+    for finding in report.findings():
         where = f"{finding.path}:{finding.span.start.line}:{finding.span.start.column}:"
-        rule_color = {"error": "red", "warning": "yellow"}.get(report.level(finding.rule_id), "cyan")
-        lines.append(f"{style(where, bold=True)} {style(finding.rule_id, fg=rule_color, bold=True)} {finding.message}")
+        level_color = _LEVEL_COLORS.get(report.level(finding.rule_id), "cyan")
+        line = f"{style(where, bold=True)} {style(finding.rule_id, fg=level_color, bold=True)} {finding.message}"
+        if finding.suppression is not None:
+            line += " " + style(f"[suppressed: {finding.suppression.justification}]", dim=True)
+        lines.append(line)
+        if show_source:
+            lines += code_frame(finding, lambda text: style(text, fg=level_color, bold=True), lambda text: style(text, fg="blue", bold=True))
         if show_paths:
             for number, step in enumerate(finding.steps, start=1):
                 lines.append(f"    {number}. {finding.path}:{step.span.start.line}:{step.span.start.column}: {step.message}")
+        if show_source:
+            lines.append("")
     if not quiet:
         lines.append(summary(report))
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _width(text: str) -> int:
+    return sum(
+        0 if unicodedata.combining(char) else 2 if unicodedata.east_asian_width(char) in "WF" else 1
+        for char in text
+    )
+
+
+def _expand(text: str) -> str:
+    """Tabs to spaces (Go indents with tabs), keeping tab stops."""
+    out: list[str] = []
+    column = 0
+    for char in text:
+        if char == "\t":
+            spaces = TAB - column % TAB
+            out.append(" " * spaces)
+            column += spaces
+        else:
+            out.append(char)
+            column += _width(char)
+    return "".join(out)
+
+
+def _char_index(line: str, byte_column: int) -> int:
+    """The character index of a 1-based byte column in `line`."""
+    return len(line.encode("utf-8")[: byte_column - 1].decode("utf-8", "ignore"))
+
+
+def code_frame(finding: Finding, marker, gutter_style) -> list[str]:
+    """The reported line with carets under the finding's span (to the end of
+    the line when the span goes on)."""
+    line = finding.source_line
+    if not line:
+        return []
+    start = _char_index(line, finding.span.start.column)
+    end = _char_index(line, finding.span.end.column) if finding.span.end.line == finding.span.start.line else len(line.rstrip())
+    number = str(finding.span.start.line)
+    gutter = " " * len(number)
+    offset = _width(_expand(line[:start]))
+    length = max(1, _width(_expand(line[:end])) - offset)
+    return [
+        gutter_style(f"{gutter} |"),
+        gutter_style(f"{number} |") + " " + _expand(line).rstrip(),
+        gutter_style(f"{gutter} |") + " " + " " * offset + marker("^" * length),
+    ]
 
 
 def summary(report: Report) -> str:
@@ -30,8 +90,22 @@ def summary(report: Report) -> str:
     files = f"{result.files_analysed} file{'s' if result.files_analysed != 1 else ''} analysed"
     if result.files_skipped:
         files += f", {result.files_skipped} without GPU code skipped"
+    suppressed = report.suppressed_counts()
+    hidden = ""
+    if suppressed:
+        parts = [
+            (suppressed[kind], label)
+            for kind, label in ((SuppressionKind.IN_SOURCE, "by directives"), (SuppressionKind.EXTERNAL, "by the baseline"))
+            if suppressed[kind]
+        ]
+        if len(parts) == 1:
+            hidden = f"; {parts[0][0]} suppressed {parts[0][1]}"
+        else:
+            hidden = f"; {sum(suppressed.values())} suppressed ({', '.join(f'{n} {label}' for n, label in parts)})"
+        if not report.show_suppressed:
+            hidden += ", shown by --show-suppressed"
     if not counts:
-        return f"No findings ({files})."
+        return f"No findings ({files}){hidden}."
     total = sum(counts.values())
     by_rule = ", ".join(f"{rule_id}: {n}" for rule_id, n in sorted(counts.items()))
-    return f"Found {total} finding{'s' if total != 1 else ''} ({by_rule}); {files}."
+    return f"Found {total} finding{'s' if total != 1 else ''} ({by_rule}); {files}{hidden}."

@@ -1,0 +1,103 @@
+"""The baseline: findings a team has accepted, so that cudalint can gate new
+code on a legacy repository from day one.
+
+`--write-baseline FILE` records every reported finding; `--baseline FILE`
+then reports only findings that are not in it. A finding matches an entry by
+rule, file and fingerprint (cudalint.findings.assign_fingerprints: the rule,
+function and text of the reported line, and its rank among identical ones),
+never by line number, so edits elsewhere in the file do not resurrect it.
+Paths are stored relative to the baseline file's directory, so that the file
+works from whichever directory cudalint runs in.
+
+The file is JSON, sorted, one entry per finding, with the line and message
+for the reviewer's benefit (they are not used for matching):
+
+    {"schema_version": 1, "tool": {"name": "cudalint", "version": "0.1.0"},
+     "findings": [{"rule": "CL301", "path": "internal/gpu/engine.go",
+                   "fingerprint": "3f1c0d5e9a2b4c67:1", "line": 141, "message": "..."}]}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from cudalint.findings import Finding, Suppression, SuppressionKind
+
+SCHEMA_VERSION = 1
+
+
+class BaselineError(Exception):
+    """A baseline file that cannot be used; the message names the file."""
+
+
+Key = tuple[str, str, str]  # rule, path relative to the baseline's directory, fingerprint
+
+
+def _key(finding: Finding, cwd: Path, directory: Path) -> Key:
+    absolute = Path(os.path.normpath(cwd / finding.path))
+    return finding.rule_id, Path(os.path.relpath(absolute, directory)).as_posix(), finding.fingerprint
+
+
+def render(findings: list[Finding], baseline: Path, cwd: Path, version: str) -> str:
+    directory = baseline.resolve().parent
+    entries = sorted(
+        (
+            {**dict(zip(("rule", "path", "fingerprint"), _key(f, cwd, directory))), "line": f.span.start.line, "message": f.message}
+            for f in findings
+        ),
+        key=lambda e: (e["path"], e["line"], e["rule"], e["fingerprint"]),
+    )
+    document = {"schema_version": SCHEMA_VERSION, "tool": {"name": "cudalint", "version": version}, "findings": entries}
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+@dataclass
+class Baseline:
+    path: Path
+    shown: str  # how messages name the file
+    entries: Counter[Key]
+
+    @classmethod
+    def load(cls, path: Path, shown: str) -> Baseline:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise BaselineError(f"{shown}: no such file (create it with --write-baseline {shown})") from None
+        except (OSError, UnicodeDecodeError) as error:
+            raise BaselineError(f"{shown}: cannot read: {getattr(error, 'strerror', None) or error}") from None
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise BaselineError(f"{shown}: not a cudalint baseline: invalid JSON ({error})") from None
+        if not isinstance(document, dict) or document.get("schema_version") != SCHEMA_VERSION or not isinstance(document.get("findings"), list):
+            raise BaselineError(
+                f"{shown}: not a cudalint baseline (schema_version {SCHEMA_VERSION} with a findings list); "
+                f"recreate it with --write-baseline {shown}"
+            )
+        entries: Counter[Key] = Counter()
+        for number, entry in enumerate(document["findings"], start=1):
+            if not isinstance(entry, dict) or not all(isinstance(entry.get(k), str) for k in ("rule", "path", "fingerprint")):
+                raise BaselineError(f"{shown}: finding #{number} lacks a string rule, path or fingerprint")
+            entries[entry["rule"], entry["path"], entry["fingerprint"]] += 1
+        return cls(path, shown, entries)
+
+    def split(self, findings: list[Finding], cwd: Path) -> tuple[list[Finding], list[Finding], int]:
+        """(new findings, findings in the baseline marked as suppressed, number
+        of baseline entries that matched nothing)."""
+        directory = self.path.resolve().parent
+        left = Counter(self.entries)
+        new: list[Finding] = []
+        known: list[Finding] = []
+        suppression = Suppression(SuppressionKind.EXTERNAL, f"accepted in the baseline {self.shown}", self.shown)
+        for finding in findings:
+            key = _key(finding, cwd, directory)
+            if left[key] > 0:
+                left[key] -= 1
+                known.append(replace(finding, suppression=suppression))
+            else:
+                new.append(finding)
+        return new, known, sum(left.values())

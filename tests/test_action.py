@@ -1,0 +1,151 @@
+"""The GitHub Action (action.yml): its structure, and its install and run
+scripts executed for real the way the runner executes them (bash, inputs
+passed through the environment, outputs through $GITHUB_OUTPUT)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gitrepo import ROOT, clean_env, copy_project
+from cudalint.reporters import FORMATS
+from test_sarif import validate
+
+ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
+STEPS = ACTION["runs"]["steps"]
+EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+BUGGY = """package p
+
+// #include <cuda_runtime_api.h>
+import "C"
+
+func sync() {
+	C.cudaDeviceSynchronize()
+}
+"""
+
+
+def step(name: str) -> dict:
+    return next(s for s in STEPS if s.get("name") == name)
+
+
+def uses(prefix: str) -> dict:
+    return next(s for s in STEPS if s.get("uses", "").startswith(prefix))
+
+
+def test_metadata_and_inputs() -> None:
+    assert ACTION["name"] == "cudalint" and ACTION["description"]
+    assert ACTION["runs"]["using"] == "composite"
+    for name in ("patterns", "format", "category", "output", "upload", "fail-on-findings", "args", "working-directory", "python-version"):
+        spec = ACTION["inputs"][name]
+        assert spec["description"] and "default" in spec and spec.get("required") is False, name
+    assert ACTION["inputs"]["patterns"]["default"] == "./..."
+    assert ACTION["inputs"]["format"]["default"] == "sarif"
+    for fmt in FORMATS:  # every format cudalint has is offered
+        assert fmt in ACTION["inputs"]["format"]["description"]
+    assert set(ACTION["outputs"]) == {"exit-code", "report"}
+
+
+def test_steps_set_up_python_install_run_and_upload() -> None:
+    setup = uses("actions/setup-python@")
+    assert setup["with"]["python-version"] == "${{ inputs.python-version }}"
+    assert STEPS.index(setup) == 0
+    install = step("Install cudalint")
+    assert '"$GITHUB_ACTION_PATH"' in install["run"]  # the action's own checkout, not an index
+    assert install["env"]["PYTHON"] == "${{ steps.python.outputs.python-path }}" and setup["id"] == "python"
+    run = step("Run cudalint")
+    assert run["id"] == "run" and run["working-directory"] == "${{ inputs.working-directory }}"
+    upload = uses("github/codeql-action/upload-sarif@")
+    assert upload["uses"] == "github/codeql-action/upload-sarif@v4"
+    assert upload["with"] == {"sarif_file": "${{ steps.run.outputs.report }}", "category": "${{ inputs.category }}"}
+    assert "inputs.format == 'sarif'" in upload["if"] and "inputs.upload == 'true'" in upload["if"]
+    assert "!cancelled()" in upload["if"]  # findings do not stop the upload
+    fail = step("Fail on findings")
+    assert "steps.run.outputs.exit-code == '1'" in fail["if"] and STEPS.index(fail) > STEPS.index(upload)
+
+
+def test_scripts_take_inputs_from_the_environment_only() -> None:
+    declared = set(ACTION["inputs"])
+    used = set()
+    text = (ROOT / "action.yml").read_text()
+    for expression in EXPRESSION.findall(text):
+        used |= set(re.findall(r"\binputs\.([a-z-]+)", expression))
+    assert used == declared  # every input is used, and only declared ones are
+    for s in STEPS:
+        if "run" in s:
+            assert s["shell"] == "bash"
+            assert "${{" not in s["run"], f"{s['name']}: an expression spliced into a script is an injection risk"
+
+
+def resolve(env: dict[str, str], inputs: dict[str, str], temp: Path) -> dict[str, str]:
+    """The step's env as the runner would evaluate it, for the expressions the action uses."""
+    values = {"runner.temp": str(temp), "steps.python.outputs.python-path": sys.executable}
+    values |= {f"inputs.{name}": value for name, value in inputs.items()}
+    out = {}
+    for key, value in env.items():
+        out[key] = EXPRESSION.sub(lambda m: values[m.group(1)], value)
+    return out
+
+
+def bash(script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    # GitHub runs `shell: bash` steps as `bash --noprofile --norc -eo pipefail {0}`.
+    file = cwd / ".step.sh"
+    file.write_text(script)
+    try:
+        return subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(file)], cwd=cwd, env=clean_env(**env),
+            capture_output=True, text=True, timeout=600,
+        )
+    finally:
+        file.unlink()
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """RUNNER_TEMP after the action's install step ran against a clean clone."""
+    action_path, _ = copy_project(tmp_path_factory.mktemp("action") / "cudalint")
+    temp = tmp_path_factory.mktemp("runner-temp")
+    install = step("Install cudalint")
+    env = resolve(install["env"], {}, temp) | {"RUNNER_TEMP": str(temp), "GITHUB_ACTION_PATH": str(action_path)}
+    done = bash(install["run"], env, temp)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (temp / "cudalint-venv" / "bin" / "cudalint").exists()
+    return temp
+
+
+def run_step(temp: Path, project: Path, **inputs: str) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
+    values = {name: str(spec["default"]) for name, spec in ACTION["inputs"].items()} | inputs
+    run = step("Run cudalint")
+    outputs = project / ".github_output"
+    outputs.write_text("")
+    env = resolve(run["env"], values, temp) | {"GITHUB_OUTPUT": str(outputs), "RUNNER_TEMP": str(temp)}
+    done = bash(run["run"], env, project / values["working-directory"])
+    return done, dict(line.split("=", 1) for line in outputs.read_text().splitlines())
+
+
+def test_the_install_and_run_steps_work(installed: Path, tmp_path: Path) -> None:
+    (tmp_path / "gpu").mkdir()
+    (tmp_path / "gpu" / "a.go").write_text(BUGGY)
+    done, outputs = run_step(installed, tmp_path)
+    assert done.returncode == 0, done.stderr  # findings: the upload comes first, the last step fails the job
+    assert outputs == {"exit-code": "1", "report": str((tmp_path / "cudalint.sarif").resolve())}
+    document = json.loads((tmp_path / "cudalint.sarif").read_text())
+    validate(document)
+    assert [r["ruleId"] for r in document["runs"][0]["results"]] == ["CL301"]
+
+    done, outputs = run_step(installed, tmp_path, format="github", patterns="gpu/...", args="--select CL3 --quiet")
+    assert done.returncode == 0 and outputs == {"exit-code": "1"}
+    assert done.stdout.startswith("::error file=gpu/a.go,line=7,col=2,")
+
+    done, outputs = run_step(installed, tmp_path, patterns="nowhere/...")
+    assert done.returncode == 2 and outputs["exit-code"] == "2"
+    assert "pattern 'nowhere/...' matches no Go files" in done.stderr
+
+    done, _ = run_step(installed, tmp_path, format="xml")
+    assert done.returncode == 2 and "unknown format 'xml'" in done.stdout
