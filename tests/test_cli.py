@@ -166,3 +166,22 @@ def test_user_rules_file_teaches_a_wrapper(tmp_path: Path) -> None:
     (tmp_path / "bad.toml").write_text('family = "x"\ndescription = "y"\nimport = "z"\nsurprise = 1\n')
     bad = cudalint("--rules", "bad.toml", "w.go", cwd=tmp_path)
     assert bad.exit_code == 2 and "bad.toml: top level: unknown key 'surprise'" in bad.stderr
+
+
+def test_result_cache_gives_identical_output_and_misses_on_change(project: Path) -> None:
+    first = cudalint_process("--format", "json", cwd=project)
+    cache = project / ".cudalint_cache"
+    assert (cache / ".gitignore").read_text().endswith("*\n") and (cache / "CACHEDIR.TAG").exists()
+    entries = sorted(p for p in cache.rglob("*") if p.is_file() and p.parent != cache)
+    assert entries
+    warm = cudalint_process("--format", "json", cwd=project)
+    assert warm.stdout == first.stdout
+    assert sorted(p for p in cache.rglob("*") if p.is_file() and p.parent != cache) == entries  # all hits
+    (project / "b" / "b.go").write_text(BLANK_FILE.replace("_ = C.cudaDeviceReset()", "C.cudaDeviceReset()"))
+    changed = json.loads(cudalint_process("--format", "json", cwd=project).stdout)
+    assert [f["rule"] for f in changed["findings"]] == ["CL301", "CL301"]
+    uncached = cudalint_process("--format", "json", "--no-cache", cwd=project)
+    assert json.loads(uncached.stdout) == changed
+    elsewhere = project / "elsewhere"
+    cudalint_process("--cache-dir", str(elsewhere), cwd=project)
+    assert any(elsewhere.rglob("*"))

@@ -23,6 +23,7 @@ from typing import TypeVar
 
 from cudalint import prefilter, suppressions
 from cudalint.analyzer import Pass
+from cudalint.cache import ResultCache
 from cudalint.cfg import build_package_cfgs
 from cudalint.config import PerFileIgnores
 from cudalint.facts import compute_facts
@@ -52,6 +53,8 @@ class Settings:
     prefilter: bool = True
     # Rules disabled for some files by the configuration's per-file-ignores.
     per_file: PerFileIgnores | None = None
+    # Where results are cached (None: no cache).
+    cache_dir: Path | None = None
 
     def enabled_for(self, path: Path) -> frozenset[str]:
         return self.per_file.enabled_for(path, self.enabled) if self.per_file else self.enabled
@@ -191,19 +194,32 @@ def _analyze_package(package, settings: Settings, knowledge: Knowledge, result: 
 
 # -- parallel execution ------------------------------------------------------
 
-_worker_state: tuple[Settings, Knowledge, tuple[bytes, ...]] | None = None
+_worker_state: tuple[Settings, Knowledge, tuple[bytes, ...], ResultCache | None] | None = None
 
 
 def _init_worker(settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...]) -> None:
     global _worker_state
-    _worker_state = (settings, knowledge, needles)
+    cache = None
+    if settings.cache_dir is not None:
+        # Everything else a result depends on: rules, configuration, knowledge.
+        salt = repr((settings.base, sorted(settings.enabled), settings.prefilter, settings.per_file, knowledge.families, needles))
+        cache = ResultCache(settings.cache_dir, salt)
+    _worker_state = (settings, knowledge, needles, cache)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))
 
 
 def _work(paths: list[Path]) -> Result:
     assert _worker_state is not None
-    settings, knowledge, needles = _worker_state
-    return _in_deep_stack(_guarded, paths, settings, knowledge, needles)
+    settings, knowledge, needles, cache = _worker_state
+    key = cache.key(paths) if cache is not None else None
+    if cache is not None and key is not None:
+        cached = cache.get(key)
+        if cached is not None:
+            return cached
+    result = _in_deep_stack(_guarded, paths, settings, knowledge, needles)
+    if cache is not None and key is not None and result.internal_errors == 0:
+        cache.put(key, result)
+    return result
 
 
 def _guarded(paths: list[Path], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...]) -> Result:

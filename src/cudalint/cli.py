@@ -17,6 +17,7 @@ import click
 
 from cudalint import __version__
 from cudalint.analysis import Settings, analyze, default_jobs
+from cudalint.cache import DEFAULT_DIRECTORY as DEFAULT_CACHE
 from cudalint.baseline import Baseline, BaselineError
 from cudalint.baseline import render as render_baseline
 from cudalint.catalog import select_rules
@@ -130,11 +131,19 @@ def _write_report(path: Path, text: str) -> None:
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, no notifications.")
 @click.option("--list-rules", is_flag=True, help="List the rules and exit.")
 @click.option("--explain", metavar="RULE", help="Print the documentation of RULE (e.g. CL301) and exit.")
+@click.option(
+    "--no-cache", is_flag=True, envvar="CUDALINT_NO_CACHE",
+    help="Analyse everything afresh, without reading or writing the result cache (or set CUDALINT_NO_CACHE=1).",
+)
+@click.option(
+    "--cache-dir", type=click.Path(file_okay=False, path_type=Path), envvar="CUDALINT_CACHE_DIR",
+    help=f"Where to keep the result cache (default: ./{DEFAULT_CACHE}; or set CUDALINT_CACHE_DIR).",
+)
 @click.option("--debug", is_flag=True, help="Include tracebacks in internal-error notifications.")
 @click.version_option(__version__, "--version", prog_name="cudalint")
 def main(
     patterns, fmt, output, select, ignore, excludes, rules_files, config_file, isolated, baseline_file, write_baseline,
-    show_suppressed, show_source, show_paths, color_mode, jobs, quiet, list_rules, explain, debug,
+    show_suppressed, show_source, show_paths, color_mode, jobs, quiet, list_rules, explain, no_cache, cache_dir, debug,
 ) -> None:
     """Find leaked device memory, double frees, misplaced defers and dropped
     CUDA status codes in Go code that drives NVIDIA GPUs through cgo.
@@ -209,7 +218,10 @@ def main(
     # every staged file, and a pattern whose files are all excluded is fine.
     files = [path for path in discovery.files if exclude.match(path) is None]
 
-    settings = Settings(base=cwd, enabled=enabled, jobs=jobs or default_jobs(), debug=debug, per_file=config.per_file())
+    settings = Settings(
+        base=cwd, enabled=enabled, jobs=jobs or default_jobs(), debug=debug, per_file=config.per_file(),
+        cache_dir=None if no_cache else (cache_dir or cwd / DEFAULT_CACHE),
+    )
     result = analyze(files, settings, knowledge)
     result.notifications[:0] = discovery.notifications
     result.sort()
