@@ -123,3 +123,37 @@ def test_fifo_named_like_a_go_file_is_not_read(tree: Path) -> None:
     assert "pipe.go: not a regular file (a FIFO, a device, ...); skipped" in run.stderr
     walked = cudalint_process("--format", "json", ".", cwd=tree)  # the walk skips it silently
     assert walked.exit_code == 1 and "pipe.go" not in walked.stdout
+
+
+def test_a_crash_in_one_function_is_isolated(tree: Path, monkeypatch) -> None:
+    """An internal error of one pass on one function is a notification naming
+    the rule family, the file and the function; the rest of the run completes
+    and the exit status is 2. --debug adds the traceback."""
+    from cudalint.passes import status
+
+    original = status._check_bare
+
+    def fragile(p, unit, statement):
+        if unit.name == "bomSync":
+            raise RuntimeError("injected")
+        return original(p, unit, statement)
+
+    monkeypatch.setattr(status, "_check_bare", fragile)
+    run = cudalint("--no-cache", "--format", "json", "good.go", "bom.go", "crlf.go", cwd=tree)
+    assert run.exit_code == 2
+    import json
+
+    report = json.loads(run.stdout)
+    assert {(f["path"], f["rule"]) for f in report["findings"]} == {("good.go", "CL301"), ("crlf.go", "CL301")}
+    (note,) = [n for n in report["notifications"] if n["kind"] == "internal-error"]
+    assert note["path"] == "bom.go" and note["line"] == 6
+    assert "pass status (CL301, CL302, CL303, CL304) on function bomSync: RuntimeError: injected" in note["message"]
+    assert "Traceback" not in note["message"]
+    debug = cudalint("--no-cache", "--debug", "--format", "json", "bom.go", cwd=tree)
+    assert "Traceback (most recent call last)" in json.loads(debug.stdout)["notifications"][0]["message"]
+
+
+def test_strict_turns_unparsable_files_into_exit_status_2(tree: Path) -> None:
+    assert cudalint("--no-cache", "syntax.go", cwd=tree).exit_code == 1
+    assert cudalint("--no-cache", "--strict", "syntax.go", cwd=tree).exit_code == 2
+    assert cudalint("--no-cache", "--strict", "crlf.go", cwd=tree).exit_code == 1

@@ -83,11 +83,13 @@ def _in_deep_stack(function: Callable[..., T], *args) -> T:
     return value
 
 
-def _internal_error(path: str, what: str, error: BaseException, debug: bool) -> Notification:
-    message = f"internal error in {what}: {type(error).__name__}: {error}; results for this package are incomplete"
+def _internal_error(path: str, what: str, error: BaseException, debug: bool, line: int | None = None) -> Notification:
+    message = f"internal error in {what}: {type(error).__name__}: {error}; results are incomplete"
     if debug:
         message += "\n" + "".join(traceback.format_exception(type(error), error, error.__traceback__))
-    return Notification(NotificationKind.INTERNAL_ERROR, path, message, level="error")
+    else:
+        message += " (run with --debug for the traceback)"
+    return Notification(NotificationKind.INTERNAL_ERROR, path, message, line=line, level="error")
 
 
 def analyze_directory(paths: list[Path], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...]) -> Result:
@@ -180,15 +182,21 @@ def _analyze_package(package, settings: Settings, knowledge: Knowledge, result: 
         if not analyzer.rule_ids & settings.enabled:
             continue
         pass_ = Pass(package, graphs, facts, knowledge, settings.enabled, shared=shared)
+        rules = ", ".join(sorted(analyzer.rule_ids))
         try:
             analyzer.run(pass_)
         except Exception as error:  # noqa: BLE001
-            rules = ", ".join(sorted(analyzer.rule_ids))
             result.notifications.append(
                 _internal_error(where, f"pass {analyzer.name} ({rules}) on package {package.name}", error, settings.debug)
             )
             result.internal_errors += 1
             continue
+        for unit, error in pass_.failures:
+            result.notifications.append(_internal_error(
+                unit.file.display, f"pass {analyzer.name} ({rules}) on function {unit.name}", error, settings.debug,
+                line=unit.node.start_point[0] + 1,
+            ))
+            result.internal_errors += 1
         result.findings.extend(pass_.findings)
 
 

@@ -5,7 +5,8 @@ facts computed earlier (units, graphs, call facts) and never recomputes them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
@@ -29,6 +30,17 @@ class Pass:
     findings: list[Finding] = field(default_factory=list)
     # Results shared by the passes of one package (computed by the first that asks).
     shared: dict = field(default_factory=dict)
+    # Functions on which the pass crashed: the rest of the package goes on.
+    failures: list[tuple[Unit, BaseException]] = field(default_factory=list)
+
+    @contextmanager
+    def isolating(self, unit: Unit) -> Iterator[None]:
+        """Run one function's share of a pass; a crash there is recorded for
+        a notification naming the function, and the pass continues."""
+        try:
+            yield
+        except Exception as error:  # noqa: BLE001 - isolate one function
+            self.failures.append((unit, error))
 
     def fact(self, key: str, compute: Callable[[], object]):
         if key not in self.shared:

@@ -17,18 +17,23 @@ import click
 
 from cudalint import __version__
 from cudalint.analysis import Settings, analyze, default_jobs
-from cudalint.cache import DEFAULT_DIRECTORY as DEFAULT_CACHE
 from cudalint.baseline import Baseline, BaselineError
 from cudalint.baseline import render as render_baseline
+from cudalint.cache import DEFAULT_DIRECTORY as DEFAULT_CACHE
 from cudalint.catalog import select_rules
 from cudalint.config import Config, ConfigError, PathGlobs, find_config, load_config
 from cudalint.discover import discover
+from cudalint.findings import NotificationKind
 from cudalint.knowledge import KnowledgeError, load_knowledge
 from cudalint.passes import all_rules, rule_by_id
 from cudalint.reporters import FORMATS, Report, render
 from cudalint.source import display_path, repository_root
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+# Inputs cudalint could not analyse: notifications, and exit status 2 under --strict.
+_INPUT_TROUBLE = frozenset({
+    NotificationKind.SYNTAX_ERROR, NotificationKind.UNREADABLE, NotificationKind.NOT_GO_SOURCE, NotificationKind.TOO_COMPLEX,
+})
 
 
 def _prefixes(option: str, value: str | None) -> tuple[str, ...]:
@@ -139,11 +144,15 @@ def _write_report(path: Path, text: str) -> None:
     "--cache-dir", type=click.Path(file_okay=False, path_type=Path), envvar="CUDALINT_CACHE_DIR",
     help=f"Where to keep the result cache (default: ./{DEFAULT_CACHE}; or set CUDALINT_CACHE_DIR).",
 )
+@click.option(
+    "--strict", is_flag=True,
+    help="Exit with status 2 when a file could not be read or parsed (by default that is a notification only).",
+)
 @click.option("--debug", is_flag=True, help="Include tracebacks in internal-error notifications.")
 @click.version_option(__version__, "--version", prog_name="cudalint")
 def main(
     patterns, fmt, output, select, ignore, excludes, rules_files, config_file, isolated, baseline_file, write_baseline,
-    show_suppressed, show_source, show_paths, color_mode, jobs, quiet, list_rules, explain, no_cache, cache_dir, debug,
+    show_suppressed, show_source, show_paths, color_mode, jobs, quiet, list_rules, explain, no_cache, cache_dir, strict, debug,
 ) -> None:
     """Find leaked device memory, double frees, misplaced defers and dropped
     CUDA status codes in Go code that drives NVIDIA GPUs through cgo.
@@ -269,5 +278,7 @@ def main(
     else:
         click.echo(text, nl=False, color=color)
     if result.internal_errors:
+        sys.exit(EXIT_ERROR)
+    if strict and any(note.kind in _INPUT_TROUBLE for note in result.notifications):
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if result.findings else EXIT_CLEAN)

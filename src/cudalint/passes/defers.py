@@ -275,46 +275,47 @@ def _assigned_before(lifetimes: Engine, graph: CFG, symbol, n: int) -> bool:
 def run(p: Pass) -> None:
     lifetimes = engine(p)
     for unit, graph in p.cfgs.graphs.items():
-        if not graph.created:
-            continue
-        defers = [n for n in graph.statement_nodes() if graph.kind(n) is NodeKind.DEFER]
-        if not defers:
-            continue
-        live = graph.graph.subgraph(graph.live)
-        components: dict[int, int] = {}
-        sizes: dict[int, int] = {}
-        for index, component in enumerate(nx.strongly_connected_components(live)):
-            sizes[index] = len(component)
-            for node in component:
-                components[node] = index
-        for n in defers:
-            released = _deferred_release(p, lifetimes, graph, n)
-            if released is None:
+        with p.isolating(unit):
+            if not graph.created:
                 continue
-            statement = graph.ast(n)
-            if not graph.reachable(n):
-                p.report(
-                    "CL203", unit, statement,
-                    f"defer {released} can never be registered: no path reaches it; "
-                    f"move it to right after the acquisition's error check",
-                )
+            defers = [n for n in graph.statement_nodes() if graph.kind(n) is NodeKind.DEFER]
+            if not defers:
                 continue
-            guard = _constant_guard(p, statement, unit.body)
-            if guard is not None:
-                p.report(
-                    "CL203", unit, statement,
-                    f"defer {released} is registered only when {guard}; "
-                    f"register it unconditionally after the acquisition",
-                )
-                continue
-            if _in_loop(graph, n, components, sizes) and not _kept_beyond_iteration(lifetimes, graph, n):
-                p.report(
-                    "CL201", unit, statement,
-                    f"defer {released} inside a loop runs only when {unit.name} returns: every iteration's "
-                    f"resource stays held until then; release it at the end of the iteration, or move the "
-                    f"loop body into its own function",
-                )
-            _check_before_acquire(p, lifetimes, graph, n)
+            live = graph.graph.subgraph(graph.live)
+            components: dict[int, int] = {}
+            sizes: dict[int, int] = {}
+            for index, component in enumerate(nx.strongly_connected_components(live)):
+                sizes[index] = len(component)
+                for node in component:
+                    components[node] = index
+            for n in defers:
+                released = _deferred_release(p, lifetimes, graph, n)
+                if released is None:
+                    continue
+                statement = graph.ast(n)
+                if not graph.reachable(n):
+                    p.report(
+                        "CL203", unit, statement,
+                        f"defer {released} can never be registered: no path reaches it; "
+                        f"move it to right after the acquisition's error check",
+                    )
+                    continue
+                guard = _constant_guard(p, statement, unit.body)
+                if guard is not None:
+                    p.report(
+                        "CL203", unit, statement,
+                        f"defer {released} is registered only when {guard}; "
+                        f"register it unconditionally after the acquisition",
+                    )
+                    continue
+                if _in_loop(graph, n, components, sizes) and not _kept_beyond_iteration(lifetimes, graph, n):
+                    p.report(
+                        "CL201", unit, statement,
+                        f"defer {released} inside a loop runs only when {unit.name} returns: every iteration's "
+                        f"resource stays held until then; release it at the end of the iteration, or move the "
+                        f"loop body into its own function",
+                    )
+                _check_before_acquire(p, lifetimes, graph, n)
 
 
 def _needles(knowledge: Knowledge) -> frozenset[bytes]:

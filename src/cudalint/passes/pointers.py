@@ -355,25 +355,26 @@ def _check_escapes(p: Pass) -> None:
     """CL502: device memory returned or stored as a bare pointer."""
     lifetimes = engine(p)
     for unit, graph in p.cfgs.graphs.items():
-        origins = [o for o in lifetimes.lifetimes(unit).origins if o.resource.device_memory and o.handle]
-        if not origins:
-            continue
-        reported: set[int] = set()
-        for n in graph.statement_nodes():
-            for use in lifetimes.uses.uses(graph.evaluated(n)):
-                origin = next((o for o in origins if o.handle == use.symbol.name and use.symbol.function == unit.node), None)
-                if origin is None or n in reported:
-                    continue
-                where = _bare_escape(p, use)
-                if where is None:
-                    continue
-                reported.add(n)
-                p.report(
-                    "CL502", unit, graph.ast(n),
-                    f"device memory from {origin.written} (line {origin.line}) leaves {unit.name} as a bare "
-                    f"pointer ({where}): nothing says who frees it; wrap it in a struct that owns it "
-                    f"(with a Close method) and hand that out instead",
-                )
+        with p.isolating(unit):
+            origins = [o for o in lifetimes.lifetimes(unit).origins if o.resource.device_memory and o.handle]
+            if not origins:
+                continue
+            reported: set[int] = set()
+            for n in graph.statement_nodes():
+                for use in lifetimes.uses.uses(graph.evaluated(n)):
+                    origin = next((o for o in origins if o.handle == use.symbol.name and use.symbol.function == unit.node), None)
+                    if origin is None or n in reported:
+                        continue
+                    where = _bare_escape(p, use)
+                    if where is None:
+                        continue
+                    reported.add(n)
+                    p.report(
+                        "CL502", unit, graph.ast(n),
+                        f"device memory from {origin.written} (line {origin.line}) leaves {unit.name} as a bare "
+                        f"pointer ({where}): nothing says who frees it; wrap it in a struct that owns it "
+                        f"(with a Close method) and hand that out instead",
+                    )
 
 
 def _bare_escape(p: Pass, use) -> str | None:
@@ -448,19 +449,20 @@ def _innermost(units: list[Unit], node: Node) -> Unit | None:
 def _check_async(p: Pass, memory: _Memory) -> None:
     """CL504."""
     for unit, graph in p.cfgs.graphs.items():
-        for call in p.facts.api_calls.get(unit.node, []):
-            fact = p.facts.calls[call]
-            if not fact.api.async_host_args:
-                continue
-            arguments = syntax.children(call.child_by_field_name("arguments"))
-            for index in fact.api.async_host_args:
-                if index < len(arguments) and memory.is_go_memory(arguments[index]):
-                    p.report(
-                        "CL504", unit, arguments[index],
-                        f"Go memory ({syntax.text(arguments[index])}) is passed to {fact.written}, which may still "
-                        f"use it after the call returns, when the GC may have moved or freed it (cgo forbids C "
-                        f"keeping Go pointers); stage it in pinned memory from cudaMallocHost, or use a synchronous call",
-                    )
+        with p.isolating(unit):
+            for call in p.facts.api_calls.get(unit.node, []):
+                fact = p.facts.calls[call]
+                if not fact.api.async_host_args:
+                    continue
+                arguments = syntax.children(call.child_by_field_name("arguments"))
+                for index in fact.api.async_host_args:
+                    if index < len(arguments) and memory.is_go_memory(arguments[index]):
+                        p.report(
+                            "CL504", unit, arguments[index],
+                            f"Go memory ({syntax.text(arguments[index])}) is passed to {fact.written}, which may still "
+                            f"use it after the call returns, when the GC may have moved or freed it (cgo forbids C "
+                            f"keeping Go pointers); stage it in pinned memory from cudaMallocHost, or use a synchronous call",
+                        )
 
 
 def _check_finalizers(p: Pass) -> None:

@@ -328,49 +328,50 @@ def _use_phrase(kind: UseKind, call: Node | None) -> str:
 def run(p: Pass) -> None:
     lifetimes = engine(p)
     for unit, graph in p.cfgs.graphs.items():
-        if not graph.created:
-            continue
-        found: UnitLifetimes = lifetimes.lifetimes(unit)
-        overwritten = {o.origin for o in found.overwrites}
-        for leak in found.leaks:
-            if leak.origin in overwritten:
-                continue  # reported once, as CL103
-            p.report("CL101", unit, leak.origin.call, leak_message(leak, graph), path_steps(leak, graph, p))
-        for overwrite in found.overwrites:
-            origin = overwrite.origin
-            p.report(
-                "CL103", unit, graph.ast(overwrite.node),
-                f"{origin.handle} is overwritten here while it still holds {origin.resource.name} from "
-                f"{origin.written} (line {origin.line}), which can then never be {_verb(origin.resource)}; "
-                f"release it first",
-            )
-        for double in found.double_releases:
-            first = graph.line(double.first)
-            if double.by_defer:
-                message = (
-                    f"{double.handle} is released at line {first} and again by this defer when the function "
-                    f"returns; remove one of the two releases"
+        with p.isolating(unit):
+            if not graph.created:
+                continue
+            found: UnitLifetimes = lifetimes.lifetimes(unit)
+            overwritten = {o.origin for o in found.overwrites}
+            for leak in found.leaks:
+                if leak.origin in overwritten:
+                    continue  # reported once, as CL103
+                p.report("CL101", unit, leak.origin.call, leak_message(leak, graph), path_steps(leak, graph, p))
+            for overwrite in found.overwrites:
+                origin = overwrite.origin
+                p.report(
+                    "CL103", unit, graph.ast(overwrite.node),
+                    f"{origin.handle} is overwritten here while it still holds {origin.resource.name} from "
+                    f"{origin.written} (line {origin.line}), which can then never be {_verb(origin.resource)}; "
+                    f"release it first",
                 )
-            else:
-                message = f"{double.handle} was already released at line {first}; release it only once"
-            p.report("CL102", unit, graph.ast(double.node), message)
-        for late in found.uses_after_release:
-            use = late.use
-            phrase = _use_phrase(use.kind, use.call)
-            p.report(
-                "CL104", unit, use.node,
-                f"{use.symbol.name} is {phrase} after it was released at line {graph.line(late.released)}; "
-                f"move the release after its last use",
-            )
-        for mismatch in found.mismatches:
-            origin = mismatch.origin
-            expected = _written(origin, origin.resource.first_release)
-            p.report(
-                "CL105", unit, graph.ast(mismatch.node),
-                f"{origin.handle} holds {origin.resource.name} from {origin.written} (line {origin.line}) but is "
-                f"released with {_written(origin, mismatch.release_call)}, which releases "
-                f"{mismatch.release_resource.name}; use {expected}",
-            )
+            for double in found.double_releases:
+                first = graph.line(double.first)
+                if double.by_defer:
+                    message = (
+                        f"{double.handle} is released at line {first} and again by this defer when the function "
+                        f"returns; remove one of the two releases"
+                    )
+                else:
+                    message = f"{double.handle} was already released at line {first}; release it only once"
+                p.report("CL102", unit, graph.ast(double.node), message)
+            for late in found.uses_after_release:
+                use = late.use
+                phrase = _use_phrase(use.kind, use.call)
+                p.report(
+                    "CL104", unit, use.node,
+                    f"{use.symbol.name} is {phrase} after it was released at line {graph.line(late.released)}; "
+                    f"move the release after its last use",
+                )
+            for mismatch in found.mismatches:
+                origin = mismatch.origin
+                expected = _written(origin, origin.resource.first_release)
+                p.report(
+                    "CL105", unit, graph.ast(mismatch.node),
+                    f"{origin.handle} holds {origin.resource.name} from {origin.written} (line {origin.line}) but is "
+                    f"released with {_written(origin, mismatch.release_call)}, which releases "
+                    f"{mismatch.release_resource.name}; use {expected}",
+                )
 
 
 def _needles(knowledge: Knowledge) -> frozenset[bytes]:

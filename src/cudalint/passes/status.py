@@ -312,20 +312,21 @@ def _captured_by_closure(p: Pass, unit: Unit, symbol) -> bool:
 
 def run(p: Pass) -> None:
     for unit, graph in p.cfgs.graphs.items():
-        for n in graph.statement_nodes():
-            statement = graph.ast(n)
-            if statement.type == "expression_statement":
-                _check_bare(p, unit, statement)
-                continue
-            for left, right in _assignment_sides(statement):
-                _check_blank(p, unit.file, unit.name, left, right)
-                if not graph.reachable(n) or "CL303" not in p.enabled:
+        with p.isolating(unit):
+            for n in graph.statement_nodes():
+                statement = graph.ast(n)
+                if statement.type == "expression_statement":
+                    _check_bare(p, unit, statement)
                     continue
-                for target, fact in _status_targets(p, left, right):
-                    if target.type == "identifier" and syntax.text(target) != "_":
-                        symbol = p.package.resolution.symbol(target)
-                        if symbol is not None and not _captured_by_closure(p, unit, symbol):
-                            _check_unread(p, unit, graph, n, target, fact)
+                for left, right in _assignment_sides(statement):
+                    _check_blank(p, unit.file, unit.name, left, right)
+                    if not graph.reachable(n) or "CL303" not in p.enabled:
+                        continue
+                    for target, fact in _status_targets(p, left, right):
+                        if target.type == "identifier" and syntax.text(target) != "_":
+                            symbol = p.package.resolution.symbol(target)
+                            if symbol is not None and not _captured_by_closure(p, unit, symbol):
+                                _check_unread(p, unit, graph, n, target, fact)
     # Package-level initializers run too (in the package's init).
     for parsed in p.package.files:
         for declaration in syntax.children(parsed.root):

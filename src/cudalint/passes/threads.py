@@ -580,29 +580,30 @@ def run(p: Pass) -> None:
     # An exported lock/unlock pair is an API for callers outside the package.
     exported_lock = any(threads.wrapper(u) is Event.LOCK and _exported(u) for u in threads.locked)
     for unit, graph in p.cfgs.graphs.items():
-        if unit not in relevant:
-            continue
-        happenings = threads.happenings(unit)
-        if not happenings or not graph.created:
-            continue
-        entry = threads._entry_of(unit)
-        states = threads.locked.get(unit, {})
-        for n, items in sorted(happenings.items()):
-            if not graph.reachable(n):
+        with p.isolating(unit):
+            if unit not in relevant:
                 continue
-            locked = states.get(n, _CAP) if entry is not None else _CAP
-            for happening in items:
-                exempt = threads.wrapper(unit) is Event.UNLOCK and _exported(unit) and exported_lock
-                if happening.event is Event.BOUND and entry is not None and locked == 0:
-                    p.report("CL401", unit, happening.call, _unlocked_message(unit, happening))
-                elif happening.event is Event.UNLOCK and entry is not None and locked == 0:
-                    if not exempt:
-                        p.report("CL403", unit, happening.call, _unlock_message(unit))
-                elif happening.event is Event.DEFER_UNLOCK and entry is not None and locked == 0:
-                    if not exempt and not _lock_follows(threads, graph, n):
-                        p.report("CL403", unit, happening.call, _unlock_message(unit))
-                locked = threads._apply(locked, (happening,), frozenset())
-        _check_balance(p, threads, unit, graph)
+            happenings = threads.happenings(unit)
+            if not happenings or not graph.created:
+                continue
+            entry = threads._entry_of(unit)
+            states = threads.locked.get(unit, {})
+            for n, items in sorted(happenings.items()):
+                if not graph.reachable(n):
+                    continue
+                locked = states.get(n, _CAP) if entry is not None else _CAP
+                for happening in items:
+                    exempt = threads.wrapper(unit) is Event.UNLOCK and _exported(unit) and exported_lock
+                    if happening.event is Event.BOUND and entry is not None and locked == 0:
+                        p.report("CL401", unit, happening.call, _unlocked_message(unit, happening))
+                    elif happening.event is Event.UNLOCK and entry is not None and locked == 0:
+                        if not exempt:
+                            p.report("CL403", unit, happening.call, _unlock_message(unit))
+                    elif happening.event is Event.DEFER_UNLOCK and entry is not None and locked == 0:
+                        if not exempt and not _lock_follows(threads, graph, n):
+                            p.report("CL403", unit, happening.call, _unlock_message(unit))
+                    locked = threads._apply(locked, (happening,), frozenset())
+            _check_balance(p, threads, unit, graph)
 
 
 def _solved(p: Pass) -> _Threads:
