@@ -78,6 +78,8 @@ class Facts:
     _literals: dict[Node, Unit] = field(default_factory=dict, repr=False)
     _calls_by_name: dict[str, list[Node]] | None = field(default=None, repr=False)
     _references: dict[Symbol, list[Node]] | None = field(default=None, repr=False)
+    _type_index: dict[str, tuple[dict[str, Node], list[str]]] | None = field(default=None, repr=False)
+    _selectors: dict[str, list[Node]] | None = field(default=None, repr=False)
 
     def calls_of(self, unit: Unit) -> list[Node]:
         """The calls in this package whose callee is `unit`."""
@@ -88,6 +90,24 @@ class Facts:
                     self._calls_by_name.setdefault(name, []).extend(calls)
         name = unit.name.rsplit(".", 1)[-1]
         return [call for call in self._calls_by_name.get(name, []) if self.callee(call).target is unit]
+
+    def method_values(self, unit: Unit) -> list[Node]:
+        """`d.pushForJob` used as a value (not called): a method handed on."""
+        if self._selectors is None:
+            self._selectors = {}
+            for parsed in self.package.files:
+                for selector in syntax.selectors(parsed.root):
+                    name = syntax.text(selector.child_by_field_name("field"))
+                    self._selectors.setdefault(name, []).append(selector)
+        method = unit.name.rsplit(".", 1)[-1]
+        found = []
+        for selector in self._selectors.get(method, []):
+            parent = selector.parent
+            if parent is not None and parent.type == "call_expression" and parent.child_by_field_name("function") == selector:
+                continue
+            if self._method(syntax.unparen(selector.child_by_field_name("operand")), method) is unit:
+                found.append(selector)
+        return found
 
     def references(self, symbol: Symbol) -> list[Node]:
         """The identifiers that refer to a symbol (its declarations included)."""
@@ -163,23 +183,123 @@ class Facts:
         return Callee(CalleeKind.UNKNOWN, written)
 
     def _method(self, operand: Node | None, method: str) -> Unit | None:
-        """A method of this package: by the receiver's declared type where it
-        is written, else by a method name no other type of the package uses."""
-        candidates = self._methods.get(method, [])
-        if not candidates or operand is None:
+        """A method of this package, found through the receiver's type: a
+        declared type, a composite literal, a constructor of the package, a
+        struct field, an embedded (promoted) method. A receiver whose type is
+        unknown, or another package's, calls nothing of this package."""
+        if not self._methods.get(method) or operand is None:
             return None
-        symbol = self.package.resolution.symbol(operand) if operand.type == "identifier" else None
-        type_node = symbol.type_node if symbol is not None else None
-        while type_node is not None and type_node.type in ("pointer_type", "parenthesized_type"):
-            inner = syntax.children(type_node)
-            type_node = inner[0] if inner else None
-        if type_node is not None and type_node.type == "type_identifier":
-            type_name = syntax.text(type_node)
-            for unit in candidates:
-                if unit.name in (f"{type_name}.{method}", f"(*{type_name}).{method}"):
-                    return unit
+        type_name = self.type_of(operand)
+        return self._method_of(type_name, method, set()) if type_name is not None else None
+
+    def _method_of(self, type_name: str, method: str, seen: set[str]) -> Unit | None:
+        if type_name in seen:
             return None
-        return candidates[0] if len(candidates) == 1 else None
+        seen.add(type_name)
+        for unit in self._methods.get(method, []):
+            if unit.name in (f"{type_name}.{method}", f"(*{type_name}).{method}"):
+                return unit
+        for embedded in self._types().get(type_name, ({}, []))[1]:
+            found = self._method_of(embedded, method, seen)
+            if found is not None:
+                return found
+        return None
+
+    def type_of(self, expression: Node | None, depth: int = 0) -> str | None:
+        """The name of the package-declared type of an expression, if the
+        syntax says it."""
+        node = syntax.unparen(expression)
+        if node is None or depth > 8:
+            return None
+        if node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) in ("&", "*"):
+            return self.type_of(node.child_by_field_name("operand"), depth + 1)
+        if node.type == "composite_literal":
+            return _named_type(node.child_by_field_name("type"))
+        if node.type == "identifier":
+            symbol = self.package.resolution.symbol(node)
+            if symbol is None or symbol.kind is not SymbolKind.VAR:
+                return None
+            if symbol.type_node is not None:
+                return _named_type(symbol.type_node)
+            if symbol.init is not None and symbol.init_index < 0:
+                return self.type_of(symbol.init, depth + 1)
+            if symbol.init is not None and symbol.init_index == 0:
+                return self._result_type(symbol.init, depth)
+            return None
+        if node.type == "call_expression":
+            function = syntax.unparen(node.child_by_field_name("function"))
+            if function is not None and function.type == "identifier" and syntax.text(function) == "new":
+                arguments = syntax.children(node.child_by_field_name("arguments"))
+                return _named_type(arguments[0]) if arguments else None
+            return self._result_type(node, depth)
+        if node.type == "selector_expression":
+            owner = self.type_of(node.child_by_field_name("operand"), depth + 1)
+            if owner is None:
+                return None
+            fields, _ = self._types().get(owner, ({}, []))
+            field_type = fields.get(syntax.text(node.child_by_field_name("field")))
+            return _named_type(field_type) if field_type is not None else None
+        return None
+
+    def _result_type(self, call: Node, depth: int) -> str | None:
+        """The first result type of a call of a function of this package (a constructor)."""
+        call = syntax.unparen(call)
+        if call is None or call.type != "call_expression":
+            return None
+        function = syntax.unparen(call.child_by_field_name("function"))
+        if function is None or function.type != "identifier":
+            return None
+        target = self._units_by_symbol.get(self.package.resolution.symbol(function))
+        result = target.node.child_by_field_name("result") if target is not None else None
+        if result is None:
+            return None
+        if result.type == "parameter_list":
+            declarations = syntax.children(result)
+            result = declarations[0].child_by_field_name("type") if declarations else None
+        return _named_type(result)
+
+    def _types(self) -> dict[str, tuple[dict[str, Node], list[str]]]:
+        """Struct types of the package: field name -> type node, and the
+        names of embedded types."""
+        if self._type_index is None:
+            self._type_index = {}
+            for parsed in self.package.files:
+                for declaration in syntax.children(parsed.root):
+                    if declaration.type != "type_declaration":
+                        continue
+                    for spec in syntax.children(declaration):
+                        name, body = spec.child_by_field_name("name"), spec.child_by_field_name("type")
+                        if name is None or body is None or body.type != "struct_type":
+                            continue
+                        fields: dict[str, Node] = {}
+                        embedded: list[str] = []
+                        for member in syntax.walk(body):
+                            if member.type != "field_declaration":
+                                continue
+                            type_node = member.child_by_field_name("type")
+                            names = member.children_by_field_name("name")
+                            for field_name in names:
+                                fields[syntax.text(field_name)] = type_node
+                            if not names and type_node is not None:
+                                embedded_name = _named_type(type_node)
+                                if embedded_name is not None:
+                                    embedded.append(embedded_name)
+                                    fields[embedded_name] = type_node
+                        self._type_index[syntax.text(name)] = (fields, embedded)
+        return self._type_index
+
+
+def _named_type(type_node: Node | None) -> str | None:
+    """T for T, *T, T[K]: a type declared in this package (a qualified type
+    belongs to another package)."""
+    while type_node is not None and type_node.type in ("pointer_type", "parenthesized_type", "unary_expression"):
+        inner = syntax.children(type_node)
+        type_node = inner[-1] if inner else None
+    if type_node is not None and type_node.type == "generic_type":
+        type_node = type_node.child_by_field_name("type")
+    if type_node is not None and type_node.type in ("type_identifier", "identifier"):
+        return syntax.text(type_node)
+    return None
 
 
 def _qualified_call(node: Node, package: Package, knowledge: Knowledge) -> CallFact | None:

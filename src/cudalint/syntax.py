@@ -170,3 +170,8 @@ def header_references(root: Node) -> list[Node]:
            (#any-of? @name "SliceHeader" "StringHeader")""",
         root, "ref",
     )
+
+
+def selectors(root: Node) -> list[Node]:
+    """Every `x.f` under root."""
+    return _captures("(selector_expression) @selector", root, "selector")

@@ -6,6 +6,8 @@ goroutine with runtime.LockOSThread first, and undo the pin consistently."""
 from __future__ import annotations
 
 from collections import deque
+
+import networkx as nx
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -17,6 +19,7 @@ from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, ExitKind, NodeKind
 from cudalint.facts import CalleeKind
 from cudalint.functions import LiteralUse, Unit, UnitKind
+from cudalint.scope import SymbolKind
 from cudalint.knowledge import Knowledge
 
 CL401 = Rule(
@@ -187,7 +190,26 @@ class _Threads:
                     happening = self._classify(call)
                     if happening is not None:
                         found.setdefault(n, []).append(happening)
-        return found
+            if graph.kind(n) is NodeKind.DEFER:
+                found.setdefault(n, []).extend(self._deferred_closure_unlocks(graph.ast(n)))
+        return {n: items for n, items in found.items() if items}
+
+    def _deferred_closure_unlocks(self, statement: Node | None) -> list[Happening]:
+        """`defer func() { ...; runtime.UnlockOSThread() }()` unlocks when the
+        function returns, like a deferred unlock."""
+        inner = syntax.children(statement) if statement is not None else []
+        call = syntax.unparen(inner[0]) if inner else None
+        function = syntax.unparen(call.child_by_field_name("function")) if call is not None and call.type == "call_expression" else None
+        if function is None or function.type != "func_literal":
+            return []
+        body = function.child_by_field_name("body")
+        for nested in _calls(body) if body is not None else ():
+            happening = self._classify(nested)
+            if happening is not None and (happening.event is Event.UNLOCK or (
+                happening.event is Event.CALL and happening.target is not None and self.wrapper(happening.target) is Event.UNLOCK
+            )):
+                return [Happening(Event.DEFER_UNLOCK, call)]
+        return []
 
     def _classify(self, call: Node) -> Happening | None:
         fact = self.p.facts.calls.get(call)
@@ -222,12 +244,25 @@ class _Threads:
         events = {h.event for hs in self.happenings(unit).values() for h in hs}
         effect = None
         on_return = self._locked_on_return(unit, 0, stack)
-        if on_return is not None and on_return >= 1:
+        if (on_return is not None and on_return >= 1) or self.locks_on_success(unit, stack):
             effect = Event.LOCK
         elif Event.LOCK not in events and self._locked_on_return(unit, 1, stack) == 0:
             effect = Event.UNLOCK
         self.wrappers[unit] = effect
         return effect
+
+    def locks_on_success(self, unit: Unit, stack: frozenset[Unit] = frozenset()) -> bool:
+        """A lock wrapper that reports failure: it returns with the thread
+        locked exactly where its error result is nil, and unlocked where it
+        reports an error (`if err := lockDevice(d); err != nil { return err }`)."""
+        if not _returns_error(unit):
+            return False
+        outcomes = _return_outcomes(self, self.p.cfgs.graphs[unit], stack)
+        if not outcomes:
+            return False
+        success = [locked for statement, locked in outcomes if _returns_nil_error(statement)]
+        failure = [locked for statement, locked in outcomes if not _returns_nil_error(statement)]
+        return bool(success) and all(success) and not any(failure)
 
     def _locked_on_return(self, unit: Unit, entry: int, stack: frozenset[Unit]) -> int | None:
         graph = self.p.cfgs.graphs[unit]
@@ -318,13 +353,24 @@ class _Threads:
                 self.entry[unit] = 1
             else:
                 self.entry[unit] = _CAP if sites.get(unit) else 0
+        exported_lock = any(self.wrapper(u) is Event.LOCK and _exported(u) for u in units)
+        for unit in units:
+            # The unlock half of an exported lock/unlock pair runs where the
+            # lock half left the thread: locked.
+            if exported_lock and self.entry.get(unit) == 0 and _exported(unit) and self.wrapper(unit) is Event.UNLOCK:
+                self.entry[unit] = 1
+        for unit in list(sites):
+            # A function calling itself is no caller that could have locked for it.
+            sites[unit] = [site for site in sites[unit] if site[0] is not unit]
+            if not sites[unit] and self.entry.get(unit) is not None and unit.kind is not UnitKind.LITERAL:
+                self.entry[unit] = 0
         for _ in range(len(units) + 2):
             changed = False
             for unit in units:
                 entry = self._entry_of(unit)
                 self.locked[unit] = self.flow(unit, entry) if entry is not None else {}
             for unit in units:
-                if unit.kind is UnitKind.LITERAL or self.entry.get(unit) is None or unit not in sites:
+                if unit.kind is UnitKind.LITERAL or self.entry.get(unit) is None or not sites.get(unit):
                     continue
                 value = min(
                     0 if happening.spawned else self._locked_at(caller, n, happening)
@@ -354,20 +400,77 @@ class _Threads:
                 return None
             states = self.locked.get(unit.parent) or self.flow(unit.parent, parent_entry)
             return states.get(holder, _CAP)
-        return None  # passed, stored or returned: it runs somewhere we cannot see
+        if use is LiteralUse.STORED and unit.stored_in is not None and unit.stored_in.is_local and unit.parent is not None:
+            return self._stored_literal_entry(unit)
+        return None  # passed, stored elsewhere or returned: it runs somewhere we cannot see
+
+    def _stored_literal_entry(self, unit: Unit) -> int | None:
+        """`run := func() {...}` then `go run()` or `run()`: the literal runs
+        where the variable is called; any other use hands it on."""
+        parent = unit.parent
+        graph = self.p.cfgs.graphs.get(parent)
+        parent_entry = self._entry_of(parent)
+        if graph is None or parent_entry is None:
+            return None
+        states = self.locked.get(parent) or self.flow(parent, parent_entry)
+        counts = []
+        for node in self.p.facts.references(unit.stored_in):
+            if self.p.package.resolution.declarations.get(node) is unit.stored_in:
+                continue
+            call = node.parent
+            if call is None or call.type != "call_expression" or call.child_by_field_name("function") != node:
+                return None  # used as a value
+            if _statement_of(call) == "go_statement":
+                counts.append(0)
+                continue
+            holder = _node_of(graph, call)
+            if holder is None:
+                return None
+            counts.append(states.get(holder, _CAP))
+        return min(counts) if counts else None
 
     def _locked_at(self, unit: Unit, n: int, happening: Happening) -> int:
-        """The lock count just before the call `happening` at node n."""
+        """The lock count when the call `happening` at node n runs: just
+        before it, or, for a deferred call, at the return after the defers
+        registered later (they run first) have run."""
         states = self.locked.get(unit)
         if not states:
             entry = self._entry_of(unit)
             return _CAP if entry is None else entry
+        if happening.deferred:
+            graph = self.p.cfgs.graphs[unit]
+            at_return = states.get(graph.exits[ExitKind.RETURN], _CAP)
+            later_unlocks = sum(
+                1 for m, items in self.happenings(unit).items() if m != n and nx.has_path(graph.graph, n, m)
+                for h in items if self.defers_unlock(h)
+            )
+            return max(min(at_return, states.get(n, _CAP)) - later_unlocks, 0)
         locked = states.get(n, _CAP)
         for earlier in self.happenings(unit).get(n, ()):
             if earlier is happening:
                 break
             locked = self._apply(locked, (earlier,), frozenset())
         return locked
+
+    def stable(self, symbol) -> bool:
+        """A local flag the function never assigns after declaring it."""
+        if symbol.kind is not SymbolKind.VAR or not symbol.is_local:
+            return False
+        declarations = self.p.package.resolution.declarations
+        for node in self.p.facts.references(symbol):
+            if declarations.get(node) is symbol:
+                continue
+            parent = node.parent
+            if parent is not None and parent.type in ("inc_statement", "dec_statement"):
+                return False
+            if parent is not None and parent.type == "expression_list" and parent.parent is not None and (
+                parent.parent.type in ("assignment_statement", "short_var_declaration")
+                and parent.parent.child_by_field_name("left") == parent
+            ):
+                return False
+            if parent is not None and parent.type == "unary_expression" and syntax.text(parent.child_by_field_name("operator")) == "&":
+                return False
+        return True
 
     def goroutine_body(self, unit: Unit) -> bool:
         """A function that only ever runs as a goroutine: returning from it
@@ -432,10 +535,13 @@ class _Threads:
         return [u for u in self.p.package.units if u in relevant]
 
     def _used_as_values(self, units: list[Unit]) -> set[Unit]:
-        """Functions referred to other than by calling them (callbacks)."""
+        """Functions and methods referred to other than by calling them
+        (callbacks, method values)."""
         found: set[Unit] = set()
         resolution = self.p.package.resolution
         for unit in units:
+            if unit.kind is UnitKind.METHOD and self.p.facts.method_values(unit):
+                found.add(unit)
             if unit.symbol is None:
                 continue
             for node in self.p.facts.references(unit.symbol):
@@ -457,6 +563,48 @@ class _Threads:
                 if graph.exits[ExitKind.RETURN] in graph.live and states.get(graph.exits[ExitKind.RETURN], 0) >= 1:
                     return True
         return False
+
+
+def _returns_error(unit: Unit) -> bool:
+    result = unit.node.child_by_field_name("result")
+    if result is None:
+        return False
+    if result.type != "parameter_list":
+        return syntax.text(result) == "error"
+    declarations = syntax.children(result)
+    return bool(declarations) and syntax.text(declarations[-1].child_by_field_name("type")) == "error"
+
+
+def _returns_nil_error(statement: Node | None) -> bool:
+    values = next((c for c in statement.named_children if c.type == "expression_list"), None) if statement is not None else None
+    expressions = syntax.expressions(values) if values is not None else []
+    return bool(expressions) and syntax.text(expressions[-1]) == "nil"
+
+
+def _return_outcomes(threads: "_Threads", graph: CFG, stack: frozenset[Unit]) -> list[tuple[Node | None, bool]]:
+    """(return statement, locked when it returns) on each path from the entry,
+    with the thread unlocked at entry (deferred unlocks applied)."""
+    found: list[tuple[Node | None, bool]] = []
+    seen = set()
+    queue = deque([(graph.entry, 0, 0)])
+    while queue:
+        n, count, deferred = queue.popleft()
+        for happening in threads.happenings(graph.unit).get(n, ()):
+            if threads.defers_unlock(happening, stack):
+                deferred = min(deferred + 1, _CAP)
+            else:
+                count = threads._apply(count, (happening,), stack)
+        for successor in graph.graph.successors(n):
+            if graph.kind(successor) is NodeKind.EXIT:
+                if graph.graph.nodes[successor]["exit"] is ExitKind.RETURN:
+                    statement = graph.ast(n) if graph.kind(n) is NodeKind.RETURN else None
+                    found.append((statement, count - deferred > 0))
+                continue
+            state = (successor, count, deferred)
+            if state not in seen:
+                seen.add(state)
+                queue.append(state)
+    return found
 
 
 def _calls(root: Node):
@@ -515,7 +663,7 @@ def _lock_follows(threads: _Threads, graph: CFG, start: int) -> bool:
 
 def _check_balance(p: Pass, threads: _Threads, unit: Unit, graph: CFG) -> None:
     """CL402: from each lock, do the paths to a return agree on unlocking?"""
-    if not _unlocks_somewhere(threads, unit) or threads.goroutine_body(unit):
+    if not _unlocks_somewhere(threads, unit) or threads.goroutine_body(unit) or threads.locks_on_success(unit):
         return
     happenings = threads.happenings(unit)
     for n, items in happenings.items():
@@ -531,19 +679,35 @@ def _check_balance(p: Pass, threads: _Threads, unit: Unit, graph: CFG) -> None:
                 )
 
 
-def _lock_outcomes(threads: _Threads, graph: CFG, start: int, lock: Happening) -> dict[str, list[int]]:
+def _branch(threads: _Threads, graph: CFG, attrs: dict, known: frozenset) -> frozenset | None:
+    """Follow a branch, remembering the value of a flag it tests: a boolean
+    that the function never assigns (`if pin { Lock }` ... `if pin { Unlock }`
+    takes the same side twice). None: the branch contradicts what is known."""
+    condition = syntax.unparen(attrs.get("cond")) if attrs else None
+    if condition is None or condition.type != "identifier":
+        return known
+    symbol = threads.p.package.resolution.symbol(condition)
+    if symbol is None or not threads.stable(symbol):
+        return known
+    value = attrs.get("polarity")
+    if (symbol, not value) in known:
+        return None
+    return known | {(symbol, value)}
+
+
+def _lock_outcomes(threads: _Threads, graph: CFG, lock_node: int, lock: Happening) -> dict[str, list[int]]:
+    """From the entry, along feasible paths through the lock: is it undone
+    (or a deferred unlock registered) by each return?"""
     outcomes: dict[str, list[int]] = {"locked": [], "unlocked": []}
     seen = set()
-    queue = deque([(start, 1, 0, True)])
+    queue = deque([(graph.entry, 0, 0, False, frozenset())])
     while queue:
-        n, locked, deferred, skip = queue.popleft()
-        # At the lock itself, only what follows the lock counts.
-        after = not skip
+        n, locked, deferred, active, known = queue.popleft()
         for happening in threads.happenings(graph.unit).get(n, ()):
-            if happening is lock:
-                after = True
+            if happening is lock and n == lock_node:
+                active, locked, deferred = True, 1, 0
                 continue
-            if not after:
+            if not active:
                 continue
             if threads.unlocks(happening):
                 locked = max(locked - 1, 0)
@@ -553,15 +717,45 @@ def _lock_outcomes(threads: _Threads, graph: CFG, start: int, lock: Happening) -
                 locked = min(locked + 1, _CAP)
         for successor in graph.graph.successors(n):
             if graph.kind(successor) is NodeKind.EXIT:
-                if graph.graph.nodes[successor]["exit"] in (ExitKind.RETURN, ExitKind.GOEXIT):
+                if active and graph.graph.nodes[successor]["exit"] is ExitKind.RETURN:
                     key = "unlocked" if locked - deferred <= 0 else "locked"
                     outcomes[key].append(graph.line(n))
                 continue
-            state = (successor, locked, deferred, False)
+            facts = _branch(threads, graph, graph.graph.edges[n, successor], known)
+            if facts is None:
+                continue
+            state = (successor, locked, deferred, active, facts)
             if state not in seen:
                 seen.add(state)
                 queue.append(state)
     return outcomes
+
+
+def _unlocked_before(threads: _Threads, graph: CFG, entry: int, target: int, target_happening: Happening) -> bool:
+    """Whether some feasible path reaches the unlock at target with nothing locked."""
+    seen = set()
+    queue = deque([(graph.entry, entry, frozenset())])
+    while queue:
+        n, count, known = queue.popleft()
+        for happening in threads.happenings(graph.unit).get(n, ()):
+            if n == target and happening is target_happening:
+                if count == 0:
+                    return True
+                break
+            count = threads._apply(count, (happening,), frozenset())
+        if n == target:
+            continue
+        for successor in graph.graph.successors(n):
+            if graph.kind(successor) is NodeKind.EXIT:
+                continue
+            facts = _branch(threads, graph, graph.graph.edges[n, successor], known)
+            if facts is None:
+                continue
+            state = (successor, count, facts)
+            if state not in seen:
+                seen.add(state)
+                queue.append(state)
+    return False
 
 
 def _concerns_threads(p: Pass) -> bool:
@@ -597,7 +791,7 @@ def run(p: Pass) -> None:
                     if happening.event is Event.BOUND and entry is not None and locked == 0:
                         p.report("CL401", unit, happening.call, _unlocked_message(unit, happening))
                     elif happening.event is Event.UNLOCK and entry is not None and locked == 0:
-                        if not exempt:
+                        if not exempt and _unlocked_before(threads, graph, entry, n, happening):
                             p.report("CL403", unit, happening.call, _unlock_message(unit))
                     elif happening.event is Event.DEFER_UNLOCK and entry is not None and locked == 0:
                         if not exempt and not _lock_follows(threads, graph, n):
