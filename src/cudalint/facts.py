@@ -221,6 +221,9 @@ class Facts:
                 return None
             if symbol.type_node is not None:
                 return _named_type(symbol.type_node)
+            ranged = self._range_element(symbol)
+            if ranged is not None:
+                return _named_type(ranged)
             if symbol.init is not None and symbol.init_index < 0:
                 return self.type_of(symbol.init, depth + 1)
             if symbol.init is not None and symbol.init_index == 0:
@@ -239,6 +242,31 @@ class Facts:
             fields, _ = self._types().get(owner, ({}, []))
             field_type = fields.get(syntax.text(node.child_by_field_name("field")))
             return _named_type(field_type) if field_type is not None else None
+        return None
+
+    def _range_element(self, symbol: Symbol) -> Node | None:
+        """The element type a range variable takes from a declared slice,
+        array, map or channel: `for r := range reqs` with `reqs <-chan copyReq`."""
+        declared = symbol.node
+        holder = declared.parent.parent if declared is not None and declared.parent is not None else None
+        if holder is None or holder.type != "range_clause":
+            return None
+        left = syntax.expressions(holder.child_by_field_name("left"))
+        position = [c.id for c in left].index(declared.id) if declared.id in [c.id for c in left] else -1
+        right = syntax.unparen(holder.child_by_field_name("right"))
+        source = self.package.resolution.symbol(right) if right is not None and right.type == "identifier" else None
+        collection = source.type_node if source is not None else None
+        while collection is not None and collection.type in ("pointer_type", "parenthesized_type"):
+            inner = syntax.children(collection)
+            collection = inner[0] if inner else None
+        if collection is None:
+            return None
+        if collection.type == "channel_type":
+            return collection.child_by_field_name("value") if position == 0 else None
+        if collection.type in ("slice_type", "array_type"):
+            return collection.child_by_field_name("element") if position == 1 else None
+        if collection.type == "map_type":
+            return collection.child_by_field_name("value") if position == 1 else None
         return None
 
     def _result_type(self, call: Node, depth: int) -> str | None:

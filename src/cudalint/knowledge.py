@@ -85,6 +85,9 @@ class ResourceSpec:
     any_use_releases: bool = False
     # GPU memory addressed by a bare pointer or integer (CL502).
     device_memory: bool = False
+    # Whether releasing it needs a current context, in a family whose releases
+    # generally do (CL505): a context's own destroy does not.
+    needs_context: bool = True
 
     @property
     def handleless(self) -> bool:
@@ -217,7 +220,7 @@ _THREAD_KEYS = {"bound", "context_setters", "releases_need_context"}
 _ASYNC_KEYS = {"call", "host_args"}
 _STATUS_KEYS = {"type", "success", "result", "kind"}
 _STATUS_CALL_KEYS = {"match", "except", "discardable"}
-_RESOURCE_KEYS = {"name", "acquire", "release", "transfer", "any_use_releases", "device_memory"}
+_RESOURCE_KEYS = {"name", "acquire", "release", "transfer", "any_use_releases", "device_memory", "needs_context"}
 _ROLE_KEYS = {"call", "handle"}
 
 
@@ -318,6 +321,7 @@ def parse_family(document: dict, source: str) -> Family:
         item = _table(source, where, item, _RESOURCE_KEYS)
         any_use = _flag(source, f"{where}.any_use_releases", item.get("any_use_releases", False))
         device_memory = _flag(source, f"{where}.device_memory", item.get("device_memory", False))
+        needs_context = _flag(source, f"{where}.needs_context", item.get("needs_context", True))
         acquire = _roles(source, f"{where}.acquire", item.get("acquire"), qualifier)
         release = _roles(source, f"{where}.release", item.get("release"), qualifier) if not any_use or "release" in item else ()
         transfer = _roles(source, f"{where}.transfer", item.get("transfer"), qualifier) if "transfer" in item else ()
@@ -331,6 +335,7 @@ def parse_family(document: dict, source: str) -> Family:
             raise _fail(source, f"{where}.release", "a receiver release names the method as pkg.Type.Method")
         resources_.append(ResourceSpec(
             _string(source, f"{where}.name", item.get("name")), acquire, release, transfer, any_use, device_memory,
+            needs_context,
         ))
     types = _qualified(source, "types", _strings(source, "types", doc.get("types")), qualifier)
     threads = _table(source, "[threads]", doc.get("threads", {}), _THREAD_KEYS)

@@ -10,6 +10,7 @@ from cudalint import syntax
 from cudalint.analyzer import Analyzer, Pass
 from cudalint.catalog import Level, Rule
 from cudalint.facts import CalleeKind
+from cudalint.cfg import NodeKind
 from cudalint.functions import LiteralUse, Unit, UnitKind
 from cudalint.handles import UseKind
 from cudalint.knowledge import Knowledge
@@ -22,10 +23,12 @@ CL501 = Rule(
     "`unsafe.Pointer(x)` where x is a uintptr held in a variable, taken from Go memory.",
     """
     ## What it does
-    Reports `unsafe.Pointer(x)` where `x` is a variable of type `uintptr` whose
-    value was taken from a Go pointer (`uintptr(unsafe.Pointer(&buf[0]))`,
-    `v.UnsafeAddr()`, `reflect.Value.Pointer()`). Arithmetic in a single
-    expression, `unsafe.Pointer(uintptr(p) + off)`, is fine, and so are
+    Reports `unsafe.Pointer(x)` where `x` (or arithmetic on it, `base + off`)
+    is a `uintptr` variable or struct field that was given the address of a
+    Go object somewhere (`uintptr(unsafe.Pointer(&buf[0]))`, `v.UnsafeAddr()`,
+    `reflect.ValueOf(s).Index(i).UnsafeAddr()`, a composite literal's field).
+    Arithmetic done entirely in one expression,
+    `unsafe.Pointer(uintptr(unsafe.Pointer(p)) + off)`, is fine, and so are
     device addresses (`C.CUdeviceptr`, a `uintptr` from `cudaMalloc`): the GC
     does not manage them.
 
@@ -58,10 +61,13 @@ CL502 = Rule(
     Reports device memory (from `cudaMalloc`, `cuMemAlloc`, ... as
     `rules/*.toml` marks with `device_memory = true`) that leaves the function
     that allocated it as a bare `unsafe.Pointer`, `uintptr` or C pointer:
-    returned, or stored into a package-level variable, a map or a slice.
-    Storing it in a struct field (an owning Go type with a `Close` method) is
-    the fix, not a finding; what a callee does with a pointer it receives is
-    the callee's business.
+    returned (also as a named result), allocated straight into a
+    package-level variable, stored into one, or into a package-level map or
+    slice, or into a map or slice the caller passed in. Storing it in a
+    struct field, or in a map or slice held by one (an owning Go type with a
+    `Close` method), is the fix, not a finding; a local map is no escape, and
+    neither is a func literal returning it to the function that made it.
+    What a callee does with a pointer it receives is the callee's business.
 
     ## Why is this bad?
     A bare device address says nothing about who frees it or how much memory
@@ -129,9 +135,15 @@ CL504 = Rule(
     keeps using it after it returns: the asynchronous copies and memsets
     listed under `[[async]]` in `rules/*.toml` (`cudaMemcpyAsync`,
     `cuMemcpyHtoDAsync`, `cublasSetVectorAsync`, ...) and
-    `cudaHostRegister`. Memory from `C.malloc` or `cudaMallocHost`, also seen
-    through `unsafe.Slice`, is fine; so are scalars passed by address to
-    cuBLAS (`&alpha`), which are read before the call returns.
+    `cudaHostRegister`. Go memory is the address of any Go variable (of a C
+    type too: `var n C.int` lives in Go memory), an element of a slice or
+    array made in Go (`make`, a literal, a Go slice parameter, re-slices of
+    those), or a pointer variable assigned one of those. Memory from
+    `C.malloc` or `cudaMallocHost`, also seen through `unsafe.Slice` or an
+    array-pointer conversion, is fine; so are scalars passed by address to
+    cuBLAS (`&alpha`), which are read before the call returns. Where the
+    syntax does not say where memory lives (a struct field, a call's
+    result), nothing is reported.
 
     ## Why is this bad?
     cgo forbids C from keeping a Go pointer after the call returns. The copy
@@ -163,8 +175,11 @@ CL505 = Rule(
     ## What it does
     Reports a release of the CUDA driver API (`cuMemFree`, `cuStreamDestroy`,
     `cuModuleUnload`, ... from families marked `releases_need_context`) inside
-    a function registered with `runtime.SetFinalizer` that never makes a
-    context current (`cuCtxSetCurrent`, `cuCtxPushCurrent`).
+    a function registered with `runtime.SetFinalizer`, or a function of the
+    package it calls, when none of them makes a context current
+    (`cuCtxSetCurrent`, `cuCtxPushCurrent`). Releases that name what they
+    release need no current context and are not reported (`cuCtxDestroy`,
+    `cuDevicePrimaryCtxRelease`: `needs_context = false` in the knowledge).
 
     ## Why is this bad?
     Finalizers run on the GC's finalizer goroutine, on an arbitrary OS
@@ -184,11 +199,12 @@ CL505 = Rule(
     runtime.SetFinalizer(b, func(b *Buffer) {
         runtime.LockOSThread()
         defer runtime.UnlockOSThread()
-        if C.cuCtxPushCurrent(b.ctx) == C.CUDA_SUCCESS {
-            C.cuMemFree(b.ptr)
-            var old C.CUcontext
-            C.cuCtxPopCurrent(&old)
+        if C.cuCtxPushCurrent(b.ctx) != C.CUDA_SUCCESS {
+            return
         }
+        _ = C.cuMemFree(b.ptr)
+        var old C.CUcontext
+        _ = C.cuCtxPopCurrent(&old)
     })
     ```
     """,
@@ -205,6 +221,7 @@ class _Memory:
         self.p = p
         self.resolution = p.package.resolution
         self._assigned: dict[Symbol, list[Node]] | None = None
+        self._fields: dict[str, list[Node]] | None = None
 
     def assigned_values(self, symbol: Symbol) -> list[Node]:
         """Values assigned to a variable with `=` anywhere in the package."""
@@ -222,49 +239,112 @@ class _Memory:
         return self._assigned.get(symbol, [])
 
     def is_go_memory(self, expression: Node | None, depth: int = 0) -> bool:
-        """&x, &s[i], &s.f of Go values, unsafe.SliceData(s) / StringData(s),
-        or a variable initialised from one of those."""
+        """&x of any Go variable (of a C type too: it lives in Go memory),
+        &s[i] / unsafe.SliceData(s) of a slice or array backed by Go memory,
+        or a pointer variable assigned from one of those."""
         node = unwrap(expression, self.p.facts)
-        if node is None or depth > 4:
+        if node is None or depth > 6:
             return False
         if node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
-            return not self.c_backed(_root(node.child_by_field_name("operand")))
+            operand = syntax.unparen(node.child_by_field_name("operand"))
+            if operand is not None and operand.type == "identifier":
+                symbol = self.resolution.symbol(operand)
+                return symbol is not None and symbol.kind is SymbolKind.VAR
+            return self.backing(_root(operand), depth + 1) == "go"
         if node.type == "call_expression":
             fact = self.p.facts.calls.get(node)
             if fact is not None and fact.import_path == "unsafe" and fact.name in ("SliceData", "StringData"):
                 arguments = syntax.children(node.child_by_field_name("arguments"))
-                return bool(arguments) and not self.c_backed(_root(arguments[0]))
+                return bool(arguments) and self.backing(arguments[0], depth + 1) == "go"
             return False
         if node.type == "identifier":
             symbol = self.resolution.symbol(node)
-            if symbol is not None and symbol.kind is SymbolKind.VAR and symbol.init is not None and symbol.init_index < 0:
-                return self.is_go_memory(symbol.init, depth + 1)
+            if symbol is None or symbol.kind is not SymbolKind.VAR:
+                return False
+            values = ([symbol.init] if symbol.init is not None and symbol.init_index < 0 else []) + self.assigned_values(symbol)
+            return any(self.is_go_memory(value, depth + 1) for value in values)
         return False
 
-    def c_backed(self, root: Node | None) -> bool:
-        """A value that lives in C memory: a C type, a slice made over a C
-        pointer with unsafe.Slice or an array-pointer conversion, or one whose
-        origin cudalint cannot see (a field)."""
-        if root is None:
-            return True
-        if root.type != "identifier":
-            return True
-        symbol = self.resolution.symbol(root)
-        if symbol is None or symbol.kind is not SymbolKind.VAR:
-            return True
-        if symbol.role is Role.GLOBAL:
-            return True
-        declared = syntax.text(symbol.type_node)
-        if declared.lstrip("*[]0123456789").startswith("C."):
-            return True
-        init = symbol.init
-        if init is not None:
-            text = syntax.text(init)
-            if "unsafe.Slice" in text or "(*[" in text or "C." in text:
-                return True
-        if symbol.role in (Role.PARAM, Role.RECEIVER):
-            return not declared.startswith(("[]", "["))  # a Go slice or array parameter is Go memory
-        return False
+    def backing(self, expression: Node | None, depth: int = 0) -> str | None:
+        """Where the elements of a slice or array live: "go", "c", or None
+        when the syntax does not say (a field, a call's result)."""
+        node = syntax.unparen(expression)
+        if node is None or depth > 6:
+            return None
+        if node.type == "slice_expression":
+            operand = syntax.unparen(node.child_by_field_name("operand"))
+            if operand is not None and operand.type in ("call_expression", "type_conversion_expression") and self._views_a_pointer(operand):
+                return "c"  # (*[1 << 30]T)(p)[:n:n]
+            return self.backing(operand, depth + 1)
+        if node.type == "type_conversion_expression":
+            return "c" if self._views_a_pointer(node) else "go"  # []byte(s) copies
+        if node.type in ("composite_literal", "interpreted_string_literal", "raw_string_literal"):
+            return "go"
+        if node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
+            inner = syntax.unparen(node.child_by_field_name("operand"))
+            return "go" if inner is not None and inner.type == "composite_literal" else None
+        if node.type == "call_expression":
+            function = syntax.unparen(node.child_by_field_name("function"))
+            if syntax.text(function) in ("make", "append", "new"):
+                return "go"
+            fact = self.p.facts.calls.get(node)
+            if fact is not None and fact.import_path == "unsafe" and fact.name == "Slice":
+                return "c"
+            if fact is not None and fact.import_path == "C" and fact.name in ("GoBytes", "GoString", "GoStringN"):
+                return "go"
+            return "c" if self._views_a_pointer(node) else None
+        if node.type == "identifier":
+            symbol = self.resolution.symbol(node)
+            if symbol is None or symbol.kind is not SymbolKind.VAR:
+                return None
+            if symbol.role in (Role.PARAM, Role.RECEIVER):
+                declared = symbol.type_node.type if symbol.type_node is not None else ""
+                return "go" if declared in ("slice_type", "array_type") else None
+            if symbol.type_node is not None and symbol.type_node.type not in ("pointer_type", "slice_type", "map_type", "qualified_type"):
+                return "go"  # var buf [256]byte, var h header: the variable is the storage
+            values = ([symbol.init] if symbol.init is not None and symbol.init_index < 0 else []) + self.assigned_values(symbol)
+            kinds = {self.backing(value, depth + 1) for value in values}
+            if kinds == {"go"}:
+                return "go"
+            if "c" in kinds:
+                return "c"
+        return None
+
+    def _views_a_pointer(self, conversion: Node) -> bool:
+        """`(*[1 << 30]C.float)(p)`: a conversion of a pointer to an array type."""
+        target = conversion.child_by_field_name("function" if conversion.type == "call_expression" else "type")
+        return target is not None and target.type in ("parenthesized_expression", "parenthesized_type") and "[" in syntax.text(target)
+
+    def field_from_go(self, selector: Node) -> Node | None:
+        """A value with a Go object's address given to the same field of the
+        same struct type anywhere in the package
+        (`req{host: uintptr(unsafe.Pointer(&b[0]))}`, `r.host = ...`)."""
+        owner = self.p.facts.type_of(selector.child_by_field_name("operand"))
+        if owner is None:
+            return None
+        if self._fields is None:
+            self._fields = {}
+            facts = self.p.facts
+            for parsed in self.p.package.files:
+                for node in syntax.walk(parsed.root):
+                    if node.type == "keyed_element":
+                        key, value = node.child_by_field_name("key"), node.child_by_field_name("value")
+                        literal = node.parent.parent if node.parent is not None else None
+                        owner_type = facts.type_of(literal) if literal is not None and literal.type == "composite_literal" else None
+                        inner = syntax.children(value) if value is not None else []
+                        if key is not None and inner and owner_type is not None:
+                            self._fields.setdefault((owner_type, syntax.text(key)), []).append(inner[0])
+                    elif node.type == "assignment_statement":
+                        left = syntax.expressions(node.child_by_field_name("left"))
+                        right = syntax.expressions(node.child_by_field_name("right"))
+                        for target, value in zip(left, right) if len(left) == len(right) else ():
+                            if target.type == "selector_expression":
+                                owner_type = facts.type_of(target.child_by_field_name("operand"))
+                                if owner_type is not None:
+                                    key = (owner_type, syntax.text(target.child_by_field_name("field")))
+                                    self._fields.setdefault(key, []).append(value)
+        field = syntax.text(selector.child_by_field_name("field"))
+        return next((value for value in self._fields.get((owner, field), []) if self._go_address(value)), None)
 
     def uintptr_from_go(self, symbol: Symbol) -> Node | None:
         """The assignment that gave a uintptr variable a Go object's address."""
@@ -294,11 +374,17 @@ class _Memory:
 
     def _is_reflect_value(self, selector: Node) -> bool:
         operand = syntax.unparen(selector.child_by_field_name("operand"))
+        # reflect.ValueOf(v).Elem().Index(i): walk the chain down to its start.
+        while operand is not None and operand.type == "call_expression":
+            fact = self.p.facts.calls.get(operand)
+            if fact is not None:
+                return fact.import_path == "reflect"
+            function = syntax.unparen(operand.child_by_field_name("function"))
+            if function is None or function.type != "selector_expression":
+                return False
+            operand = syntax.unparen(function.child_by_field_name("operand"))
         if operand is None:
             return False
-        if operand.type == "call_expression":
-            fact = self.p.facts.calls.get(operand)
-            return fact is not None and fact.import_path == "reflect"
         if operand.type == "identifier":
             symbol = self.resolution.symbol(operand)
             declared = self.resolution.declared_type(symbol)
@@ -332,52 +418,130 @@ def _check_roundtrips(p: Pass, memory: _Memory) -> None:
     """CL501."""
     for unit, node in _calls_to(p, "unsafe", "Pointer"):
         arguments = syntax.children(node.child_by_field_name("arguments"))
-        argument = syntax.unparen(arguments[0]) if len(arguments) == 1 else None
-        if argument is None or argument.type != "identifier":
+        if len(arguments) != 1:
             continue
-        symbol = p.package.resolution.symbol(argument)
-        if symbol is None or symbol.kind is not SymbolKind.VAR or not symbol.is_local:
+        found = _stored_go_address(p, memory, arguments[0])
+        if found is None:
             continue
-        if syntax.text(symbol.type_node) not in ("", "uintptr"):
-            continue
-        source = memory.uintptr_from_go(symbol)
-        if source is None:
-            continue
+        held, source = found
         p.report(
             "CL501", unit, node,
-            f"unsafe.Pointer({symbol.name}) turns a uintptr held in a variable back into a pointer: the Go "
-            f"object whose address it took at line {syntax.line(source)} may have been moved or freed since; "
-            f"keep it as an unsafe.Pointer until it is used",
+            f"{syntax.text(node)} turns {held}, a uintptr held in a variable, back into a pointer: the Go object "
+            f"whose address it took at line {syntax.line(source)} may have been moved or freed since; keep it "
+            f"as an unsafe.Pointer until it is used",
         )
 
 
+def _stored_go_address(p: Pass, memory: _Memory, expression: Node) -> tuple[str, Node] | None:
+    """A uintptr variable or field in the expression (arithmetic included)
+    that was given a Go object's address somewhere else."""
+    node = syntax.unparen(expression)
+    if node is None:
+        return None
+    if node.type == "binary_expression":
+        return _stored_go_address(p, memory, node.child_by_field_name("left")) or _stored_go_address(
+            p, memory, node.child_by_field_name("right"),
+        )
+    if node.type == "identifier":
+        symbol = p.package.resolution.symbol(node)
+        if symbol is None or symbol.kind is not SymbolKind.VAR or not symbol.is_local:
+            return None
+        if syntax.text(symbol.type_node) not in ("", "uintptr"):
+            return None
+        source = memory.uintptr_from_go(symbol)
+        return (symbol.name, source) if source is not None else None
+    if node.type == "selector_expression":
+        source = memory.field_from_go(node)
+        return (syntax.text(node), source) if source is not None else None
+    return None
+
+
+def _escape_message(written: str, line: int, unit: Unit, where: str) -> str:
+    return (
+        f"device memory from {written} (line {line}) leaves {unit.name} as a bare pointer ({where}): "
+        f"nothing says who frees it; wrap it in a struct that owns it (with a Close method) and hand that out instead"
+    )
+
+
 def _check_escapes(p: Pass) -> None:
-    """CL502: device memory returned or stored as a bare pointer."""
+    """CL502: device memory returned, or stored in a package-level variable,
+    map or slice, as a bare pointer. A func literal is no boundary: what it
+    returns stays with the function that made it."""
     lifetimes = engine(p)
+    resolution = p.package.resolution
     for unit, graph in p.cfgs.graphs.items():
         with p.isolating(unit):
+            for call in p.facts.api_calls.get(unit.node, []):
+                fact = p.facts.calls[call]
+                for resource, role in fact.api.roles("acquire"):
+                    target = _out_target(p, call, role) if resource.device_memory and role.is_out else None
+                    symbol = resolution.symbol(target) if target is not None else None
+                    if symbol is not None and symbol.role is Role.GLOBAL:
+                        p.report("CL502", unit, call, _escape_message(
+                            fact.written, syntax.line(call), unit, f"stored in the package-level variable {symbol.name}",
+                        ))
             origins = [o for o in lifetimes.lifetimes(unit).origins if o.resource.device_memory and o.handle]
             if not origins:
                 continue
             reported: set[int] = set()
             for n in graph.statement_nodes():
+                if n in reported:
+                    continue
                 for use in lifetimes.uses.uses(graph.evaluated(n)):
                     origin = next((o for o in origins if o.handle == use.symbol.name and use.symbol.function == unit.node), None)
-                    if origin is None or n in reported:
-                        continue
-                    where = _bare_escape(p, use)
-                    if where is None:
-                        continue
-                    reported.add(n)
-                    p.report(
-                        "CL502", unit, graph.ast(n),
-                        f"device memory from {origin.written} (line {origin.line}) leaves {unit.name} as a bare "
-                        f"pointer ({where}): nothing says who frees it; wrap it in a struct that owns it "
-                        f"(with a Close method) and hand that out instead",
-                    )
+                    where = _bare_escape(p, unit, use) if origin is not None else None
+                    if where is not None:
+                        reported.add(n)
+                        p.report("CL502", unit, graph.ast(n), _escape_message(origin.written, origin.line, unit, where))
+                        break
+            if unit.kind is UnitKind.LITERAL:
+                continue
+            named = {r.name for r in unit.results}
+            for origin in origins:
+                if origin.handle not in named:
+                    continue
+                for n in _bare_returns_holding(lifetimes, graph, origin):
+                    if n not in reported:
+                        reported.add(n)
+                        p.report("CL502", unit, graph.ast(n), _escape_message(
+                            origin.written, origin.line, unit, f"returned as the named result {origin.handle}",
+                        ))
 
 
-def _bare_escape(p: Pass, use) -> str | None:
+def _bare_returns_holding(lifetimes, graph, origin) -> list[int]:
+    """Bare returns reached from the acquisition on its success side."""
+    birth = lifetimes._birth(graph, origin)
+    if birth is None or birth[1] is None:
+        return []
+    state = birth[1]
+    found, seen, queue = [], {origin.node}, [origin.node]
+    while queue:
+        n = queue.pop()
+        for successor in graph.graph.successors(n):
+            if successor in seen or lifetimes._through_edge(origin, state, graph.graph.edges[n, successor]) is None:
+                continue
+            seen.add(successor)
+            if graph.kind(successor) is NodeKind.RETURN:
+                statement = graph.ast(successor)
+                if statement is not None and not any(c.type == "expression_list" for c in statement.named_children):
+                    found.append(successor)
+                continue
+            queue.append(successor)
+    return sorted(found)
+
+
+def _out_target(p: Pass, call: Node, role) -> Node | None:
+    arguments = syntax.children(call.child_by_field_name("arguments"))
+    if role.index >= len(arguments):
+        return None
+    argument = unwrap(arguments[role.index], p.facts)
+    if argument is None or argument.type != "unary_expression" or syntax.text(argument.child_by_field_name("operator")) != "&":
+        return None
+    target = syntax.unparen(argument.child_by_field_name("operand"))
+    return target if target is not None and target.type == "identifier" else None
+
+
+def _bare_escape(p: Pass, unit: Unit, use) -> str | None:
     identifier = use.node
     value = identifier
     parent = value.parent
@@ -387,25 +551,35 @@ def _bare_escape(p: Pass, use) -> str | None:
     ):
         value = parent if parent.type == "parenthesized_expression" else parent.parent
         parent = value.parent
+    if parent is not None and parent.type == "argument_list":
+        call = parent.parent
+        callee = p.facts.callee(call)
+        if callee.kind is CalleeKind.BUILTIN and callee.written == "append" and syntax.children(parent)[0] != value:
+            value, parent = call, call.parent  # s = append(s, d): where does s go?
     if parent is None or parent.type != "expression_list":
         return None
     holder = parent.parent
     if holder is not None and holder.type == "return_statement" and use.kind is UseKind.RETURN:
-        return "returned"
+        return None if unit.kind is UnitKind.LITERAL else "returned"
     if holder is not None and holder.type == "assignment_statement" and holder.child_by_field_name("right") == parent:
         left = syntax.expressions(holder.child_by_field_name("left"))
         right = syntax.children(parent)
         if len(left) != len(right):
             return None
         target = syntax.unparen(left[[c.id for c in right].index(value.id)])
-        if target is None:
-            return None
-        if target.type == "index_expression":
-            return "stored in a map or slice"
-        if target.type == "identifier":
+        if target is not None and target.type == "identifier":
             symbol = p.package.resolution.symbol(target)
             if symbol is not None and symbol.role is Role.GLOBAL:
                 return f"stored in the package-level variable {symbol.name}"
+        if target is not None and target.type == "index_expression":
+            container = syntax.unparen(target.child_by_field_name("operand"))
+            symbol = p.package.resolution.symbol(container) if container is not None and container.type == "identifier" else None
+            # A package-level map or slice, or the caller's (a parameter); a
+            # local one never leaves, and one in a struct field is owned.
+            if symbol is not None and symbol.role is Role.GLOBAL:
+                return f"stored in the package-level map or slice {symbol.name}"
+            if symbol is not None and symbol.role is Role.PARAM:
+                return f"stored in the caller's map or slice {symbol.name}"
     return None
 
 
@@ -466,23 +640,48 @@ def _check_async(p: Pass, memory: _Memory) -> None:
 
 
 def _check_finalizers(p: Pass) -> None:
-    """CL505."""
+    """CL505: a finalizer, with the functions of the package it calls."""
     for _, call in _calls_to(p, "runtime", "SetFinalizer"):
         arguments = syntax.children(call.child_by_field_name("arguments"))
         finalizer = _function_of(p, arguments[1]) if len(arguments) == 2 else None
         if finalizer is None:
             continue
-        calls = [p.facts.calls[c] for c in p.facts.api_calls.get(finalizer.node, [])]
-        if any(fact.api.context_setter for fact in calls):
+        reached = _reached(p, finalizer)
+        api = [(unit, via, p.facts.calls[c]) for unit, via in reached for c in p.facts.api_calls.get(unit.node, [])]
+        if any(fact.api.context_setter for _, _, fact in api):
             continue
-        for fact in calls:
-            if fact.api.is_release and fact.api.family.releases_need_context:
-                p.report(
-                    "CL505", finalizer, fact.node,
-                    f"{fact.written} runs in a finalizer, on whatever OS thread the GC picks, with no CUDA "
-                    f"context current: it fails and the resource leaks; release it in a Close method, or make "
-                    f"its context current here first (cuCtxPushCurrent ... cuCtxPopCurrent on a locked thread)",
-                )
+        for unit, via, fact in api:
+            needs = [r for r in fact.api.releases if r.needs_context]
+            if not (needs and fact.api.family.releases_need_context):
+                continue
+            where = fact.node if via is None else via
+            through = "" if via is None else f" (through {unit.name})"
+            p.report(
+                "CL505", finalizer, where,
+                f"{fact.written}{through} runs in a finalizer, on whatever OS thread the GC picks, with no CUDA "
+                f"context current: it fails and the {needs[0].name} leaks; release it in a Close method, or make "
+                f"its context current here first (cuCtxPushCurrent ... cuCtxPopCurrent on a locked thread)",
+            )
+
+
+def _reached(p: Pass, start: Unit) -> list[tuple[Unit, Node | None]]:
+    """The function and the functions of the package it calls (with the call
+    in `start` that leads to each), transitively."""
+    found: list[tuple[Unit, Node | None]] = [(start, None)]
+    seen = {start}
+    index = 0
+    while index < len(found):
+        unit, via = found[index]
+        index += 1
+        body = unit.body
+        for node in syntax.walk(body, into_functions=False) if body is not None else ():
+            if node.type != "call_expression":
+                continue
+            callee = p.facts.callee(node)
+            if callee.kind is CalleeKind.LOCAL and callee.target is not None and callee.target not in seen:
+                seen.add(callee.target)
+                found.append((callee.target, via if via is not None else node))
+    return found
 
 
 def _function_of(p: Pass, expression: Node) -> Unit | None:

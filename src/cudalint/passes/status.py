@@ -107,7 +107,9 @@ CL303 = Rule(
     overwrites the variable, returns, or leaves its scope before anything
     reads it. Any read counts as handling: a comparison, a switch, a return,
     an argument to any function, a store, a conversion to an error. A
-    variable that a closure refers to is assumed to be read. To keep only the
+    variable a deferred closure refers to is read when the function returns;
+    one another closure refers to is read where the closure is made or
+    called. To keep only the
     first failure in a sticky error field, compare the status before storing
     it: `if st != C.cudaSuccess && s.err == C.cudaSuccess { s.err = st }`.
 
@@ -147,7 +149,8 @@ CL304 = Rule(
     `cudaStreamDestroy`, `cublasDestroy`, ...) used as a bare statement,
     anywhere: in a function, a deferred closure or a finalizer. Only the
     deferred call itself (`defer C.cudaFree(p)`) is exempt, since a deferred
-    call's result has nowhere to go, as is an explicit `_ = C.cudaFree(p)`.
+    call's result has nowhere to go, as is an explicit `_ = C.cudaFree(p)`;
+    `go C.cudaFree(p)` drops the status too and is reported.
     Releases returning `void` (`C.free`, `nppiFree`) are never reported. A
     release is never reported as CL301.
 
@@ -206,9 +209,13 @@ def _status_call(p: Pass, expression: Node | None) -> CallFact | None:
 
 
 def _check_bare(p: Pass, unit: Unit, statement: Node) -> None:
+    """A status call as a statement of its own (CL301), a release as one
+    (CL304, also `go C.cudaFree(p)`: only the deferred call is exempt)."""
     inner = syntax.children(statement)
     fact = _status_call(p, inner[0] if inner else None)
     if fact is None or (fact.api is not None and fact.api.discardable):
+        return
+    if statement.type == "go_statement" and not fact.is_release:
         return
     if fact.is_release:
         p.report(
@@ -284,8 +291,9 @@ def _check_unread(p: Pass, unit: Unit, graph: CFG, n: int, target: Node, fact: C
                 scope.start_byte <= there.start_byte < scope.end_byte
             ):
                 return _report_unread(p, unit, fact, symbol, f"goes out of scope at line {scope.end_point[0] + 1} without being read")
-            mine = [u for u in uses.uses(graph.evaluated(successor)) if u.symbol is symbol]
-            if any(u.kind not in (UseKind.WRITE, UseKind.ACQUIRE_OUT) for u in mine):
+            here = uses.uses(graph.evaluated(successor))
+            mine = [u for u in here if u.symbol is symbol]
+            if any(u.kind not in (UseKind.WRITE, UseKind.ACQUIRE_OUT) for u in mine) or _calls_closure_reading(p, here, symbol):
                 continue  # read on this path
             if mine:
                 return _report_unread(p, unit, fact, symbol, f"is overwritten at line {graph.line(successor)} before it is read")
@@ -302,12 +310,22 @@ def _report_unread(p: Pass, unit: Unit, fact: CallFact, symbol, what: str) -> No
     )
 
 
-def _captured_by_closure(p: Pass, unit: Unit, symbol) -> bool:
-    """A closure that refers to the variable may read it at any time."""
+def _read_by_deferred_closure(p: Pass, unit: Unit, symbol) -> bool:
+    """A deferred closure that refers to the variable reads it at return."""
     body = unit.body
     return body is not None and any(
-        use.symbol is symbol and use.kind is UseKind.CAPTURE for use in engine(p).uses.uses([body])
+        use.symbol is symbol and use.kind is UseKind.CAPTURE and use.deferred for use in engine(p).uses.uses([body])
     )
+
+
+def _calls_closure_reading(p: Pass, uses, symbol) -> bool:
+    """`report()` where report is a local closure that refers to the variable."""
+    for use in uses:
+        if use.kind is UseKind.CALLED:
+            literal = p.facts.unit_of(use.symbol)
+            if literal is not None and symbol in engine(p).captures(literal):
+                return True
+    return False
 
 
 def run(p: Pass) -> None:
@@ -315,7 +333,7 @@ def run(p: Pass) -> None:
         with p.isolating(unit):
             for n in graph.statement_nodes():
                 statement = graph.ast(n)
-                if statement.type == "expression_statement":
+                if statement.type in ("expression_statement", "go_statement"):
                     _check_bare(p, unit, statement)
                     continue
                 for left, right in _assignment_sides(statement):
@@ -325,7 +343,7 @@ def run(p: Pass) -> None:
                     for target, fact in _status_targets(p, left, right):
                         if target.type == "identifier" and syntax.text(target) != "_":
                             symbol = p.package.resolution.symbol(target)
-                            if symbol is not None and not _captured_by_closure(p, unit, symbol):
+                            if symbol is not None and not _read_by_deferred_closure(p, unit, symbol):
                                 _check_unread(p, unit, graph, n, target, fact)
     # Package-level initializers run too (in the package's init).
     for parsed in p.package.files:

@@ -33,10 +33,16 @@ CL401 = Rule(
     literal that has not called `runtime.LockOSThread` on every path before
     it, directly or through a function of the package that locks, and whose
     callers in the package have not either. A function nothing in the package
-    calls counts as unlocked; a `go` literal starts unlocked. A func literal
-    passed as an argument runs in a context cudalint cannot see (often a
-    locked worker goroutine fed through a channel) and is not reported, nor
-    is a function used as a value.
+    calls (or only itself) counts as unlocked; a `go` literal starts unlocked,
+    and so does a literal kept in a variable and started with `go v()`. A
+    func literal passed as an argument runs in a context cudalint cannot see
+    (often a locked worker goroutine fed through a channel) and is not
+    reported, nor is a function or method used as a value (a callback). Lock
+    wrappers count as locks: a function that returns with the thread locked,
+    or locked exactly where its error result is nil (`lockDevice` unlocking
+    on failure); the unlock half of an exported lock/unlock pair runs locked.
+    A deferred call runs after the defers registered after it, so
+    `defer restore(); defer runtime.UnlockOSThread()` runs `restore` unlocked.
 
     ## Why is this bad?
     The Go scheduler may move the goroutine to another OS thread between any
@@ -73,10 +79,14 @@ CL402 = Rule(
     """
     ## What it does
     Reports a `runtime.LockOSThread` call that is undone by
-    `runtime.UnlockOSThread` (called or deferred) on some paths to a return
-    but not on others. A function that never unlocks is taken to lock on
-    purpose (a process-lifetime lock in `init`, a worker goroutine that owns
-    its thread, a lock wrapper) and is not reported.
+    `runtime.UnlockOSThread` (called, deferred, or in a deferred closure) on
+    some paths to a normal return but not on others; paths that end the
+    goroutine (`t.Fatal`, `runtime.Goexit`) or panic do not count. A function
+    that never unlocks is taken to lock on purpose (a process-lifetime lock in
+    `init`, a worker goroutine that owns its thread, a lock wrapper) and is
+    not reported, nor is a lock wrapper that returns locked exactly where its
+    error result is nil. Conditions on a flag the function never assigns are
+    followed: `if pin { Lock }` ... `if pin { Unlock }` is balanced.
 
     The body of a goroutine (a `go` literal, or a function only ever started
     with `go`) is not reported either: returning from it still locked is the
@@ -122,18 +132,18 @@ CL403 = Rule(
 
     ## Example
     ```go
-    func work() {
+    func work() error {
         defer runtime.UnlockOSThread()
-        C.cudaSetDevice(0)
+        return check(C.cudaSetDevice(0))
     }
     ```
 
     ## Use instead
     ```go
-    func work() {
+    func work() error {
         runtime.LockOSThread()
         defer runtime.UnlockOSThread()
-        C.cudaSetDevice(0)
+        return check(C.cudaSetDevice(0))
     }
     ```
     """,
