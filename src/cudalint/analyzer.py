@@ -5,14 +5,14 @@ facts computed earlier (units, graphs, call facts) and never recomputes them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
 from cudalint.catalog import Rule
-from cudalint.cfg import PackageCFGs
+from cudalint.cfg import CFG, PackageCFGs
 from cudalint.facts import Facts
 from cudalint.findings import Finding, Step
 from cudalint.functions import Package, Unit
@@ -32,6 +32,20 @@ class Pass:
     shared: dict = field(default_factory=dict)
     # Functions on which the pass crashed: the rest of the package goes on.
     failures: list[tuple[Unit, BaseException]] = field(default_factory=list)
+
+    def graphs_of(self, units: Iterable[Unit]) -> Iterator[tuple[Unit, CFG]]:
+        """The graphs of these units (built on demand), in package order."""
+        wanted = set(units)
+        for unit in self.package.units:
+            if unit in wanted:
+                graph = self.cfgs.graphs.get(unit)
+                if graph is not None:
+                    yield unit, graph
+
+    def units_with_api_calls(self) -> list[Unit]:
+        """The functions that call something the API knowledge describes:
+        the only ones the resource and status rules have anything to say about."""
+        return [unit for unit in self.package.units if unit.node in self.facts.api_calls]
 
     @contextmanager
     def isolating(self, unit: Unit) -> Iterator[None]:

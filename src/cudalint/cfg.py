@@ -17,7 +17,8 @@ graph question. Conditions are not constant-folded.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -153,12 +154,11 @@ _NO_RETURN_METHODS: dict[tuple[str, str], dict[str, ExitKind]] = {
 class ExitOracle:
     """Answers "does this call return?" for the CFG builder: builtins, the
     standard library's no-return functions, and functions of the same package
-    whose bodies cannot return (computed by build_package_cfgs)."""
+    whose bodies cannot return (decided on demand by PackageCFGs)."""
 
-    def __init__(self, resolution: Resolution, package_exits: dict[Symbol, frozenset[ExitKind]]):
+    def __init__(self, resolution: Resolution, package_exits: Callable[[Symbol], frozenset[ExitKind] | None]):
         self.resolution = resolution
         self.package_exits = package_exits
-        self.consulted: set[Symbol] = set()
 
     def exits_of(self, call: Node) -> frozenset[ExitKind] | None:
         """None if the call may return; otherwise how it ends the goroutine
@@ -174,8 +174,7 @@ class ExitOracle:
             if symbol.kind is SymbolKind.BUILTIN and symbol.name == "panic":
                 return frozenset({ExitKind.PANIC})
             if symbol.kind is SymbolKind.FUNC:
-                self.consulted.add(symbol)
-                return self.package_exits.get(symbol)
+                return self.package_exits(symbol)
             return None
         if function.type == "selector_expression":
             operand = syntax.unparen(function.child_by_field_name("operand"))
@@ -505,82 +504,112 @@ def build_cfg(unit: Unit, oracle: ExitOracle) -> CFG:
     return _Builder(unit, oracle).build()
 
 
-# Each round can only remove paths to a normal return, so verdicts settle fast;
-# the bound is a guard against pathological call chains, not a tuning knob.
-_MAX_ROUNDS = 16
-
-
-@dataclass
 class PackageCFGs:
-    graphs: dict[Unit, CFG]
-    failures: dict[Unit, str]
-    no_return: dict[Symbol, frozenset[ExitKind]]
+    """The graphs of a package's functions, built on demand and kept in a
+    bounded cache: a pass asks only for the functions it has something to
+    say about, and a huge generated package never holds every graph at once.
+
+    Whether a function of the package can return is decided on demand too,
+    when a caller's graph needs it: every variant of the function (one per
+    platform file, build constraints being ignored) must be unable to return.
+    A function whose verdict is being decided while its own call chain asks
+    again (recursion) is taken to return."""
+
+    def __init__(self, package: Package, capacity: int = 4096):
+        self.package = package
+        self.failures: dict[Unit, str] = {}
+        self.no_return: dict[Symbol, frozenset[ExitKind] | None] = {}
+        self.graphs = _LazyGraphs(self, capacity)
+        self._deciding: set[Symbol] = set()
+        self._variants: dict[Symbol, list[Unit]] = {}
+        for unit in package.units:
+            if unit.kind is UnitKind.FUNCTION and unit.symbol is not None:
+                self._variants.setdefault(unit.symbol, []).append(unit)
+
+    def analysable(self, unit: Unit) -> bool:
+        return unit.problem is None and unit.body is not None and unit not in self.failures
+
+    def build(self, unit: Unit) -> CFG | None:
+        if not self.analysable(unit):
+            return None
+        try:
+            graph = build_cfg(unit, ExitOracle(self.package.resolution, self.exits_of_function))
+        except NestingTooDeep:
+            self.failures[unit] = f"nests deeper than {MAX_NESTING} levels"
+            return None
+        except RecursionError:
+            self.failures[unit] = "nests too deeply for the analysis"
+            return None
+        if unit.parent is not None:
+            outer = self.graphs.get(unit.parent)
+            if outer is not None and not outer.created or (outer is not None and _in_dead_code(unit, outer)):
+                graph.created = False
+        return graph
+
+    def exits_of_function(self, symbol: Symbol) -> frozenset[ExitKind] | None:
+        """None if a call of this package function may return; otherwise how
+        it ends the goroutine (empty: it blocks for ever)."""
+        if symbol in self.no_return:
+            return self.no_return[symbol]
+        if symbol in self._deciding:
+            return None
+        self._deciding.add(symbol)
+        try:
+            variants = [self.graphs.get(unit) for unit in self._variants.get(symbol, [])]
+            verdict = None
+            if variants and all(g is not None and not g.exit_reachable(ExitKind.RETURN) for g in variants):
+                verdict = frozenset(
+                    k for k in ExitKind if k is not ExitKind.RETURN and any(g.exit_reachable(k) for g in variants)
+                )
+        finally:
+            self._deciding.discard(symbol)
+        self.no_return[symbol] = verdict
+        return verdict
+
+
+class _LazyGraphs(Mapping):
+    """unit -> CFG, built when first asked for, least recently used evicted."""
+
+    def __init__(self, owner: PackageCFGs, capacity: int):
+        self._owner = owner
+        self._capacity = capacity
+        self._cache: OrderedDict[Unit, CFG] = OrderedDict()
+
+    def __getitem__(self, unit: Unit) -> CFG:
+        graph = self._cache.get(unit)
+        if graph is not None:
+            self._cache.move_to_end(unit)
+            return graph
+        graph = self._owner.build(unit)
+        if graph is None:
+            raise KeyError(unit)
+        self._cache[unit] = graph
+        if len(self._cache) > self._capacity:
+            self._cache.popitem(last=False)
+        return graph
+
+    def __contains__(self, unit: object) -> bool:
+        try:
+            self[unit]  # type: ignore[index]
+        except KeyError:
+            return False
+        return True
+
+    def __iter__(self) -> Iterator[Unit]:
+        return (unit for unit in self._owner.package.units if unit in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def build_package_cfgs(package: Package) -> PackageCFGs:
-    """Build every unit's graph. Functions of the package whose bodies cannot
-    return make their callers' following code unreachable, and callers may
-    themselves become no-return: iterate to a fixpoint, rebuilding only the
-    units that call a function whose verdict changed."""
-    no_return: dict[Symbol, frozenset[ExitKind]] = {}
-    graphs: dict[Unit, CFG] = {}
-    failures: dict[Unit, str] = {}
-    consulted: dict[Unit, set[Symbol]] = {}
-
-    def build(unit: Unit) -> None:
-        oracle = ExitOracle(package.resolution, no_return)
-        try:
-            graphs[unit] = build_cfg(unit, oracle)
-        except NestingTooDeep:
-            failures[unit] = f"nests deeper than {MAX_NESTING} levels"
-        except RecursionError:
-            failures[unit] = "nests too deeply for the analysis"
-        consulted[unit] = oracle.consulted
-
-    todo = [unit for unit in package.units if unit.problem is None and unit.body is not None]
-    rounds = 0
-    while todo and rounds < _MAX_ROUNDS:
-        rounds += 1
-        for unit in todo:
-            build(unit)
-        changed: set[Symbol] = set()
-        for symbol, variants in _declarations(graphs).items():
-            # A function declared once per platform file never returns only
-            # if no variant can return.
-            if any(graph.exit_reachable(ExitKind.RETURN) for graph in variants):
-                continue
-            ends = frozenset(
-                k for k in ExitKind if k is not ExitKind.RETURN and any(g.exit_reachable(k) for g in variants)
-            )
-            if no_return.get(symbol) != ends:
-                no_return[symbol] = ends
-                changed.add(symbol)
-        todo = [unit for unit in graphs if consulted.get(unit, set()) & changed]
-    _mark_dead_literals(package, graphs)
-    return PackageCFGs(graphs, failures, no_return)
+    return PackageCFGs(package)
 
 
-def _declarations(graphs: dict[Unit, CFG]) -> dict[Symbol, list[CFG]]:
-    found: dict[Symbol, list[CFG]] = {}
-    for unit, graph in graphs.items():
-        if unit.kind is UnitKind.FUNCTION and unit.symbol is not None:
-            found.setdefault(unit.symbol, []).append(graph)
-    return found
-
-
-def _mark_dead_literals(package: Package, graphs: dict[Unit, CFG]) -> None:
-    """A literal is created only if the statement holding it in the enclosing
-    function is reachable (units are listed enclosing-first)."""
-    for unit in package.units:
-        graph = graphs.get(unit)
-        if graph is None or unit.parent is None:
-            continue
-        outer = graphs.get(unit.parent)
-        if outer is None:
-            continue
-        holder = unit.node.parent
-        while holder is not None and holder not in outer.node_of:
-            holder = holder.parent
-        if holder is not None and not outer.reachable(outer.node_of[holder]):
-            graph.created = False
-            graph._live = None
+def _in_dead_code(unit: Unit, outer: CFG) -> bool:
+    """Whether the statement holding a literal in its enclosing function is
+    unreachable (then the literal is never created)."""
+    holder = unit.node.parent
+    while holder is not None and holder not in outer.node_of:
+        holder = holder.parent
+    return holder is not None and not outer.reachable(outer.node_of[holder])

@@ -216,7 +216,8 @@ class _UnitCollector:
                 if declaration.type in ("var_declaration", "const_declaration", "type_declaration"):
                     glob_counter_root.append(declaration)
                 continue
-            if declaration.child_by_field_name("body") is not None:
+            if declaration.child_by_field_name("body") is not None and problem is None:
+                # (the literals of a function that cannot be analysed are not analysed either)
                 self.literals(declaration.child_by_field_name("body"), unit.name, unit, problem)
         self._package_level_literals(glob_counter_root)
         return self.units
@@ -225,6 +226,8 @@ class _UnitCollector:
         counter = 0
         for declaration in declarations:
             problem = self.resolution.failed.get(declaration)
+            if problem is not None:
+                continue
             stack = list(reversed(declaration.children))
             while stack:
                 node = stack.pop()

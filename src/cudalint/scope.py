@@ -18,6 +18,9 @@ from cudalint import syntax
 from cudalint.parse import ParsedFile
 
 MAX_NESTING = 1000
+# A declaration larger than this (generated tables, machine-written code) is
+# skipped with a notification: no hand-written function comes near it.
+MAX_DECLARATION_BYTES = 1024 * 1024
 
 UNIVERSE_FUNCS = frozenset({
     "append", "cap", "clear", "close", "complex", "copy", "delete", "imag", "len", "make",
@@ -576,6 +579,10 @@ def resolve_package(files: list[ParsedFile], package_names: dict[str, str]) -> R
         resolver.cgo = cgo if cgo is not None and cgo.import_path == "C" else None
         for declaration in syntax.children(parsed.root):
             resolver.nesting = Nesting()
+            size = declaration.end_byte - declaration.start_byte
+            if size > MAX_DECLARATION_BYTES:
+                resolution.failed[declaration] = f"is too large to analyse ({size // 1024} KiB)"
+                continue
             try:
                 if declaration.type in ("function_declaration", "method_declaration"):
                     resolver.function(declaration, top)

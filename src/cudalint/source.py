@@ -15,6 +15,8 @@ from pathlib import Path
 from cudalint.findings import Notification, NotificationKind, Position, Span
 
 _BOM = b"\xef\xbb\xbf"
+# Larger files are generated data, not code to analyse: notified and skipped.
+MAX_FILE_BYTES = 8 * 1024 * 1024
 
 
 @dataclass
@@ -98,8 +100,15 @@ def read_source(path: Path, display: str) -> SourceFile | Notification:
         return Notification(kind, display, message, line, column)
 
     try:
-        if not stat.S_ISREG(path.stat().st_mode):
+        status = path.stat()
+        if not stat.S_ISREG(status.st_mode):
             return Notification(NotificationKind.NOT_GO_SOURCE, display, "not a regular file (a FIFO, a device, ...); skipped")
+        if status.st_size > MAX_FILE_BYTES:
+            return Notification(
+                NotificationKind.TOO_COMPLEX, display,
+                f"is {status.st_size // (1024 * 1024)} MiB, larger than the {MAX_FILE_BYTES // (1024 * 1024)} MiB "
+                f"cudalint analyses (generated code?); skipped",
+            )
         data = path.read_bytes()
     except IsADirectoryError:
         return Notification(NotificationKind.NOT_GO_SOURCE, display, "is a directory, not a Go source file; skipped")

@@ -175,3 +175,7 @@ def header_references(root: Node) -> list[Node]:
 def selectors(root: Node) -> list[Node]:
     """Every `x.f` under root."""
     return _captures("(selector_expression) @selector", root, "selector")
+
+
+def defer_statements(root: Node) -> list[Node]:
+    return _captures("(defer_statement) @defer", root, "defer")

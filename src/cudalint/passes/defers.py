@@ -272,9 +272,35 @@ def _assigned_before(lifetimes: Engine, graph: CFG, symbol, n: int) -> bool:
     return False
 
 
+def _with_release_defers(p: Pass) -> list[Unit]:
+    """Functions with a defer that may release something: of an API release,
+    of a function or literal of the package, or of a method the knowledge
+    names as a release. `defer mu.Unlock()` needs no graph."""
+    release_methods = {
+        role.method for family in p.knowledge.families for resource in family.resources
+        for role in resource.release if role.handle == "receiver"
+    }
+    by_node = {unit.node: unit for unit in p.package.units}
+    found = {unit for unit in p.package.units if unit.node in p.facts.api_calls}
+    for parsed in p.package.files:
+        for statement in syntax.defer_statements(parsed.root):
+            inner = syntax.children(statement)
+            call = syntax.unparen(inner[0]) if inner else None
+            if call is None or call.type != "call_expression":
+                continue
+            callee = p.facts.callee(call)
+            function = syntax.unparen(call.child_by_field_name("function"))
+            method = syntax.text(function.child_by_field_name("field")) if function is not None and function.type == "selector_expression" else ""
+            if callee.kind in (CalleeKind.LOCAL, CalleeKind.VALUE, CalleeKind.API) or method in release_methods:
+                unit = by_node.get(syntax.enclosing_function(statement))
+                if unit is not None:
+                    found.add(unit)
+    return list(found)
+
+
 def run(p: Pass) -> None:
     lifetimes = engine(p)
-    for unit, graph in p.cfgs.graphs.items():
+    for unit, graph in p.graphs_of(_with_release_defers(p)):
         with p.isolating(unit):
             if not graph.created:
                 continue

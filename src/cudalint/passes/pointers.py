@@ -406,7 +406,7 @@ def _root(node: Node | None) -> Node | None:
 
 def _calls_to(p: Pass, import_path: str, name: str):
     """(unit, call) for each call of import_path.name in the package's functions."""
-    by_node = {unit.node: unit for unit in p.cfgs.graphs}
+    by_node = {unit.node: unit for unit in p.package.units}
     for call, fact in p.facts.calls.items():
         if fact.import_path == import_path and fact.name == name:
             unit = by_node.get(syntax.enclosing_function(call))
@@ -469,7 +469,7 @@ def _check_escapes(p: Pass) -> None:
     returns stays with the function that made it."""
     lifetimes = engine(p)
     resolution = p.package.resolution
-    for unit, graph in p.cfgs.graphs.items():
+    for unit, graph in p.graphs_of(p.units_with_api_calls()):
         with p.isolating(unit):
             for call in p.facts.api_calls.get(unit.node, []):
                 fact = p.facts.calls[call]
@@ -622,7 +622,7 @@ def _innermost(units: list[Unit], node: Node) -> Unit | None:
 
 def _check_async(p: Pass, memory: _Memory) -> None:
     """CL504."""
-    for unit, graph in p.cfgs.graphs.items():
+    for unit in p.units_with_api_calls():
         with p.isolating(unit):
             for call in p.facts.api_calls.get(unit.node, []):
                 fact = p.facts.calls[call]

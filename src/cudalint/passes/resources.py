@@ -327,7 +327,7 @@ def _use_phrase(kind: UseKind, call: Node | None) -> str:
 
 def run(p: Pass) -> None:
     lifetimes = engine(p)
-    for unit, graph in p.cfgs.graphs.items():
+    for unit, graph in p.graphs_of(p.units_with_api_calls()):
         with p.isolating(unit):
             if not graph.created:
                 continue

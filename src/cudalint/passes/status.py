@@ -329,7 +329,7 @@ def _calls_closure_reading(p: Pass, uses, symbol) -> bool:
 
 
 def run(p: Pass) -> None:
-    for unit, graph in p.cfgs.graphs.items():
+    for unit, graph in p.graphs_of(p.units_with_api_calls()):
         with p.isolating(unit):
             for n in graph.statement_nodes():
                 statement = graph.ast(n)

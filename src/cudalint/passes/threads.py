@@ -493,9 +493,8 @@ class _Threads:
                 return False
             calls = self._calls_of_variable(unit, variable)
             return bool(calls) and all(spawned for spawned in calls)
-        sites = [h for hs in (self.happenings(u) for u in self.p.package.units if u in self.p.cfgs.graphs)
-                 for items in hs.values() for h in items if h.event is Event.CALL and h.target is unit]
-        return bool(sites) and all(h.spawned for h in sites)
+        calls = self.p.facts.calls_of(unit)
+        return bool(calls) and all(_statement_of(call) == "go_statement" for call in calls)
 
     def _calls_of_variable(self, literal: Unit, variable) -> list[bool]:
         """For each call through a local variable bound to a literal: is it `go v(...)`?"""
@@ -515,7 +514,7 @@ class _Threads:
         the call is the callee's entry state), transitively, and the
         functions enclosing relevant literals."""
         graphs = self.p.cfgs.graphs
-        by_node = {u.node: u for u in self.p.package.units if u in graphs}
+        by_node = {u.node: u for u in self.p.package.units if self.p.cfgs.analysable(u)}
         pending = []
         for call, fact in self.p.facts.calls.items():
             threads = (fact.import_path == _RUNTIME and fact.name in ("LockOSThread", "UnlockOSThread")) or (
@@ -542,7 +541,7 @@ class _Threads:
                     function = syntax.enclosing_function(node)
                     if function in by_node:
                         pending.append(by_node[function])
-        return [u for u in self.p.package.units if u in relevant]
+        return [u for u in self.p.package.units if u in relevant and u in graphs]
 
     def _used_as_values(self, units: list[Unit]) -> set[Unit]:
         """Functions and methods referred to other than by calling them
@@ -783,10 +782,8 @@ def run(p: Pass) -> None:
     relevant = set(threads.locked)
     # An exported lock/unlock pair is an API for callers outside the package.
     exported_lock = any(threads.wrapper(u) is Event.LOCK and _exported(u) for u in threads.locked)
-    for unit, graph in p.cfgs.graphs.items():
+    for unit, graph in p.graphs_of(relevant):
         with p.isolating(unit):
-            if unit not in relevant:
-                continue
             happenings = threads.happenings(unit)
             if not happenings or not graph.created:
                 continue
