@@ -186,58 +186,54 @@ class _UnitCollector:
         self.units.append(unit)
         return unit
 
-    def literals(self, root: Node | None, prefix: str, parent: Unit | None, problem: str | None) -> None:
-        """Name literals the way the Go toolchain does: F.func1, F.func1.1, ..."""
-        if root is None:
-            return
-        counter = 0
-        stack = list(reversed(root.children))
-        while stack:
-            node = stack.pop()
-            if node.type == "func_literal":
-                counter += 1
-                name = f"{prefix}.func{counter}" if parent is None or parent.kind is not UnitKind.LITERAL else f"{prefix}.{counter}"
-                unit = self.make(node, name, UnitKind.LITERAL, parent, problem)
-                self.literals(node.child_by_field_name("body"), name, unit, problem)
-                continue
-            stack.extend(reversed(node.children))
-
     def collect(self) -> list[Unit]:
-        glob_counter_root: list[Node] = []
+        """Declarations in order, each followed by its literals; the literals
+        of package-level declarations are numbered glob..funcN, as Go does."""
+        literals = syntax.func_literals(self.parsed.root)  # one query, in source order
+        position = 0
+        globals_counter = [0]
+        package_level: list[Node] = []
         for declaration in syntax.children(self.parsed.root):
             problem = self.resolution.failed.get(declaration)
+            inside: list[Node] = []
+            while position < len(literals) and literals[position].start_byte < declaration.end_byte:
+                if literals[position].start_byte >= declaration.start_byte:
+                    inside.append(literals[position])
+                position += 1
             if declaration.type == "function_declaration":
-                name = syntax.text(declaration.child_by_field_name("name"))
-                unit = self.make(declaration, name, UnitKind.FUNCTION, None, problem)
+                unit = self.make(declaration, syntax.text(declaration.child_by_field_name("name")), UnitKind.FUNCTION, None, problem)
             elif declaration.type == "method_declaration":
                 method = syntax.text(declaration.child_by_field_name("name"))
                 unit = self.make(declaration, f"{_receiver_type(declaration)}.{method}", UnitKind.METHOD, None, problem)
             else:
-                if declaration.type in ("var_declaration", "const_declaration", "type_declaration"):
-                    glob_counter_root.append(declaration)
-                continue
-            if declaration.child_by_field_name("body") is not None and problem is None:
-                # (the literals of a function that cannot be analysed are not analysed either)
-                self.literals(declaration.child_by_field_name("body"), unit.name, unit, problem)
-        self._package_level_literals(glob_counter_root)
+                unit = None
+            if problem is not None:
+                continue  # the literals of what cannot be analysed are not analysed either
+            if unit is None:
+                package_level.extend(inside)
+            else:
+                self._name_literals(inside, unit, globals_counter)
+        self._name_literals(package_level, None, globals_counter)
         return self.units
 
-    def _package_level_literals(self, declarations: list[Node]) -> None:
-        counter = 0
-        for declaration in declarations:
-            problem = self.resolution.failed.get(declaration)
-            if problem is not None:
-                continue
-            stack = list(reversed(declaration.children))
-            while stack:
-                node = stack.pop()
-                if node.type == "func_literal":
-                    counter += 1
-                    name = f"glob..func{counter}"
-                    unit = self.make(node, name, UnitKind.LITERAL, None, problem)
-                    self.literals(node.child_by_field_name("body"), name, unit, problem)
-                    continue
-                stack.extend(reversed(node.children))
+    def _name_literals(self, literals: list[Node], owner: Unit | None, globals_counter: list[int]) -> None:
+        """Name literals the way the Go toolchain does: F.func1, F.func1.1, ...;
+        a literal belongs to the innermost literal around it."""
+        open_units: list[Unit] = []
+        counters: dict[Unit | None, int] = {}
+        for node in literals:
+            while open_units and node.start_byte >= open_units[-1].node.end_byte:
+                open_units.pop()
+            parent = open_units[-1] if open_units else owner
+            if parent is None:
+                globals_counter[0] += 1
+                name = f"glob..func{globals_counter[0]}"
+            else:
+                counters[parent] = counters.get(parent, 0) + 1
+                number = counters[parent]
+                name = f"{parent.name}.{number}" if parent.kind is UnitKind.LITERAL else f"{parent.name}.func{number}"
+            unit = self.make(node, name, UnitKind.LITERAL, parent, None)
+            open_units.append(unit)
 
 
 def collect_packages(files: list[ParsedFile], directory: str, package_names: dict[str, str]) -> list[Package]:
