@@ -30,6 +30,7 @@ def package_of(*sources: str, names: tuple[str, ...] = ()) -> Package:
         parsed.append(parse(SourceFile(Path(name), name, data))[0])
     packages = collect_packages(parsed, ".", knowledge().package_names)
     assert len(packages) == 1, packages
+    packages[0].resolution.ensure_all()  # the tests look at every identifier
     return packages[0]
 
 

@@ -29,7 +29,9 @@ func fine() {
 
 
 def nested(depth: int) -> str:
-    return "\t" + "if true {\n" * depth + "}\n" * depth
+    """A CUDA call buried under `depth` blocks: deep enough to exceed the
+    nesting limit, and relevant enough that the analysis must try it."""
+    return "\t" + "if true {\n" * depth + "_ = C.cudaDeviceReset()\n" + "}\n" * depth
 
 
 @pytest.fixture

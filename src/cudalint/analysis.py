@@ -24,11 +24,11 @@ from typing import TypeVar
 from cudalint import prefilter, suppressions
 from cudalint.analyzer import Pass
 from cudalint.cache import ResultCache
-from cudalint.cfg import build_package_cfgs
+from cudalint.cfg import PackageCFGs, build_package_cfgs
 from cudalint.config import PerFileIgnores
 from cudalint.facts import compute_facts
 from cudalint.findings import Finding, Notification, NotificationKind, Result, assign_fingerprints
-from cudalint.functions import SYNTAX_ERROR, collect_packages
+from cudalint.functions import SYNTAX_ERROR, Package, collect_packages
 from cudalint.knowledge import Knowledge
 from cudalint.parse import ParsedFile, parse
 from cudalint.passes import ANALYZERS, all_rules
@@ -156,7 +156,29 @@ def _findings_stage(result: Result, parsed_files: list[ParsedFile], settings: Se
     result.suppressed = [finding for finding in findings if finding.suppression is not None]
 
 
-def _analyze_package(package, settings: Settings, knowledge: Knowledge, result: Result) -> None:
+def _unanalysed(package: Package, graphs: PackageCFGs, result: Result) -> None:
+    """Functions a rule wanted to analyse but could not (nesting too deep,
+    too large): one notification each, for the outermost. Syntax errors were
+    reported per file; functions nothing needed are not mentioned."""
+    resolution = package.resolution
+    for unit in package.units:
+        if unit.syntax_problem is not None and unit.syntax_problem != SYNTAX_ERROR:
+            problem = unit.syntax_problem
+        elif unit.node in resolution.failed:
+            problem = resolution.failed[unit.node]
+        else:
+            problem = graphs.failures.get(unit)
+        if problem is None:
+            continue
+        if unit.parent is not None and (unit.parent.node in resolution.failed or unit.parent in graphs.failures):
+            continue
+        result.notifications.append(Notification(
+            NotificationKind.TOO_COMPLEX, unit.file.display,
+            f"function {unit.name} {problem}; not analysed", unit.node.start_point[0] + 1, unit.node.start_point[1] + 1,
+        ))
+
+
+def _analyze_package(package: Package, settings: Settings, knowledge: Knowledge, result: Result) -> None:
     where = package.files[0].display
     try:
         graphs = build_package_cfgs(package)
@@ -165,18 +187,6 @@ def _analyze_package(package, settings: Settings, knowledge: Knowledge, result: 
         result.notifications.append(_internal_error(where, f"package {package.name}", error, settings.debug))
         result.internal_errors += 1
         return
-    for unit in package.units:
-        # Syntax errors were reported per file; a problem of the enclosing
-        # function is reported once, for it.
-        problem = unit.problem if unit.problem != SYNTAX_ERROR else None
-        problem = problem or graphs.failures.get(unit)
-        inherited = unit.parent is not None and (unit.parent.problem or unit.parent in graphs.failures)
-        if problem is not None and not inherited:
-            line = unit.node.start_point[0] + 1
-            result.notifications.append(Notification(
-                NotificationKind.TOO_COMPLEX, unit.file.display,
-                f"function {unit.name} {problem}; not analysed", line, unit.node.start_point[1] + 1,
-            ))
     shared: dict = {}
     for analyzer in ANALYZERS:
         if not analyzer.rule_ids & settings.enabled:
@@ -198,6 +208,7 @@ def _analyze_package(package, settings: Settings, knowledge: Knowledge, result: 
             ))
             result.internal_errors += 1
         result.findings.extend(pass_.findings)
+    _unanalysed(package, graphs, result)
 
 
 # -- parallel execution ------------------------------------------------------

@@ -18,7 +18,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.functions import Package, Unit, UnitKind
 from cudalint.knowledge import ApiFunction, Knowledge, StatusSpec
-from cudalint.scope import Role, Symbol, SymbolKind
+from cudalint.scope import Role, Symbol, SymbolKind, default_import_name
 
 # Standard-library packages whose functions only read their arguments
 # (formatting, logging, errors, conversions): passing a handle to them borrows it.
@@ -79,7 +79,11 @@ class Facts:
     _calls_by_name: dict[str, list[Node]] | None = field(default=None, repr=False)
     _references: dict[Symbol, list[Node]] | None = field(default=None, repr=False)
     _type_index: dict[str, tuple[dict[str, Node], list[str]]] | None = field(default=None, repr=False)
-    _selectors: dict[str, list[Node]] | None = field(default=None, repr=False)
+    _selectors: dict[str, list[tuple[Node, Node]]] | None = field(default=None, repr=False)
+    _references_size: int = field(default=0, repr=False)
+    _literals_by_parent: dict[Node, list[Unit]] = field(default_factory=dict, repr=False)
+    _no_literal: set[Symbol] = field(default_factory=set, repr=False)
+    _unqualified: set[Node] = field(default_factory=set, repr=False)
 
     def calls_of(self, unit: Unit) -> list[Node]:
         """The calls in this package whose callee is `unit`."""
@@ -87,9 +91,14 @@ class Facts:
             self._calls_by_name = {}
             for parsed in self.package.files:
                 for name, calls in syntax.calls_by_name(parsed.root).items():
-                    self._calls_by_name.setdefault(name, []).extend(calls)
+                    self._calls_by_name.setdefault(name, []).extend((parsed.root, call) for call in calls)
         name = unit.name.rsplit(".", 1)[-1]
-        return [call for call in self._calls_by_name.get(name, []) if self.callee(call).target is unit]
+        found = []
+        for root, call in self._calls_by_name.get(name, []):
+            self.package.resolution.ensure(root, call)
+            if self.callee(call).target is unit:
+                found.append(call)
+        return found
 
     def method_values(self, unit: Unit) -> list[Node]:
         """`d.pushForJob` used as a value (not called): a method handed on."""
@@ -98,10 +107,11 @@ class Facts:
             for parsed in self.package.files:
                 for selector in syntax.selectors(parsed.root):
                     name = syntax.text(selector.child_by_field_name("field"))
-                    self._selectors.setdefault(name, []).append(selector)
+                    self._selectors.setdefault(name, []).append((parsed.root, selector))
         method = unit.name.rsplit(".", 1)[-1]
         found = []
-        for selector in self._selectors.get(method, []):
+        for root, selector in self._selectors.get(method, []):
+            self.package.resolution.ensure(root, selector)
             parent = selector.parent
             if parent is not None and parent.type == "call_expression" and parent.child_by_field_name("function") == selector:
                 continue
@@ -110,11 +120,17 @@ class Facts:
         return found
 
     def references(self, symbol: Symbol) -> list[Node]:
-        """The identifiers that refer to a symbol (its declarations included)."""
-        if self._references is None:
+        """The identifiers that refer to a symbol (its declarations included).
+        A package-level symbol can be referred to anywhere: the whole package
+        is resolved first; a local one only in its (resolved) function."""
+        resolution = self.package.resolution
+        if not symbol.is_local:
+            resolution.ensure_all()
+        if self._references is None or self._references_size != len(resolution.refs):
             self._references = {}
-            for node, found in self.package.resolution.refs.items():
+            for node, found in resolution.refs.items():
                 self._references.setdefault(found, []).append(node)
+            self._references_size = len(resolution.refs)
         return self._references.get(symbol, [])
     _methods: dict[str, list[Unit]] = field(default_factory=dict, repr=False)
 
@@ -128,7 +144,15 @@ class Facts:
         bound to a func literal, stands for."""
         if symbol is None:
             return None
-        return self._units_by_symbol.get(symbol)
+        found = self._units_by_symbol.get(symbol)
+        if found is None and symbol.is_local and symbol.function is not None and symbol not in self._no_literal:
+            for unit in self._literals_by_parent.get(symbol.function, []):
+                if unit.stored_in is symbol:
+                    self._units_by_symbol[symbol] = found = unit
+                    break
+            else:
+                self._no_literal.add(symbol)
+        return found
 
     def callee(self, call: Node) -> Callee:
         found = self._callees.get(call)
@@ -138,6 +162,14 @@ class Facts:
 
     def _classify(self, call: Node) -> Callee:
         fact = self.calls.get(call)
+        if fact is None and call not in self._unqualified:
+            # Calls of packages no rule watches are classified when asked for
+            # (their function is resolved by then).
+            fact = _qualified_call(call, self.package, self.knowledge)
+            if fact is not None:
+                self.calls[call] = fact
+            else:
+                self._unqualified.add(call)
         raw = call.child_by_field_name("function")
         function = syntax.unparen(raw)
         written = syntax.text(function)
@@ -345,25 +377,44 @@ def _qualified_call(node: Node, package: Package, knowledge: Knowledge) -> CallF
     return CallFact(node, import_path, name, written, knowledge.lookup(import_path, name))
 
 
+# Packages whose calls some rule looks for in the whole package, besides the
+# ones the API knowledge describes.
+_WATCHED = frozenset({"runtime", "unsafe", "reflect"})
+
+
 def compute_facts(package: Package, knowledge: Knowledge) -> Facts:
-    """Classify every package-qualified call of the package (`pkg.F(...)`);
-    other callees are classified on demand by Facts.callee."""
+    """Classify the calls of watched packages (those the API knowledge
+    describes, runtime, unsafe, reflect), resolving just the declarations that
+    make them; other callees are classified on demand by Facts.callee."""
     facts = Facts(package, knowledge)
+    watched = knowledge.import_paths | _WATCHED
+    resolution = package.resolution
     for parsed in package.files:
+        names = {
+            imported.name or knowledge.package_names.get(imported.path) or default_import_name(imported.path)
+            for imported in parsed.imports if imported.path in watched
+        }
+        if not names:
+            continue
         for node in syntax.qualified_calls(parsed.root):
+            function = syntax.unparen(node.child_by_field_name("function"))
+            operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None else None
+            if operand is None or syntax.text(operand) not in names:
+                continue
+            resolution.ensure(parsed.root, node)
             fact = _qualified_call(node, package, knowledge)
             if fact is not None:
                 facts.calls[node] = fact
                 if fact.api is not None:
-                    function = syntax.enclosing_function(node)
-                    if function is not None:
-                        facts.api_calls.setdefault(function, []).append(node)
+                    enclosing = syntax.enclosing_function(node)
+                    if enclosing is not None:
+                        facts.api_calls.setdefault(enclosing, []).append(node)
     for unit in package.units:
         facts._literals[unit.node] = unit
         if unit.symbol is not None:
             facts._units_by_symbol[unit.symbol] = unit
-        elif unit.stored_in is not None and unit.stored_in.role is Role.LOCAL:
-            facts._units_by_symbol.setdefault(unit.stored_in, unit)
+        if unit.kind is UnitKind.LITERAL and unit.parent is not None:
+            facts._literals_by_parent.setdefault(unit.parent.node, []).append(unit)
         if unit.kind is UnitKind.METHOD:
             method = unit.name.rsplit(".", 1)[-1]
             facts._methods.setdefault(method, []).append(unit)

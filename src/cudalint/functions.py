@@ -16,7 +16,7 @@ from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.parse import ParsedFile
-from cudalint.scope import Resolution, Symbol, resolve_package
+from cudalint.scope import MAX_DECLARATION_BYTES, Resolution, Symbol, resolve_package
 
 
 SYNTAX_ERROR = "contains a syntax error"
@@ -39,20 +39,61 @@ class LiteralUse(str, Enum):
 
 @dataclass(eq=False)
 class Unit:
+    """A function, method or func literal. What needs the function resolved
+    (its parameters, the variable a literal is stored in, whether it could be
+    resolved at all) is computed on first use: most units are never asked."""
+
     name: str
     kind: UnitKind
     node: Node
     file: ParsedFile
+    resolution: Resolution = field(repr=False)
     parent: Unit | None = None
-    receiver: Symbol | None = None
-    params: list[Symbol] = field(default_factory=list)
-    results: list[Symbol] = field(default_factory=list)
     result_count: int = 0
     use: LiteralUse | None = None
     use_node: Node | None = None
-    stored_in: Symbol | None = None
     symbol: Symbol | None = None
-    problem: str | None = None
+    syntax_problem: str | None = None
+    _resolved: tuple | None = field(default=None, repr=False)
+
+    def _details(self) -> tuple:
+        if self._resolved is None:
+            res = self.resolution
+            declaration = res.ensure(self.file.root, self.node)
+            problem = res.failed.get(declaration) if declaration is not None else None
+            if problem is None and self.body is not None and self.node not in res.function_scopes:
+                problem = "was not resolved"
+            receivers = _parameters(res, self.node.child_by_field_name("receiver"))
+            stored_in = _literal_use(self.node, res)[2] if self.kind is UnitKind.LITERAL else None
+            self._resolved = (
+                receivers[0] if receivers else None,
+                _parameters(res, self.node.child_by_field_name("parameters")),
+                _parameters(res, self.node.child_by_field_name("result")),
+                stored_in,
+                problem,
+            )
+        return self._resolved
+
+    @property
+    def receiver(self) -> Symbol | None:
+        return self._details()[0]
+
+    @property
+    def params(self) -> list[Symbol]:
+        return self._details()[1]
+
+    @property
+    def results(self) -> list[Symbol]:
+        return self._details()[2]
+
+    @property
+    def stored_in(self) -> Symbol | None:
+        return self._details()[3]
+
+    @property
+    def problem(self) -> str | None:
+        """Why the unit cannot be analysed (a syntax error, nesting too deep...)."""
+        return self.syntax_problem or self._details()[4]
 
     @property
     def body(self) -> Node | None:
@@ -122,7 +163,7 @@ def _result_count(result: Node | None) -> int:
     return count
 
 
-def _literal_use(literal: Node, resolution: Resolution) -> tuple[LiteralUse, Node | None, Symbol | None]:
+def _literal_use(literal: Node, resolution: Resolution | None) -> tuple[LiteralUse, Node | None, Symbol | None]:
     child = literal
     parent = literal.parent
     while parent is not None and parent.type == "parenthesized_expression":
@@ -152,7 +193,7 @@ def _literal_use(literal: Node, resolution: Resolution) -> tuple[LiteralUse, Nod
                 )
                 if len(values) == len(targets):
                     target = targets[values.index(child)]
-                    symbol = resolution.symbol(target) if target.type == "identifier" else None
+                    symbol = resolution.symbol(target) if resolution is not None and target.type == "identifier" else None
                     return LiteralUse.STORED, holder, symbol
             return LiteralUse.STORED, holder, None
     return LiteralUse.STORED, parent, None
@@ -167,22 +208,16 @@ class _UnitCollector:
     def make(self, node: Node, name: str, kind: UnitKind, parent: Unit | None, problem: str | None) -> Unit:
         res = self.resolution
         unit = Unit(
-            name=name, kind=kind, node=node, file=self.parsed, parent=parent,
-            params=_parameters(res, node.child_by_field_name("parameters")),
-            results=_parameters(res, node.child_by_field_name("result")),
+            name=name, kind=kind, node=node, file=self.parsed, resolution=res, parent=parent,
             result_count=_result_count(node.child_by_field_name("result")),
         )
-        receivers = _parameters(res, node.child_by_field_name("receiver"))
-        unit.receiver = receivers[0] if receivers else None
         if kind is UnitKind.FUNCTION:
             unit.symbol = res.declarations.get(node.child_by_field_name("name"))
         if kind is UnitKind.LITERAL:
-            unit.use, unit.use_node, unit.stored_in = _literal_use(node, res)
+            unit.use, unit.use_node, _ = _literal_use(node, None)
         if problem is None and node.has_error:
             problem = SYNTAX_ERROR
-        if problem is None and node.child_by_field_name("body") is not None and node not in res.function_scopes:
-            problem = "was not resolved"
-        unit.problem = problem
+        unit.syntax_problem = problem
         self.units.append(unit)
         return unit
 
@@ -194,7 +229,8 @@ class _UnitCollector:
         globals_counter = [0]
         package_level: list[Node] = []
         for declaration in syntax.children(self.parsed.root):
-            problem = self.resolution.failed.get(declaration)
+            size = declaration.end_byte - declaration.start_byte
+            problem = f"is too large to analyse ({size // 1024} KiB)" if size > MAX_DECLARATION_BYTES else None
             inside: list[Node] = []
             while position < len(literals) and literals[position].start_byte < declaration.end_byte:
                 if literals[position].start_byte >= declaration.start_byte:

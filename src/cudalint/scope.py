@@ -9,6 +9,7 @@ that no pass ever matches names by text.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -143,6 +144,28 @@ class Resolution:
     package_symbols: dict[str, Symbol] = field(default_factory=dict)
     file_scopes: dict[Node, Scope] = field(default_factory=dict)
     failed: dict[Node, str] = field(default_factory=dict)
+    # Top-level declarations not resolved yet, and each file's declarations
+    # by start offset (to find the one holding a node).
+    _pending: dict[Node, tuple] = field(default_factory=dict, repr=False)
+    _files: dict[Node, tuple[list[int], list[Node]]] = field(default_factory=dict, repr=False)
+
+    def ensure(self, root: Node, node: Node) -> Node | None:
+        """Resolve the top-level declaration of file `root` that holds `node`
+        (if not done yet), and return that declaration."""
+        starts, declarations = self._files.get(root, ([], []))
+        index = bisect.bisect_right(starts, node.start_byte) - 1
+        if index < 0 or node.start_byte >= declarations[index].end_byte:
+            return None
+        declaration = declarations[index]
+        pending = self._pending.pop(declaration, None)
+        if pending is not None:
+            _resolve_declaration(self, declaration, *pending)
+        return declaration
+
+    def ensure_all(self) -> None:
+        for declaration, pending in list(self._pending.items()):
+            if self._pending.pop(declaration, None) is not None:
+                _resolve_declaration(self, declaration, *pending)
 
     def symbol(self, identifier: Node | None) -> Symbol | None:
         if identifier is None:
@@ -553,8 +576,10 @@ def _initializer(left: list[Node], right: list[Node], index: int) -> tuple[Node 
 
 
 def resolve_package(files: list[ParsedFile], package_names: dict[str, str]) -> Resolution:
-    """Resolve every identifier of a package (all its files together: a function
-    in one file may call a function declared in another)."""
+    """Prepare the resolution of a package (all its files together: a function
+    in one file may call a function declared in another). The package and file
+    scopes are built now; each top-level declaration is resolved when first
+    needed (Resolution.ensure): most functions of a package never are."""
     resolution = Resolution()
     package_scope = Scope(None, None, None)
     for parsed in files:
@@ -576,38 +601,47 @@ def resolve_package(files: list[ParsedFile], package_names: dict[str, str]) -> R
         # clash), so the package scope can sit inside the file scope for lookup.
         top = Scope(file_scope, parsed.root, None, package_scope.names)
         cgo = file_scope.names.get("C")
-        resolver.cgo = cgo if cgo is not None and cgo.import_path == "C" else None
-        for declaration in syntax.children(parsed.root):
-            resolver.nesting = Nesting()
-            size = declaration.end_byte - declaration.start_byte
-            if size > MAX_DECLARATION_BYTES:
-                resolution.failed[declaration] = f"is too large to analyse ({size // 1024} KiB)"
-                continue
-            try:
-                if declaration.type in ("function_declaration", "method_declaration"):
-                    resolver.function(declaration, top)
-                elif declaration.type in ("var_declaration", "const_declaration"):
-                    for spec in syntax.value_specs(declaration):
-                        resolver.expression(spec.child_by_field_name("type"), top)
-                        for value in syntax.expressions(spec.child_by_field_name("value")):
-                            resolver.expression(value, top)
-                elif declaration.type == "type_declaration":
-                    for spec in syntax.children(declaration):
-                        resolver.expression(spec.child_by_field_name("type"), top)
-            except NestingTooDeep:
-                resolution.failed[declaration] = f"nests deeper than {MAX_NESTING} levels"
-            except RecursionError:
-                resolution.failed[declaration] = "nests too deeply for the analysis"
-        # Literals in places no declaration walk visits (type parameters of a
-        # generic type, say) still get their own scope, under the file's.
-        for literal in syntax.func_literals(parsed.root):
-            if literal not in resolution.function_scopes and not _inside_failed(literal, resolution):
-                resolver.nesting = Nesting()
-                try:
-                    resolver.function(literal, top)
-                except (NestingTooDeep, RecursionError):
-                    pass
+        cgo = cgo if cgo is not None and cgo.import_path == "C" else None
+        declarations = syntax.children(parsed.root)
+        resolution._files[parsed.root] = ([d.start_byte for d in declarations], declarations)
+        for declaration in declarations:
+            resolution._pending[declaration] = (resolver, top, cgo)
     return resolution
+
+
+def _resolve_declaration(resolution: Resolution, declaration: Node, resolver: _Resolver, top: Scope, cgo) -> None:
+    resolver.nesting = Nesting()
+    resolver.cgo = cgo
+    size = declaration.end_byte - declaration.start_byte
+    if size > MAX_DECLARATION_BYTES:
+        resolution.failed[declaration] = f"is too large to analyse ({size // 1024} KiB)"
+        return
+    try:
+        if declaration.type in ("function_declaration", "method_declaration"):
+            resolver.function(declaration, top)
+        elif declaration.type in ("var_declaration", "const_declaration"):
+            for spec in syntax.value_specs(declaration):
+                resolver.expression(spec.child_by_field_name("type"), top)
+                for value in syntax.expressions(spec.child_by_field_name("value")):
+                    resolver.expression(value, top)
+        elif declaration.type == "type_declaration":
+            for spec in syntax.children(declaration):
+                resolver.expression(spec.child_by_field_name("type"), top)
+    except NestingTooDeep:
+        resolution.failed[declaration] = f"nests deeper than {MAX_NESTING} levels"
+        return
+    except RecursionError:
+        resolution.failed[declaration] = "nests too deeply for the analysis"
+        return
+    # Literals in places no declaration walk visits (type parameters of a
+    # generic type, say) still get their own scope, under the file's.
+    for literal in syntax.func_literals(declaration):
+        if literal not in resolution.function_scopes:
+            resolver.nesting = Nesting()
+            try:
+                resolver.function(literal, top)
+            except (NestingTooDeep, RecursionError):
+                pass
 
 
 def _inside_failed(node: Node, resolution: Resolution) -> bool:

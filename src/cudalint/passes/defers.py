@@ -288,6 +288,7 @@ def _with_release_defers(p: Pass) -> list[Unit]:
             call = syntax.unparen(inner[0]) if inner else None
             if call is None or call.type != "call_expression":
                 continue
+            p.package.resolution.ensure(parsed.root, statement)
             callee = p.facts.callee(call)
             function = syntax.unparen(call.child_by_field_name("function"))
             method = syntax.text(function.child_by_field_name("field")) if function is not None and function.type == "selector_expression" else ""

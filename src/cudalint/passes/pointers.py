@@ -220,23 +220,21 @@ class _Memory:
     def __init__(self, p: Pass):
         self.p = p
         self.resolution = p.package.resolution
-        self._assigned: dict[Symbol, list[Node]] | None = None
         self._fields: dict[str, list[Node]] | None = None
 
     def assigned_values(self, symbol: Symbol) -> list[Node]:
         """Values assigned to a variable with `=` anywhere in the package."""
-        if self._assigned is None:
-            self._assigned = {}
-            for node, found in self.resolution.refs.items():
-                parent = node.parent
-                holder = parent.parent if parent is not None and parent.type == "expression_list" else None
-                if holder is None or holder.type != "assignment_statement" or holder.child_by_field_name("left") != parent:
-                    continue
-                left = syntax.expressions(parent)
-                right = syntax.expressions(holder.child_by_field_name("right"))
-                if len(left) == len(right):
-                    self._assigned.setdefault(found, []).append(right[[c.id for c in left].index(node.id)])
-        return self._assigned.get(symbol, [])
+        values = []
+        for node in self.p.facts.references(symbol):
+            parent = node.parent
+            holder = parent.parent if parent is not None and parent.type == "expression_list" else None
+            if holder is None or holder.type != "assignment_statement" or holder.child_by_field_name("left") != parent:
+                continue
+            left = syntax.expressions(parent)
+            right = syntax.expressions(holder.child_by_field_name("right"))
+            if len(left) == len(right):
+                values.append(right[[c.id for c in left].index(node.id)])
+        return values
 
     def is_go_memory(self, expression: Node | None, depth: int = 0) -> bool:
         """&x of any Go variable (of a C type too: it lives in Go memory),
@@ -325,6 +323,7 @@ class _Memory:
         if self._fields is None:
             self._fields = {}
             facts = self.p.facts
+            self.p.package.resolution.ensure_all()
             for parsed in self.p.package.files:
                 for node in syntax.walk(parsed.root):
                     if node.type == "keyed_element":
@@ -601,6 +600,8 @@ def _check_headers(p: Pass) -> None:
             imported = file_scope.names.get(syntax.text(package)) if file_scope is not None and package is not None else None
             if imported is None or imported.import_path != "reflect":
                 continue
+            if node.type == "selector_expression":
+                p.package.resolution.ensure(parsed.root, node)
             if node.type == "selector_expression" and p.package.resolution.symbol(package) is not imported:
                 continue
             unit = _innermost(units, node)
