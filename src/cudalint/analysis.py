@@ -216,25 +216,25 @@ def _analyze_package(package: Package, settings: Settings, knowledge: Knowledge,
 _worker_state: tuple[Settings, Knowledge, tuple[bytes, ...], ResultCache | None] | None = None
 
 
+def _result_cache(settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...]) -> ResultCache | None:
+    if settings.cache_dir is None:
+        return None
+    # Everything else a result depends on: rules, configuration, knowledge.
+    salt = repr((settings.base, sorted(settings.enabled), settings.prefilter, settings.per_file, knowledge.families, needles))
+    return ResultCache(settings.cache_dir, salt)
+
+
 def _init_worker(settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...]) -> None:
     global _worker_state
-    cache = None
-    if settings.cache_dir is not None:
-        # Everything else a result depends on: rules, configuration, knowledge.
-        salt = repr((settings.base, sorted(settings.enabled), settings.prefilter, settings.per_file, knowledge.families, needles))
-        cache = ResultCache(settings.cache_dir, salt)
-    _worker_state = (settings, knowledge, needles, cache)
+    _worker_state = (settings, knowledge, needles, _result_cache(settings, knowledge, needles))
     sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))
 
 
-def _work(paths: list[Path]) -> Result:
+def _work(job: tuple[list[Path], str | None]) -> Result:
+    """Analyse one directory (a cache miss) and store its result under `key`."""
     assert _worker_state is not None
     settings, knowledge, needles, cache = _worker_state
-    key = cache.key(paths) if cache is not None else None
-    if cache is not None and key is not None:
-        cached = cache.get(key)
-        if cached is not None:
-            return cached
+    paths, key = job
     result = _in_deep_stack(_guarded, paths, settings, knowledge, needles)
     if cache is not None and key is not None and result.internal_errors == 0:
         cache.put(key, result)
@@ -265,17 +265,28 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
         needles += (b"cudalint:",)
     directories = [list(group) for _, group in groupby(sorted(files, key=lambda p: (p.parent.as_posix(), p.name)), key=lambda p: p.parent)]
     total = Result()
+    # Hits are read here: an unchanged tree starts no worker at all.
+    cache = _result_cache(settings, knowledge, needles)
+    misses: list[tuple[list[Path], str | None]] = []
+    for directory in directories:
+        key = cache.key(directory) if cache is not None else None
+        cached = cache.get(key) if cache is not None and key is not None else None
+        if cached is not None:
+            total.extend(cached)
+        else:
+            misses.append((directory, key))
+    missed_files = sum(len(directory) for directory, _ in misses)
     # Worker start-up costs more than a handful of packages take to analyse.
-    if settings.jobs > 1 and len(directories) > 1 and len(files) >= _PARALLEL_THRESHOLD:
+    if settings.jobs > 1 and len(misses) > 1 and missed_files >= _PARALLEL_THRESHOLD:
         with ProcessPoolExecutor(
-            max_workers=min(settings.jobs, len(directories)),
+            max_workers=min(settings.jobs, len(misses)),
             initializer=_init_worker, initargs=(settings, knowledge, needles),
         ) as pool:
-            for part in pool.map(_work, directories, chunksize=max(1, len(directories) // (settings.jobs * 8))):
+            for part in pool.map(_work, misses, chunksize=max(1, len(misses) // (settings.jobs * 8))):
                 total.extend(part)
     else:
         _init_worker(settings, knowledge, needles)
-        for directory in directories:
-            total.extend(_work(directory))
+        for miss in misses:
+            total.extend(_work(miss))
     total.sort()
     return total

@@ -70,6 +70,8 @@ class Callee:
 class Facts:
     package: Package
     knowledge: Knowledge
+    # Qualified calls of the packages rules watch (the knowledge's, runtime,
+    # unsafe, reflect), found up front.
     calls: dict[Node, CallFact] = field(default_factory=dict)
     _callees: dict[Node, Callee] = field(default_factory=dict, repr=False)
     # Calls the knowledge describes, by the function (node) whose body holds them.
@@ -83,7 +85,7 @@ class Facts:
     _references_size: int = field(default=0, repr=False)
     _literals_by_parent: dict[Node, list[Unit]] = field(default_factory=dict, repr=False)
     _no_literal: set[Symbol] = field(default_factory=set, repr=False)
-    _unqualified: set[Node] = field(default_factory=set, repr=False)
+    _unwatched: dict[Node, CallFact | None] = field(default_factory=dict, repr=False)
 
     def calls_of(self, unit: Unit) -> list[Node]:
         """The calls in this package whose callee is `unit`."""
@@ -162,14 +164,13 @@ class Facts:
 
     def _classify(self, call: Node) -> Callee:
         fact = self.calls.get(call)
-        if fact is None and call not in self._unqualified:
+        if fact is None:
             # Calls of packages no rule watches are classified when asked for
-            # (their function is resolved by then).
-            fact = _qualified_call(call, self.package, self.knowledge)
-            if fact is not None:
-                self.calls[call] = fact
-            else:
-                self._unqualified.add(call)
+            # (their function is resolved by then), and kept apart so that
+            # `calls` stays the same set whatever the passes asked before.
+            if call not in self._unwatched:
+                self._unwatched[call] = _qualified_call(call, self.package, self.knowledge)
+            fact = self._unwatched[call]
         raw = call.child_by_field_name("function")
         function = syntax.unparen(raw)
         written = syntax.text(function)
