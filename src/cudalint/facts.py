@@ -11,6 +11,7 @@ package, whose effect on `d` the resource engine summarises.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import islice
 from enum import Enum
 
 from tree_sitter import Node
@@ -123,14 +124,17 @@ class Facts:
 
     def references(self, symbol: Symbol) -> list[Node]:
         """The identifiers that refer to a symbol (its declarations included).
-        A package-level symbol can be referred to anywhere: the whole package
-        is resolved first; a local one only in its (resolved) function."""
+        A package-level symbol can be referred to anywhere its name is
+        written: those declarations are resolved first; a local one only in
+        its (resolved) function."""
         resolution = self.package.resolution
         if not symbol.is_local:
-            resolution.ensure_all()
-        if self._references is None or self._references_size != len(resolution.refs):
+            resolution.ensure_mentioning(symbol.name)
+        if self._references is None:
             self._references = {}
-            for node, found in resolution.refs.items():
+        if self._references_size != len(resolution.refs):
+            # refs only grow, in insertion order: index just the new ones.
+            for node, found in islice(resolution.refs.items(), self._references_size, None):
                 self._references.setdefault(found, []).append(node)
             self._references_size = len(resolution.refs)
         return self._references.get(symbol, [])

@@ -148,6 +148,7 @@ class Resolution:
     # by start offset (to find the one holding a node).
     _pending: dict[Node, tuple] = field(default_factory=dict, repr=False)
     _files: dict[Node, tuple[list[int], list[Node]]] = field(default_factory=dict, repr=False)
+    _sources: dict[Node, bytes] = field(default_factory=dict, repr=False)
 
     def ensure(self, root: Node, node: Node) -> Node | None:
         """Resolve the top-level declaration of file `root` that holds `node`
@@ -161,6 +162,17 @@ class Resolution:
         if pending is not None:
             _resolve_declaration(self, declaration, *pending)
         return declaration
+
+    def ensure_mentioning(self, name: str) -> None:
+        """Resolve every declaration whose text contains `name`: the only
+        ones that can refer to a package-level symbol of that name."""
+        needle = name.encode()
+        for root, data in self._sources.items():
+            if needle not in data:
+                continue
+            for declaration in self._files[root][1]:
+                if declaration in self._pending and data.find(needle, declaration.start_byte, declaration.end_byte) >= 0:
+                    _resolve_declaration(self, declaration, *self._pending.pop(declaration))
 
     def ensure_all(self) -> None:
         for declaration, pending in list(self._pending.items()):
@@ -604,6 +616,7 @@ def resolve_package(files: list[ParsedFile], package_names: dict[str, str]) -> R
         cgo = cgo if cgo is not None and cgo.import_path == "C" else None
         declarations = syntax.children(parsed.root)
         resolution._files[parsed.root] = ([d.start_byte for d in declarations], declarations)
+        resolution._sources[parsed.root] = parsed.source.data
         for declaration in declarations:
             resolution._pending[declaration] = (resolver, top, cgo)
     return resolution

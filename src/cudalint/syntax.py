@@ -177,5 +177,26 @@ def selectors(root: Node) -> list[Node]:
     return _captures("(selector_expression) @selector", root, "selector")
 
 
+def field_stores(root: Node) -> dict[str, list[tuple[Node, Node]]]:
+    """Values stored into a field, by field name: `T{f: v}` and `x.f = v`,
+    each as (the node whose type names the struct, the value)."""
+    found: dict[str, list[tuple[Node, Node]]] = {}
+    for keyed in _captures("(keyed_element) @keyed", root, "keyed"):
+        key, value = keyed.child_by_field_name("key"), keyed.child_by_field_name("value")
+        literal = keyed.parent.parent if keyed.parent is not None else None
+        inner = children(value) if value is not None else []
+        if key is not None and inner and literal is not None and literal.type == "composite_literal":
+            found.setdefault(text(key), []).append((literal, inner[0]))
+    for assignment in _captures("(assignment_statement left: (expression_list (selector_expression))) @store", root, "store"):
+        left = expressions(assignment.child_by_field_name("left"))
+        right = expressions(assignment.child_by_field_name("right"))
+        for target, value in zip(left, right) if len(left) == len(right) else ():
+            if target.type == "selector_expression":
+                found.setdefault(text(target.child_by_field_name("field")), []).append(
+                    (target.child_by_field_name("operand"), value),
+                )
+    return found
+
+
 def defer_statements(root: Node) -> list[Node]:
     return _captures("(defer_statement) @defer", root, "defer")

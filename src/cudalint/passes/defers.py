@@ -275,7 +275,10 @@ def _assigned_before(lifetimes: Engine, graph: CFG, symbol, n: int) -> bool:
 def _with_release_defers(p: Pass) -> list[Unit]:
     """Functions with a defer that may release something: of an API release,
     of a function or literal of the package, or of a method the knowledge
-    names as a release. `defer mu.Unlock()` needs no graph."""
+    names as a release. `defer mu.Unlock()` needs no graph, and a package
+    that calls no API function acquires nothing a defer could release."""
+    if not p.facts.api_calls:
+        return []
     release_methods = {
         role.method for family in p.knowledge.families for resource in family.resources
         for role in resource.release if role.handle == "receiver"

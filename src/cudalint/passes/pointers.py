@@ -220,7 +220,7 @@ class _Memory:
     def __init__(self, p: Pass):
         self.p = p
         self.resolution = p.package.resolution
-        self._fields: dict[str, list[Node]] | None = None
+        self._fields: dict[str, list[tuple[Node, Node, Node]]] | None = None
 
     def assigned_values(self, symbol: Symbol) -> list[Node]:
         """Values assigned to a variable with `=` anywhere in the package."""
@@ -322,28 +322,15 @@ class _Memory:
             return None
         if self._fields is None:
             self._fields = {}
-            facts = self.p.facts
-            self.p.package.resolution.ensure_all()
             for parsed in self.p.package.files:
-                for node in syntax.walk(parsed.root):
-                    if node.type == "keyed_element":
-                        key, value = node.child_by_field_name("key"), node.child_by_field_name("value")
-                        literal = node.parent.parent if node.parent is not None else None
-                        owner_type = facts.type_of(literal) if literal is not None and literal.type == "composite_literal" else None
-                        inner = syntax.children(value) if value is not None else []
-                        if key is not None and inner and owner_type is not None:
-                            self._fields.setdefault((owner_type, syntax.text(key)), []).append(inner[0])
-                    elif node.type == "assignment_statement":
-                        left = syntax.expressions(node.child_by_field_name("left"))
-                        right = syntax.expressions(node.child_by_field_name("right"))
-                        for target, value in zip(left, right) if len(left) == len(right) else ():
-                            if target.type == "selector_expression":
-                                owner_type = facts.type_of(target.child_by_field_name("operand"))
-                                if owner_type is not None:
-                                    key = (owner_type, syntax.text(target.child_by_field_name("field")))
-                                    self._fields.setdefault(key, []).append(value)
-        field = syntax.text(selector.child_by_field_name("field"))
-        return next((value for value in self._fields.get((owner, field), []) if self._go_address(value)), None)
+                for name, stores in syntax.field_stores(parsed.root).items():
+                    self._fields.setdefault(name, []).extend((parsed.root, holder, value) for holder, value in stores)
+        resolution, facts = self.p.package.resolution, self.p.facts
+        for root, holder, value in self._fields.get(syntax.text(selector.child_by_field_name("field")), []):
+            resolution.ensure(root, holder)
+            if facts.type_of(holder) == owner and self._go_address(value):
+                return value
+        return None
 
     def uintptr_from_go(self, symbol: Symbol) -> Node | None:
         """The assignment that gave a uintptr variable a Go object's address."""

@@ -514,7 +514,7 @@ class _Threads:
         the call is the callee's entry state), transitively, and the
         functions enclosing relevant literals."""
         graphs = self.p.cfgs.graphs
-        by_node = {u.node: u for u in self.p.package.units if self.p.cfgs.analysable(u)}
+        by_node = {u.node: u for u in self.p.package.units}
         pending = []
         for call, fact in self.p.facts.calls.items():
             threads = (fact.import_path == _RUNTIME and fact.name in ("LockOSThread", "UnlockOSThread")) or (
@@ -526,7 +526,7 @@ class _Threads:
         relevant: set[Unit] = set()
         while pending:
             unit = pending.pop()
-            if unit in relevant:
+            if unit in relevant or not self.p.cfgs.analysable(unit):
                 continue
             relevant.add(unit)
             if unit.parent is not None and unit.parent in graphs:
