@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -185,3 +186,23 @@ def test_result_cache_gives_identical_output_and_misses_on_change(project: Path)
     elsewhere = project / "elsewhere"
     cudalint_process("--cache-dir", str(elsewhere), cwd=project)
     assert any(elsewhere.rglob("*"))
+
+
+def test_every_fixture_gives_byte_identical_output_however_it_is_run(tmp_path: Path) -> None:
+    """Determinism over many rules and packages: 1 or 2 workers, a cold or a
+    warm cache, or no cache at all, give the same bytes, in every format."""
+    tree = tmp_path / "fixtures"
+    shutil.copytree(Path(__file__).parent / "fixtures", tree)
+    for output_format in ("json", "sarif"):
+        cache = tmp_path / f"cache-{output_format}"
+        runs = [
+            cudalint_process("--format", output_format, "--jobs", "1", "--no-cache", "./...", cwd=tree),
+            cudalint_process("--format", output_format, "--jobs", "2", "--cache-dir", str(cache), "./...", cwd=tree),
+            cudalint_process("--format", output_format, "--jobs", "2", "--cache-dir", str(cache), "./...", cwd=tree),
+            cudalint_process("--format", output_format, "--jobs", "1", "--cache-dir", str(cache), "./...", cwd=tree),
+        ]
+        assert {run.exit_code for run in runs} == {1}, runs[0].stderr
+        assert len({run.stdout for run in runs}) == 1
+        document = json.loads(runs[0].stdout)
+        findings = document["findings"] if output_format == "json" else document["runs"][0]["results"]
+        assert len(findings) > 100

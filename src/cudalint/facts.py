@@ -93,7 +93,7 @@ class Facts:
         if self._calls_by_name is None:
             self._calls_by_name = {}
             for parsed in self.package.files:
-                for name, calls in syntax.calls_by_name(parsed.root).items():
+                for name, calls in parsed.index.calls_by_name.items():
                     self._calls_by_name.setdefault(name, []).extend((parsed.root, call) for call in calls)
         name = unit.name.rsplit(".", 1)[-1]
         found = []
@@ -401,7 +401,7 @@ def compute_facts(package: Package, knowledge: Knowledge) -> Facts:
         }
         if not names:
             continue
-        for node in syntax.qualified_calls(parsed.root):
+        for node in parsed.index.qualified_calls:
             function = syntax.unparen(node.child_by_field_name("function"))
             operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None else None
             if operand is None or syntax.text(operand) not in names:

@@ -224,7 +224,7 @@ class _UnitCollector:
     def collect(self) -> list[Unit]:
         """Declarations in order, each followed by its literals; the literals
         of package-level declarations are numbered glob..funcN, as Go does."""
-        literals = syntax.func_literals(self.parsed.root)  # one query, in source order
+        literals = self.parsed.index.func_literals
         position = 0
         globals_counter = [0]
         package_level: list[Node] = []

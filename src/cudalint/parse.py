@@ -7,6 +7,7 @@ function whose subtree is free of errors is still analysed downstream.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import tree_sitter_go
 from tree_sitter import Language, Node, Parser, Tree
@@ -43,6 +44,10 @@ class ParsedFile:
     @property
     def root(self) -> Node:
         return self.tree.root_node
+
+    @cached_property
+    def index(self) -> syntax.FileIndex:
+        return syntax.index_file(self.tree.root_node)
 
     @property
     def display(self) -> str:

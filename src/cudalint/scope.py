@@ -144,40 +144,35 @@ class Resolution:
     package_symbols: dict[str, Symbol] = field(default_factory=dict)
     file_scopes: dict[Node, Scope] = field(default_factory=dict)
     failed: dict[Node, str] = field(default_factory=dict)
-    # Top-level declarations not resolved yet, and each file's declarations
-    # by start offset (to find the one holding a node).
-    _pending: dict[Node, tuple] = field(default_factory=dict, repr=False)
-    _files: dict[Node, tuple[list[int], list[Node]]] = field(default_factory=dict, repr=False)
-    _sources: dict[Node, bytes] = field(default_factory=dict, repr=False)
+    # Top-level declarations not resolved yet, with their file.
+    _pending: dict[Node, _File] = field(default_factory=dict, repr=False)
+    _files: dict[Node, _File] = field(default_factory=dict, repr=False)
 
     def ensure(self, root: Node, node: Node) -> Node | None:
         """Resolve the top-level declaration of file `root` that holds `node`
         (if not done yet), and return that declaration."""
-        starts, declarations = self._files.get(root, ([], []))
-        index = bisect.bisect_right(starts, node.start_byte) - 1
-        if index < 0 or node.start_byte >= declarations[index].end_byte:
-            return None
-        declaration = declarations[index]
-        pending = self._pending.pop(declaration, None)
-        if pending is not None:
-            _resolve_declaration(self, declaration, *pending)
+        file = self._files.get(root)
+        declaration = file.declaration_at(node) if file is not None else None
+        if declaration is not None and declaration in self._pending:
+            _resolve_declaration(self, declaration, self._pending.pop(declaration))
         return declaration
 
     def ensure_mentioning(self, name: str) -> None:
         """Resolve every declaration whose text contains `name`: the only
         ones that can refer to a package-level symbol of that name."""
         needle = name.encode()
-        for root, data in self._sources.items():
-            if needle not in data:
+        for file in self._files.values():
+            if needle not in file.data:
                 continue
-            for declaration in self._files[root][1]:
-                if declaration in self._pending and data.find(needle, declaration.start_byte, declaration.end_byte) >= 0:
-                    _resolve_declaration(self, declaration, *self._pending.pop(declaration))
+            for declaration in file.declarations:
+                if declaration in self._pending and file.data.find(needle, declaration.start_byte, declaration.end_byte) >= 0:
+                    _resolve_declaration(self, declaration, self._pending.pop(declaration))
 
     def ensure_all(self) -> None:
-        for declaration, pending in list(self._pending.items()):
-            if self._pending.pop(declaration, None) is not None:
-                _resolve_declaration(self, declaration, *pending)
+        for declaration in list(self._pending):
+            file = self._pending.pop(declaration, None)
+            if file is not None:
+                _resolve_declaration(self, declaration, file)
 
     def symbol(self, identifier: Node | None) -> Symbol | None:
         if identifier is None:
@@ -614,17 +609,44 @@ def resolve_package(files: list[ParsedFile], package_names: dict[str, str]) -> R
         top = Scope(file_scope, parsed.root, None, package_scope.names)
         cgo = file_scope.names.get("C")
         cgo = cgo if cgo is not None and cgo.import_path == "C" else None
-        declarations = syntax.children(parsed.root)
-        resolution._files[parsed.root] = ([d.start_byte for d in declarations], declarations)
-        resolution._sources[parsed.root] = parsed.source.data
-        for declaration in declarations:
-            resolution._pending[declaration] = (resolver, top, cgo)
+        file = _File(resolver, top, cgo, parsed.source.data, syntax.children(parsed.root), parsed.index.func_literals)
+        resolution._files[parsed.root] = file
+        for declaration in file.declarations:
+            resolution._pending[declaration] = file
     return resolution
 
 
-def _resolve_declaration(resolution: Resolution, declaration: Node, resolver: _Resolver, top: Scope, cgo) -> None:
+@dataclass
+class _File:
+    """What resolving one of a file's declarations needs."""
+
+    resolver: _Resolver
+    top: Scope
+    cgo: Symbol | None
+    data: bytes
+    declarations: list[Node]
+    literals: list[Node]
+
+    def __post_init__(self) -> None:
+        self._starts = [declaration.start_byte for declaration in self.declarations]
+        self._literal_starts = [literal.start_byte for literal in self.literals]
+
+    def declaration_at(self, node: Node) -> Node | None:
+        index = bisect.bisect_right(self._starts, node.start_byte) - 1
+        if index < 0 or node.start_byte >= self.declarations[index].end_byte:
+            return None
+        return self.declarations[index]
+
+    def literals_in(self, declaration: Node) -> list[Node]:
+        low = bisect.bisect_left(self._literal_starts, declaration.start_byte)
+        high = bisect.bisect_left(self._literal_starts, declaration.end_byte)
+        return self.literals[low:high]
+
+
+def _resolve_declaration(resolution: Resolution, declaration: Node, file: _File) -> None:
+    resolver, top = file.resolver, file.top
     resolver.nesting = Nesting()
-    resolver.cgo = cgo
+    resolver.cgo = file.cgo
     size = declaration.end_byte - declaration.start_byte
     if size > MAX_DECLARATION_BYTES:
         resolution.failed[declaration] = f"is too large to analyse ({size // 1024} KiB)"
@@ -648,7 +670,7 @@ def _resolve_declaration(resolution: Resolution, declaration: Node, resolver: _R
         return
     # Literals in places no declaration walk visits (type parameters of a
     # generic type, say) still get their own scope, under the file's.
-    for literal in syntax.func_literals(declaration):
+    for literal in file.literals_in(declaration):
         if literal not in resolution.function_scopes:
             resolver.nesting = Nesting()
             try:

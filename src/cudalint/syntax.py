@@ -8,6 +8,7 @@ so that no stage grows its own slightly different copy.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from tree_sitter import Node, Query, QueryCursor
 
@@ -118,31 +119,6 @@ def outermost(node: Node, kind: str) -> list[Node]:
     return found
 
 
-_QUERIES: dict[str, QueryCursor] = {}
-
-
-def _captures(source: str, root: Node, name: str) -> list[Node]:
-    """Nodes captured as @name by a tree-sitter query (C speed), in source order."""
-    cursor = _QUERIES.get(source)
-    if cursor is None:
-        from cudalint.parse import GO
-
-        cursor = _QUERIES[source] = QueryCursor(Query(GO, source))
-    return sorted(cursor.captures(root).get(name, []), key=lambda n: n.start_byte)
-
-
-def func_literals(root: Node) -> list[Node]:
-    """Every func literal under root, in source order."""
-    return _captures("(func_literal) @literal", root, "literal")
-
-
-def qualified_calls(root: Node) -> list[Node]:
-    """Every call of the form `x.f(...)` under root, in source order."""
-    return _captures(
-        "(call_expression function: (selector_expression operand: (identifier))) @call", root, "call",
-    )
-
-
 def enclosing_function(node: Node) -> Node | None:
     current = node.parent
     while current is not None and current.type not in FUNCTION_NODES:
@@ -150,44 +126,86 @@ def enclosing_function(node: Node) -> Node | None:
     return current
 
 
-def calls_by_name(root: Node) -> dict[str, list[Node]]:
-    """Calls `f(...)` and `x.f(...)` under root, by the name f."""
-    found: dict[str, list[Node]] = {}
-    for name in _captures(
-        "(call_expression function: [(identifier) @name (selector_expression field: (field_identifier) @name)])",
-        root, "name",
-    ):
-        call = name.parent if name.parent is not None and name.parent.type == "call_expression" else name.parent.parent
-        found.setdefault(text(name), []).append(call)
-    return found
+_QUERIES: dict[str, QueryCursor] = {}
+
+
+def _all_captures(source: str, root: Node) -> dict[str, list[Node]]:
+    """Nodes captured by a tree-sitter query (C speed), by capture name, each
+    list in source order."""
+    cursor = _QUERIES.get(source)
+    if cursor is None:
+        from cudalint.parse import GO
+
+        cursor = _QUERIES[source] = QueryCursor(Query(GO, source))
+    return {name: sorted(nodes, key=lambda n: n.start_byte) for name, nodes in cursor.captures(root).items()}
 
 
 def header_references(root: Node) -> list[Node]:
     """`x.SliceHeader` / `x.StringHeader`, as a type or an expression."""
-    return _captures(
+    return _all_captures(
         """[(qualified_type name: (type_identifier) @name) @ref
             (selector_expression field: (field_identifier) @name) @ref]
            (#any-of? @name "SliceHeader" "StringHeader")""",
-        root, "ref",
-    )
+        root,
+    ).get("ref", [])
 
 
 def selectors(root: Node) -> list[Node]:
     """Every `x.f` under root."""
-    return _captures("(selector_expression) @selector", root, "selector")
+    return _all_captures("(selector_expression) @selector", root).get("selector", [])
 
 
-def field_stores(root: Node) -> dict[str, list[tuple[Node, Node]]]:
+_INDEX_QUERY = """
+(func_literal) @literal
+(defer_statement) @defer
+(call_expression function: (selector_expression operand: (identifier))) @qualified
+(call_expression function: [(identifier) @callee (selector_expression field: (field_identifier) @callee)])
+(keyed_element) @keyed
+(assignment_statement left: (expression_list (selector_expression))) @store
+"""
+
+
+@dataclass
+class FileIndex:
+    """The nodes passes look up by kind, found by one query over the file:
+    a query costs a walk of the whole tree however little it matches, so
+    the kinds are gathered together, once, and shared by every pass."""
+
+    func_literals: list[Node]
+    defer_statements: list[Node]
+    qualified_calls: list[Node]  # `x.f(...)`
+    calls_by_name: dict[str, list[Node]]  # `f(...)` and `x.f(...)`, by f
+    keyed_elements: list[Node]
+    selector_stores: list[Node]  # assignments to `x.f`
+
+
+def index_file(root: Node) -> FileIndex:
+    found = _all_captures(_INDEX_QUERY, root)
+    by_name: dict[str, list[Node]] = {}
+    for name in found.get("callee", []):
+        call = name.parent if name.parent is not None and name.parent.type == "call_expression" else name.parent.parent
+        by_name.setdefault(text(name), []).append(call)
+    return FileIndex(
+        func_literals=found.get("literal", []),
+        defer_statements=found.get("defer", []),
+        qualified_calls=found.get("qualified", []),
+        calls_by_name=by_name,
+        keyed_elements=found.get("keyed", []),
+        selector_stores=found.get("store", []),
+    )
+
+
+def field_stores(index: FileIndex) -> dict[str, list[tuple[Node, Node]]]:
     """Values stored into a field, by field name: `T{f: v}` and `x.f = v`,
     each as (the node whose type names the struct, the value)."""
     found: dict[str, list[tuple[Node, Node]]] = {}
-    for keyed in _captures("(keyed_element) @keyed", root, "keyed"):
+    for keyed in index.keyed_elements:
         key, value = keyed.child_by_field_name("key"), keyed.child_by_field_name("value")
         literal = keyed.parent.parent if keyed.parent is not None else None
         inner = children(value) if value is not None else []
         if key is not None and inner and literal is not None and literal.type == "composite_literal":
             found.setdefault(text(key), []).append((literal, inner[0]))
-    for assignment in _captures("(assignment_statement left: (expression_list (selector_expression))) @store", root, "store"):
+    for assignment in index.selector_stores:
         left = expressions(assignment.child_by_field_name("left"))
         right = expressions(assignment.child_by_field_name("right"))
         for target, value in zip(left, right) if len(left) == len(right) else ():
@@ -196,7 +214,3 @@ def field_stores(root: Node) -> dict[str, list[tuple[Node, Node]]]:
                     (target.child_by_field_name("operand"), value),
                 )
     return found
-
-
-def defer_statements(root: Node) -> list[Node]:
-    return _captures("(defer_statement) @defer", root, "defer")

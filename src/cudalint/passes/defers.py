@@ -286,7 +286,7 @@ def _with_release_defers(p: Pass) -> list[Unit]:
     by_node = {unit.node: unit for unit in p.package.units}
     found = {unit for unit in p.package.units if unit.node in p.facts.api_calls}
     for parsed in p.package.files:
-        for statement in syntax.defer_statements(parsed.root):
+        for statement in parsed.index.defer_statements:
             inner = syntax.children(statement)
             call = syntax.unparen(inner[0]) if inner else None
             if call is None or call.type != "call_expression":

@@ -323,7 +323,7 @@ class _Memory:
         if self._fields is None:
             self._fields = {}
             for parsed in self.p.package.files:
-                for name, stores in syntax.field_stores(parsed.root).items():
+                for name, stores in syntax.field_stores(parsed.index).items():
                     self._fields.setdefault(name, []).extend((parsed.root, holder, value) for holder, value in stores)
         resolution, facts = self.p.package.resolution, self.p.facts
         for root, holder, value in self._fields.get(syntax.text(selector.child_by_field_name("field")), []):
