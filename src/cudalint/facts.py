@@ -93,7 +93,7 @@ class Facts:
         if self._calls_by_name is None:
             self._calls_by_name = {}
             for parsed in self.package.files:
-                for name, calls in parsed.index.calls_by_name.items():
+                for name, calls in syntax.calls_by_name(parsed.index).items():
                     self._calls_by_name.setdefault(name, []).extend((parsed.root, call) for call in calls)
         name = unit.name.rsplit(".", 1)[-1]
         found = []

@@ -174,25 +174,30 @@ class FileIndex:
     func_literals: list[Node]
     defer_statements: list[Node]
     qualified_calls: list[Node]  # `x.f(...)`
-    calls_by_name: dict[str, list[Node]]  # `f(...)` and `x.f(...)`, by f
+    callee_names: list[Node]  # the f of `f(...)` and `x.f(...)`
     keyed_elements: list[Node]
     selector_stores: list[Node]  # assignments to `x.f`
 
 
 def index_file(root: Node) -> FileIndex:
     found = _all_captures(_INDEX_QUERY, root)
-    by_name: dict[str, list[Node]] = {}
-    for name in found.get("callee", []):
-        call = name.parent if name.parent is not None and name.parent.type == "call_expression" else name.parent.parent
-        by_name.setdefault(text(name), []).append(call)
     return FileIndex(
         func_literals=found.get("literal", []),
         defer_statements=found.get("defer", []),
         qualified_calls=found.get("qualified", []),
-        calls_by_name=by_name,
+        callee_names=found.get("callee", []),
         keyed_elements=found.get("keyed", []),
         selector_stores=found.get("store", []),
     )
+
+
+def calls_by_name(index: FileIndex) -> dict[str, list[Node]]:
+    """Calls `f(...)` and `x.f(...)`, by the name f."""
+    found: dict[str, list[Node]] = {}
+    for name in index.callee_names:
+        call = name.parent if name.parent is not None and name.parent.type == "call_expression" else name.parent.parent
+        found.setdefault(text(name), []).append(call)
+    return found
 
 
 def field_stores(index: FileIndex) -> dict[str, list[tuple[Node, Node]]]:
