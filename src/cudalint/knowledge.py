@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
+from fnmatch import fnmatchcase, translate
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -155,10 +155,26 @@ class ApiFunction:
         return found
 
 
+class _Globs:
+    """A list of call-name globs, most of them plain names (go-nvml's
+    exceptions run to hundreds): plain names go in a set, only real globs
+    are compiled, into one alternation."""
+
+    def __init__(self, patterns: tuple[str, ...]):
+        self._names = frozenset(p for p in patterns if not any(c in p for c in "*?["))
+        globs = [translate(p) for p in patterns if p not in self._names]
+        self._globs = re.compile("|".join(globs)) if globs else None
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._names or (self._globs is not None and self._globs.match(name) is not None)
+
+
 @dataclass
 class Knowledge:
     families: tuple[Family, ...]
     _cache: dict[tuple[str, str], ApiFunction | None] = field(default_factory=dict, repr=False)
+    _status_globs: dict[int, tuple[_Globs, _Globs]] = field(default_factory=dict, repr=False)
+    _role_index: dict[int, dict[str, tuple[tuple[ResourceSpec, ...], ...]]] = field(default_factory=dict, repr=False)
 
     @property
     def import_paths(self) -> frozenset[str]:
@@ -186,19 +202,38 @@ class Knowledge:
             self._cache[key] = self._find(import_path, name)
         return self._cache[key]
 
+    def _roles(self, position: int) -> dict[str, tuple[tuple[ResourceSpec, ...], ...]]:
+        """Call name -> (resources it releases, acquires, transfers), built
+        once per family (by its position): a linear scan per lookup adds up
+        over a tree."""
+        family = self.families[position]
+        index = self._role_index.get(position)
+        if index is None:
+            found: dict[str, tuple[list[ResourceSpec], list[ResourceSpec], list[ResourceSpec]]] = {}
+            for resource in family.resources:
+                for slot, roles in enumerate((resource.release, resource.acquire, resource.transfer)):
+                    for call in dict.fromkeys(role.call for role in roles):
+                        found.setdefault(call, ([], [], []))[slot].append(resource)
+            index = self._role_index[position] = {
+                call: tuple(tuple(resources) for resources in slots) for call, slots in found.items()
+            }
+        return index
+
+    def _status_patterns(self, position: int) -> tuple[_Globs, _Globs]:
+        compiled = self._status_globs.get(position)
+        if compiled is None:
+            family = self.families[position]
+            compiled = self._status_globs[position] = (_Globs(family.status_match), _Globs(family.status_except))
+        return compiled
+
     def _find(self, import_path: str, name: str) -> ApiFunction | None:
-        for family in self.families:
+        for position, family in enumerate(self.families):
             if family.import_path != import_path:
                 continue
             qualified = f"{family.qualifier}.{name}"
-            releases = tuple(r for r in family.resources if any(c.call == qualified for c in r.release))
-            acquires = tuple(r for r in family.resources if any(c.call == qualified for c in r.acquire))
-            transfers = tuple(r for r in family.resources if any(c.call == qualified for c in r.transfer))
-            is_status = (
-                family.status is not None
-                and any(fnmatchcase(qualified, p) for p in family.status_match)
-                and not any(fnmatchcase(qualified, p) for p in family.status_except)
-            )
+            releases, acquires, transfers = self._roles(position).get(qualified, ((), (), ()))
+            match, exclude = self._status_patterns(position)
+            is_status = family.status is not None and qualified in match and qualified not in exclude
             bound = qualified in family.thread_bound
             setter = qualified in family.context_setters
             host_args = next((indexes for call, indexes in family.async_host if call == qualified), ())
