@@ -92,3 +92,35 @@ def test_callers_and_references_are_found_in_unresolved_functions() -> None:
     assert scratch is not None and not scratch.is_local
     unrelated = unit_named(package, "unrelated").node
     assert any(unrelated.start_byte <= node.start_byte < unrelated.end_byte for node in facts.references(scratch))
+
+
+def test_the_file_index_skips_declarations_that_cannot_match_but_nothing_else() -> None:
+    """A table literal has no call, key or func: the query skips it (it may
+    be megabytes); the declarations around it are indexed as usual."""
+    table = ", ".join(str(i % 256) for i in range(5000))
+    source = f"""
+    package p
+
+    import "C"
+
+    var before = map[string]int{{"a": 1}}
+
+    var table = []byte{{{table}}}
+
+    func after() {{
+    	defer C.cudaDeviceReset()
+    	go func() {{}}()
+    }}
+    """
+    package = lazy_package(source)
+    index = package.files[0].index
+    assert [syntax.text(node) for node in index.defer_statements] == ["defer C.cudaDeviceReset()"]
+    assert [syntax.text(node) for node in index.qualified_calls] == ["C.cudaDeviceReset()"]
+    assert [syntax.text(node) for node in index.func_literals] == ["func() {}"]
+    assert [syntax.text(node) for node in index.keyed_elements] == ['"a": 1']
+    assert sorted(syntax.calls_by_name(index)) == ["cudaDeviceReset"]
+    parsed = package.files[0]
+    table_declaration = next(d for d in parsed.root.children if syntax.text(d).startswith("var table"))
+    ranges = syntax._indexed_ranges(parsed.root, parsed.source.data)
+    assert len(ranges) == 2
+    assert not any(start <= table_declaration.start_byte < end for start, end in ranges)

@@ -47,7 +47,7 @@ class ParsedFile:
 
     @cached_property
     def index(self) -> syntax.FileIndex:
-        return syntax.index_file(self.tree.root_node)
+        return syntax.index_file(self.tree.root_node, self.source.data)
 
     @property
     def display(self) -> str:

@@ -19,9 +19,7 @@ from cudalint import syntax
 from cudalint.parse import ParsedFile
 
 MAX_NESTING = 1000
-# A declaration larger than this (generated tables, machine-written code) is
-# skipped with a notification: no hand-written function comes near it.
-MAX_DECLARATION_BYTES = 1024 * 1024
+MAX_DECLARATION_BYTES = syntax.MAX_DECLARATION_BYTES
 
 UNIVERSE_FUNCS = frozenset({
     "append", "cap", "clear", "close", "complex", "copy", "delete", "imag", "len", "make",

@@ -15,6 +15,9 @@ from tree_sitter import Node, Query, QueryCursor
 # Nodes that tree-sitter may attach anywhere as "extras".
 _EXTRAS = frozenset({"comment"})
 
+# A declaration larger than this (generated tables, machine-written code) is
+# skipped with a notification: no hand-written function comes near it.
+MAX_DECLARATION_BYTES = 1024 * 1024
 FUNCTION_NODES = frozenset({"function_declaration", "method_declaration", "func_literal"})
 
 
@@ -129,15 +132,49 @@ def enclosing_function(node: Node) -> Node | None:
 _QUERIES: dict[str, QueryCursor] = {}
 
 
-def _all_captures(source: str, root: Node) -> dict[str, list[Node]]:
+def _all_captures(source: str, root: Node, ranges: list[tuple[int, int]] | None = None) -> dict[str, list[Node]]:
     """Nodes captured by a tree-sitter query (C speed), by capture name, each
-    list in source order."""
+    list in source order; with `ranges`, only nodes starting in them."""
     cursor = _QUERIES.get(source)
     if cursor is None:
         from cudalint.parse import GO
 
         cursor = _QUERIES[source] = QueryCursor(Query(GO, source))
-    return {name: sorted(nodes, key=lambda n: n.start_byte) for name, nodes in cursor.captures(root).items()}
+    if ranges is None:
+        ranges = [(root.start_byte, root.end_byte)]
+    found: dict[str, list[Node]] = {}
+    try:
+        for start, end in ranges:
+            cursor.set_byte_range(start, end)
+            for name, nodes in cursor.captures(root).items():
+                found.setdefault(name, []).extend(n for n in nodes if start <= n.start_byte < end)
+    finally:
+        cursor.set_byte_range(0, _WHOLE_FILE)
+    return {name: sorted(nodes, key=lambda n: n.start_byte) for name, nodes in found.items()}
+
+
+# What each capture of the file index needs in a declaration's text.
+_INDEX_TOKENS = (b"(", b":", b"func")
+_WHOLE_FILE = 2**32 - 1
+
+
+def _indexed_ranges(root: Node, data: bytes) -> list[tuple[int, int]]:
+    """The byte ranges of the top-level declarations worth querying, merged:
+    a query walks every node of its range, and a 5 MB table literal (no call,
+    no key, no func) or a declaration too large to analyse has nothing to give."""
+    ranges: list[tuple[int, int]] = []
+    extend = False
+    for declaration in root.children:
+        start, end = declaration.start_byte, declaration.end_byte
+        if end - start > MAX_DECLARATION_BYTES or not any(data.find(t, start, end) >= 0 for t in _INDEX_TOKENS):
+            extend = False
+            continue
+        if extend:
+            ranges[-1] = (ranges[-1][0], end)
+        else:
+            ranges.append((start, end))
+        extend = True
+    return ranges
 
 
 def header_references(root: Node) -> list[Node]:
@@ -179,8 +216,8 @@ class FileIndex:
     selector_stores: list[Node]  # assignments to `x.f`
 
 
-def index_file(root: Node) -> FileIndex:
-    found = _all_captures(_INDEX_QUERY, root)
+def index_file(root: Node, data: bytes) -> FileIndex:
+    found = _all_captures(_INDEX_QUERY, root, _indexed_ranges(root, data))
     return FileIndex(
         func_literals=found.get("literal", []),
         defer_statements=found.get("defer", []),
