@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -206,3 +208,25 @@ def test_every_fixture_gives_byte_identical_output_however_it_is_run(tmp_path: P
         document = json.loads(runs[0].stdout)
         findings = document["findings"] if output_format == "json" else document["runs"][0]["results"]
         assert len(findings) > 100
+
+
+_GRAPH_LIBRARY_PROBE = """
+import sys
+from cudalint.cli import main
+try:
+    main(["-j", "1", "-q", "./..."])
+except SystemExit:
+    pass
+print("networkx.classes" in sys.modules)
+"""
+
+
+def test_a_run_answered_by_the_cache_never_loads_the_graph_library(project: Path) -> None:
+    """Start-up is most of a warm run: networkx is loaded only when a graph
+    is built, which a cold run does and a warm one does not."""
+    def loads_networkx() -> bool:
+        done = subprocess.run([sys.executable, "-c", _GRAPH_LIBRARY_PROBE], cwd=project, capture_output=True, text=True)
+        return done.stdout.strip().splitlines()[-1] == "True"
+
+    assert loads_networkx()  # cold: the findings need graphs
+    assert not loads_networkx()  # warm: every directory is a cache hit

@@ -22,11 +22,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
-import networkx as nx
 from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.functions import Package, Unit, UnitKind
+from cudalint.lazy import networkx as nx
 from cudalint.scope import MAX_NESTING, Nesting, NestingTooDeep, Resolution, Symbol, SymbolKind
 
 

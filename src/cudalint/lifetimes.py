@@ -32,7 +32,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-import networkx as nx
 from tree_sitter import Node
 
 from cudalint import syntax
@@ -41,6 +40,7 @@ from cudalint.facts import CalleeKind, Facts
 from cudalint.functions import LiteralUse, Unit
 from cudalint.handles import HandleUses, Use, UseKind
 from cudalint.knowledge import ApiFunction, CallRole, ResourceSpec, StatusSpec
+from cudalint.lazy import networkx as nx
 from cudalint.scope import Role, Symbol
 
 # -- states -------------------------------------------------------------------

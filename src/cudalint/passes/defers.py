@@ -4,7 +4,6 @@ when the defer statement runs, and only if that statement is reached."""
 
 from __future__ import annotations
 
-import networkx as nx
 from tree_sitter import Node
 
 from cudalint import syntax
@@ -15,6 +14,7 @@ from cudalint.facts import CalleeKind
 from cudalint.functions import Unit
 from cudalint.handles import UseKind
 from cudalint.knowledge import Knowledge
+from cudalint.lazy import networkx as nx
 from cudalint.lifetimes import Effect, Engine, unwrap
 from cudalint.passes.resources import engine
 from cudalint.scope import Role

@@ -6,8 +6,6 @@ goroutine with runtime.LockOSThread first, and undo the pin consistently."""
 from __future__ import annotations
 
 from collections import deque
-
-import networkx as nx
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -19,8 +17,9 @@ from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, ExitKind, NodeKind
 from cudalint.facts import CalleeKind
 from cudalint.functions import LiteralUse, Unit, UnitKind
-from cudalint.scope import SymbolKind
 from cudalint.knowledge import Knowledge
+from cudalint.lazy import networkx as nx
+from cudalint.scope import SymbolKind
 
 CL401 = Rule(
     "CL401", "context-call-unlocked", Level.ERROR,
