@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cudalint.analysis import Settings, analyze
+from cudalint.driver import Settings, analyze
 from cudalint.findings import NotificationKind
 from cudalint.passes import all_rules
 from clirun import CGO_FILE, cudalint, cudalint_process

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cudalint.analysis import Settings, analyze
+from cudalint.driver import Settings, analyze
 from cudalint.knowledge import load_knowledge
 from cudalint.passes import all_rules
 from conftest import FIXTURES

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from cudalint.analysis import Settings, analyze
+from cudalint.driver import Settings, analyze
 from cudalint.passes import all_rules
 from conftest import FIXTURES
 from gosrc import knowledge

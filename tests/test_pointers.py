@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cudalint.analysis import Settings, analyze
+from cudalint.driver import Settings, analyze
 from cudalint.passes import all_rules
 from gosrc import knowledge
 

@@ -16,7 +16,7 @@ from typing import NoReturn
 import click
 
 from cudalint import __version__
-from cudalint.analysis import Settings, analyze, default_jobs
+from cudalint.driver import Settings, analyze, default_jobs
 from cudalint.baseline import Baseline, BaselineError
 from cudalint.baseline import render as render_baseline
 from cudalint.cache import DEFAULT_DIRECTORY as DEFAULT_CACHE
