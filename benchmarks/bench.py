@@ -27,7 +27,7 @@ from pathlib import Path
 from cudalint.discover import discover
 from cudalint.knowledge import load_knowledge
 from cudalint.parse import GO
-from cudalint.passes import ANALYZERS, all_rules
+from cudalint.checks import CHECKS, all_rules
 from cudalint.prefilter import may_match, needles_for
 from tree_sitter import Parser
 
@@ -85,7 +85,7 @@ def main() -> int:
     lines = sum(data.count(b"\n") for data in contents)
     knowledge = load_knowledge()
     enabled = frozenset(rule.id for rule in all_rules())
-    needles = needles_for(ANALYZERS, knowledge, enabled)
+    needles = needles_for(CHECKS, knowledge, enabled)
     by_directory: dict[Path, list[bytes]] = {}
     for path, data in zip(files, contents):
         by_directory.setdefault(path.parent, []).append(data)

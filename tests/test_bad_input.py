@@ -9,7 +9,7 @@ import pytest
 
 from cudalint.driver import Settings, analyze
 from cudalint.findings import NotificationKind
-from cudalint.passes import all_rules
+from cudalint.checks import all_rules
 from clirun import CGO_FILE, cudalint, cudalint_process
 from gosrc import knowledge
 
@@ -128,19 +128,21 @@ def test_fifo_named_like_a_go_file_is_not_read(tree: Path) -> None:
 
 
 def test_a_crash_in_one_function_is_isolated(tree: Path, monkeypatch) -> None:
-    """An internal error of one pass on one function is a notification naming
-    the rule family, the file and the function; the rest of the run completes
-    and the exit status is 2. --debug adds the traceback."""
-    from cudalint.passes import status
+    """An internal error of one rule on one function is a notification naming
+    the rule, the file and the function; the rest of the run completes and
+    the exit status is 2. --debug adds the traceback."""
+    from cudalint import syntax
+    from cudalint.checks import status_discarded
 
-    original = status._check_bare
+    original = status_discarded._dropped
 
-    def fragile(p, unit, statement):
-        if unit.name == "bomSync":
+    def fragile(calls, statement):
+        function = syntax.enclosing_function(statement)
+        if function is not None and syntax.text(function.child_by_field_name("name")) == "bomSync":
             raise RuntimeError("injected")
-        return original(p, unit, statement)
+        return original(calls, statement)
 
-    monkeypatch.setattr(status, "_check_bare", fragile)
+    monkeypatch.setattr(status_discarded, "_dropped", fragile)
     run = cudalint("--no-cache", "--format", "json", "good.go", "bom.go", "crlf.go", cwd=tree)
     assert run.exit_code == 2
     import json
@@ -149,7 +151,7 @@ def test_a_crash_in_one_function_is_isolated(tree: Path, monkeypatch) -> None:
     assert {(f["path"], f["rule"]) for f in report["findings"]} == {("good.go", "CL301"), ("crlf.go", "CL301")}
     (note,) = [n for n in report["notifications"] if n["kind"] == "internal-error"]
     assert note["path"] == "bom.go" and note["line"] == 6
-    assert "pass status (CL301, CL302, CL303, CL304) on function bomSync: RuntimeError: injected" in note["message"]
+    assert "rule CL301 on function bomSync: RuntimeError: injected" in note["message"]
     assert "Traceback" not in note["message"]
     debug = cudalint("--no-cache", "--debug", "--format", "json", "bom.go", cwd=tree)
     assert "Traceback (most recent call last)" in json.loads(debug.stdout)["notifications"][0]["message"]

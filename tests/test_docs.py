@@ -10,7 +10,7 @@ import pytest
 
 from clirun import cudalint
 from cudalint.docs import COMMAND, anchor, rules_markdown
-from cudalint.passes import all_rules
+from cudalint.checks import all_rules
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead")

@@ -1,4 +1,4 @@
-"""Facts are computed lazily: only the declarations that call watched
+"""CallIndex are computed lazily: only the declarations that call watched
 packages are resolved up front, and everything else on demand. These tests
 pin the guarantees that laziness must not break."""
 
@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 from cudalint import syntax
-from cudalint.facts import CalleeKind, compute_facts
+from cudalint.analyses.calls import CalleeKind, index_calls
 from cudalint.functions import Package, collect_packages
 from cudalint.parse import parse
 from cudalint.source import SourceFile
@@ -62,7 +62,7 @@ def identifiers_in(node, text: str):
 
 def test_functions_without_watched_calls_are_not_resolved_up_front() -> None:
     package = lazy_package(SOURCE)
-    compute_facts(package, knowledge())
+    index_calls(package, knowledge())
     refs = package.resolution.refs
     assert any(node in refs for node in identifiers_in(unit_named(package, "alloc").node, "scratch"))
     assert not any(node in refs for node in identifiers_in(unit_named(package, "unrelated").node, "local"))
@@ -72,7 +72,7 @@ def test_asking_about_an_unwatched_call_leaves_the_watched_calls_unchanged() -> 
     """Passes iterate over `calls`; classifying os.Getenv on demand while
     they do must not add to it."""
     package = lazy_package(SOURCE)
-    facts = compute_facts(package, knowledge())
+    facts = index_calls(package, knowledge())
     watched = dict(facts.calls)
     assert {fact.name for fact in watched.values()} == {"cudaMalloc"}
     helper = unit_named(package, "helper")
@@ -84,7 +84,7 @@ def test_asking_about_an_unwatched_call_leaves_the_watched_calls_unchanged() -> 
 
 def test_callers_and_references_are_found_in_unresolved_functions() -> None:
     package = lazy_package(SOURCE)
-    facts = compute_facts(package, knowledge())
+    facts = index_calls(package, knowledge())
     callers = facts.calls_of(unit_named(package, "helper"))
     assert [syntax.text(call) for call in callers] == ["helper()"]
     alloc = unit_named(package, "alloc")

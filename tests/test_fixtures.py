@@ -12,7 +12,7 @@ import pytest
 
 from cudalint.driver import Settings, analyze
 from cudalint.knowledge import load_knowledge
-from cudalint.passes import all_rules
+from cudalint.checks import all_rules
 from conftest import FIXTURES
 from gosrc import knowledge
 

@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 
 from cudalint.driver import Settings, analyze
-from cudalint.passes import all_rules
+from cudalint.checks import all_rules
 from conftest import FIXTURES
 from gosrc import knowledge
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cudalint.driver import Settings, analyze
-from cudalint.passes import all_rules
+from cudalint.checks import all_rules
 from gosrc import knowledge
 
 SOURCE = """package p

@@ -195,7 +195,7 @@ def test_linked_messages_escape_literal_brackets() -> None:
 
 
 def test_every_rule_is_described_in_full(project: Path) -> None:
-    from cudalint.passes import all_rules
+    from cudalint.checks import all_rules
 
     driver = sarif(project)["runs"][0]["tool"]["driver"]
     assert driver["informationUri"] == "https://pypi.org/project/cudalint/"

@@ -1,16 +1,36 @@
-"""Rule metadata: the contract shared by passes, configuration and reporters.
+"""Rules: the contract shared by checks, configuration and reporters.
+
+A rule is its ID, name, level and documentation, and, for a rule about the
+analysed code, its check: a function over one package that reads the results
+of the analyses it requires and reports. Each lives in one module under
+`cudalint.checks`, documentation, message and check on one screen.
 
 IDs never change meaning (they are SARIF ruleIds and suppression keys). The
-documentation of a rule is written next to the pass that implements it and is
-what `--explain`, `--list-rules` and SARIF `help` show.
+documentation is what `--explain`, `--list-rules`, SARIF `help` and
+`docs/rules.md` show. A rule added after a release ships as a *preview*
+rule: it runs only when selected by its full ID or with `--preview`, so that
+upgrading cudalint never breaks a user's CI by itself.
 """
 
 from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cudalint.framework import Analysis, Pass
+    from cudalint.knowledge import Knowledge
+
+# The one definition of a rule ID: "CL", a family digit, two digits. A
+# prefix of one ("CL", "CL3", "CL30") selects every rule it starts.
+RULE_ID = re.compile(r"CL\d{3}")
+RULE_PREFIX = re.compile(r"CL\d{0,3}")
+# Sections every rule's documentation has, in this order (ruff's layout).
+DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead")
 
 
 class Level(str, Enum):
@@ -27,10 +47,27 @@ class Rule:
     summary: str
     doc: str
     tags: tuple[str, ...] = ()
-    precision: str = "high"
+    # The release that introduced it, and whether it is still a preview rule.
+    since: str = "0.1.0"
+    preview: bool = False
+    # Retired: the ID stays reserved, the rule never reports.
+    retired: bool = False
+    # The check over one package (None for tool rules, which the findings
+    # stage reports), the analyses whose results it reads, and the byte
+    # strings one of which a package must contain for it to have anything to
+    # say (the prefilter's input).
+    check: Callable[[Pass], None] | None = None
+    requires: tuple[Analysis, ...] = ()
+    needles: Callable[[Knowledge], frozenset[bytes]] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "doc", inspect.cleandoc(self.doc))
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Rule) and other.id == self.id
 
     def markdown(self) -> str:
         return f"# {self.id} {self.name}\n\n{self.summary}\n\nDefault level: `{self.level.value}`.\n\n{self.doc}\n"
@@ -52,6 +89,14 @@ def matches(rule_id: str, prefixes: tuple[str, ...]) -> bool:
     return any(rule_id.startswith(prefix) for prefix in prefixes)
 
 
-def select_rules(rules: list[Rule], select: tuple[str, ...], ignore: tuple[str, ...]) -> frozenset[str]:
-    """The IDs enabled by --select/--ignore (prefixes: 'CL3' selects CL301..CL399)."""
-    return frozenset(r.id for r in rules if matches(r.id, select) and not matches(r.id, ignore))
+def select_rules(
+    rules: list[Rule], select: tuple[str, ...], ignore: tuple[str, ...], *, preview: bool = False,
+) -> frozenset[str]:
+    """The IDs enabled by --select/--ignore (prefixes: 'CL3' selects
+    CL301..CL399). A preview rule needs `preview` or its full ID in select;
+    a retired rule is never enabled."""
+    return frozenset(
+        r.id for r in rules
+        if not r.retired and matches(r.id, select) and not matches(r.id, ignore)
+        and (preview or not r.preview or r.id in select)
+    )

@@ -25,7 +25,7 @@ from cudalint.config import Config, ConfigError, PathGlobs, find_config, load_co
 from cudalint.discover import discover
 from cudalint.findings import NotificationKind
 from cudalint.knowledge import KnowledgeError, load_knowledge
-from cudalint.passes import all_rules, rule_by_id
+from cudalint.checks import all_rules, rule_by_id
 from cudalint.reporters import FORMATS, Report, render
 from cudalint.source import display_path, repository_root
 

@@ -70,7 +70,7 @@ def rules_markdown(rules: list[Rule]) -> str:
 
 
 def main() -> None:
-    from cudalint.passes import all_rules
+    from cudalint.checks import all_rules
 
     sys.stdout.write(rules_markdown(all_rules()))
 

@@ -1,7 +1,8 @@
 """The driver: runs the pipeline stages over the discovered files.
 
-discover -> prefilter -> parse -> functions -> cfg -> facts -> passes ->
-findings (per-file ignores, inline suppressions, fingerprints). Work is split
+discover -> prefilter -> parse -> functions -> cfg -> rules (reading the
+analyses they require, computed once per package on demand) -> findings
+(per-file ignores, inline suppressions, fingerprints). Work is split
 per directory (a package is the unit that facts such as "never returns"
 are computed over) and spread over worker processes. Every stage's failure on
 one input becomes a notification for that input; the run goes on.
@@ -22,16 +23,15 @@ from pathlib import Path
 from typing import TypeVar
 
 from cudalint import prefilter, suppressions
-from cudalint.analyzer import Pass
+from cudalint.framework import AnalysisFailure, PackageRun, Pass, requirements
 from cudalint.cache import ResultCache
 from cudalint.cfg import PackageCFGs, build_package_cfgs
 from cudalint.config import PerFileIgnores
-from cudalint.facts import compute_facts
 from cudalint.findings import Finding, Notification, NotificationKind, Result, assign_fingerprints
 from cudalint.functions import SYNTAX_ERROR, Package, collect_packages
 from cudalint.knowledge import Knowledge
 from cudalint.parse import ParsedFile, parse
-from cudalint.passes import ANALYZERS, all_rules
+from cudalint.checks import CHECKS, all_rules
 from cudalint.source import SourceFile, display_path, read_source
 
 T = TypeVar("T")
@@ -182,33 +182,43 @@ def _analyze_package(package: Package, settings: Settings, knowledge: Knowledge,
     where = package.files[0].display
     try:
         graphs = build_package_cfgs(package)
-        facts = compute_facts(package, knowledge)
     except Exception as error:  # noqa: BLE001
         result.notifications.append(_internal_error(where, f"package {package.name}", error, settings.debug))
         result.internal_errors += 1
         return
-    shared: dict = {}
-    for analyzer in ANALYZERS:
-        if not analyzer.rule_ids & settings.enabled:
+    run = PackageRun(package, graphs, knowledge, settings.enabled)
+    crashed: set[tuple[str, object]] = set()
+    for rule in CHECKS:
+        if rule.id not in settings.enabled or rule.check is None:
             continue
-        pass_ = Pass(package, graphs, facts, knowledge, settings.enabled, shared=shared)
-        rules = ", ".join(sorted(analyzer.rule_ids))
+        pass_ = Pass(run, requirements(rule.requires), rule)
         try:
-            analyzer.run(pass_)
+            rule.check(pass_)
         except Exception as error:  # noqa: BLE001
-            result.notifications.append(
-                _internal_error(where, f"pass {analyzer.name} ({rules}) on package {package.name}", error, settings.debug)
-            )
-            result.internal_errors += 1
+            _crash(result, settings, crashed, rule.id, where, f"package {package.name}", None, error)
             continue
-        for unit, error in pass_.failures:
-            result.notifications.append(_internal_error(
-                unit.file.display, f"pass {analyzer.name} ({rules}) on function {unit.name}", error, settings.debug,
-                line=unit.node.start_point[0] + 1,
-            ))
-            result.internal_errors += 1
+        for unit, error in pass_.crashes:
+            _crash(result, settings, crashed, rule.id, unit.file.display, f"function {unit.name}", unit.node.start_point[0] + 1, error)
         result.findings.extend(pass_.findings)
     _unanalysed(package, graphs, result)
+
+
+def _crash(
+    result: Result, settings: Settings, crashed: set, rule_id: str, path: str, where: str, line: int | None, error: BaseException,
+) -> None:
+    """One notification per crash: an analysis that failed is named once,
+    however many rules read its result."""
+    if isinstance(error, AnalysisFailure):
+        culprit, error = f"analysis {error.analysis.name}", error.error
+    else:
+        culprit = f"rule {rule_id}"
+    # Several rules reading one analysis that crashed on one function crash alike.
+    key = (path, where, type(error).__name__, str(error))
+    if key in crashed:
+        return
+    crashed.add(key)
+    result.notifications.append(_internal_error(path, f"{culprit} on {where}", error, settings.debug, line=line))
+    result.internal_errors += 1
 
 
 # -- parallel execution ------------------------------------------------------
@@ -269,7 +279,7 @@ def default_jobs() -> int:
 
 
 def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Result:
-    needles = prefilter.needles_for(ANALYZERS, knowledge, settings.enabled)
+    needles = prefilter.needles_for(CHECKS, knowledge, settings.enabled)
     if suppressions.TOOL_RULE in settings.enabled:
         # A directive in a package without GPU code suppresses nothing: look at it.
         needles += (b"cudalint:",)

@@ -37,6 +37,16 @@ class Step:
     message: str
 
 
+@dataclass(frozen=True)
+class Related:
+    """A location a finding's message refers to (the defer, the leaking
+    exit, the first release), in the finding's file. The message names it
+    as "line N"; SARIF links it."""
+
+    span: Span
+    label: str
+
+
 _DIRECTIVE = re.compile(r"//[ \t]*cudalint:.*$")
 
 
@@ -66,7 +76,10 @@ class Finding:
     function: str = ""
     source_line: str = ""
     steps: tuple[Step, ...] = ()
-    related: tuple[Step, ...] = ()
+    related: tuple[Related, ...] = ()
+    # The message with `{@k}` where it names related[k] (empty: no related
+    # locations); reporters fill it, nobody parses the message.
+    template: str = ""
     # "<16 hex digits>:<n>", see assign_fingerprints; set by the analysis.
     fingerprint: str = ""
     suppression: Suppression | None = None

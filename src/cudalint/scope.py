@@ -145,6 +145,8 @@ class Resolution:
     # Top-level declarations not resolved yet, with their file.
     _pending: dict[Node, _File] = field(default_factory=dict, repr=False)
     _files: dict[Node, _File] = field(default_factory=dict, repr=False)
+    # Identifiers already looked up in vain (no resolution can add them now).
+    _misses: set[int] = field(default_factory=set, repr=False)
 
     def ensure(self, root: Node, node: Node) -> Node | None:
         """Resolve the top-level declaration of file `root` that holds `node`
@@ -173,9 +175,22 @@ class Resolution:
                 _resolve_declaration(self, declaration, file)
 
     def symbol(self, identifier: Node | None) -> Symbol | None:
+        """What an identifier refers to. Names are resolved one top-level
+        declaration at a time, on demand: the first question about an
+        identifier of a declaration not resolved yet resolves it here, so
+        no caller can forget to and silently get None."""
         if identifier is None:
             return None
-        return self.refs.get(identifier)
+        found = self.refs.get(identifier)
+        if found is None and self._pending and identifier.id not in self._misses:
+            self._misses.add(identifier.id)
+            declaration = identifier
+            while declaration is not None and declaration not in self._pending:
+                declaration = declaration.parent
+            if declaration is not None:
+                _resolve_declaration(self, declaration, self._pending.pop(declaration))
+                found = self.refs.get(identifier)
+        return found
 
     def package_of(self, identifier: Node | None) -> str | None:
         """The import path an identifier names, if it names an imported package."""

@@ -256,3 +256,19 @@ def field_stores(index: FileIndex) -> dict[str, list[tuple[Node, Node]]]:
                     (target.child_by_field_name("operand"), value),
                 )
     return found
+
+
+def assignment_sides(statement: Node) -> list[tuple[list[Node], list[Node]]]:
+    """(targets, values) of `a, b := f()`, `x = g()` and each spec of a `var`
+    declaration; nothing for other statements (`+=` included)."""
+    kind = statement.type
+    if kind == "short_var_declaration" or (
+        kind == "assignment_statement" and text(statement.child_by_field_name("operator")) == "="
+    ):
+        return [(expressions(statement.child_by_field_name("left")), expressions(statement.child_by_field_name("right")))]
+    if kind == "var_declaration":
+        return [
+            (spec.children_by_field_name("name"), expressions(spec.child_by_field_name("value")))
+            for spec in value_specs(statement)
+        ]
+    return []

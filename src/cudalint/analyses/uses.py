@@ -1,4 +1,7 @@
-"""How a statement uses a local variable: the vocabulary of the resource engine.
+"""Variable uses: how a statement uses each local variable it mentions.
+
+The vocabulary of the resource engine, and of the rules that ask what a
+defer releases or whether a status variable is read.
 
 For every reference to a local variable in the syntax a CFG node evaluates,
 one Use says what the code does with the value: releases it through a spec'd
@@ -17,7 +20,8 @@ from enum import Enum
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.facts import Callee, CalleeKind, Facts
+from cudalint.analyses.calls import CALLS, Callee, CalleeKind, CallIndex
+from cudalint.framework import Analysis
 from cudalint.functions import Unit
 from cudalint.knowledge import CallRole, ResourceSpec
 from cudalint.scope import Role, Symbol, SymbolKind
@@ -61,10 +65,10 @@ def _is_tracked(symbol: Symbol | None) -> bool:
     return symbol is not None and symbol.kind is SymbolKind.VAR and symbol.is_local
 
 
-class HandleUses:
+class VariableUses:
     """Uses of local variables per CFG node syntax, computed once and cached."""
 
-    def __init__(self, facts: Facts):
+    def __init__(self, facts: CallIndex):
         self.facts = facts
         self.resolution = facts.package.resolution
         self._by_root: dict[Node, list[Use]] = {}
@@ -278,5 +282,7 @@ def _statement_of_call(call: Node) -> str:
     return parent.type if parent is not None else ""
 
 
-def is_local_handle(symbol: Symbol | None) -> bool:
-    return _is_tracked(symbol) and symbol.role is not Role.GLOBAL
+
+USES: Analysis[VariableUses] = Analysis(
+    "uses", __doc__ or "", lambda p: VariableUses(p.result_of(CALLS)), requires=(CALLS,),
+)

@@ -22,7 +22,8 @@ The semantics are DESIGN.md's:
   decides (releases, retains, borrows), computed by this same walk;
 * paths ending in panic or process exit leak nothing; goroutine exits do.
 
-Passes (CL1xx, CL2xx) read the outcomes; nothing here reports findings.
+Rules (CL1xx, CL2xx, CL3xx, CL5xx) read the outcomes through the
+`lifetimes` analysis; nothing here reports findings.
 """
 
 from __future__ import annotations
@@ -35,12 +36,12 @@ from enum import Enum
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.cfg import CFG, DEFERS_RUN_ON, ExitKind, NodeKind, PackageCFGs
-from cudalint.facts import CalleeKind, Facts
+from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
+from cudalint.analyses.uses import USES, Use, UseKind, VariableUses
+from cudalint.cfg import CFG, DEFERS_RUN_ON, Edge, ExitKind, NodeKind, PackageCFGs
+from cudalint.framework import Analysis
 from cudalint.functions import LiteralUse, Unit
-from cudalint.handles import HandleUses, Use, UseKind
 from cudalint.knowledge import ApiFunction, CallRole, ResourceSpec, StatusSpec
-from cudalint.lazy import networkx as nx
 from cudalint.scope import Role, Symbol
 
 # -- states -------------------------------------------------------------------
@@ -135,7 +136,7 @@ class Leak:
     detail: str = ""  # DISCARDED: what happened to the temporary
     # A `defer` releasing this handle that does not cover this path: registered
     # before the acquisition (it released the old value), or never reached.
-    other_defer: int | None = None
+    other_defer: int | None = None  # its CFG node
     defer_too_early: bool = False
 
 
@@ -206,10 +207,10 @@ class _Walk:
 
 
 class Engine:
-    def __init__(self, cfgs: PackageCFGs, facts: Facts):
+    def __init__(self, cfgs: PackageCFGs, facts: CallIndex, uses: VariableUses):
         self.cfgs = cfgs
         self.facts = facts
-        self.uses = HandleUses(facts)
+        self.uses = uses
         self._summaries: dict[tuple[Unit, Symbol], Summary] = {}
         self._in_progress: set[tuple[Unit, Symbol]] = set()
         self._captures: dict[Unit, frozenset[Symbol]] = {}
@@ -271,6 +272,24 @@ class Engine:
                         names.add(use.symbol)
             found = self._captures[unit] = frozenset(names)
         return found
+
+    def returns_on_success(self, origin: Origin) -> list[int]:
+        """The return statements reached from the acquisition on its success
+        side (where the resource is held), in node order."""
+        graph = self.cfgs.graphs[origin.unit]
+        birth = self._birth(graph, origin)
+        if birth is None or birth[1] is None:
+            return []
+        state = birth[1]
+
+        def step(n: int, _: None):
+            if n != origin.node and graph.kind(n) is NodeKind.RETURN:
+                return
+            for edge in graph.out_edges(n):
+                if self.through_edge(origin, state, edge) is not None:
+                    yield edge.target, None
+
+        return sorted(n for n, _ in graph.walk(origin.node, None, step) if graph.kind(n) is NodeKind.RETURN)
 
     # -- origins ---------------------------------------------------------------
 
@@ -441,9 +460,9 @@ class Engine:
         handleless = origin is not None and origin.role.handle == "none"
         while queue and len(parents) < _MAX_STATES:
             node, current = queue.popleft()
-            for successor in graph.graph.successors(node):
-                attrs = graph.graph.edges[node, successor]
-                following = self._through_edge(origin, current, attrs)
+            for edge in graph.out_edges(node):
+                successor = edge.target
+                following = self.through_edge(origin, current, edge)
                 if following is None:
                     continue
                 following, dead = self._scope_exit(graph, following, node, successor)
@@ -454,7 +473,7 @@ class Engine:
                         walk.lost_in_scope.append((node, _scope_end_line(graph, node, successor, dead), path))
                     continue
                 if graph.kind(successor) is NodeKind.EXIT:
-                    self._at_exit(graph, walk, origin, following, graph.graph.nodes[successor]["exit"], parents, (node, current), successor)
+                    self._at_exit(graph, walk, origin, following, graph.exit_kind(successor), parents, (node, current), successor)
                     continue
                 try:
                     after = self._through_node(graph, origin, following, successor, walk, summary)
@@ -486,22 +505,22 @@ class Engine:
             return
         walk.held_exits.append((exit_node, kind, _path(parents, previous) + (exit_node,)))
 
-    def _through_edge(self, origin: Origin | None, state: State, attrs: dict) -> State | None:
-        """Branches that test the acquire's status: the failure side holds nothing."""
-        if not attrs:
-            return state
-        condition = attrs.get("cond")
+    def through_edge(self, origin: Origin | None, state: State, edge: Edge) -> State | None:
+        """The state on the far side of an edge; None where the edge cannot
+        be taken in this state (the failure side of the acquire's status
+        test holds nothing, a constant-false condition is never true)."""
+        condition = edge.condition
         if condition is not None:
             constant = self.facts.package.resolution.constant_bool(condition)
-            if constant is not None and constant != attrs.get("polarity"):
+            if constant is not None and constant != edge.polarity:
                 return None  # `if debug` with `const debug = false`: never taken
         if state.phase is not Phase.HELD:
             return state
         outcome = None
-        if "cond" in attrs and attrs.get("cond") is not None:
-            outcome = self._test(origin, state, attrs["cond"], attrs["polarity"])
-        elif attrs.get("branch") in ("case", "default") and "tag" in attrs and attrs.get("case") is not None:
-            outcome = self._case(origin, state, attrs["tag"], attrs["case"], attrs["polarity"])
+        if condition is not None:
+            outcome = self._test(origin, state, condition, bool(edge.polarity))
+        elif edge.tests_case:
+            outcome = self._case(origin, state, edge.tag, edge.case, bool(edge.polarity))
         if outcome == "failure":
             return None
         if outcome == "success":
@@ -819,7 +838,7 @@ class Engine:
         if not state.names:
             return state
         for n in self._defers(graph):
-            if n == start or not nx.has_path(graph.graph, n, start):
+            if n == start or not graph.has_path(n, start):
                 continue
             for use in self.uses.uses(graph.evaluated(n)):
                 if use.symbol in state.names and use.kind is UseKind.CAPTURE and use.deferred and use.unit is not None:
@@ -892,8 +911,8 @@ class Engine:
         for n in self._defers(graph):
             for use in self.uses.uses(graph.evaluated(n)):
                 if use.kind is UseKind.RELEASE and use.deferred and use.symbol.name == origin.handle and n not in path:
-                    other = graph.line(n)
-                    early = graph.reachable(n) and not nx.has_path(graph.graph, origin.node, n)
+                    other = n
+                    early = graph.reachable(n) and not graph.has_path(origin.node, n)
         return Leak(origin, how, last, graph.line(last), path, other_defer=other, defer_too_early=early)
 
 
@@ -963,23 +982,7 @@ def _is_deferred_call(call: Node) -> bool:
     return parent is not None and parent.type == "defer_statement"
 
 
-def unwrap(node: Node | None, facts: Facts) -> Node | None:
-    """Strip parentheses and conversions: `(*C.float)(unsafe.Pointer(&p))` is `&p`."""
-    node = syntax.unparen(node)
-    while node is not None:
-        if node.type == "call_expression" and facts.callee(node).kind is CalleeKind.CONVERSION:
-            arguments = syntax.children(node.child_by_field_name("arguments"))
-            if len(arguments) != 1:
-                return node
-            node = syntax.unparen(arguments[0])
-        elif node.type == "type_conversion_expression":
-            node = syntax.unparen(node.child_by_field_name("operand"))
-        else:
-            return node
-    return node
-
-
-def _value_parent(node: Node, facts: Facts) -> tuple[Node, Node | None]:
+def _value_parent(node: Node, facts: CallIndex) -> tuple[Node, Node | None]:
     """The node that consumes a value, skipping parentheses and conversions."""
     child, parent = node, node.parent
     while parent is not None:
@@ -993,3 +996,10 @@ def _value_parent(node: Node, facts: Facts) -> tuple[Node, Node | None]:
                 continue
         return child, parent
     return child, None
+
+
+LIFETIMES: Analysis[Engine] = Analysis(
+    "lifetimes", __doc__ or "",
+    lambda p: Engine(p.cfgs, p.result_of(CALLS), p.result_of(USES)),
+    requires=(CALLS, USES),
+)

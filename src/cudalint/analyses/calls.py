@@ -1,6 +1,7 @@
-"""The facts stage: what each call in a package is, as the API knowledge sees it.
+"""Call classification: what each call in a package is, as the API knowledge sees it.
 
-Computed once per package and read by every pass: `C.cudaMalloc(...)` is a
+Computed once per package (the `calls` analysis) and read by every other
+analysis and rule: `C.cudaMalloc(...)` is a
 status call of the cuda-runtime family that acquires device memory; `cu.MemFree`
 through an aliased import is the same wrapper function under another name; a
 call through a local variable that shadows a package name is nothing the
@@ -10,6 +11,7 @@ package, whose effect on `d` the resource engine summarises.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from enum import Enum
@@ -17,6 +19,7 @@ from enum import Enum
 from tree_sitter import Node
 
 from cudalint import syntax
+from cudalint.framework import Analysis, Pass
 from cudalint.functions import Package, Unit, UnitKind
 from cudalint.knowledge import ApiFunction, Knowledge, StatusSpec
 from cudalint.scope import Role, Symbol, SymbolKind, default_import_name
@@ -68,7 +71,7 @@ class Callee:
 
 
 @dataclass
-class Facts:
+class CallIndex:
     package: Package
     knowledge: Knowledge
     # Qualified calls of the packages rules watch (the knowledge's, runtime,
@@ -87,6 +90,40 @@ class Facts:
     _literals_by_parent: dict[Node, list[Unit]] = field(default_factory=dict, repr=False)
     _no_literal: set[Symbol] = field(default_factory=set, repr=False)
     _unwatched: dict[Node, CallFact | None] = field(default_factory=dict, repr=False)
+
+    def units_calling_api(self) -> list[Unit]:
+        """The functions that call something the API knowledge describes:
+        the only ones the resource and status rules have anything to say about."""
+        return [unit for unit in self.package.units if unit.node in self.api_calls]
+
+    def calls_to(self, import_path: str, name: str) -> Iterator[tuple[Unit, Node]]:
+        """(unit, call) for each call of import_path.name in the package's functions."""
+        by_node = {unit.node: unit for unit in self.package.units}
+        for call, fact in self.calls.items():
+            if fact.import_path == import_path and fact.name == name:
+                unit = by_node.get(syntax.enclosing_function(call))
+                if unit is not None:
+                    yield unit, call
+
+    def status_call(self, expression: Node | None) -> CallFact | None:
+        """The call, if the expression is a call that returns a status."""
+        expression = syntax.unparen(expression)
+        if expression is None or expression.type != "call_expression":
+            return None
+        fact = self.call(expression)
+        return fact if fact is not None and fact.status is not None else None
+
+    def status_targets(self, left: list[Node], right: list[Node]) -> list[tuple[Node, CallFact]]:
+        """Where the statuses of an assignment go: one multi-valued call, or one to one."""
+        if len(right) == 1:
+            fact = self.status_call(right[0])
+            if fact is None:
+                return []
+            index = fact.status.result_index(len(left))
+            return [(left[index], fact)] if 0 <= index < len(left) else []
+        if len(left) == len(right):
+            return [(target, fact) for target, value in zip(left, right) if (fact := self.status_call(value)) is not None]
+        return []
 
     def calls_of(self, unit: Unit) -> list[Node]:
         """The calls in this package whose callee is `unit`."""
@@ -382,16 +419,32 @@ def _qualified_call(node: Node, package: Package, knowledge: Knowledge) -> CallF
     return CallFact(node, import_path, name, written, knowledge.lookup(import_path, name))
 
 
+def unwrap(node: Node | None, facts: CallIndex) -> Node | None:
+    """Strip parentheses and conversions: `(*C.float)(unsafe.Pointer(&p))` is `&p`."""
+    node = syntax.unparen(node)
+    while node is not None:
+        if node.type == "call_expression" and facts.callee(node).kind is CalleeKind.CONVERSION:
+            arguments = syntax.children(node.child_by_field_name("arguments"))
+            if len(arguments) != 1:
+                return node
+            node = syntax.unparen(arguments[0])
+        elif node.type == "type_conversion_expression":
+            node = syntax.unparen(node.child_by_field_name("operand"))
+        else:
+            return node
+    return node
+
+
 # Packages whose calls some rule looks for in the whole package, besides the
 # ones the API knowledge describes.
 _WATCHED = frozenset({"runtime", "unsafe", "reflect"})
 
 
-def compute_facts(package: Package, knowledge: Knowledge) -> Facts:
+def index_calls(package: Package, knowledge: Knowledge) -> CallIndex:
     """Classify the calls of watched packages (those the API knowledge
     describes, runtime, unsafe, reflect), resolving just the declarations that
-    make them; other callees are classified on demand by Facts.callee."""
-    facts = Facts(package, knowledge)
+    make them; other callees are classified on demand by CallIndex.callee."""
+    facts = CallIndex(package, knowledge)
     watched = knowledge.import_paths | _WATCHED
     resolution = package.resolution
     for parsed in package.files:
@@ -424,3 +477,8 @@ def compute_facts(package: Package, knowledge: Knowledge) -> Facts:
             method = unit.name.rsplit(".", 1)[-1]
             facts._methods.setdefault(method, []).append(unit)
     return facts
+
+
+CALLS: Analysis[CallIndex] = Analysis(
+    "calls", __doc__ or "", lambda p: index_calls(p.package, p.knowledge),
+)

@@ -1,0 +1,204 @@
+"""Go-memory provenance: where a pointer value comes from, as far as the
+syntax says.
+
+Go memory (`&x` of a Go variable, `&s[i]` of a Go-made slice, re-slices and
+variables assigned from those) may be moved or freed by the GC, so C must
+not keep it (CL504), and a uintptr that holds its address is a dangling
+integer (CL501). C memory (`C.malloc`, `unsafe.Slice` of a C pointer, an
+array-pointer view of one) is not. Where the syntax does not say (a field, a
+call's result) the answer is "unknown" and no rule guesses. Reports nothing.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.analyses.calls import CALLS, CallIndex, unwrap
+from cudalint.framework import Analysis
+from cudalint.functions import Package
+from cudalint.scope import Role, Symbol, SymbolKind
+
+_GO_POINTER_METHODS = frozenset({"UnsafeAddr", "Pointer", "UnsafePointer"})
+
+
+class Provenance:
+    """Where pointer values come from, as far as the syntax says."""
+
+    def __init__(self, package: Package, calls: CallIndex):
+        self.package = package
+        self.calls = calls
+        self.resolution = package.resolution
+        self._fields: dict[str, list[tuple[Node, Node, Node]]] | None = None
+
+    def assigned_values(self, symbol: Symbol) -> list[Node]:
+        """Values assigned to a variable with `=` anywhere in the package."""
+        values = []
+        for node in self.calls.references(symbol):
+            parent = node.parent
+            holder = parent.parent if parent is not None and parent.type == "expression_list" else None
+            if holder is None or holder.type != "assignment_statement" or holder.child_by_field_name("left") != parent:
+                continue
+            left = syntax.expressions(parent)
+            right = syntax.expressions(holder.child_by_field_name("right"))
+            if len(left) == len(right):
+                values.append(right[[c.id for c in left].index(node.id)])
+        return values
+
+    def is_go_memory(self, expression: Node | None, depth: int = 0) -> bool:
+        """&x of any Go variable (of a C type too: it lives in Go memory),
+        &s[i] / unsafe.SliceData(s) of a slice or array backed by Go memory,
+        or a pointer variable assigned from one of those."""
+        node = unwrap(expression, self.calls)
+        if node is None or depth > 6:
+            return False
+        if node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
+            operand = syntax.unparen(node.child_by_field_name("operand"))
+            if operand is not None and operand.type == "identifier":
+                symbol = self.resolution.symbol(operand)
+                return symbol is not None and symbol.kind is SymbolKind.VAR
+            return self.backing(root_variable(operand), depth + 1) == "go"
+        if node.type == "call_expression":
+            fact = self.calls.calls.get(node)
+            if fact is not None and fact.import_path == "unsafe" and fact.name in ("SliceData", "StringData"):
+                arguments = syntax.children(node.child_by_field_name("arguments"))
+                return bool(arguments) and self.backing(arguments[0], depth + 1) == "go"
+            return False
+        if node.type == "identifier":
+            symbol = self.resolution.symbol(node)
+            if symbol is None or symbol.kind is not SymbolKind.VAR:
+                return False
+            values = ([symbol.init] if symbol.init is not None and symbol.init_index < 0 else []) + self.assigned_values(symbol)
+            return any(self.is_go_memory(value, depth + 1) for value in values)
+        return False
+
+    def backing(self, expression: Node | None, depth: int = 0) -> str | None:
+        """Where the elements of a slice or array live: "go", "c", or None
+        when the syntax does not say (a field, a call's result)."""
+        node = syntax.unparen(expression)
+        if node is None or depth > 6:
+            return None
+        if node.type == "slice_expression":
+            operand = syntax.unparen(node.child_by_field_name("operand"))
+            if operand is not None and operand.type in ("call_expression", "type_conversion_expression") and self._views_a_pointer(operand):
+                return "c"  # (*[1 << 30]T)(p)[:n:n]
+            return self.backing(operand, depth + 1)
+        if node.type == "type_conversion_expression":
+            return "c" if self._views_a_pointer(node) else "go"  # []byte(s) copies
+        if node.type in ("composite_literal", "interpreted_string_literal", "raw_string_literal"):
+            return "go"
+        if node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
+            inner = syntax.unparen(node.child_by_field_name("operand"))
+            return "go" if inner is not None and inner.type == "composite_literal" else None
+        if node.type == "call_expression":
+            function = syntax.unparen(node.child_by_field_name("function"))
+            if syntax.text(function) in ("make", "append", "new"):
+                return "go"
+            fact = self.calls.calls.get(node)
+            if fact is not None and fact.import_path == "unsafe" and fact.name == "Slice":
+                return "c"
+            if fact is not None and fact.import_path == "C" and fact.name in ("GoBytes", "GoString", "GoStringN"):
+                return "go"
+            return "c" if self._views_a_pointer(node) else None
+        if node.type == "identifier":
+            symbol = self.resolution.symbol(node)
+            if symbol is None or symbol.kind is not SymbolKind.VAR:
+                return None
+            if symbol.role in (Role.PARAM, Role.RECEIVER):
+                declared = symbol.type_node.type if symbol.type_node is not None else ""
+                return "go" if declared in ("slice_type", "array_type") else None
+            if symbol.type_node is not None and symbol.type_node.type not in ("pointer_type", "slice_type", "map_type", "qualified_type"):
+                return "go"  # var buf [256]byte, var h header: the variable is the storage
+            values = ([symbol.init] if symbol.init is not None and symbol.init_index < 0 else []) + self.assigned_values(symbol)
+            kinds = {self.backing(value, depth + 1) for value in values}
+            if kinds == {"go"}:
+                return "go"
+            if "c" in kinds:
+                return "c"
+        return None
+
+    def _views_a_pointer(self, conversion: Node) -> bool:
+        """`(*[1 << 30]C.float)(p)`: a conversion of a pointer to an array type."""
+        target = conversion.child_by_field_name("function" if conversion.type == "call_expression" else "type")
+        return target is not None and target.type in ("parenthesized_expression", "parenthesized_type") and "[" in syntax.text(target)
+
+    def field_from_go(self, selector: Node) -> Node | None:
+        """A value with a Go object's address given to the same field of the
+        same struct type anywhere in the package
+        (`req{host: uintptr(unsafe.Pointer(&b[0]))}`, `r.host = ...`)."""
+        owner = self.calls.type_of(selector.child_by_field_name("operand"))
+        if owner is None:
+            return None
+        if self._fields is None:
+            self._fields = {}
+            for parsed in self.package.files:
+                for name, stores in syntax.field_stores(parsed.index).items():
+                    self._fields.setdefault(name, []).extend((parsed.root, holder, value) for holder, value in stores)
+        resolution, facts = self.package.resolution, self.calls
+        for root, holder, value in self._fields.get(syntax.text(selector.child_by_field_name("field")), []):
+            resolution.ensure(root, holder)
+            if facts.type_of(holder) == owner and self._go_address(value):
+                return value
+        return None
+
+    def uintptr_from_go(self, symbol: Symbol) -> Node | None:
+        """The assignment that gave a uintptr variable a Go object's address."""
+        candidates = ([symbol.init] if symbol.init is not None else []) + self.assigned_values(symbol)
+        for value in candidates:
+            if value is not None and self._go_address(value):
+                return value
+        return None
+
+    def _go_address(self, value: Node | None) -> bool:
+        """uintptr(<Go memory>), a reflect value's address, or arithmetic on
+        one of those; not a uintptr that merely passed through a call."""
+        node = syntax.unparen(value)
+        if node is None:
+            return False
+        if node.type == "binary_expression":
+            return self._go_address(node.child_by_field_name("left")) or self._go_address(node.child_by_field_name("right"))
+        if node.type != "call_expression":
+            return False
+        function = syntax.unparen(node.child_by_field_name("function"))
+        if function is not None and function.type == "identifier" and syntax.text(function) == "uintptr":
+            arguments = syntax.children(node.child_by_field_name("arguments"))
+            return bool(arguments) and self.is_go_memory(arguments[0])
+        if function is not None and function.type == "selector_expression":
+            return syntax.text(function.child_by_field_name("field")) in _GO_POINTER_METHODS and self._is_reflect_value(function)
+        return False
+
+    def _is_reflect_value(self, selector: Node) -> bool:
+        operand = syntax.unparen(selector.child_by_field_name("operand"))
+        # reflect.ValueOf(v).Elem().Index(i): walk the chain down to its start.
+        while operand is not None and operand.type == "call_expression":
+            fact = self.calls.calls.get(operand)
+            if fact is not None:
+                return fact.import_path == "reflect"
+            function = syntax.unparen(operand.child_by_field_name("function"))
+            if function is None or function.type != "selector_expression":
+                return False
+            operand = syntax.unparen(function.child_by_field_name("operand"))
+        if operand is None:
+            return False
+        if operand.type == "identifier":
+            symbol = self.resolution.symbol(operand)
+            declared = self.resolution.declared_type(symbol)
+            if declared == ("reflect", "Value"):
+                return True
+            init = syntax.unparen(symbol.init) if symbol is not None else None
+            fact = self.calls.calls.get(init) if init is not None else None
+            return fact is not None and fact.import_path == "reflect"
+        return False
+
+
+def root_variable(node: Node | None) -> Node | None:
+    """The variable at the root of s[i].f[j]."""
+    node = syntax.unparen(node)
+    while node is not None and node.type in ("index_expression", "selector_expression", "slice_expression"):
+        node = syntax.unparen(node.child_by_field_name("operand"))
+    return node
+
+
+PROVENANCE: Analysis[Provenance] = Analysis(
+    "provenance", __doc__ or "", lambda p: Provenance(p.package, p.result_of(CALLS)), requires=(CALLS,),
+)

@@ -1,0 +1,97 @@
+"""CL202: a deferred release registered before its handle is acquired."""
+
+from __future__ import annotations
+
+from cudalint import syntax
+from cudalint.analyses.defers import DEFERS, DeferredReleases
+from cudalint.analyses.uses import UseKind
+from cudalint.catalog import Level, Rule
+from cudalint.cfg import CFG, NodeKind
+from cudalint.checks.wording import imports_of
+from cudalint.framework import Pass, Ref
+from cudalint.scope import Role, Symbol
+
+def check(p: Pass) -> None:
+    defers = p.result_of(DEFERS)
+    for unit, graph in p.graphs_of(defers.units()):
+        with p.isolating(unit):
+            if not graph.created:
+                continue
+            for n in graph.statement_nodes():
+                if graph.kind(n) is not NodeKind.DEFER or not graph.reachable(n) or defers.described(graph, n) is None:
+                    continue
+                if defers.constant_guard(graph.ast(n), unit.body) is None:  # else CL203's
+                    _check_defer(p, defers, graph, n)
+
+
+def _check_defer(p: Pass, defers: DeferredReleases, graph: CFG, n: int) -> None:
+    lifetimes = defers.lifetimes
+    for use, symbol in defers.releasing_uses(graph, n):
+        if symbol.role is not Role.LOCAL or use.kind is UseKind.PASS_LOCAL:
+            continue
+        origins = [o for o in lifetimes.lifetimes(graph.unit).origins if o.handle == symbol.name and o.role.handle != "none"]
+        if not origins or any(graph.has_path(o.node, n) for o in origins):
+            continue
+        later = [o for o in origins if graph.has_path(n, o.node)]
+        if not later or _assigned_before(defers, graph, symbol, n):
+            continue
+        first = min(later, key=lambda o: o.line)
+        deferred = syntax.text(use.call) if use.call is not None else syntax.text(graph.ast(n))
+        p.report(
+            graph.unit, graph.ast(n),
+            f"defer {deferred} is registered before {symbol.name} is acquired by {first.written} "
+            f"at @acquired: its arguments are evaluated now, so it releases the old value of "
+            f"{symbol.name} (nil); move it to right after the acquisition's error check",
+            acquired=Ref(first.call, f"{symbol.name} acquired here"),
+        )
+
+
+def _assigned_before(defers: DeferredReleases, graph: CFG, symbol: Symbol, n: int) -> bool:
+    """Whether some non-nil value is written to the variable on a path to n."""
+    for m in graph.statement_nodes():
+        if m == n or not graph.reachable(m):
+            continue
+        for use in defers.lifetimes.uses.uses(graph.evaluated(m)):
+            if use.symbol is symbol and use.kind is UseKind.WRITE and graph.has_path(m, n):
+                statement = graph.ast(m)
+                if statement is not None and not syntax.text(statement).rstrip().endswith("nil"):
+                    return True
+    return False
+
+
+RULE = Rule(
+    "CL202", "defer-before-acquire", Level.ERROR,
+    "A deferred release registered before its handle is acquired releases the old (nil) value.",
+    """
+    ## What it does
+    Reports `defer C.cudaFree(p)` (a deferred call, not a deferred closure)
+    that runs before `p` is acquired. A deferred call's arguments are
+    evaluated when the `defer` statement executes, so it captures the value
+    `p` had then, usually nil, and the allocation made afterwards is never
+    freed (cudalint also reports that leak, CL101).
+
+    ## Why is this bad?
+    It looks like the canonical cleanup and passes review, while it frees
+    nothing and the real allocation leaks on every call.
+
+    ## Example
+    ```go
+    var p unsafe.Pointer
+    defer C.cudaFree(p) // frees nil
+    check(C.cudaMalloc(&p, n))
+    ```
+
+    ## Use instead
+    ```go
+    var p unsafe.Pointer
+    check(C.cudaMalloc(&p, n))
+    defer C.cudaFree(p)
+    ```
+    or, if the defer must come first, a closure, which reads `p` when it runs:
+    `defer func() { C.cudaFree(p) }()`.
+    """,
+    tags=("correctness", "resource-leak"),
+    check=check,
+    requires=(DEFERS,),
+    needles=lambda knowledge: imports_of(knowledge, lambda family: bool(family.resources)),
+)

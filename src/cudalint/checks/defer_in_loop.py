@@ -1,0 +1,115 @@
+"""CL201: a deferred release inside a loop body."""
+
+from __future__ import annotations
+
+from cudalint import syntax
+from cudalint.analyses.calls import unwrap
+from cudalint.analyses.defers import DEFERS, DeferredReleases
+from cudalint.analyses.uses import UseKind
+from cudalint.catalog import Level, Rule
+from cudalint.cfg import CFG, NodeKind
+from cudalint.checks.wording import imports_of
+from cudalint.framework import Pass
+
+def check(p: Pass) -> None:
+    defers = p.result_of(DEFERS)
+    for unit, graph in p.graphs_of(defers.units()):
+        with p.isolating(unit):
+            if not graph.created:
+                continue
+            for n in graph.statement_nodes():
+                if graph.kind(n) is not NodeKind.DEFER or not graph.in_loop(n):
+                    continue
+                released = defers.described(graph, n)
+                if released is None or defers.constant_guard(graph.ast(n), unit.body) is not None:
+                    continue  # CL203's
+                if _kept_beyond_iteration(defers, graph, n):
+                    continue
+                p.report(
+                    unit, graph.ast(n),
+                    f"defer {released} inside a loop runs only when {unit.name} returns: every iteration's "
+                    f"resource stays held until then; release it at the end of the iteration, or move the "
+                    f"loop body into its own function",
+                )
+
+
+def _kept_beyond_iteration(defers: DeferredReleases, graph: CFG, n: int) -> bool:
+    """Whether the deferred release is of values the loop keeps for after it:
+    `h[i] = C.CString(s); defer C.free(unsafe.Pointer(h[i]))` builds an array
+    that a call after the loop reads. Then running the releases at return is
+    the intent, not a mistake."""
+    statement = graph.ast(n)
+    loop = statement.parent if statement is not None else None
+    while loop is not None and loop.type != "for_statement" and loop != graph.unit.node:
+        loop = loop.parent
+    if loop is None or loop.type != "for_statement":
+        return False
+    calls = defers.calls
+    resolution = calls.package.resolution
+    inner = syntax.children(statement)
+    call = syntax.unparen(inner[0]) if inner else None
+    arguments = syntax.children(call.child_by_field_name("arguments")) if call is not None and call.type == "call_expression" else []
+    for argument in arguments:
+        value = unwrap(argument, calls)
+        if value is not None and value.type == "index_expression":
+            operand = syntax.unparen(value.child_by_field_name("operand"))
+            symbol = resolution.symbol(operand) if operand is not None and operand.type == "identifier" else None
+            if symbol is not None and symbol.node is not None and not (loop.start_byte <= symbol.node.start_byte < loop.end_byte):
+                return True
+    released = {symbol for _, symbol in defers.releasing_uses(graph, n)}
+    for m in graph.statement_nodes():
+        ast = graph.ast(m)
+        if ast is None or not (loop.start_byte <= ast.start_byte < loop.end_byte):
+            continue
+        for use in defers.lifetimes.uses.uses(graph.evaluated(m)):
+            if use.symbol in released and use.kind in (UseKind.STORE, UseKind.ALIAS):
+                return True
+    return False
+
+
+RULE = Rule(
+    "CL201", "defer-in-loop", Level.WARNING,
+    "A deferred release inside a loop body: every iteration's resource lives until the function returns.",
+    """
+    ## What it does
+    Reports a `defer` of a release (`defer C.cudaFree(d)`, `defer C.cudaStreamDestroy(s)`,
+    a deferred closure or same-package helper that releases) that is executed
+    on every iteration of a loop.
+
+    It is not reported when the loop keeps the released values for after it
+    on purpose: each is stored in a slice or array declared outside the loop
+    (`cargs[i] = C.CString(s); defer C.free(unsafe.Pointer(cargs[i]))` to
+    pass `cargs` to C after the loop). Then releasing at return is the intent.
+
+    ## Why is this bad?
+    Deferred calls run when the *function* returns, not at the end of the
+    iteration. A loop over a thousand batches keeps a thousand device buffers
+    allocated until then, and a long-running loop never releases anything.
+
+    ## Example
+    ```go
+    for _, n := range sizes {
+        var d unsafe.Pointer
+        if st := C.cudaMalloc(&d, C.size_t(n)); st != C.cudaSuccess {
+            return cudaError(st)
+        }
+        defer C.cudaFree(d)
+        run(d)
+    }
+    ```
+
+    ## Use instead
+    Move the body into a function, so that its defer runs per iteration:
+    ```go
+    for _, n := range sizes {
+        if err := runOne(n); err != nil { // runOne allocates, defers the free, runs
+            return err
+        }
+    }
+    ```
+    """,
+    tags=("correctness", "resource-leak"),
+    check=check,
+    requires=(DEFERS,),
+    needles=lambda knowledge: imports_of(knowledge, lambda family: bool(family.resources)),
+)

@@ -1,0 +1,61 @@
+"""CL102: a handle released twice on one path."""
+
+from __future__ import annotations
+
+from cudalint.analyses.calls import CALLS
+from cudalint.analyses.lifetimes import LIFETIMES
+from cudalint.catalog import Level, Rule
+from cudalint.checks.wording import imports_of
+from cudalint.framework import Pass, Ref
+
+def check(p: Pass) -> None:
+    lifetimes = p.result_of(LIFETIMES)
+    for unit, graph in p.graphs_of(p.result_of(CALLS).units_calling_api()):
+        with p.isolating(unit):
+            if not graph.created:
+                continue
+            for double in lifetimes.lifetimes(unit).double_releases:
+                first = Ref(graph.ast(double.first), "the first release")
+                if double.by_defer:
+                    message = (
+                        f"{double.handle} is released at @first and again by this defer when the function "
+                        f"returns; remove one of the two releases"
+                    )
+                else:
+                    message = f"{double.handle} was already released at @first; release it only once"
+                p.report(unit, graph.ast(double.node), message, first=first)
+
+
+RULE = Rule(
+    "CL102", "double-release", Level.ERROR,
+    "A handle released twice on one path.",
+    """
+    ## What it does
+    Reports the second release of a handle on a path that already released
+    it: two `cudaFree` calls, a `cudaFree` followed by a `defer cudaFree` of
+    the same value, or an explicit release of a handle a registered `defer`
+    will release again when the function returns. Handles that arrive as
+    parameters are followed from the point where the function releases them.
+
+    ## Why is this bad?
+    Freeing device memory twice is undefined behaviour in the CUDA runtime:
+    the second call may fail with `cudaErrorInvalidValue`, or free an
+    allocation that another goroutine has received in the meantime.
+
+    ## Example
+    ```go
+    defer C.cudaFree(d)
+    ...
+    C.cudaFree(d) // the defer frees d again at return
+    ```
+
+    ## Use instead
+    Release each handle exactly once: keep the `defer`, drop the explicit
+    call (or set the variable to nil after freeing it and free through a
+    deferred closure that checks for nil).
+    """,
+    tags=("correctness",),
+    check=check,
+    requires=(CALLS, LIFETIMES),
+    needles=lambda knowledge: imports_of(knowledge, lambda family: bool(family.resources)),
+)

@@ -1,0 +1,76 @@
+"""CL504: Go memory handed to an asynchronous C call."""
+
+from __future__ import annotations
+
+from cudalint import syntax
+from cudalint.analyses.calls import CALLS
+from cudalint.analyses.provenance import PROVENANCE
+from cudalint.catalog import Level, Rule
+from cudalint.checks.wording import imports_of
+from cudalint.framework import Pass
+
+def check(p: Pass) -> None:
+    calls = p.result_of(CALLS)
+    memory = p.result_of(PROVENANCE)
+    for unit in calls.units_calling_api():
+        with p.isolating(unit):
+            for call in calls.api_calls.get(unit.node, []):
+                fact = calls.calls[call]
+                if not fact.api.async_host_args:
+                    continue
+                arguments = syntax.children(call.child_by_field_name("arguments"))
+                for index in fact.api.async_host_args:
+                    if index < len(arguments) and memory.is_go_memory(arguments[index]):
+                        p.report(
+                            unit, arguments[index],
+                            f"Go memory ({syntax.text(arguments[index])}) is passed to {fact.written}, which may still "
+                            f"use it after the call returns, when the GC may have moved or freed it (cgo forbids C "
+                            f"keeping Go pointers); stage it in pinned memory from cudaMallocHost, or use a synchronous call",
+                        )
+
+
+RULE = Rule(
+    "CL504", "go-memory-async", Level.ERROR,
+    "Go memory passed as the host buffer of an asynchronous copy or memset, or registered with cudaHostRegister.",
+    """
+    ## What it does
+    Reports Go-allocated memory (`&buf[0]` of a Go slice, `unsafe.Pointer(&x)`,
+    `unsafe.SliceData(buf)`) passed as a host-memory argument of a call that
+    keeps using it after it returns: the asynchronous copies and memsets
+    listed under `[[async]]` in `rules/*.toml` (`cudaMemcpyAsync`,
+    `cuMemcpyHtoDAsync`, `cublasSetVectorAsync`, ...) and
+    `cudaHostRegister`. Go memory is the address of any Go variable (of a C
+    type too: `var n C.int` lives in Go memory), an element of a slice or
+    array made in Go (`make`, a literal, a Go slice parameter, re-slices of
+    those), or a pointer variable assigned one of those. Memory from
+    `C.malloc` or `cudaMallocHost`, also seen through `unsafe.Slice` or an
+    array-pointer conversion, is fine; so are scalars passed by address to
+    cuBLAS (`&alpha`), which are read before the call returns. Where the
+    syntax does not say where memory lives (a struct field, a call's
+    result), nothing is reported.
+
+    ## Why is this bad?
+    cgo forbids C from keeping a Go pointer after the call returns. The copy
+    runs later on the stream, when the GC may have moved or freed the
+    buffer: the device receives garbage, or the copy writes into memory that
+    now belongs to something else. It also runs unpinned, synchronously.
+
+    ## Example
+    ```go
+    C.cudaMemcpyAsync(d, unsafe.Pointer(&weights[0]), n, C.cudaMemcpyHostToDevice, stream)
+    ```
+
+    ## Use instead
+    Copy through pinned memory that C owns:
+    ```go
+    staging := unsafe.Slice((*float32)(pinned), len(weights)) // pinned from cudaMallocHost
+    copy(staging, weights)
+    C.cudaMemcpyAsync(d, pinned, n, C.cudaMemcpyHostToDevice, stream)
+    ```
+    or use the synchronous `cudaMemcpy`.
+    """,
+    tags=("correctness", "memory-safety"),
+    check=check,
+    requires=(CALLS, PROVENANCE),
+    needles=lambda knowledge: imports_of(knowledge, lambda family: bool(family.async_host)),
+)

@@ -1,0 +1,79 @@
+"""CL402: a thread lock undone on some paths but not on others."""
+
+from __future__ import annotations
+
+from cudalint.analyses.calls import CALLS
+from cudalint.analyses.locks import LOCKS, Event, concerns_threads, lock_outcomes, unlocks_somewhere
+from cudalint.catalog import Level, Rule
+from cudalint.checks.wording import imports_of
+from cudalint.framework import Pass, Ref
+
+def check(p: Pass) -> None:
+    if not concerns_threads(p.result_of(CALLS)):
+        return
+    threads = p.result_of(LOCKS)
+    for unit, graph in p.graphs_of(threads.locked):
+        with p.isolating(unit):
+            happenings = threads.happenings(unit)
+            if not happenings or not graph.created:
+                continue
+            if not unlocks_somewhere(threads, unit) or threads.goroutine_body(unit) or threads.locks_on_success(unit):
+                continue
+            for n, items in happenings.items():
+                for happening in items:
+                    if happening.event is not Event.LOCK or not graph.reachable(n):
+                        continue
+                    outcomes = lock_outcomes(threads, graph, n, happening)
+                    if outcomes["unlocked"] and outcomes["locked"]:
+                        p.report(
+                            unit, happening.call,
+                            "runtime.LockOSThread is undone on some paths but not on the return at @kept; "
+                            "add `defer runtime.UnlockOSThread()` right after it",
+                            kept=Ref(graph.span(outcomes["locked"][0]), "returns with the thread still locked"),
+                        )
+
+
+RULE = Rule(
+    "CL402", "lock-without-unlock", Level.WARNING,
+    "runtime.LockOSThread undone on some paths to a return but not on others.",
+    """
+    ## What it does
+    Reports a `runtime.LockOSThread` call that is undone by
+    `runtime.UnlockOSThread` (called, deferred, or in a deferred closure) on
+    some paths to a normal return but not on others; paths that end the
+    goroutine (`t.Fatal`, `runtime.Goexit`) or panic do not count. A function
+    that never unlocks is taken to lock on purpose (a process-lifetime lock in
+    `init`, a worker goroutine that owns its thread, a lock wrapper) and is
+    not reported, nor is a lock wrapper that returns locked exactly where its
+    error result is nil. Conditions on a flag the function never assigns are
+    followed: `if pin { Lock }` ... `if pin { Unlock }` is balanced.
+
+    The body of a goroutine (a `go` literal, or a function only ever started
+    with `go`) is not reported either: returning from it still locked is the
+    documented way to have Go terminate a thread whose state is spoiled.
+
+    ## Why is this bad?
+    On the paths that skip the unlock the calling goroutine stays wired to
+    its thread, so work the caller does next, and whatever goroutine the
+    thread serves later, runs with the CUDA context left behind.
+
+    ## Example
+    ```go
+    runtime.LockOSThread()
+    if err := setup(); err != nil {
+        return err // still locked
+    }
+    runtime.UnlockOSThread()
+    ```
+
+    ## Use instead
+    ```go
+    runtime.LockOSThread()
+    defer runtime.UnlockOSThread()
+    ```
+    """,
+    tags=("correctness", "concurrency"),
+    check=check,
+    requires=(CALLS, LOCKS),
+    needles=lambda knowledge: frozenset({b"LockOSThread", b"UnlockOSThread"}) | imports_of(knowledge, lambda family: bool(family.thread_bound)),
+)

@@ -1,0 +1,59 @@
+"""CL105: a handle released by another kind's release."""
+
+from __future__ import annotations
+
+from cudalint.analyses.calls import CALLS
+from cudalint.analyses.lifetimes import LIFETIMES
+from cudalint.catalog import Level, Rule
+from cudalint.checks.wording import imports_of, spelled
+from cudalint.framework import Pass, Ref
+
+def check(p: Pass) -> None:
+    lifetimes = p.result_of(LIFETIMES)
+    for unit, graph in p.graphs_of(p.result_of(CALLS).units_calling_api()):
+        with p.isolating(unit):
+            if not graph.created:
+                continue
+            for mismatch in lifetimes.lifetimes(unit).mismatches:
+                origin = mismatch.origin
+                expected = spelled(origin, origin.resource.first_release)
+                p.report(
+                    unit, graph.ast(mismatch.node),
+                    f"{origin.handle} holds {origin.resource.name} from {origin.written} (@acquired) but is "
+                    f"released with {spelled(origin, mismatch.release_call)}, which releases "
+                    f"{mismatch.release_resource.name}; use {expected}",
+                    acquired=Ref(origin.call, f"{origin.resource.name} acquired here"),
+                )
+
+
+RULE = Rule(
+    "CL105", "mismatched-release", Level.ERROR,
+    "A handle released with the release function of another kind of resource.",
+    """
+    ## What it does
+    Reports a release call whose kind does not match how the handle was
+    acquired: `cudaFreeHost` on memory from `cudaMalloc`, `cudaFree` on pinned
+    memory from `cudaMallocHost`, `C.free` on memory from `cudaMallocManaged`,
+    `cuMemFree` on `cuMemAllocHost` memory. The pairs come from `rules/*.toml`.
+
+    ## Why is this bad?
+    Each allocator keeps its own bookkeeping: releasing with the wrong one
+    fails (and the memory leaks) or corrupts the allocator's state.
+
+    ## Example
+    ```go
+    C.cudaMallocHost(&h, n)
+    defer C.cudaFree(h)
+    ```
+
+    ## Use instead
+    ```go
+    C.cudaMallocHost(&h, n)
+    defer C.cudaFreeHost(h)
+    ```
+    """,
+    tags=("correctness",),
+    check=check,
+    requires=(CALLS, LIFETIMES),
+    needles=lambda knowledge: imports_of(knowledge, lambda family: bool(family.resources)),
+)

@@ -1,0 +1,69 @@
+"""CL103: a variable holding a live resource is overwritten before release."""
+
+from __future__ import annotations
+
+from cudalint.analyses.calls import CALLS
+from cudalint.analyses.lifetimes import LIFETIMES
+from cudalint.catalog import Level, Rule
+from cudalint.checks.wording import imports_of, release_verb
+from cudalint.framework import Pass, Ref
+
+def check(p: Pass) -> None:
+    lifetimes = p.result_of(LIFETIMES)
+    for unit, graph in p.graphs_of(p.result_of(CALLS).units_calling_api()):
+        with p.isolating(unit):
+            if not graph.created:
+                continue
+            for overwrite in lifetimes.lifetimes(unit).overwrites:
+                origin = overwrite.origin
+                p.report(
+                    unit, graph.ast(overwrite.node),
+                    f"{origin.handle} is overwritten here while it still holds {origin.resource.name} from "
+                    f"{origin.written} (@acquired), which can then never be {release_verb(origin.resource)}; "
+                    f"release it first",
+                    acquired=Ref(origin.call, f"{origin.resource.name} acquired here"),
+                )
+
+
+RULE = Rule(
+    "CL103", "overwrite-while-held", Level.ERROR,
+    "A variable holding a live resource is re-acquired or reassigned before release.",
+    """
+    ## What it does
+    Reports the statement that overwrites a variable while it still holds the
+    only reference to a resource: a second `C.cudaMalloc(&d, n)` into the same
+    `d`, `d = nil`, or the next iteration of a loop that allocates into a
+    variable declared outside the loop. The resource is reported once, here,
+    and not also as a leak (CL101).
+
+    ## Why is this bad?
+    After the overwrite nothing refers to the old allocation any more, so it
+    can never be freed. In a loop, every iteration but the last leaks.
+
+    ## Example
+    ```go
+    var d unsafe.Pointer
+    for _, n := range sizes {
+        C.cudaMalloc(&d, n) // the previous iteration's d is lost
+        run(d)
+    }
+    C.cudaFree(d)
+    ```
+
+    ## Use instead
+    ```go
+    for _, n := range sizes {
+        var d unsafe.Pointer
+        if st := C.cudaMalloc(&d, n); st != C.cudaSuccess {
+            return cudaError(st)
+        }
+        run(d)
+        C.cudaFree(d)
+    }
+    ```
+    """,
+    tags=("correctness", "resource-leak"),
+    check=check,
+    requires=(CALLS, LIFETIMES),
+    needles=lambda knowledge: imports_of(knowledge, lambda family: bool(family.resources)),
+)

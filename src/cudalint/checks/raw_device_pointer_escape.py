@@ -1,0 +1,168 @@
+"""CL502: device memory leaving its function as a bare pointer."""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
+from cudalint.analyses.lifetimes import LIFETIMES
+from cudalint.analyses.uses import Use, UseKind
+from cudalint.catalog import Level, Rule
+from cudalint.checks.wording import imports_of
+from cudalint.framework import Pass, Ref
+from cudalint.functions import Unit, UnitKind
+from cudalint.knowledge import CallRole
+from cudalint.scope import Role
+
+def check(p: Pass) -> None:
+    """Device memory returned, or stored in a package-level variable, map or
+    slice, as a bare pointer. A func literal is no boundary: what it returns
+    stays with the function that made it."""
+    calls = p.result_of(CALLS)
+    lifetimes = p.result_of(LIFETIMES)
+    resolution = p.package.resolution
+    for unit, graph in p.graphs_of(calls.units_calling_api()):
+        with p.isolating(unit):
+            for call in calls.api_calls.get(unit.node, []):
+                fact = calls.calls[call]
+                for resource, role in fact.api.roles("acquire"):
+                    target = _out_target(calls, call, role) if resource.device_memory and role.is_out else None
+                    symbol = resolution.symbol(target) if target is not None else None
+                    if symbol is not None and symbol.role is Role.GLOBAL:
+                        _report(p, unit, call, fact.written, call, f"stored in the package-level variable {symbol.name}")
+            origins = [o for o in lifetimes.lifetimes(unit).origins if o.resource.device_memory and o.handle]
+            if not origins:
+                continue
+            reported: set[int] = set()
+            for n in graph.statement_nodes():
+                if n in reported:
+                    continue
+                for use in lifetimes.uses.uses(graph.evaluated(n)):
+                    origin = next((o for o in origins if o.handle == use.symbol.name and use.symbol.function == unit.node), None)
+                    where = _bare_escape(p, calls, unit, use) if origin is not None else None
+                    if where is not None:
+                        reported.add(n)
+                        _report(p, unit, graph.ast(n), origin.written, origin.call, where)
+                        break
+            if unit.kind is UnitKind.LITERAL:
+                continue
+            named = {r.name for r in unit.results}
+            for origin in origins:
+                if origin.handle not in named:
+                    continue
+                for n in lifetimes.returns_on_success(origin):
+                    statement = graph.ast(n)
+                    bare = statement is not None and not any(c.type == "expression_list" for c in statement.named_children)
+                    if bare and n not in reported:
+                        reported.add(n)
+                        _report(p, unit, statement, origin.written, origin.call, f"returned as the named result {origin.handle}")
+
+
+def _report(p: Pass, unit: Unit, node: Node, written: str, acquired: Node, where: str) -> None:
+    p.report(
+        unit, node,
+        f"device memory from {written} (@acquired) leaves {unit.name} as a bare pointer ({where}): "
+        f"nothing says who frees it; wrap it in a struct that owns it (with a Close method) and hand that out instead",
+        acquired=Ref(acquired, "device memory allocated here"),
+    )
+
+
+def _out_target(calls: CallIndex, call: Node, role: CallRole) -> Node | None:
+    arguments = syntax.children(call.child_by_field_name("arguments"))
+    if role.index >= len(arguments):
+        return None
+    argument = unwrap(arguments[role.index], calls)
+    if argument is None or argument.type != "unary_expression" or syntax.text(argument.child_by_field_name("operator")) != "&":
+        return None
+    target = syntax.unparen(argument.child_by_field_name("operand"))
+    return target if target is not None and target.type == "identifier" else None
+
+
+def _bare_escape(p: Pass, calls: CallIndex, unit: Unit, use: Use) -> str | None:
+    value = use.node
+    parent = value.parent
+    while parent is not None and (
+        parent.type == "parenthesized_expression"
+        or (parent.type == "argument_list" and calls.callee(parent.parent).kind is CalleeKind.CONVERSION)
+    ):
+        value = parent if parent.type == "parenthesized_expression" else parent.parent
+        parent = value.parent
+    if parent is not None and parent.type == "argument_list":
+        call = parent.parent
+        callee = calls.callee(call)
+        if callee.kind is CalleeKind.BUILTIN and callee.written == "append" and syntax.children(parent)[0] != value:
+            value, parent = call, call.parent  # s = append(s, d): where does s go?
+    if parent is None or parent.type != "expression_list":
+        return None
+    holder = parent.parent
+    if holder is not None and holder.type == "return_statement" and use.kind is UseKind.RETURN:
+        return None if unit.kind is UnitKind.LITERAL else "returned"
+    if holder is not None and holder.type == "assignment_statement" and holder.child_by_field_name("right") == parent:
+        left = syntax.expressions(holder.child_by_field_name("left"))
+        right = syntax.children(parent)
+        if len(left) != len(right):
+            return None
+        target = syntax.unparen(left[[c.id for c in right].index(value.id)])
+        resolution = p.package.resolution
+        if target is not None and target.type == "identifier":
+            symbol = resolution.symbol(target)
+            if symbol is not None and symbol.role is Role.GLOBAL:
+                return f"stored in the package-level variable {symbol.name}"
+        if target is not None and target.type == "index_expression":
+            container = syntax.unparen(target.child_by_field_name("operand"))
+            symbol = resolution.symbol(container) if container is not None and container.type == "identifier" else None
+            # A package-level map or slice, or the caller's (a parameter); a
+            # local one never leaves, and one in a struct field is owned.
+            if symbol is not None and symbol.role is Role.GLOBAL:
+                return f"stored in the package-level map or slice {symbol.name}"
+            if symbol is not None and symbol.role is Role.PARAM:
+                return f"stored in the caller's map or slice {symbol.name}"
+    return None
+
+
+RULE = Rule(
+    "CL502", "raw-device-pointer-escape", Level.WARNING,
+    "Device memory leaves the allocating function as a bare pointer or integer.",
+    """
+    ## What it does
+    Reports device memory (from `cudaMalloc`, `cuMemAlloc`, ... as
+    `rules/*.toml` marks with `device_memory = true`) that leaves the function
+    that allocated it as a bare `unsafe.Pointer`, `uintptr` or C pointer:
+    returned (also as a named result), allocated straight into a
+    package-level variable, stored into one, or into a package-level map or
+    slice, or into a map or slice the caller passed in. Storing it in a
+    struct field, or in a map or slice held by one (an owning Go type with a
+    `Close` method), is the fix, not a finding; a local map is no escape, and
+    neither is a func literal returning it to the function that made it.
+    What a callee does with a pointer it receives is the callee's business.
+
+    ## Why is this bad?
+    A bare device address says nothing about who frees it or how much memory
+    it spans. Every caller must remember to call `cudaFree` on every path,
+    and the leak rules can no longer follow it.
+
+    ## Example
+    ```go
+    func alloc(n int) (unsafe.Pointer, error) {
+        var d unsafe.Pointer
+        if st := C.cudaMalloc(&d, C.size_t(n)); st != C.cudaSuccess {
+            return nil, cudaError(st)
+        }
+        return d, nil
+    }
+    ```
+
+    ## Use instead
+    ```go
+    type DeviceBuffer struct{ ptr unsafe.Pointer; size int }
+
+    func NewDeviceBuffer(n int) (*DeviceBuffer, error) { ... return &DeviceBuffer{ptr: d, size: n}, nil }
+    func (b *DeviceBuffer) Close() error { return cudaError(C.cudaFree(b.ptr)) }
+    ```
+    """,
+    tags=("maintainability", "resource-leak"),
+    check=check,
+    requires=(CALLS, LIFETIMES),
+    needles=lambda knowledge: imports_of(knowledge, lambda family: any(r.device_memory for r in family.resources)),
+)

@@ -1,0 +1,74 @@
+"""CL301: a status-returning call used as a bare statement."""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.analyses.calls import CALLS, CallFact, CallIndex
+from cudalint.catalog import Level, Rule
+from cudalint.checks.wording import imports_of, status_what, success_hint
+from cudalint.framework import Pass
+
+def check(p: Pass) -> None:
+    calls = p.result_of(CALLS)
+    for unit, graph in p.graphs_of(calls.units_calling_api()):
+        with p.isolating(unit):
+            for n in graph.statement_nodes():
+                fact = _dropped(calls, graph.ast(n))
+                if fact is not None:
+                    p.report(unit, fact.node, f"{status_what(fact)} is discarded; {success_hint(fact)}")
+
+
+def _dropped(calls: CallIndex, statement: Node) -> CallFact | None:
+    """A status call that is not a release, as a statement of its own (a
+    `go` statement drops nothing the caller could have read)."""
+    if statement.type != "expression_statement":
+        return None
+    inner = syntax.children(statement)
+    fact = calls.status_call(inner[0] if inner else None)
+    if fact is None or fact.is_release or (fact.api is not None and fact.api.discardable):
+        return None
+    return fact
+
+
+RULE = Rule(
+    "CL301", "status-discarded", Level.ERROR,
+    "A call that returns a CUDA/NVML/cuBLAS/... status is used as a bare statement.",
+    """
+    ## What it does
+    Reports a call whose result is a status code (`cudaError_t`, `CUresult`,
+    `cublasStatus_t`, `nvmlReturn_t`, ..., or the `error` of a known Go wrapper)
+    when the call is a statement of its own, so that the status is dropped.
+    Which calls return a status comes from the API knowledge in `rules/*.toml`;
+    calls that return `void` or a pointer (`cudaGetErrorString`) are never
+    reported, nor are releases such as `cudaFree`: a release's status is a
+    separate, lesser concern (it also reports errors of earlier asynchronous
+    work), left to a rule of its own.
+
+    ## Why is this bad?
+    A CUDA call reports failure only through its return value. Dropping it hides
+    the failure: a `cudaMemcpy` that did not copy, a kernel launch that never ran.
+    The CUDA runtime also keeps asynchronous errors sticky, so the failure
+    resurfaces in a later, unrelated call, far from its cause.
+
+    A `defer` or `go` statement is not reported: a deferred call is the release
+    idiom, and its status has nowhere to go.
+
+    ## Example
+    ```go
+    C.cudaMemcpy(dst, src, n, C.cudaMemcpyHostToDevice)
+    ```
+
+    ## Use instead
+    ```go
+    if st := C.cudaMemcpy(dst, src, n, C.cudaMemcpyHostToDevice); st != C.cudaSuccess {
+        return fmt.Errorf("copy to device: %s", C.GoString(C.cudaGetErrorString(st)))
+    }
+    ```
+    """,
+    tags=("correctness", "error-handling"),
+    check=check,
+    requires=(CALLS,),
+    needles=lambda knowledge: imports_of(knowledge, lambda family: family.status is not None),
+)

@@ -1,0 +1,144 @@
+"""CL303: a stored status that is overwritten or dropped before it is read."""
+
+from __future__ import annotations
+
+from cudalint import syntax
+from cudalint.analyses.calls import CALLS, CallFact
+from cudalint.analyses.lifetimes import LIFETIMES, Engine
+from cudalint.analyses.uses import Use, UseKind
+from cudalint.catalog import Level, Rule
+from cudalint.cfg import CFG, ExitKind, NodeKind
+from cudalint.checks.wording import imports_of, success_hint
+from cudalint.framework import Pass, Ref
+from cudalint.functions import Unit
+from cudalint.scope import Role, Symbol
+
+def check(p: Pass) -> None:
+    calls = p.result_of(CALLS)
+    lifetimes = p.result_of(LIFETIMES)
+    resolution = p.package.resolution
+    for unit, graph in p.graphs_of(calls.units_calling_api()):
+        with p.isolating(unit):
+            for n in graph.statement_nodes():
+                if not graph.reachable(n):
+                    continue
+                for left, right in syntax.assignment_sides(graph.ast(n)):
+                    for target, fact in calls.status_targets(left, right):
+                        if target.type != "identifier" or syntax.text(target) == "_":
+                            continue
+                        symbol = resolution.symbol(target)
+                        if symbol is None or not symbol.is_local or symbol.role is Role.RESULT:
+                            continue
+                        if not _read_by_deferred_closure(lifetimes, unit, symbol):
+                            _check_unread(p, lifetimes, graph, n, symbol, fact)
+
+
+def _check_unread(p: Pass, lifetimes: Engine, graph: CFG, n: int, symbol: Symbol, fact: CallFact) -> None:
+    """Follow the variable from the assignment; on some path it must not be
+    overwritten, or end its life, before something reads it."""
+    scope = symbol.scope_node
+    verdicts: dict[int, str | None] = {}
+
+    def verdict(m: int) -> str | None:
+        """None: the path goes on; "read": it ends well; else what went wrong."""
+        if m not in verdicts:
+            verdicts[m] = _verdict(lifetimes, graph, m, symbol, scope)
+        return verdicts[m]
+
+    # The assignment starts the walk; reaching it again (a loop) is a visit.
+    def step(m: int, starting: bool):
+        if starting or verdict(m) is None:
+            for successor in graph.successors(m):
+                yield successor, False
+
+    for m, starting in graph.walk(n, True, step):
+        what = None if starting else verdict(m)
+        if what is not None and what != "read":
+            name = "error" if fact.status.kind == "error" else fact.status.type
+            refs = {"overwritten": Ref(graph.ast(m), f"{symbol.name} overwritten here")} if what.startswith("is overwritten") else {}
+            p.report(
+                graph.unit, fact.node,
+                f"the {name} from {fact.written} stored in {symbol.name} {what}; {success_hint(fact)}", **refs,
+            )
+            return
+
+
+def _verdict(lifetimes: Engine, graph: CFG, m: int, symbol: Symbol, scope) -> str | None:
+    if graph.kind(m) is NodeKind.EXIT:
+        return "is never read before the function returns" if graph.exit_kind(m) in (ExitKind.RETURN, ExitKind.GOEXIT) else "read"
+    there = graph.ast(m)
+    if scope is not None and scope != symbol.function and there is not None and not (scope.start_byte <= there.start_byte < scope.end_byte):
+        return f"goes out of scope at line {scope.end_point[0] + 1} without being read"
+    here = lifetimes.uses.uses(graph.evaluated(m))
+    mine = [u for u in here if u.symbol is symbol]
+    if any(u.kind not in (UseKind.WRITE, UseKind.ACQUIRE_OUT) for u in mine) or _calls_closure_reading(lifetimes, here, symbol):
+        return "read"
+    if mine:
+        return "is overwritten at @overwritten before it is read"
+    return None
+
+
+def _read_by_deferred_closure(lifetimes: Engine, unit: Unit, symbol: Symbol) -> bool:
+    """A deferred closure that refers to the variable reads it at return."""
+    body = unit.body
+    return body is not None and any(
+        use.symbol is symbol and use.kind is UseKind.CAPTURE and use.deferred for use in lifetimes.uses.uses([body])
+    )
+
+
+def _calls_closure_reading(lifetimes: Engine, uses: list[Use], symbol: Symbol) -> bool:
+    """`report()` where report is a local closure that refers to the variable."""
+    for use in uses:
+        if use.kind is UseKind.CALLED:
+            literal = lifetimes.facts.unit_of(use.symbol)
+            if literal is not None and symbol in lifetimes.captures(literal):
+                return True
+    return False
+
+
+RULE = Rule(
+    "CL303", "status-unchecked", Level.WARNING,
+    "A status stored in a variable that is overwritten or goes out of scope on some path without being read.",
+    """
+    ## What it does
+    Follows a variable that receives a status (`st := C.cudaMemcpy(...)`,
+    `count, ret := nvml.DeviceGetCount()`, `p, err := cu.MemAlloc(n)`) along
+    every path from the assignment and reports the assignment when some path
+    overwrites the variable, returns, or leaves its scope before anything
+    reads it. Any read counts as handling: a comparison, a switch, a return,
+    an argument to any function, a store, a conversion to an error. A
+    variable a deferred closure refers to is read when the function returns;
+    one another closure refers to is read where the closure is made or
+    called. To keep only the
+    first failure in a sticky error field, compare the status before storing
+    it: `if st != C.cudaSuccess && s.err == C.cudaSuccess { s.err = st }`.
+
+    ## Why is this bad?
+    The Go compiler only insists that a variable is used *somewhere*. A status
+    that is checked on one path and silently overwritten by the next call on
+    another loses exactly the failure the check was written for.
+
+    ## Example
+    ```go
+    st := C.cudaMemcpy(dst, src, n, C.cudaMemcpyHostToDevice)
+    st = C.cudaDeviceSynchronize() // the copy's status is lost
+    if st != C.cudaSuccess {
+        return cudaError(st)
+    }
+    ```
+
+    ## Use instead
+    ```go
+    if st := C.cudaMemcpy(dst, src, n, C.cudaMemcpyHostToDevice); st != C.cudaSuccess {
+        return cudaError(st)
+    }
+    if st := C.cudaDeviceSynchronize(); st != C.cudaSuccess {
+        return cudaError(st)
+    }
+    ```
+    """,
+    tags=("correctness", "error-handling"),
+    check=check,
+    requires=(CALLS, LIFETIMES),
+    needles=lambda knowledge: imports_of(knowledge, lambda family: family.status is not None),
+)

@@ -1,0 +1,93 @@
+"""CL501: a Go address kept as a uintptr variable and turned back into a pointer."""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.analyses.calls import CALLS
+from cudalint.analyses.provenance import PROVENANCE, Provenance
+from cudalint.catalog import Level, Rule
+from cudalint.framework import Pass, Ref
+from cudalint.scope import Resolution, SymbolKind
+
+def check(p: Pass) -> None:
+    memory = p.result_of(PROVENANCE)
+    for unit, node in p.result_of(CALLS).calls_to("unsafe", "Pointer"):
+        arguments = syntax.children(node.child_by_field_name("arguments"))
+        if len(arguments) != 1:
+            continue
+        found = _stored_go_address(p.package.resolution, memory, arguments[0])
+        if found is None:
+            continue
+        held, source = found
+        p.report(
+            unit, node,
+            f"{syntax.text(node)} turns {held}, a uintptr held in a variable, back into a pointer: the Go object "
+            f"whose address it took at @taken may have been moved or freed since; keep it "
+            f"as an unsafe.Pointer until it is used",
+            taken=Ref(source, "the address taken here"),
+        )
+
+
+def _stored_go_address(resolution: Resolution, memory: Provenance, expression: Node) -> tuple[str, Node] | None:
+    """A uintptr variable or field in the expression (arithmetic included)
+    that was given a Go object's address somewhere else."""
+    node = syntax.unparen(expression)
+    if node is None:
+        return None
+    if node.type == "binary_expression":
+        return _stored_go_address(resolution, memory, node.child_by_field_name("left")) or _stored_go_address(
+            resolution, memory, node.child_by_field_name("right"),
+        )
+    if node.type == "identifier":
+        symbol = resolution.symbol(node)
+        if symbol is None or symbol.kind is not SymbolKind.VAR or not symbol.is_local:
+            return None
+        if syntax.text(symbol.type_node) not in ("", "uintptr"):
+            return None
+        source = memory.uintptr_from_go(symbol)
+        return (symbol.name, source) if source is not None else None
+    if node.type == "selector_expression":
+        source = memory.field_from_go(node)
+        return (syntax.text(node), source) if source is not None else None
+    return None
+
+
+RULE = Rule(
+    "CL501", "uintptr-roundtrip", Level.WARNING,
+    "`unsafe.Pointer(x)` where x is a uintptr held in a variable, taken from Go memory.",
+    """
+    ## What it does
+    Reports `unsafe.Pointer(x)` where `x` (or arithmetic on it, `base + off`)
+    is a `uintptr` variable or struct field that was given the address of a
+    Go object somewhere (`uintptr(unsafe.Pointer(&buf[0]))`, `v.UnsafeAddr()`,
+    `reflect.ValueOf(s).Index(i).UnsafeAddr()`, a composite literal's field).
+    Arithmetic done entirely in one expression,
+    `unsafe.Pointer(uintptr(unsafe.Pointer(p)) + off)`, is fine, and so are
+    device addresses (`C.CUdeviceptr`, a `uintptr` from `cudaMalloc`): the GC
+    does not manage them.
+
+    ## Why is this bad?
+    A `uintptr` is an integer: it does not keep the object alive and is not
+    updated when the GC moves a stack. Between the two conversions the object
+    may be freed or moved, and the pointer made back from the integer points
+    into something else. `go vet`'s unsafeptr check finds some of these;
+    cgo code that stores addresses to pass them to C finds many more.
+
+    ## Example
+    ```go
+    addr := uintptr(unsafe.Pointer(&buf[0]))
+    ...
+    C.consume(unsafe.Pointer(addr))
+    ```
+
+    ## Use instead
+    Keep the pointer as an `unsafe.Pointer` (which the GC tracks) until the
+    call: `p := unsafe.Pointer(&buf[0]); C.consume(p)`.
+    """,
+    tags=("correctness", "memory-safety"),
+    check=check,
+    requires=(CALLS, PROVENANCE),
+    needles=lambda knowledge: frozenset({b"uintptr(unsafe.Pointer(", b"UnsafeAddr()", b".Pointer()"}),
+)

@@ -1,0 +1,74 @@
+"""CL403: an unlock with no lock before it."""
+
+from __future__ import annotations
+
+from cudalint.analyses.calls import CALLS
+from cudalint.analyses.locks import LOCKS, Event, concerns_threads, exported, lock_follows, unlocked_before
+from cudalint.catalog import Level, Rule
+from cudalint.checks.wording import imports_of
+from cudalint.framework import Pass
+
+def check(p: Pass) -> None:
+    if not concerns_threads(p.result_of(CALLS)):
+        return
+    threads = p.result_of(LOCKS)
+    for unit, graph in p.graphs_of(threads.locked):
+        with p.isolating(unit):
+            # The unlock half of an exported lock/unlock pair is an API for
+            # callers outside the package, which lock with the other half.
+            if threads.wrapper(unit) is Event.UNLOCK and exported(unit) and threads.has_exported_lock:
+                continue
+            entry = threads.entry_of(unit)
+            for n, happening, locked in threads.visits(unit, graph):
+                if locked != 0:
+                    continue
+                if happening.event is Event.UNLOCK and unlocked_before(threads, graph, entry, n, happening):
+                    p.report(unit, happening.call, _message(unit.name))
+                elif happening.event is Event.DEFER_UNLOCK and not lock_follows(threads, graph, n):
+                    p.report(unit, happening.call, _message(unit.name))
+
+
+def _message(function: str) -> str:
+    return (
+        f"runtime.UnlockOSThread can run in {function} without a runtime.LockOSThread before it "
+        f"(neither here nor in every caller in this package); lock first, or remove the unlock"
+    )
+
+
+RULE = Rule(
+    "CL403", "unlock-without-lock", Level.WARNING,
+    "runtime.UnlockOSThread with no lock before it on some path.",
+    """
+    ## What it does
+    Reports a `runtime.UnlockOSThread` (called or deferred) that some path
+    reaches without a `runtime.LockOSThread` before it, in a function whose
+    callers in the package have not locked either. The unlock half of a
+    lock/unlock wrapper pair (`func lockGPU()` / `func unlockGPU()`) is fine.
+
+    ## Why is this bad?
+    Locks nest: an unmatched unlock can undo a lock taken by someone else
+    (a caller, or a library that pinned the thread on purpose), releasing a
+    thread that CUDA state was bound to.
+
+    ## Example
+    ```go
+    func work() error {
+        defer runtime.UnlockOSThread()
+        return check(C.cudaSetDevice(0))
+    }
+    ```
+
+    ## Use instead
+    ```go
+    func work() error {
+        runtime.LockOSThread()
+        defer runtime.UnlockOSThread()
+        return check(C.cudaSetDevice(0))
+    }
+    ```
+    """,
+    tags=("correctness", "concurrency"),
+    check=check,
+    requires=(CALLS, LOCKS),
+    needles=lambda knowledge: frozenset({b"LockOSThread", b"UnlockOSThread"}) | imports_of(knowledge, lambda family: bool(family.thread_bound)),
+)

@@ -1,0 +1,71 @@
+"""CL104: a handle used after it was released."""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.analyses.calls import CALLS
+from cudalint.analyses.lifetimes import LIFETIMES
+from cudalint.analyses.uses import UseKind
+from cudalint.catalog import Level, Rule
+from cudalint.checks.wording import imports_of
+from cudalint.framework import Pass, Ref
+
+def check(p: Pass) -> None:
+    lifetimes = p.result_of(LIFETIMES)
+    for unit, graph in p.graphs_of(p.result_of(CALLS).units_calling_api()):
+        with p.isolating(unit):
+            if not graph.created:
+                continue
+            for late in lifetimes.lifetimes(unit).uses_after_release:
+                use = late.use
+                p.report(
+                    unit, use.node,
+                    f"{use.symbol.name} is {_phrase(use.kind, use.call)} after it was released at @released; "
+                    f"move the release after its last use",
+                    released=Ref(graph.ast(late.released), "the release"),
+                )
+
+
+def _phrase(kind: UseKind, call: Node | None) -> str:
+    if kind is UseKind.RETURN:
+        return "returned"
+    if kind is UseKind.DEREF:
+        return "dereferenced"
+    if kind in (UseKind.PASS_API, UseKind.TRANSFER_CALL, UseKind.METHOD, UseKind.CALLED) and call is not None:
+        callee = syntax.text(call.child_by_field_name("function"))
+        return f"passed to {callee}" if kind is not UseKind.METHOD else f"used by {callee}"
+    return "used"
+
+
+RULE = Rule(
+    "CL104", "use-after-release", Level.ERROR,
+    "A handle passed to a non-release API call, dereferenced or returned after it was released.",
+    """
+    ## What it does
+    Reports a use of a handle (a local variable, or a parameter the function
+    releases itself) that some path reaches after releasing it: passed to an
+    API call that is not a release, dereferenced (`*p`, `p[i]`, `p.f`),
+    called, or returned.
+
+    ## Why is this bad?
+    Memory released with `cudaFree` may be handed to the next `cudaMalloc`
+    of any goroutine; a copy into it corrupts someone else's data, and a
+    stream or event used after its destroy call fails at best.
+
+    ## Example
+    ```go
+    C.cudaFree(d)
+    C.cudaMemcpy(host, d, n, C.cudaMemcpyDeviceToHost)
+    ```
+
+    ## Use instead
+    Move the release after the last use, usually as a `defer` right after the
+    acquisition's error check.
+    """,
+    tags=("correctness", "memory-safety"),
+    check=check,
+    requires=(CALLS, LIFETIMES),
+    needles=lambda knowledge: imports_of(knowledge, lambda family: bool(family.resources)),
+)

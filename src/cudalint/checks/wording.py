@@ -1,0 +1,81 @@
+"""How messages name things: a resource's release verb, a knowledge name as
+the file spells it (imports may be renamed), the statement that would fix a
+leak, what a status call returns and what success looks like. Shared by the
+checks so that every message says the same thing the same way."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from cudalint.analyses.calls import CallFact
+from cudalint.analyses.lifetimes import Origin
+from cudalint.knowledge import Family, Knowledge, ResourceSpec
+
+_VERBS = (
+    ("unregister", "unregistered"), ("free", "freed"), ("destroy", "destroyed"), ("unload", "unloaded"),
+    ("shutdown", "shut down"), ("close", "closed"), ("unsubscribe", "unsubscribed"), ("abort", "aborted"),
+)
+
+
+def release_verb(resource: ResourceSpec) -> str:
+    release = resource.first_release.rsplit(".", 1)[-1].lower()
+    return next((verb for word, verb in _VERBS if word in release), "released")
+
+
+def spelled(origin: Origin, qualified: str) -> str:
+    """A knowledge name as this file writes it: `cu.MemFree` is `cuda.MemFree`
+    where the file imports gorgonia.org/cu as cuda."""
+    package = origin.written.split(".", 1)[0]
+    qualifier = origin.api.family.qualifier
+    return package + qualified[len(qualifier):] if qualified.startswith(qualifier + ".") else qualified
+
+
+def release_statement(origin: Origin) -> str:
+    """The statement that would release the resource, as this file spells it."""
+    resource = origin.resource
+    if resource.any_use_releases:
+        return f"defer {origin.handle or 'x'}()"
+    if not resource.release:
+        return ""
+    role = resource.release[0]
+    if role.handle == "receiver":
+        return f"defer {origin.handle}.{role.method}()"
+    call = spelled(origin, role.call)
+    if role.handle == "none":
+        return f"defer {call}(...)"
+    handle = origin.handle or "x"  # a result never stored: name the variable to store it in
+    if role.index == 0:
+        argument = f"unsafe.Pointer({handle})" if role.call == "C.free" else handle
+        return f"defer {call}({argument})"
+    return f"defer {call}(...{handle}...)"
+
+
+def where_to_fix(origin: Origin) -> str:
+    return "after the error check" if origin.status is not None else "right after the acquisition"
+
+
+def status_what(fact: CallFact) -> str:
+    """"the cudaError_t returned by C.cudaMemcpy"."""
+    status = fact.status
+    assert status is not None
+    return f"the {'error' if status.kind == 'error' else status.type} returned by {fact.written}"
+
+
+def success_hint(fact: CallFact) -> str:
+    """What checking the status means, in this file's spelling."""
+    status = fact.status
+    assert status is not None
+    if status.kind == "error":
+        return "check that it is nil and handle the failure"
+    family = fact.api.family if fact.api is not None else None
+    written_package = fact.written.split(".", 1)[0]
+    success = status.success[0]
+    if family is not None and success.startswith(family.qualifier + "."):
+        success = written_package + success[len(family.qualifier):]
+    return f"compare it with {success} and handle the failure"
+
+
+def imports_of(knowledge: Knowledge, wanted: Callable[[Family], bool]) -> frozenset[bytes]:
+    """Prefilter needles: the quoted import paths of the families a rule
+    has something to say about."""
+    return frozenset(f'"{family.import_path}"'.encode() for family in knowledge.families if wanted(family))
