@@ -71,7 +71,7 @@ def test_run_metadata_and_rules(project: Path) -> None:
     assert rule["name"] == "status-discarded"
     assert rule["defaultConfiguration"]["level"] == "error"
     assert "## Why is this bad?" in rule["help"]["markdown"] and rule["help"]["text"]
-    assert rule["shortDescription"]["text"] and rule["properties"]["precision"] == "high"
+    assert rule["shortDescription"]["text"] and rule["properties"]["tags"]
     assert run["columnKind"] == "utf16CodeUnits"
     assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == project.resolve().as_uri() + "/"
 
@@ -184,7 +184,11 @@ def test_related_locations_are_linked_from_the_message(tmp_path: Path) -> None:
         assert location["physicalLocation"]["region"]["startLine"] == int(line)
         assert location["physicalLocation"]["artifactLocation"] == {"uri": "leak.go", "uriBaseId": "%SRCROOT%"}
         assert location["message"]["text"]
-    assert related[1]["message"]["text"] == "d is still held here"  # the path step on that line
+        assert location["physicalLocation"]["region"]["startColumn"] >= 1  # a real span, not a bare line
+    assert related[1]["message"]["text"] == "d is still held here"
+    defer = related[2]["physicalLocation"]["region"]
+    assert (defer["startLine"], defer["startColumn"], defer["endLine"]) == (19, 2, 19)
+    assert related[2]["message"]["text"] == "the defer"
     assert set(related) == {int(number) for _, number in links}
 
 
@@ -207,7 +211,7 @@ def test_every_rule_is_described_in_full(project: Path) -> None:
         assert descriptor["fullDescription"]["text"] == rule.description and len(rule.description) > len(rule.summary) / 2
         assert descriptor["help"]["text"] == rule.doc and descriptor["help"]["markdown"] == rule.markdown()
         assert descriptor["defaultConfiguration"]["level"] == rule.level.value
-        assert descriptor["properties"] == {"tags": list(rule.tags), "precision": rule.precision}
+        assert descriptor["properties"] == {"tags": list(rule.tags)}
 
 
 def test_configured_levels_are_result_levels_and_configuration_overrides(project: Path) -> None:

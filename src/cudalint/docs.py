@@ -56,13 +56,14 @@ def rules_markdown(rules: list[Rule]) -> str:
     lines += [f"| [{r.id}](#{anchor(r)}) | {r.name} | {r.level.value} | {_cell(r.summary)} |" for r in rules]
     for rule in rules:
         tags = ", ".join(f"`{tag}`" for tag in rule.tags) or "none"
+        since = rule.since + (" (preview: runs only when selected by its ID or with --preview)" if rule.preview else "")
         lines += [
             "",
             f"## {rule.id} {rule.name}",
             "",
             rule.summary,
             "",
-            f"Default level: `{rule.level.value}`. Precision: {rule.precision}. Tags: {tags}.",
+            f"Default level: `{rule.level.value}`. Since: {since}. Tags: {tags}.",
             "",
             _demote_headings(rule.doc),
         ]

@@ -50,6 +50,25 @@ class Related:
 _DIRECTIVE = re.compile(r"//[ \t]*cudalint:.*$")
 
 
+_PLACEHOLDER = re.compile(r"\{@(\d+)\}")
+
+
+def template_parts(template: str) -> list[str | int]:
+    """A message template split into literal text and the indexes of the
+    related locations it names (`{@k}`), in order."""
+    return [int(piece) if position % 2 else piece for position, piece in enumerate(_PLACEHOLDER.split(template))]
+
+
+def fill_template(template: str, related: tuple[Related, ...], link=None) -> str:
+    """The message people read: each named related location as "line N"
+    (or whatever `link(k, related[k])` makes of it, for SARIF)."""
+    return "".join(
+        part if isinstance(part, str)
+        else (link(part, related[part]) if link is not None else f"line {related[part].span.start.line}")
+        for part in template_parts(template)
+    )
+
+
 class SuppressionKind(str, Enum):
     """SARIF's names: in the analysed file (a directive), or outside it (the baseline)."""
 

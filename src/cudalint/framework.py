@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from tree_sitter import Node
 
 from cudalint.cfg import CFG, PackageCFGs
-from cudalint.findings import Finding, Related, Span, Step
+from cudalint.findings import Finding, Related, Span, Step, fill_template
 from cudalint.functions import Package, Unit
 from cudalint.knowledge import Knowledge
 from cudalint.parse import ParsedFile
@@ -184,31 +184,20 @@ class Pass:
             name = match.group(1)
             if name not in refs:
                 return match.group(0)
+            ref = refs[name]
+            where = ref.node if isinstance(ref.node, Span) else source.span(ref.node)
+            if where == span:
+                return f"line {span.start.line}"  # the finding's own place is no related location
             if name not in order:
-                ref = refs[name]
-                where = ref.node if isinstance(ref.node, Span) else source.span(ref.node)
                 order[name] = len(related)
                 related.append(Related(where, ref.label))
             return "{@%d}" % order[name]
 
         template = _PLACEHOLDER.sub(place, message) if refs else ""
-        text = render_template(template, related) if refs else message
+        text = fill_template(template, tuple(related)) if refs else message
+        if not related:
+            template = ""
         self.findings.append(Finding(
             self.rule.id, source.display, span, text, function,
             source.line_text(span.start.line), steps, tuple(related), template,
         ))
-
-
-def render_template(template: str, related: tuple[Related, ...] | list[Related], link: Callable[[int, Related], str] | None = None) -> str:
-    """A message template with its `{@k}` placeholders filled: "line N" for
-    people, or whatever `link` makes of related location k (SARIF links)."""
-    def fill(match: re.Match) -> str:
-        index = int(match.group(1))
-        if index >= len(related):
-            return match.group(0)
-        return link(index, related[index]) if link is not None else f"line {related[index].span.start.line}"
-
-    return _FILLED.sub(fill, template)
-
-
-_FILLED = re.compile(r"\{@(\d+)\}")

@@ -23,15 +23,12 @@ import attr
 import sarif_om as om
 
 from cudalint.catalog import Rule
-from cudalint.findings import Finding, Span, Suppression, SuppressionKind
+from cudalint.findings import Finding, Span, Suppression, SuppressionKind, template_parts
 from cudalint.reporters import Report
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 SRCROOT = "%SRCROOT%"
 INFORMATION_URI = "https://pypi.org/project/cudalint/"
-# How finding messages mention other lines of the same file ("the defer at
-# line 26"); each mention becomes a link to a related location.
-_LINE_MENTION = re.compile(r"\bline (\d+)\b")
 
 
 def to_json(value: Any) -> Any:
@@ -84,7 +81,7 @@ def _descriptor(rule: Rule) -> om.ReportingDescriptor:
         full_description=om.MultiformatMessageString(text=rule.description),
         help=om.MultiformatMessageString(text=rule.doc, markdown=rule.markdown()),
         default_configuration=om.ReportingConfiguration(level=rule.level.value),
-        properties={"tags": list(rule.tags), "precision": rule.precision},
+        properties={"tags": list(rule.tags)},
     )
 
 
@@ -104,39 +101,20 @@ def _escape(text: str) -> str:
 
 
 def linked_message(report: Report, finding: Finding) -> tuple[str, list[om.Location]]:
-    """The message with each mention of another line of the file ("the
-    return at line 24") linked to a related location, which takes its
-    region from the finding's related locations or path steps on that line
-    (else the whole line)."""
-    known: dict[int, tuple[Span, str]] = {}
-    for step in (*finding.related, *finding.steps):
-        known.setdefault(step.span.start.line, (step.span, step.message))
-    mentions: dict[int, str] = {}
-    for match in _LINE_MENTION.finditer(finding.message):
-        line = int(match.group(1))
-        if line != finding.span.start.line and line not in mentions:
-            # The clause that mentions the line: "the defer at line 26".
-            clause = re.split(r"[;:,(]", finding.message[: match.end()])[-1].strip()
-            mentions[line] = clause
-    if not mentions:
-        return finding.message, []
-    ids = {line: number for number, line in enumerate(mentions, start=1)}
-    related = []
-    for line, number in ids.items():
-        span, text = known.get(line, (None, None))
-        location = _location(report, finding.path, span, text or mentions[line], id=number)
-        if span is None:
-            location.physical_location.region = om.Region(start_line=line)
-        related.append(location)
-    parts: list[str] = []
-    last = 0
-    for match in _LINE_MENTION.finditer(finding.message):
-        line = int(match.group(1))
-        parts.append(_escape(finding.message[last:match.start()]))
-        parts.append(f"[line {line}]({ids[line]})" if line in ids else match.group(0))
-        last = match.end()
-    parts.append(_escape(finding.message[last:]))
-    return "".join(parts), related
+    """The message with each related location it names ("the return at
+    line 24") as a link to that location (SARIF §3.11.6), from the finding's
+    data: nothing here reads the message."""
+    if not finding.template:
+        return _escape(finding.message), []
+    related = [
+        _location(report, finding.path, place.span, place.label, id=number)
+        for number, place in enumerate(finding.related, start=1)
+    ]
+    text = "".join(
+        _escape(part) if isinstance(part, str) else f"[line {finding.related[part].span.start.line}]({part + 1})"
+        for part in template_parts(finding.template)
+    )
+    return text, related
 
 
 def _suppression(report: Report, suppression: Suppression) -> dict:
