@@ -5,3 +5,13 @@ codes that nothing forces anyone to read; cudalint is the missing compiler check
 """
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """`cudalint.check` without importing the analysis on `import cudalint`
+    (the command line's start-up pays only for what it uses)."""
+    if name == "check":
+        from cudalint.api import check
+
+        return check
+    raise AttributeError(name)

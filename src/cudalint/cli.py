@@ -10,23 +10,24 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
 import click
 
 from cudalint import __version__
-from cudalint.driver import Settings, analyze, default_jobs
+from cudalint.driver import Settings, analyze, default_jobs, dump_cfgs
 from cudalint.baseline import Baseline, BaselineError
 from cudalint.baseline import render as render_baseline
 from cudalint.cache import DEFAULT_DIRECTORY as DEFAULT_CACHE
 from cudalint.catalog import select_rules
 from cudalint.config import Config, ConfigError, PathGlobs, find_config, load_config
 from cudalint.discover import discover
-from cudalint.findings import NotificationKind
-from cudalint.knowledge import KnowledgeError, load_knowledge
+from cudalint.findings import NotificationKind, Result
+from cudalint.knowledge import Knowledge, KnowledgeError, load_knowledge
 from cudalint.checks import all_rules, rule_by_id
-from cudalint.reporters import FORMATS, Report, render
+from cudalint.reporters import FORMATS, RenderOptions, Report, render
 from cudalint.source import display_path, repository_root
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -113,12 +114,14 @@ def _write_report(path: Path, text: str) -> None:
               help="Output format: text for people, json for scripts, sarif for code scanning, github for workflow annotations.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to FILE instead of stdout (a regular file is replaced atomically).")
 @click.option("--select", metavar="PREFIXES", help="Comma-separated rule-ID prefixes to enable (default: all), e.g. CL1,CL301. Replaces the configuration's select.")
+@click.option("--preview", is_flag=True, help="Enable preview rules (new rules that run only when asked for) with the selected ones.")
 @click.option("--ignore", metavar="PREFIXES", help="Comma-separated rule-ID prefixes to disable, e.g. CL302. Replaces the configuration's ignore.")
 @click.option("--exclude", "excludes", multiple=True, metavar="GLOB",
               help="Skip files matching GLOB (relative to the current directory); repeatable. Replaces the configuration's exclude.")
 @click.option(
-    "--rules", "rules_files", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
-    help="An extra API knowledge file (TOML, schema in rules/README.md), loaded in addition to the configuration's; repeatable.",
+    "--knowledge", "--rules", "knowledge_files", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+    help="An extra API knowledge file (TOML, schema in rules/README.md), loaded in addition to the configuration's; "
+         "repeatable. (--rules is the older spelling.)",
 )
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Read this configuration file instead of the nearest .cudalint.toml or pyproject.toml [tool.cudalint].")
@@ -149,11 +152,10 @@ def _write_report(path: Path, text: str) -> None:
     help="Exit with status 2 when a file could not be read or parsed (by default that is a notification only).",
 )
 @click.option("--debug", is_flag=True, help="Include tracebacks in internal-error notifications.")
+@click.option("--dump-cfg", metavar="FUNCTION", hidden=True,
+              help="Print the control-flow graph of every function so named (Go toolchain names, e.g. (*T).M) and exit.")
 @click.version_option(__version__, "--version", prog_name="cudalint")
-def main(
-    patterns, fmt, output, select, ignore, excludes, rules_files, config_file, isolated, baseline_file, write_baseline,
-    show_suppressed, show_source, show_paths, color_mode, jobs, quiet, list_rules, explain, no_cache, cache_dir, strict, debug,
-) -> None:
+def main(**values) -> None:
     """Find leaked device memory, double frees, misplaced defers and dropped
     CUDA status codes in Go code that drives NVIDIA GPUs through cgo.
 
@@ -168,117 +170,191 @@ def main(
     //cudalint:ignore CL301 <reason> (this line or the next) or
     //cudalint:file-ignore CL3 <reason> (the whole file).
     """
-    if list_rules:
-        click.echo(_list_rules())
-        sys.exit(EXIT_CLEAN)
-    if explain:
-        rule = rule_by_id(explain)
-        if rule is None:
-            raise click.BadParameter(f"no rule {explain!r} (see --list-rules)", param_hint="--explain")
-        click.echo(rule.markdown(), nl=False)
-        sys.exit(EXIT_CLEAN)
-    if baseline_file is not None and write_baseline is not None:
-        raise click.UsageError("--baseline and --write-baseline exclude each other (--write-baseline replaces the file)")
-    if config_file is not None and isolated:
-        raise click.UsageError("--config and --isolated exclude each other")
-
+    options = Options(**values)
+    _answer_questions(options)
+    _check_combinations(options)
     cwd = Path.cwd()
-    config = _load_config(config_file, isolated, cwd)
-    selected = _prefixes("--select", select) if select is not None else config.select or ("CL",)
-    ignored = _prefixes("--ignore", ignore) if ignore is not None else config.ignore or ()
-    _check_prefixes("--select", selected)
-    _check_prefixes("--ignore", ignored)
+    config = _load_config(options.config_file, options.isolated, cwd)
     rules = all_rules()
-    enabled = select_rules(rules, selected, ignored)
-    if not enabled:
-        raise click.UsageError("--select and --ignore leave no rule enabled" + (f" (with {display_path(config.path, cwd)})" if config.path else ""))
-    if any(not pattern.strip() for pattern in patterns):
-        raise click.BadParameter("an empty pattern names nothing (use . for this directory)", param_hint="PATTERNS")
-    try:
-        exclude = PathGlobs.compile(cwd, excludes) if excludes else PathGlobs.compile(config.root, config.exclude)
-    except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="--exclude") from None
-    try:
-        knowledge = load_knowledge(config.rules + tuple(rules_files))
-    except KnowledgeError as error:
-        _fail(str(error))
-    baseline = None
-    if baseline_file is not None:
-        try:
-            baseline = Baseline.load(baseline_file, str(baseline_file))
-        except BaselineError as error:
-            _fail(str(error))
-
-    discovery = discover(list(patterns) or ["./..."], cwd)
-    for note in discovery.notifications if discovery.unmatched else ():
-        click.echo(note.render(), err=True)
-    for pattern in discovery.unmatched:
-        click.echo(f"cudalint: error: pattern {pattern!r} matches no Go files", err=True)
-    if discovery.unmatched and discovery.nested_modules:
-        names = ", ".join(display_path(m, cwd) for m in discovery.nested_modules[:5])
-        click.echo(
-            f"cudalint: note: directories with their own go.mod are separate modules and are not walked "
-            f"({names}); run cudalint inside them or name them, e.g. cudalint {names.split(', ')[0]}/...",
-            err=True,
-        )
-    if discovery.unmatched:
-        sys.exit(EXIT_ERROR)
-    # Excluded files are dropped even when named: the pre-commit hook names
-    # every staged file, and a pattern whose files are all excluded is fine.
-    files = [path for path in discovery.files if exclude.match(path) is None]
-
+    enabled = _enabled_rules(options, config, rules, cwd)
+    knowledge = _load_knowledge(config, options)
+    baseline = _load_baseline(options.baseline_file)
+    files, notifications = _inputs(options, config, cwd)
+    if options.dump_cfg:
+        click.echo(dump_cfgs(files, cwd, knowledge, options.dump_cfg), nl=False)
+        sys.exit(EXIT_CLEAN)
     settings = Settings(
-        base=cwd, enabled=enabled, jobs=jobs or default_jobs(), debug=debug, per_file=config.per_file(),
-        cache_dir=None if no_cache else (cache_dir or cwd / DEFAULT_CACHE),
+        base=cwd, enabled=enabled, jobs=options.jobs or default_jobs(), debug=options.debug, per_file=config.per_file(),
+        cache_dir=None if options.no_cache else (options.cache_dir or cwd / DEFAULT_CACHE),
     )
     result = analyze(files, settings, knowledge)
-    result.notifications[:0] = discovery.notifications
+    result.notifications[:0] = notifications
     result.sort()
-
-    if write_baseline is not None:
-        try:
-            _write_report(write_baseline, render_baseline(result.findings, write_baseline, cwd, __version__))
-        except OSError as error:
-            _fail(f"cannot write {write_baseline}: {error.strerror or error}")
-        if not quiet:
-            for note in result.notifications:
-                click.echo(note.render(), err=True)
-            count = len(result.findings)
-            click.echo(f"cudalint: wrote {count} finding{'s' if count != 1 else ''} to the baseline {write_baseline}", err=True)
-        sys.exit(EXIT_ERROR if result.internal_errors else EXIT_CLEAN)
-
+    if options.write_baseline is not None:
+        _write_baseline(options, result, cwd)
     stale = 0
     if baseline is not None:
         result.findings, known, stale = baseline.split(result.findings, cwd)
         result.suppressed = sorted(result.suppressed + known, key=lambda f: f.sort_key())
+    _report(options, config, rules, result, stale, cwd)
+    sys.exit(_exit_status(options, result))
 
+
+@dataclass(frozen=True)
+class Options:
+    """The command line, as click parsed it."""
+
+    patterns: tuple[str, ...]
+    fmt: str
+    output: Path | None
+    select: str | None
+    preview: bool
+    ignore: str | None
+    excludes: tuple[str, ...]
+    knowledge_files: tuple[Path, ...]
+    config_file: Path | None
+    isolated: bool
+    baseline_file: Path | None
+    write_baseline: Path | None
+    show_suppressed: bool
+    show_source: bool
+    show_paths: bool
+    color_mode: str
+    jobs: int | None
+    quiet: bool
+    list_rules: bool
+    explain: str | None
+    no_cache: bool
+    cache_dir: Path | None
+    strict: bool
+    debug: bool
+    dump_cfg: str | None
+
+
+def _answer_questions(options: Options) -> None:
+    """--list-rules and --explain answer and exit before anything is read."""
+    if options.list_rules:
+        click.echo(_list_rules())
+        sys.exit(EXIT_CLEAN)
+    if options.explain:
+        rule = rule_by_id(options.explain)
+        if rule is None:
+            raise click.BadParameter(f"no rule {options.explain!r} (see --list-rules)", param_hint="--explain")
+        click.echo(rule.markdown(), nl=False)
+        sys.exit(EXIT_CLEAN)
+
+
+def _check_combinations(options: Options) -> None:
+    if options.baseline_file is not None and options.write_baseline is not None:
+        raise click.UsageError("--baseline and --write-baseline exclude each other (--write-baseline replaces the file)")
+    if options.config_file is not None and options.isolated:
+        raise click.UsageError("--config and --isolated exclude each other")
+    if any(not pattern.strip() for pattern in options.patterns):
+        raise click.BadParameter("an empty pattern names nothing (use . for this directory)", param_hint="PATTERNS")
+
+
+def _enabled_rules(options: Options, config: Config, rules: list, cwd: Path) -> frozenset[str]:
+    selected = _prefixes("--select", options.select) if options.select is not None else config.select or ("CL",)
+    ignored = _prefixes("--ignore", options.ignore) if options.ignore is not None else config.ignore or ()
+    _check_prefixes("--select", selected)
+    _check_prefixes("--ignore", ignored)
+    enabled = select_rules(rules, selected, ignored, preview=options.preview)
+    if not enabled:
+        where = f" (with {display_path(config.path, cwd)})" if config.path else ""
+        raise click.UsageError("--select and --ignore leave no rule enabled" + where)
+    return enabled
+
+
+def _load_knowledge(config: Config, options: Options) -> Knowledge:
+    try:
+        return load_knowledge(config.rules + tuple(options.knowledge_files))
+    except KnowledgeError as error:
+        _fail(str(error))
+
+
+def _load_baseline(path: Path | None) -> Baseline | None:
+    if path is None:
+        return None
+    try:
+        return Baseline.load(path, str(path))
+    except BaselineError as error:
+        _fail(str(error))
+
+
+def _inputs(options: Options, config: Config, cwd: Path) -> tuple[list[Path], list]:
+    """The files the patterns name, less the excluded ones, and what
+    discovery had to say; a pattern that matches nothing ends the run."""
+    try:
+        exclude = PathGlobs.compile(cwd, options.excludes) if options.excludes else PathGlobs.compile(config.root, config.exclude)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--exclude") from None
+    discovery = discover(list(options.patterns) or ["./..."], cwd)
+    if discovery.unmatched:
+        for note in discovery.notifications:
+            click.echo(note.render(), err=True)
+        for pattern in discovery.unmatched:
+            click.echo(f"cudalint: error: pattern {pattern!r} matches no Go files", err=True)
+        if discovery.nested_modules:
+            names = ", ".join(display_path(m, cwd) for m in discovery.nested_modules[:5])
+            click.echo(
+                f"cudalint: note: directories with their own go.mod are separate modules and are not walked "
+                f"({names}); run cudalint inside them or name them, e.g. cudalint {names.split(', ')[0]}/...",
+                err=True,
+            )
+        sys.exit(EXIT_ERROR)
+    # Excluded files are dropped even when named: the pre-commit hook names
+    # every staged file, and a pattern whose files are all excluded is fine.
+    return [path for path in discovery.files if exclude.match(path) is None], list(discovery.notifications)
+
+
+def _write_baseline(options: Options, result: Result, cwd: Path) -> NoReturn:
+    target = options.write_baseline
+    try:
+        _write_report(target, render_baseline(result.findings, target, cwd, __version__))
+    except OSError as error:
+        _fail(f"cannot write {target}: {error.strerror or error}")
+    if not options.quiet:
+        for note in result.notifications:
+            click.echo(note.render(), err=True)
+        count = len(result.findings)
+        click.echo(f"cudalint: wrote {count} finding{'s' if count != 1 else ''} to the baseline {target}", err=True)
+    sys.exit(EXIT_ERROR if result.internal_errors else EXIT_CLEAN)
+
+
+def _report(options: Options, config: Config, rules: list, result: Result, stale: int, cwd: Path) -> None:
     levels = {rule.id: config.level_for(rule.id, rule.level) for rule in rules}
     report = Report(
         result, {r.id: r for r in rules}, __version__, cwd, repository_root(cwd),
         levels={r.id: levels[r.id].value for r in rules if levels[r.id] is not r.level},
-        show_suppressed=show_suppressed, baseline=str(baseline_file) if baseline_file is not None else None,
+        show_suppressed=options.show_suppressed,
+        baseline=str(options.baseline_file) if options.baseline_file is not None else None,
         stale_baseline_entries=stale,
     )
-    color = _use_color(color_mode, fmt, output)
-    text = render(report, fmt, color=color, quiet=quiet, show_paths=show_paths, show_source=show_source)
-    if not quiet:
+    color = _use_color(options.color_mode, options.fmt, options.output)
+    text = render(report, options.fmt, RenderOptions(
+        color=color, quiet=options.quiet, show_paths=options.show_paths, show_source=options.show_source,
+    ))
+    if not options.quiet:
         for note in result.notifications:
             click.echo(note.render(), err=True)
         if stale:
             click.echo(
-                f"cudalint: note: {stale} entr{'ies' if stale != 1 else 'y'} of the baseline {baseline_file} match no finding "
-                f"any more (fixed, or the reported line changed); refresh it with --write-baseline {baseline_file}",
+                f"cudalint: note: {stale} entr{'ies' if stale != 1 else 'y'} of the baseline {options.baseline_file} match no "
+                f"finding any more (fixed, or the reported line changed); refresh it with --write-baseline {options.baseline_file}",
                 err=True,
             )
-    if output is not None:
+    if options.output is not None:
         try:
-            _write_report(output, text)
+            _write_report(options.output, text)
         except OSError as error:
-            _fail(f"cannot write {output}: {error.strerror or error}")
+            _fail(f"cannot write {options.output}: {error.strerror or error}")
     else:
         click.echo(text, nl=False, color=color)
+
+
+def _exit_status(options: Options, result: Result) -> int:
     if result.internal_errors:
-        sys.exit(EXIT_ERROR)
-    if strict and any(note.kind in _INPUT_TROUBLE for note in result.notifications):
-        sys.exit(EXIT_ERROR)
-    sys.exit(EXIT_FINDINGS if result.findings else EXIT_CLEAN)
+        return EXIT_ERROR
+    if options.strict and any(note.kind in _INPUT_TROUBLE for note in result.notifications):
+        return EXIT_ERROR
+    return EXIT_FINDINGS if result.findings else EXIT_CLEAN

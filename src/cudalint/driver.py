@@ -314,3 +314,25 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
             total.extend(_work(miss))
     total.sort()
     return total
+
+
+def dump_cfgs(files: list[Path], base: Path, knowledge: Knowledge, function: str) -> str:
+    """The control-flow graphs of the functions named `function` in these
+    files, as text (`cudalint --dump-cfg NAME`): what the rules saw."""
+    out: list[str] = []
+    for _, group in groupby(sorted(files, key=lambda p: (p.parent.as_posix(), p.name)), key=lambda p: p.parent):
+        parsed_files = []
+        for path in group:
+            read = read_source(path, display_path(path, base))
+            if not isinstance(read, Notification):
+                parsed_files.append(parse(read)[0])
+        if not parsed_files:
+            continue
+        directory = display_path(parsed_files[0].source.path.parent, base)
+        for package in collect_packages(parsed_files, directory, knowledge.package_names):
+            graphs = build_package_cfgs(package)
+            for unit in package.units:
+                graph = graphs.graphs.get(unit) if unit.name == function else None
+                if graph is not None:
+                    out.append(f"# {unit.file.display}:{unit.node.start_point[0] + 1}\n{graph.format()}")
+    return "\n".join(out) if out else f"no function named {function}\n"

@@ -4,6 +4,7 @@ anything themselves."""
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -61,24 +62,27 @@ class Report:
             return None
 
 
-FORMATS = ("text", "json", "sarif", "github")
+@dataclass(frozen=True)
+class RenderOptions:
+    """How the user asked to see the report (formats use what applies)."""
+
+    color: bool = False
+    quiet: bool = False
+    show_paths: bool = False
+    show_source: bool = False
 
 
-def render(
-    report: Report, fmt: str, *, color: bool = False, quiet: bool = False, show_paths: bool = False, show_source: bool = False,
-) -> str:
-    if fmt == "json":
-        from cudalint.reporters.json import render_json
+# Format name -> the module that renders it with `render(report, options)`.
+# Adding a format is one module and one line here.
+_MODULES = {
+    "text": "cudalint.reporters.text",
+    "json": "cudalint.reporters.json",
+    "sarif": "cudalint.reporters.sarif",
+    "github": "cudalint.reporters.github",
+}
+FORMATS = tuple(_MODULES)
 
-        return render_json(report)
-    if fmt == "sarif":
-        from cudalint.reporters.sarif import render_sarif
 
-        return render_sarif(report)
-    if fmt == "github":
-        from cudalint.reporters.github import render_github
-
-        return render_github(report, quiet=quiet)
-    from cudalint.reporters.text import render_text
-
-    return render_text(report, color=color, quiet=quiet, show_paths=show_paths, show_source=show_source)
+def render(report: Report, fmt: str, options: RenderOptions = RenderOptions()) -> str:
+    """Formats are imported on use: a text run never loads the SARIF model."""
+    return importlib.import_module(_MODULES[fmt]).render(report, options)

@@ -10,7 +10,7 @@ almost all code). Tool notifications are annotations too.
 from __future__ import annotations
 
 from cudalint.findings import Finding
-from cudalint.reporters import Report
+from cudalint.reporters import RenderOptions, Report
 from cudalint.reporters.text import summary
 
 COMMANDS = {"error": "error", "warning": "warning", "note": "notice"}
@@ -57,3 +57,7 @@ def render_github(report: Report, *, quiet: bool = False) -> str:
     if not quiet:
         lines.append(summary(report))
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def render(report: Report, options: RenderOptions) -> str:
+    return render_github(report, quiet=options.quiet)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from cudalint.findings import Finding, Span, Suppression, SuppressionKind
-from cudalint.reporters import Report
+from cudalint.reporters import RenderOptions, Report
 
 SCHEMA_VERSION = 1
 
@@ -70,3 +70,7 @@ def render_json(report: Report) -> str:
         },
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def render(report: Report, options: RenderOptions) -> str:
+    return render_json(report)

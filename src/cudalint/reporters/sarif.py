@@ -24,7 +24,7 @@ import sarif_om as om
 
 from cudalint.catalog import Rule
 from cudalint.findings import Finding, Span, Suppression, SuppressionKind, template_parts
-from cudalint.reporters import Report
+from cudalint.reporters import RenderOptions, Report
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 SRCROOT = "%SRCROOT%"
@@ -183,3 +183,7 @@ def render_sarif(report: Report) -> str:
     )
     log = om.SarifLog(version="2.1.0", schema_uri=SCHEMA_URI, runs=[run])
     return json.dumps(to_json(log), indent=2, ensure_ascii=False) + "\n"
+
+
+def render(report: Report, options: RenderOptions) -> str:
+    return render_sarif(report)

@@ -8,7 +8,7 @@ import unicodedata
 import click
 
 from cudalint.findings import Finding, SuppressionKind
-from cudalint.reporters import Report
+from cudalint.reporters import RenderOptions, Report
 
 TAB = 4
 _LEVEL_COLORS = {"error": "red", "warning": "yellow"}
@@ -109,3 +109,7 @@ def summary(report: Report) -> str:
     total = sum(counts.values())
     by_rule = ", ".join(f"{rule_id}: {n}" for rule_id, n in sorted(counts.items()))
     return f"Found {total} finding{'s' if total != 1 else ''} ({by_rule}); {files}{hidden}."
+
+
+def render(report: Report, options: RenderOptions) -> str:
+    return render_text(report, color=options.color, quiet=options.quiet, show_paths=options.show_paths, show_source=options.show_source)
