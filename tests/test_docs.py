@@ -53,3 +53,26 @@ def test_docs_module_prints_the_file(capsys) -> None:
 
     main()
     assert capsys.readouterr().out == rules_markdown(all_rules())
+
+
+def test_readme_rule_table_is_generated_and_current() -> None:
+    from cudalint.docs import README_COMMAND, TABLE_END, TABLE_START, readme_table
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start, end = readme.index(TABLE_START), readme.index(TABLE_END) + len(TABLE_END)
+    assert readme[start:end] == readme_table(all_rules()), f"README.md's rule table is out of date: run `{README_COMMAND}`"
+    for rule in all_rules():
+        assert f"[`{rule.id}`](docs/rules.md#{anchor(rule)})" in readme
+
+
+def test_preview_rules_run_only_when_asked_for() -> None:
+    from dataclasses import replace
+
+    from cudalint.catalog import select_rules
+
+    rules = [replace(rule, preview=rule.id == "CL101") if rule.id in ("CL101", "CL102") else rule for rule in all_rules()]
+    assert "CL101" not in select_rules(rules, ("CL",), ())
+    assert "CL101" not in select_rules(rules, ("CL1",), ())
+    assert "CL101" in select_rules(rules, ("CL101",), ())  # selected by its full ID
+    assert "CL101" in select_rules(rules, ("CL",), (), preview=True)
+    assert "CL102" in select_rules(rules, ("CL1",), ())

@@ -62,9 +62,11 @@ RULE = Rule(
     ## Example
     ```go
     go func(dev int) {
-        C.cudaSetDevice(C.int(dev))
+        if st := C.cudaSetDevice(C.int(dev)); st != C.cudaSuccess {
+            return
+        }
         run(dev)
-    }(i)
+    }(0)
     ```
 
     ## Use instead
@@ -76,8 +78,9 @@ RULE = Rule(
             return
         }
         run(dev)
-    }(i)
+    }(0)
     ```
+
     """,
     tags=("correctness", "concurrency"),
     check=check,

@@ -78,17 +78,22 @@ RULE = Rule(
     ```go
     var p unsafe.Pointer
     defer C.cudaFree(p) // frees nil
-    check(C.cudaMalloc(&p, n))
+    if st := C.cudaMalloc(&p, n); st != C.cudaSuccess { // and p leaks: CL101
+        return errors.New("cudaMalloc failed")
+    }
     ```
 
     ## Use instead
     ```go
     var p unsafe.Pointer
-    check(C.cudaMalloc(&p, n))
+    if st := C.cudaMalloc(&p, n); st != C.cudaSuccess {
+        return errors.New("cudaMalloc failed")
+    }
     defer C.cudaFree(p)
     ```
     or, if the defer must come first, a closure, which reads `p` when it runs:
     `defer func() { C.cudaFree(p) }()`.
+
     """,
     tags=("correctness", "resource-leak"),
     check=check,

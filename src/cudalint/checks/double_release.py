@@ -44,15 +44,26 @@ RULE = Rule(
 
     ## Example
     ```go
+    var d unsafe.Pointer
+    if st := C.cudaMalloc(&d, n); st != C.cudaSuccess {
+        return errors.New("cudaMalloc failed")
+    }
     defer C.cudaFree(d)
-    ...
-    C.cudaFree(d) // the defer frees d again at return
+    _ = C.cudaFree(d) // the defer frees d again at return
     ```
 
     ## Use instead
     Release each handle exactly once: keep the `defer`, drop the explicit
     call (or set the variable to nil after freeing it and free through a
     deferred closure that checks for nil).
+    ```go
+    var d unsafe.Pointer
+    if st := C.cudaMalloc(&d, n); st != C.cudaSuccess {
+        return errors.New("cudaMalloc failed")
+    }
+    defer C.cudaFree(d)
+    ```
+
     """,
     tags=("correctness",),
     check=check,

@@ -94,7 +94,7 @@ RULE = Rule(
 
     ## Example
     ```go
-    runtime.SetFinalizer(b, func(b *Buffer) { C.cuMemFree(b.ptr) })
+    runtime.SetFinalizer(b, func(b *Buffer) { _ = C.cuMemFree(b.ptr) })
     ```
 
     ## Use instead
@@ -109,9 +109,12 @@ RULE = Rule(
         }
         _ = C.cuMemFree(b.ptr)
         var old C.CUcontext
-        _ = C.cuCtxPopCurrent(&old)
+        if C.cuCtxPopCurrent(&old) != C.CUDA_SUCCESS {
+            panic("cuCtxPopCurrent failed")
+        }
     })
     ```
+
     """,
     tags=("correctness", "resource-leak"),
     check=check,

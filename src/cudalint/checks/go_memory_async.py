@@ -57,17 +57,22 @@ RULE = Rule(
 
     ## Example
     ```go
-    C.cudaMemcpyAsync(d, unsafe.Pointer(&weights[0]), n, C.cudaMemcpyHostToDevice, stream)
+    if st := C.cudaMemcpyAsync(d, unsafe.Pointer(&host[0]), n, C.cudaMemcpyHostToDevice, stream); st != C.cudaSuccess {
+        return errors.New("cudaMemcpyAsync failed")
+    }
     ```
 
     ## Use instead
     Copy through pinned memory that C owns:
     ```go
-    staging := unsafe.Slice((*float32)(pinned), len(weights)) // pinned from cudaMallocHost
-    copy(staging, weights)
-    C.cudaMemcpyAsync(d, pinned, n, C.cudaMemcpyHostToDevice, stream)
+    staging := unsafe.Slice((*byte)(pinned), len(host)) // pinned from cudaMallocHost
+    copy(staging, host)
+    if st := C.cudaMemcpyAsync(d, pinned, n, C.cudaMemcpyHostToDevice, stream); st != C.cudaSuccess {
+        return errors.New("cudaMemcpyAsync failed")
+    }
     ```
     or use the synchronous `cudaMemcpy`.
+
     """,
     tags=("correctness", "memory-safety"),
     check=check,

@@ -42,15 +42,22 @@ RULE = Rule(
 
     ## Example
     ```go
-    C.cudaMallocHost(&h, n)
-    defer C.cudaFree(h)
+    var h unsafe.Pointer
+    if st := C.cudaMallocHost(&h, n); st != C.cudaSuccess {
+        return errors.New("cudaMallocHost failed")
+    }
+    defer C.cudaFree(h) // pinned memory needs cudaFreeHost
     ```
 
     ## Use instead
     ```go
-    C.cudaMallocHost(&h, n)
+    var h unsafe.Pointer
+    if st := C.cudaMallocHost(&h, n); st != C.cudaSuccess {
+        return errors.New("cudaMallocHost failed")
+    }
     defer C.cudaFreeHost(h)
     ```
+
     """,
     tags=("correctness",),
     check=check,

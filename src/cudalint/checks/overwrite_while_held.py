@@ -43,24 +43,25 @@ RULE = Rule(
     ## Example
     ```go
     var d unsafe.Pointer
-    for _, n := range sizes {
-        C.cudaMalloc(&d, n) // the previous iteration's d is lost
-        run(d)
+    for _, size := range sizes {
+        if st := C.cudaMalloc(&d, C.size_t(size)); st != C.cudaSuccess { // the previous iteration's d is lost
+            return errors.New("cudaMalloc failed")
+        }
     }
-    C.cudaFree(d)
+    _ = C.cudaFree(d)
     ```
 
     ## Use instead
     ```go
-    for _, n := range sizes {
+    for _, size := range sizes {
         var d unsafe.Pointer
-        if st := C.cudaMalloc(&d, n); st != C.cudaSuccess {
-            return cudaError(st)
+        if st := C.cudaMalloc(&d, C.size_t(size)); st != C.cudaSuccess {
+            return errors.New("cudaMalloc failed")
         }
-        run(d)
-        C.cudaFree(d)
+        _ = C.cudaFree(d)
     }
     ```
+
     """,
     tags=("correctness", "resource-leak"),
     check=check,

@@ -155,11 +155,24 @@ RULE = Rule(
 
     ## Use instead
     ```go
-    type DeviceBuffer struct{ ptr unsafe.Pointer; size int }
+    type DeviceBuffer struct {
+        ptr  unsafe.Pointer
+        size int
+    }
 
-    func NewDeviceBuffer(n int) (*DeviceBuffer, error) { ... return &DeviceBuffer{ptr: d, size: n}, nil }
-    func (b *DeviceBuffer) Close() error { return cudaError(C.cudaFree(b.ptr)) }
+    func NewDeviceBuffer(n int) (*DeviceBuffer, error) {
+        var d unsafe.Pointer
+        if st := C.cudaMalloc(&d, C.size_t(n)); st != C.cudaSuccess {
+            return nil, cudaError(st)
+        }
+        return &DeviceBuffer{ptr: d, size: n}, nil
+    }
+
+    func (b *DeviceBuffer) Close() error {
+        return cudaError(C.cudaFree(b.ptr))
+    }
     ```
+
     """,
     tags=("maintainability", "resource-leak"),
     check=check,

@@ -77,14 +77,17 @@ RULE = Rule(
 
     ## Example
     ```go
-    addr := uintptr(unsafe.Pointer(&buf[0]))
-    ...
+    addr := uintptr(unsafe.Pointer(&host[0]))
     C.consume(unsafe.Pointer(addr))
     ```
 
     ## Use instead
-    Keep the pointer as an `unsafe.Pointer` (which the GC tracks) until the
-    call: `p := unsafe.Pointer(&buf[0]); C.consume(p)`.
+    Keep the pointer as an `unsafe.Pointer` (which the GC tracks) until the call:
+    ```go
+    p := unsafe.Pointer(&host[0])
+    C.consume(p)
+    ```
+
     """,
     tags=("correctness", "memory-safety"),
     check=check,

@@ -54,7 +54,7 @@ RULE = Rule(
     ```go
     func work() error {
         defer runtime.UnlockOSThread()
-        return check(C.cudaSetDevice(0))
+        return check(C.cudaDeviceSynchronize())
     }
     ```
 
@@ -63,9 +63,10 @@ RULE = Rule(
     func work() error {
         runtime.LockOSThread()
         defer runtime.UnlockOSThread()
-        return check(C.cudaSetDevice(0))
+        return check(C.cudaDeviceSynchronize())
     }
     ```
+
     """,
     tags=("correctness", "concurrency"),
     check=check,

@@ -56,13 +56,30 @@ RULE = Rule(
 
     ## Example
     ```go
-    C.cudaFree(d)
-    C.cudaMemcpy(host, d, n, C.cudaMemcpyDeviceToHost)
+    var d unsafe.Pointer
+    if st := C.cudaMalloc(&d, n); st != C.cudaSuccess {
+        return errors.New("cudaMalloc failed")
+    }
+    _ = C.cudaFree(d)
+    if st := C.cudaMemcpy(unsafe.Pointer(&host[0]), d, n, C.cudaMemcpyDeviceToHost); st != C.cudaSuccess {
+        return errors.New("cudaMemcpy failed")
+    }
     ```
 
     ## Use instead
     Move the release after the last use, usually as a `defer` right after the
-    acquisition's error check.
+    acquisition's error check:
+    ```go
+    var d unsafe.Pointer
+    if st := C.cudaMalloc(&d, n); st != C.cudaSuccess {
+        return errors.New("cudaMalloc failed")
+    }
+    defer C.cudaFree(d)
+    if st := C.cudaMemcpy(unsafe.Pointer(&host[0]), d, n, C.cudaMemcpyDeviceToHost); st != C.cudaSuccess {
+        return errors.New("cudaMemcpy failed")
+    }
+    ```
+
     """,
     tags=("correctness", "memory-safety"),
     check=check,
