@@ -6,10 +6,8 @@ reachability, which is what the rules stand on."""
 
 from __future__ import annotations
 
-import networkx as nx
-
 from cudalint import syntax
-from cudalint.cfg import CFG, ExitKind, NodeKind
+from cudalint.cfg import CFG, Edge, ExitKind, NodeKind
 from gosrc import graphs_of
 
 
@@ -24,15 +22,15 @@ def at(graph: CFG, line: int, kind: NodeKind | None = None) -> int:
 
 
 def succ(graph: CFG, n: int) -> set[int]:
-    return set(graph.graph.successors(n))
+    return set(graph.successors(n))
 
 
 def exits_reached(graph: CFG) -> set[ExitKind]:
     return {kind for kind in ExitKind if graph.exit_reachable(kind)}
 
 
-def edge(graph: CFG, a: int, b: int) -> dict:
-    return graph.graph.get_edge_data(a, b)
+def edge(graph: CFG, a: int, b: int) -> Edge:
+    return graph.edge(a, b)
 
 
 def test_straight_line_and_implicit_return_at_closing_brace():
@@ -58,7 +56,7 @@ def test_exits_are_sinks_with_their_kind():
         func f() {}
     """)
     for kind, n in g.exits.items():
-        assert g.kind(n) is NodeKind.EXIT and g.graph.nodes[n]["exit"] is kind
+        assert g.kind(n) is NodeKind.EXIT and g.exit_kind(n) is kind
         assert not succ(g, n)
 
 
@@ -79,14 +77,14 @@ def test_if_else_if_with_initializers_and_condition_polarity():
     cond1 = at(g, 3, NodeKind.COND)
     assert succ(g, init1) == {cond1}
     ret1, ret2, ret3 = at(g, 4), at(g, 6), at(g, 8)
-    assert edge(g, cond1, ret1)["polarity"] is True
-    assert syntax.text(edge(g, cond1, ret1)["cond"]) == "y > 0"
+    assert edge(g, cond1, ret1).polarity is True
+    assert syntax.text(edge(g, cond1, ret1).condition) == "y > 0"
     init2 = at(g, 5, NodeKind.STMT)
-    assert edge(g, cond1, init2)["polarity"] is False
+    assert edge(g, cond1, init2).polarity is False
     cond2 = at(g, 5, NodeKind.COND)
-    assert edge(g, cond2, ret2)["polarity"] is True and edge(g, cond2, ret3)["polarity"] is False
+    assert edge(g, cond2, ret2).polarity is True and edge(g, cond2, ret3).polarity is False
     assert g.kind(g.exits[ExitKind.RETURN]) is NodeKind.EXIT
-    assert not any(g.kind(n) is NodeKind.IMPLICIT_RETURN for n in g.graph)
+    assert not any(g.kind(n) is NodeKind.IMPLICIT_RETURN for n in g.nodes())
 
 
 def test_short_circuit_conditions_are_split_and_negation_flips_polarity():
@@ -105,14 +103,14 @@ def test_short_circuit_conditions_are_split_and_negation_flips_polarity():
     """)
     ca, cb = at(g, 3, NodeKind.COND), at(g, 4, NodeKind.COND)
     then1 = at(g, 5)
-    assert edge(g, ca, cb)["polarity"] is True
-    assert edge(g, cb, then1)["polarity"] is True
+    assert edge(g, ca, cb).polarity is True
+    assert edge(g, cb, then1).polarity is True
     ok, a2 = at(g, 7, NodeKind.COND), at(g, 8, NodeKind.COND)
     assert syntax.text(g.ast(ok)) == "ok"
     then2 = at(g, 9)
     # `!ok` is true when ok is false: that edge goes to the body.
-    assert edge(g, ok, then2) == {"branch": "cond", "cond": g.ast(ok), "polarity": False}
-    assert edge(g, ok, a2)["polarity"] is True
+    assert edge(g, ok, then2) == Edge(ok, then2, "cond", g.ast(ok), False)
+    assert edge(g, ok, a2).polarity is True
     # a false `a` skips the first body; both then-ends and else-ends meet.
     assert at(g, 7, NodeKind.COND) in succ(g, ca)
 
@@ -127,7 +125,7 @@ def test_both_outcomes_to_one_node_make_an_unconditional_edge():
         }
     """)
     c, after = at(g, 3, NodeKind.COND), at(g, 5)
-    assert edge(g, c, after) == {}
+    assert edge(g, c, after) == Edge(c, after)
 
 
 def test_three_clause_for_loop_and_continue_to_post():
@@ -152,7 +150,7 @@ def test_three_clause_for_loop_and_continue_to_post():
     assert succ(g, init) == {cond}
     assert succ(g, cont) == {post} and succ(g, body_end) == {post}
     assert succ(g, post) == {cond}
-    assert edge(g, cond, done)["polarity"] is False
+    assert edge(g, cond, done).polarity is False
 
 
 def test_condition_only_and_infinite_loops():
@@ -206,8 +204,8 @@ def test_range_loop_edges():
     """)
     head = at(g, 3, NodeKind.RANGE)
     body, after = at(g, 4), at(g, 6)
-    assert edge(g, head, body) == {"branch": "range", "polarity": True}
-    assert edge(g, head, after) == {"branch": "range", "polarity": False}
+    assert edge(g, head, body) == Edge(head, body, "range", polarity=True)
+    assert edge(g, head, after) == Edge(head, after, "range", polarity=False)
     assert succ(g, body) == {head}
 
 
@@ -257,10 +255,10 @@ def test_expression_switch_default_last_and_fallthrough():
     body_default, body1, body2, after = at(g, 5), at(g, 7), at(g, 10), at(g, 12)
     assert succ(g, tag) == {case1}
     e = edge(g, case1, body1)
-    assert e["polarity"] is True and syntax.text(e["tag"]) == "x" and e["case"].type == "expression_case"
-    assert edge(g, case1, case2)["polarity"] is False
+    assert e.polarity is True and syntax.text(e.tag) == "x" and e.case.type == "expression_case" and e.tests_case
+    assert edge(g, case1, case2).polarity is False
     # default is tried last, even though it is written first
-    assert edge(g, case2, body_default)["branch"] == "default"
+    assert edge(g, case2, body_default).branch == "default"
     # fallthrough enters the next body in source order
     fall = at(g, 8, NodeKind.FALLTHROUGH)
     assert succ(g, fall) == {body2}
@@ -281,8 +279,8 @@ def test_tagless_switch_cases_are_conditions():
     conds = [n for n in g.statement_nodes() if g.kind(n) is NodeKind.COND]
     assert [syntax.text(g.ast(n)) for n in conds] == ["st != 0", "st < -1"]
     ret = at(g, 5)
-    assert edge(g, conds[0], ret)["polarity"] is True and edge(g, conds[1], ret)["polarity"] is True
-    assert edge(g, conds[1], at(g, 7))["polarity"] is False
+    assert edge(g, conds[0], ret).polarity is True and edge(g, conds[1], ret).polarity is True
+    assert edge(g, conds[1], at(g, 7)).polarity is False
 
 
 def test_switch_where_every_arm_returns():
@@ -329,8 +327,8 @@ def test_type_switch():
     head = at(g, 3, NodeKind.TYPESWITCH)
     case_int, case_str = at(g, 4, NodeKind.TYPECASE), at(g, 6, NodeKind.TYPECASE)
     assert succ(g, head) == {case_int}
-    assert edge(g, case_int, case_str)["polarity"] is False
-    assert edge(g, case_str, at(g, 9))["polarity"] is False
+    assert edge(g, case_int, case_str).polarity is False
+    assert edge(g, case_str, at(g, 9)).polarity is False
 
 
 def test_select_with_and_without_default_and_empty_select():
@@ -426,7 +424,7 @@ def test_return_in_every_position_reaches_the_return_exit():
     for line in (5, 10, 14, 18):
         n = at(g, line, NodeKind.RETURN)
         assert succ(g, n) == {ret}
-    assert not any(g.kind(n) is NodeKind.IMPLICIT_RETURN for n in g.graph)
+    assert not any(g.kind(n) is NodeKind.IMPLICIT_RETURN for n in g.nodes())
 
 
 def test_defer_and_go_do_not_end_the_flow():
@@ -540,7 +538,7 @@ def test_every_live_node_reaches_an_exit_or_a_loop():
     """)
     sinks = set(g.exits.values())
     for n in g.live:
-        assert n in sinks or nx.has_path(g.graph, n, g.exits[ExitKind.RETURN])
+        assert n in sinks or g.has_path(n, g.exits[ExitKind.RETURN])
 
 
 def test_a_function_declared_per_platform_never_returns_only_if_no_variant_returns():
@@ -566,3 +564,59 @@ def test_a_function_declared_per_platform_never_returns_only_if_no_variant_retur
         f = next(g for u, g in built.graphs.items() if u.name == "f")
         assert f.exit_reachable(ExitKind.RETURN)
         assert not [symbol for symbol, verdict in built.no_return.items() if verdict is not None]
+
+
+def test_format_dumps_nodes_edges_conditions_and_dead_code():
+    """The text dump `--dump-cfg` prints, as go/cfg's Format does."""
+    g = one("""
+        package p
+        func f(x int) int {
+        \tif x > 0 {
+        \t\treturn 1
+        \t}
+        \treturn 2
+        \tprintln("dead")
+        }
+    """)
+    assert g.format() == (
+        "cfg f: entry 0\n"
+        ".0: entry\n"
+        "    -> .5\n"
+        ".1: exit (return)\n"
+        ".2: exit (goexit) [dead]\n"
+        ".3: exit (panic) [dead]\n"
+        ".4: exit (process-exit) [dead]\n"
+        ".5: cond line 3: x > 0\n"
+        "    -> .6 if `x > 0` is true\n"
+        "    -> .7 if `x > 0` is false\n"
+        ".6: return line 4: return 1\n"
+        "    -> .1\n"
+        ".7: return line 6: return 2\n"
+        "    -> .1\n"
+        ".8: stmt line 7: println(\"dead\") [dead]\n"
+        "    -> .9\n"
+        ".9: implicit-return line 8: } [dead]\n"
+        "    -> .1\n"
+    )
+
+
+def test_walk_visits_each_node_state_pair_once_in_breadth_first_order():
+    g = one("""
+        package p
+        func f(n int) {
+        \tfor i := 0; i < n; i++ {
+        \t\tprintln(i)
+        \t}
+        }
+    """)
+
+    def step(node, count):
+        for successor in g.successors(node):
+            yield successor, min(count + 1, 3)
+
+    visits = list(g.walk(g.entry, 0, step))
+    assert len(visits) == len(set(visits))
+    assert visits[0] == (g.entry, 0)
+    depths = [count for _, count in visits]
+    assert depths == sorted(depths)  # breadth first
+    assert (g.exits[ExitKind.RETURN], 3) in visits

@@ -194,7 +194,7 @@ class CFG:
             if kind is NodeKind.EXIT:
                 head += f" ({self.exit_kind(n).value})"
             elif ast is not None:
-                text = " ".join(syntax.text(ast).split())
+                text = "}" if kind is NodeKind.IMPLICIT_RETURN else " ".join(syntax.text(ast).split())
                 head += f" line {self.line(n)}: {text[:60]}{'...' if len(text) > 60 else ''}"
             if n not in self.live:
                 head += " [dead]"

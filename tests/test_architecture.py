@@ -1,0 +1,72 @@
+"""The layering the design asks for, checked on the source: analyses report
+nothing and never import rules; no rule imports another rule's module or a
+private name of any module; only the CFG module touches networkx."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "cudalint"
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+def _imports(path: Path) -> list[tuple[str, str | None]]:
+    """(module, name) for each `import module` / `from module import name`."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, None) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found += [(node.module, alias.name) for alias in node.names]
+    return found
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_no_private_name_crosses_a_module(path: Path) -> None:
+    for module, name in _imports(path):
+        if module.startswith("cudalint") and name is not None:
+            private = name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+            assert not private, f"{_module_name(path)} imports {module}.{name}"
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "checks").glob("*.py")), ids=lambda p: p.name)
+def test_a_rule_imports_no_other_rule(path: Path) -> None:
+    if path.name == "__init__.py":
+        return
+    for module, name in _imports(path):
+        if module == "cudalint.checks":
+            assert name == "wording", f"{path.name} imports the rule module {name}"
+        elif module.startswith("cudalint.checks."):
+            assert module == "cudalint.checks.wording", f"{path.name} imports {module}"
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "analyses").glob("*.py")), ids=lambda p: p.name)
+def test_an_analysis_imports_no_rule_and_reports_nothing(path: Path) -> None:
+    for module, _ in _imports(path):
+        assert not module.startswith("cudalint.checks"), f"{path.name} imports {module}"
+    assert ".report(" not in path.read_text(encoding="utf-8")
+
+
+def test_only_the_cfg_module_touches_networkx() -> None:
+    users = {
+        _module_name(path) for path in MODULES
+        if any(module.startswith("networkx") or (module == "cudalint.lazy" and name == "networkx") for module, name in _imports(path))
+    }
+    assert users == {"cudalint.cfg"}
+    assert not [path.name for path in MODULES if path.name != "cfg.py" and ".graph.graph" in path.read_text(encoding="utf-8")]
+
+
+def test_every_registered_rule_with_a_check_lives_in_its_own_module() -> None:
+    from cudalint.checks import CHECKS
+
+    modules = [rule.check.__module__ for rule in CHECKS]
+    assert len(set(modules)) == len(modules)
+    assert all(module.startswith("cudalint.checks.") for module in modules)
