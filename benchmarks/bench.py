@@ -26,7 +26,7 @@ from pathlib import Path
 
 from cudalint.discover import discover
 from cudalint.knowledge import load_knowledge
-from cudalint.parse import GO
+from cudalint.syntax import GO
 from cudalint.checks import CHECKS, all_rules
 from cudalint.prefilter import may_match, needles_for
 from tree_sitter import Parser

@@ -99,10 +99,6 @@ class Unit:
     def body(self) -> Node | None:
         return self.node.child_by_field_name("body")
 
-    @property
-    def has_named_results(self) -> bool:
-        return bool(self.results)
-
     def __repr__(self) -> str:
         return f"<Unit {self.name} {self.file.display}:{syntax.line(self.node)}>"
 
@@ -116,9 +112,6 @@ class Package:
     files: list[ParsedFile]
     resolution: Resolution
     units: list[Unit]
-
-    def units_of(self, parsed: ParsedFile) -> list[Unit]:
-        return [unit for unit in self.units if unit.file is parsed]
 
 
 def _receiver_type(method: Node) -> str:

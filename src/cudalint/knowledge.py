@@ -311,6 +311,9 @@ def _roles(source: str, where: str, value: Any, qualifier: str) -> tuple[CallRol
 
 
 def parse_family(document: dict, source: str) -> Family:
+    """One knowledge file, validated table by table: any key, type or
+    combination the schema does not allow is an error naming the file and
+    the key, never silent dead knowledge."""
     from cudalint.scope import default_import_name
 
     doc = _table(source, "top level", document, _TOP_KEYS)
@@ -322,79 +325,98 @@ def parse_family(document: dict, source: str) -> Family:
     import_path = _string(source, "import", doc.get("import"))
     qualifier = _string(source, "name", doc.get("name"), required=False) or default_import_name(import_path)
     docs = _string(source, "docs", doc.get("docs"), required=False)
-    status = None
-    if "status" in doc:
-        table = _table(source, "[status]", doc["status"], _STATUS_KEYS)
-        kind = table.get("kind", "code")
-        if kind not in ("code", "error"):
-            raise _fail(source, "[status].kind", f"expected 'code' or 'error', not {kind!r}")
-        result = table.get("result", "first")
-        if result not in ("first", "last"):
-            raise _fail(source, "[status].result", f"expected 'first' or 'last', not {result!r}")
-        success = _strings(source, "[status].success", table.get("success"))
-        if kind == "code" and not success:
-            raise _fail(source, "[status].success", "a status of kind 'code' needs its success values")
-        status = StatusSpec(_string(source, "[status].type", table.get("type")), success, result, kind)
-    match = except_ = discardable = ()
-    if "status_calls" in doc:
-        if status is None:
-            raise _fail(source, "[status_calls]", "needs a [status] table saying what success looks like")
-        table = _table(source, "[status_calls]", doc["status_calls"], _STATUS_CALL_KEYS)
-        match = _qualified(source, "[status_calls].match", _strings(source, "[status_calls].match", table.get("match")), qualifier)
-        if not match:
-            raise _fail(source, "[status_calls].match", "expected at least one pattern")
-        except_ = _qualified(source, "[status_calls].except", _strings(source, "[status_calls].except", table.get("except")), qualifier)
-        discardable = _qualified(
-            source, "[status_calls].discardable", _strings(source, "[status_calls].discardable", table.get("discardable")), qualifier,
-        )
-    resources_ = []
-    raw_resources = doc.get("resource", [])
-    if not isinstance(raw_resources, list):
-        raise _fail(source, "[[resource]]", "expected an array of tables ([[resource]])")
-    for i, item in enumerate(raw_resources):
-        where = f"resource[{i}]"
-        item = _table(source, where, item, _RESOURCE_KEYS)
-        any_use = _flag(source, f"{where}.any_use_releases", item.get("any_use_releases", False))
-        device_memory = _flag(source, f"{where}.device_memory", item.get("device_memory", False))
-        needs_context = _flag(source, f"{where}.needs_context", item.get("needs_context", True))
-        acquire = _roles(source, f"{where}.acquire", item.get("acquire"), qualifier)
-        release = _roles(source, f"{where}.release", item.get("release"), qualifier) if not any_use or "release" in item else ()
-        transfer = _roles(source, f"{where}.transfer", item.get("transfer"), qualifier) if "transfer" in item else ()
-        if any(r.handle == "receiver" for r in acquire):
-            raise _fail(source, f"{where}.acquire", "an acquire's handle is argN, outN, resultN or none")
-        if any(r.handle == "none" for r in acquire) != all(r.handle == "none" for r in acquire):
-            raise _fail(source, f"{where}.acquire", "either every acquire of a resource has handle none, or none does")
-        if any(r.is_out for r in release + transfer):
-            raise _fail(source, f"{where}.release", "outN names where an acquire stores its handle; a release takes argN")
-        if any(r.handle == "receiver" for r in release) and not all(r.call.count(".") >= 2 for r in release if r.handle == "receiver"):
-            raise _fail(source, f"{where}.release", "a receiver release names the method as pkg.Type.Method")
-        resources_.append(ResourceSpec(
-            _string(source, f"{where}.name", item.get("name")), acquire, release, transfer, any_use, device_memory,
-            needs_context,
-        ))
+    status = _status(source, doc)
+    match, except_, discardable = _status_calls(source, doc, status, qualifier)
+    resources = tuple(_resource(source, f"resource[{i}]", item, qualifier) for i, item in enumerate(_array(source, "resource", doc)))
     types = _qualified(source, "types", _strings(source, "types", doc.get("types")), qualifier)
+    bound, setters, need_context = _threads(source, doc, qualifier)
+    async_host = tuple(_async(source, f"async[{i}]", item, qualifier) for i, item in enumerate(_array(source, "async", doc)))
+    return Family(
+        name, description, import_path, qualifier, source, docs, status,
+        match, except_, discardable, resources, types, bound, setters, need_context, async_host,
+    )
+
+
+def _array(source: str, key: str, doc: dict) -> list:
+    raw = doc.get(key, [])
+    if not isinstance(raw, list):
+        raise _fail(source, f"[[{key}]]", f"expected an array of tables ([[{key}]])")
+    return raw
+
+
+def _status(source: str, doc: dict) -> StatusSpec | None:
+    if "status" not in doc:
+        return None
+    table = _table(source, "[status]", doc["status"], _STATUS_KEYS)
+    kind = table.get("kind", "code")
+    if kind not in ("code", "error"):
+        raise _fail(source, "[status].kind", f"expected 'code' or 'error', not {kind!r}")
+    result = table.get("result", "first")
+    if result not in ("first", "last"):
+        raise _fail(source, "[status].result", f"expected 'first' or 'last', not {result!r}")
+    success = _strings(source, "[status].success", table.get("success"))
+    if kind == "code" and not success:
+        raise _fail(source, "[status].success", "a status of kind 'code' needs its success values")
+    return StatusSpec(_string(source, "[status].type", table.get("type")), success, result, kind)
+
+
+def _status_calls(source: str, doc: dict, status: StatusSpec | None, qualifier: str) -> tuple[tuple, tuple, tuple]:
+    """(match, except, discardable) patterns of the family's status calls."""
+    if "status_calls" not in doc:
+        return (), (), ()
+    if status is None:
+        raise _fail(source, "[status_calls]", "needs a [status] table saying what success looks like")
+    table = _table(source, "[status_calls]", doc["status_calls"], _STATUS_CALL_KEYS)
+
+    def patterns(key: str) -> tuple:
+        where = f"[status_calls].{key}"
+        return _qualified(source, where, _strings(source, where, table.get(key)), qualifier)
+
+    match = patterns("match")
+    if not match:
+        raise _fail(source, "[status_calls].match", "expected at least one pattern")
+    return match, patterns("except"), patterns("discardable")
+
+
+def _resource(source: str, where: str, item: Any, qualifier: str) -> ResourceSpec:
+    item = _table(source, where, item, _RESOURCE_KEYS)
+    any_use = _flag(source, f"{where}.any_use_releases", item.get("any_use_releases", False))
+    device_memory = _flag(source, f"{where}.device_memory", item.get("device_memory", False))
+    needs_context = _flag(source, f"{where}.needs_context", item.get("needs_context", True))
+    acquire = _roles(source, f"{where}.acquire", item.get("acquire"), qualifier)
+    release = _roles(source, f"{where}.release", item.get("release"), qualifier) if not any_use or "release" in item else ()
+    transfer = _roles(source, f"{where}.transfer", item.get("transfer"), qualifier) if "transfer" in item else ()
+    if any(r.handle == "receiver" for r in acquire):
+        raise _fail(source, f"{where}.acquire", "an acquire's handle is argN, outN, resultN or none")
+    if any(r.handle == "none" for r in acquire) != all(r.handle == "none" for r in acquire):
+        raise _fail(source, f"{where}.acquire", "either every acquire of a resource has handle none, or none does")
+    if any(r.is_out for r in release + transfer):
+        raise _fail(source, f"{where}.release", "outN names where an acquire stores its handle; a release takes argN")
+    if any(r.handle == "receiver" for r in release) and not all(r.call.count(".") >= 2 for r in release if r.handle == "receiver"):
+        raise _fail(source, f"{where}.release", "a receiver release names the method as pkg.Type.Method")
+    return ResourceSpec(
+        _string(source, f"{where}.name", item.get("name")), acquire, release, transfer, any_use, device_memory, needs_context,
+    )
+
+
+def _threads(source: str, doc: dict, qualifier: str) -> tuple[tuple, tuple, bool]:
+    """(thread-bound calls, context setters, whether releases need a context)."""
     threads = _table(source, "[threads]", doc.get("threads", {}), _THREAD_KEYS)
     bound = _qualified(source, "[threads].bound", _strings(source, "[threads].bound", threads.get("bound")), qualifier)
     setters = _qualified(
         source, "[threads].context_setters", _strings(source, "[threads].context_setters", threads.get("context_setters")), qualifier,
     )
-    need_context = _flag(source, "[threads].releases_need_context", threads.get("releases_need_context", False))
-    raw_async = doc.get("async", [])
-    if not isinstance(raw_async, list):
-        raise _fail(source, "[[async]]", "expected an array of tables ([[async]])")
-    async_host = []
-    for i, item in enumerate(raw_async):
-        item = _table(source, f"async[{i}]", item, _ASYNC_KEYS)
-        call = _string(source, f"async[{i}].call", item.get("call"))
-        _qualified(source, f"async[{i}].call", (call,), qualifier)
-        indexes = item.get("host_args")
-        if not isinstance(indexes, list) or not indexes or not all(isinstance(n, int) and n >= 0 for n in indexes):
-            raise _fail(source, f"async[{i}].host_args", "expected a non-empty list of argument indexes (0-based)")
-        async_host.append((call, tuple(indexes)))
-    return Family(
-        name, description, import_path, qualifier, source, docs, status,
-        match, except_, discardable, tuple(resources_), types, bound, setters, need_context, tuple(async_host),
-    )
+    return bound, setters, _flag(source, "[threads].releases_need_context", threads.get("releases_need_context", False))
+
+
+def _async(source: str, where: str, item: Any, qualifier: str) -> tuple[str, tuple[int, ...]]:
+    item = _table(source, where, item, _ASYNC_KEYS)
+    call = _string(source, f"{where}.call", item.get("call"))
+    _qualified(source, f"{where}.call", (call,), qualifier)
+    indexes = item.get("host_args")
+    if not isinstance(indexes, list) or not indexes or not all(isinstance(n, int) and n >= 0 for n in indexes):
+        raise _fail(source, f"{where}.host_args", "expected a non-empty list of argument indexes (0-based)")
+    return call, tuple(indexes)
 
 
 def _flag(source: str, where: str, value: Any) -> bool:

@@ -9,14 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-import tree_sitter_go
-from tree_sitter import Language, Node, Parser, Tree
+from tree_sitter import Node, Parser, Tree
 
 from cudalint import syntax
+from cudalint.syntax import GO
 from cudalint.findings import Notification, NotificationKind
 from cudalint.source import SourceFile
 
-GO = Language(tree_sitter_go.language())
 _parser: Parser | None = None
 
 

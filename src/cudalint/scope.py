@@ -692,11 +692,6 @@ def _resolve_declaration(resolution: Resolution, declaration: Node, file: _File)
                 pass
 
 
-def _inside_failed(node: Node, resolution: Resolution) -> bool:
-    # Byte ranges, not parent pointers: tree-sitter computes a node's parent
-    # by walking down from the root, so climbing deep nesting is quadratic.
-    return any(f.start_byte <= node.start_byte < f.end_byte for f in resolution.failed)
-
 
 def _predeclare(declaration: Node, scope: Scope, resolution: Resolution) -> None:
     def add(identifier: Node | None, kind: SymbolKind, **extra) -> None:

@@ -10,7 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from tree_sitter import Node, Query, QueryCursor
+import tree_sitter_go
+from tree_sitter import Language, Node, Query, QueryCursor
+
+# The grammar: the parser (cudalint.parse) and the queries here both use it.
+GO = Language(tree_sitter_go.language())
 
 # Nodes that tree-sitter may attach anywhere as "extras".
 _EXTRAS = frozenset({"comment"})
@@ -137,8 +141,6 @@ def _all_captures(source: str, root: Node, ranges: list[tuple[int, int]] | None 
     list in source order; with `ranges`, only nodes starting in them."""
     cursor = _QUERIES.get(source)
     if cursor is None:
-        from cudalint.parse import GO
-
         cursor = _QUERIES[source] = QueryCursor(Query(GO, source))
     if ranges is None:
         ranges = [(root.start_byte, root.end_byte)]
