@@ -17,6 +17,8 @@ from gitrepo import ROOT, clean_env, copy_project
 from cudalint.reporters import FORMATS
 from test_sarif import validate
 
+pytestmark = pytest.mark.slow
+
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
 STEPS = ACTION["runs"]["steps"]
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")

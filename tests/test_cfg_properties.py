@@ -10,6 +10,9 @@ from hypothesis import strategies as st
 from cudalint import syntax
 from cudalint.cfg import ExitKind, NodeKind
 from gosrc import graphs_of
+import pytest
+
+pytestmark = pytest.mark.slow
 
 SIMPLE = [
     "x++", "live()", "x = f(x)", "ch <- x", "defer live()", "go live()", "var y int; _ = y",

@@ -190,6 +190,7 @@ def test_result_cache_gives_identical_output_and_misses_on_change(project: Path)
     assert any(elsewhere.rglob("*"))
 
 
+@pytest.mark.slow
 def test_every_fixture_gives_byte_identical_output_however_it_is_run(tmp_path: Path) -> None:
     """Determinism over many rules and packages: 1 or 2 workers, a cold or a
     warm cache, or no cache at all, give the same bytes, in every format."""

@@ -11,6 +11,9 @@ from cudalint.driver import Settings, analyze
 from cudalint.checks import all_rules
 from conftest import FIXTURES
 from gosrc import knowledge
+import pytest
+
+pytestmark = pytest.mark.slow
 
 CASES = 120
 

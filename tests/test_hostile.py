@@ -11,6 +11,8 @@ import pytest
 
 from clirun import CGO_FILE, cudalint_process
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def baseline_findings(tmp_path_factory) -> tuple[Path, set]:

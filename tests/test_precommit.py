@@ -15,6 +15,8 @@ import yaml
 
 from gitrepo import ROOT, clean_env, commit_all, copy_project, init, readme_block
 
+pytestmark = pytest.mark.slow
+
 BUGGY = """package gpu
 
 // #include <cuda_runtime_api.h>
