@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from cudalint.catalog import RULE_PREFIX
 from cudalint.findings import Finding, Span, Suppression, SuppressionKind
 from cudalint.parse import ParsedFile
 from cudalint.source import SourceFile
@@ -22,8 +23,13 @@ from cudalint.source import SourceFile
 TOOL_RULE = "CL001"
 VERBS = ("ignore", "file-ignore")
 _START = re.compile(rb"//[ \t]*cudalint:")
-_CODE = re.compile(r"^CL\d{1,3}$", re.IGNORECASE)
 _VERB_AND_REST = re.compile(r"cudalint:(\S*)(.*)", re.DOTALL)
+def _is_code(word: str) -> bool:
+    """A rule ID or a prefix narrower than "CL" (a directive may not blanket
+    every rule), in any case."""
+    return RULE_PREFIX.fullmatch(word.upper()) is not None and len(word) > 2
+
+
 _CODES_AND_REASON = re.compile(r"(\S*)\s*(.*)", re.DOTALL)
 _SEPARATOR = re.compile(r"^(?://|--|:)\s*")
 _EXAMPLE = "//cudalint:ignore CL101 <why the finding does not apply>"
@@ -72,7 +78,7 @@ def _codes(
         start = offset + len(text[:position].encode())
         span = _span(source, start, start + len(code.encode()))
         position += len(code) + 1
-        if not _CODE.match(code):
+        if not _is_code(code):
             return Problem(span, f"malformed suppression: {code!r} is not a rule ID or prefix, such as CL101 or CL3 (separate rules with commas, no spaces)")
         code = code.upper()
         matched = [rule_id for rule_id in rule_ids if rule_id.startswith(code)]
@@ -141,7 +147,7 @@ def find_directives(parsed: ParsedFile, rule_ids: Iterable[str]) -> tuple[list[D
         codes, spans = parsed_codes
         reason = _SEPARATOR.sub("", reason).strip()
         first_word = reason.split(" ", 1)[0].rstrip(",")
-        if _CODE.match(first_word):
+        if _is_code(first_word):
             problem(f"separate the rules with commas and no spaces ({codes_text},{first_word}), then give the reason")
             continue
         if not any(character.isalnum() for character in reason):
