@@ -128,6 +128,16 @@ class CFG:
             return Span(end, source.position(ast.end_point[0], ast.end_point[1]))
         return source.span(ast)
 
+    def node_containing(self, node: Node) -> int | None:
+        """The graph node whose evaluation includes this syntax node."""
+        current: Node | None = node
+        while current is not None:
+            found = self.node_of.get(current)
+            if found is not None:
+                return found
+            current = current.parent
+        return None
+
     def exit_kind(self, n: int) -> ExitKind | None:
         """How the goroutine ends at an exit node (None for other nodes)."""
         return self.graph.nodes[n].get("exit")

@@ -23,15 +23,15 @@ from pathlib import Path
 from typing import TypeVar
 
 from cudalint import prefilter, suppressions
-from cudalint.framework import AnalysisFailure, PackageRun, Pass, requirements
 from cudalint.cache import ResultCache
 from cudalint.cfg import PackageCFGs, build_package_cfgs
+from cudalint.checks import CHECKS, all_rules
 from cudalint.config import PerFileIgnores
 from cudalint.findings import Finding, Notification, NotificationKind, Result, assign_fingerprints
+from cudalint.framework import AnalysisFailure, PackageRun, Pass, requirements
 from cudalint.functions import SYNTAX_ERROR, Package, collect_packages
 from cudalint.knowledge import Knowledge
 from cudalint.parse import ParsedFile, parse
-from cudalint.checks import CHECKS, all_rules
 from cudalint.source import SourceFile, display_path, read_source
 
 T = TypeVar("T")

@@ -154,6 +154,15 @@ class Pass:
                 if graph is not None:
                     yield unit, graph
 
+    def visit_graphs(self, units, visit: Callable[[Unit, CFG], None]) -> None:
+        """visit(unit, graph) for each of these functions whose body can run
+        (a literal in dead code is never created), each isolated: a crash
+        on one function is recorded and the others are visited."""
+        for unit, graph in self.graphs_of(units):
+            if graph.created:
+                with self.isolating(unit):
+                    visit(unit, graph)
+
     @contextmanager
     def isolating(self, unit: Unit) -> Iterator[None]:
         """Run one function's share of a rule; a crash there is recorded for

@@ -274,3 +274,25 @@ def assignment_sides(statement: Node) -> list[tuple[list[Node], list[Node]]]:
             for spec in value_specs(statement)
         ]
     return []
+
+
+def calls_in(root: Node) -> Iterator[Node]:
+    """The calls evaluated by a piece of syntax, in source order (the bodies
+    of func literals run elsewhere and are skipped)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "call_expression":
+            yield node
+        if node.type == "func_literal":
+            continue
+        stack.extend(reversed(node.children))
+
+
+def statement_of_call(call: Node) -> str:
+    """The type of the syntax that holds a call, parentheses skipped:
+    "defer_statement", "go_statement", "expression_statement", ..."""
+    parent = call.parent
+    while parent is not None and parent.type == "parenthesized_expression":
+        parent = parent.parent
+    return parent.type if parent is not None else ""

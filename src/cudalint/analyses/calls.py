@@ -13,16 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import islice
 from enum import Enum
+from itertools import islice
 
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.framework import Analysis, Pass
+from cudalint.framework import Analysis
 from cudalint.functions import Package, Unit, UnitKind
 from cudalint.knowledge import ApiFunction, Knowledge, StatusSpec
-from cudalint.scope import Role, Symbol, SymbolKind, default_import_name
+from cudalint.scope import Symbol, SymbolKind, default_import_name
 
 # Standard-library packages whose functions only read their arguments
 # (formatting, logging, errors, conversions): passing a handle to them borrows it.

@@ -29,7 +29,6 @@ Rules (CL1xx, CL2xx, CL3xx, CL5xx) read the outcomes through the
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
@@ -38,7 +37,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
 from cudalint.analyses.uses import USES, Use, UseKind, VariableUses
-from cudalint.cfg import CFG, DEFERS_RUN_ON, Edge, ExitKind, NodeKind, PackageCFGs
+from cudalint.cfg import CFG, Edge, ExitKind, NodeKind, PackageCFGs
 from cudalint.framework import Analysis
 from cudalint.functions import LiteralUse, Unit
 from cudalint.knowledge import ApiFunction, CallRole, ResourceSpec, StatusSpec
@@ -306,7 +305,7 @@ class Engine:
             acquires = fact.api.roles("acquire")
             if not acquires:
                 continue
-            n = _node_of(graph, call)
+            n = graph.node_containing(call)
             if n is None or not graph.reachable(n):
                 continue
             for resource, role in acquires:
@@ -820,7 +819,7 @@ class Engine:
     def _handleless_node(self, graph, origin: Origin, state: State, n: int, walk: _Walk) -> State:
         """nvmlInit / nvmlShutdown: no handle, so any release of the kind counts."""
         for root in graph.evaluated(n):
-            for call in _calls_in(root):
+            for call in syntax.calls_in(root):
                 fact = self.facts.calls.get(call)
                 if fact is None or fact.api is None:
                     continue
@@ -952,27 +951,6 @@ def _scope_end_line(graph: CFG, node: int, successor: int, scope: Node) -> int:
     return scope.end_point[0] + 1
 
 
-def _node_of(graph: CFG, node: Node) -> int | None:
-    """The CFG node whose evaluation includes `node`."""
-    current: Node | None = node
-    while current is not None:
-        found = graph.node_of.get(current)
-        if found is not None:
-            return found
-        current = current.parent
-    return None
-
-
-def _calls_in(root: Node) -> Iterator[Node]:
-    """Calls evaluated by a node's syntax (func literal bodies run elsewhere)."""
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type == "call_expression":
-            yield node
-        if node.type == "func_literal":
-            continue
-        stack.extend(reversed(node.children))
 
 
 def _is_deferred_call(call: Node) -> bool:

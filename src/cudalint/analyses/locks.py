@@ -25,6 +25,7 @@ from cudalint.framework import Analysis
 from cudalint.functions import LiteralUse, Package, Unit, UnitKind
 from cudalint.scope import SymbolKind
 
+
 class Event(str, Enum):
     LOCK = "lock"
     UNLOCK = "unlock"
@@ -72,7 +73,7 @@ class LockStates:
         found: dict[int, list[Happening]] = {}
         for n in graph.statement_nodes():
             for root in graph.evaluated(n):
-                for call in _calls(root):
+                for call in syntax.calls_in(root):
                     happening = self._classify(call)
                     if happening is not None:
                         found.setdefault(n, []).append(happening)
@@ -89,7 +90,7 @@ class LockStates:
         if function is None or function.type != "func_literal":
             return []
         body = function.child_by_field_name("body")
-        for nested in _calls(body) if body is not None else ():
+        for nested in syntax.calls_in(body) if body is not None else ():
             happening = self._classify(nested)
             if happening is not None and (happening.event is Event.UNLOCK or (
                 happening.event is Event.CALL and happening.target is not None and self.wrapper(happening.target) is Event.UNLOCK
@@ -99,7 +100,7 @@ class LockStates:
 
     def _classify(self, call: Node) -> Happening | None:
         fact = self.calls.calls.get(call)
-        statement = _statement_of(call)
+        statement = syntax.statement_of_call(call)
         if fact is not None and fact.import_path == _RUNTIME:
             if fact.name == "LockOSThread" and statement != "defer_statement":
                 return Happening(Event.LOCK, call)
@@ -304,7 +305,7 @@ class LockStates:
             if parent_entry is None:
                 return None
             graph = self.cfgs.graphs.get(unit.parent)
-            holder = _node_of(graph, unit.node) if graph is not None else None
+            holder = graph.node_containing(unit.node) if graph is not None else None
             if holder is None:
                 return None
             states = self.locked.get(unit.parent) or self.flow(unit.parent, parent_entry)
@@ -329,10 +330,10 @@ class LockStates:
             call = node.parent
             if call is None or call.type != "call_expression" or call.child_by_field_name("function") != node:
                 return None  # used as a value
-            if _statement_of(call) == "go_statement":
+            if syntax.statement_of_call(call) == "go_statement":
                 counts.append(0)
                 continue
-            holder = _node_of(graph, call)
+            holder = graph.node_containing(call)
             if holder is None:
                 return None
             counts.append(states.get(holder, _CAP))
@@ -393,7 +394,7 @@ class LockStates:
             calls = self._calls_of_variable(unit, variable)
             return bool(calls) and all(spawned for spawned in calls)
         calls = self.calls.calls_of(unit)
-        return bool(calls) and all(_statement_of(call) == "go_statement" for call in calls)
+        return bool(calls) and all(syntax.statement_of_call(call) == "go_statement" for call in calls)
 
     def _calls_of_variable(self, literal: Unit, variable) -> list[bool]:
         """For each call through a local variable bound to a literal: is it `go v(...)`?"""
@@ -404,7 +405,7 @@ class LockStates:
             if node.type == "call_expression":
                 function = syntax.unparen(node.child_by_field_name("function"))
                 if function is not None and function.type == "identifier" and resolution.symbol(function) is variable:
-                    spawned.append(_statement_of(node) == "go_statement")
+                    spawned.append(syntax.statement_of_call(node) == "go_statement")
         return spawned
 
     def _relevant(self) -> list[Unit]:
@@ -516,32 +517,7 @@ def _return_outcomes(threads: LockStates, graph: CFG, stack: frozenset[Unit]) ->
     return found
 
 
-def _calls(root: Node):
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type == "call_expression":
-            yield node
-        if node.type == "func_literal":
-            continue
-        stack.extend(reversed(node.children))
 
-
-def _statement_of(call: Node) -> str:
-    parent = call.parent
-    while parent is not None and parent.type == "parenthesized_expression":
-        parent = parent.parent
-    return parent.type if parent is not None else ""
-
-
-def _node_of(graph: CFG, node: Node) -> int | None:
-    current: Node | None = node
-    while current is not None:
-        found = graph.node_of.get(current)
-        if found is not None:
-            return found
-        current = current.parent
-    return None
 
 
 def unlocks_somewhere(threads: LockStates, unit: Unit) -> bool:

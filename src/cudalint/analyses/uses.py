@@ -24,7 +24,7 @@ from cudalint.analyses.calls import CALLS, Callee, CalleeKind, CallIndex
 from cudalint.framework import Analysis
 from cudalint.functions import Unit
 from cudalint.knowledge import CallRole, ResourceSpec
-from cudalint.scope import Role, Symbol, SymbolKind
+from cudalint.scope import Symbol, SymbolKind
 
 
 class UseKind(str, Enum):
@@ -131,14 +131,14 @@ class VariableUses:
                     return Use(
                         UseKind.METHOD, symbol, identifier, call=holder,
                         method=syntax.text(parent.child_by_field_name("field")),
-                        deferred=_statement_of_call(holder) == "defer_statement",
+                        deferred=syntax.statement_of_call(holder) == "defer_statement",
                     )
                 return Use(UseKind.DEREF, symbol, identifier)
             if kind in ("index_expression", "slice_expression"):
                 operand = parent.child_by_field_name("operand")
                 return Use(UseKind.DEREF if operand == child else UseKind.READ, symbol, identifier)
             if kind == "call_expression" and parent.child_by_field_name("function") == child:
-                return Use(UseKind.CALLED, symbol, identifier, call=parent, deferred=_statement_of_call(parent) == "defer_statement")
+                return Use(UseKind.CALLED, symbol, identifier, call=parent, deferred=syntax.statement_of_call(parent) == "defer_statement")
             if kind == "expression_list":
                 return self._list_member(symbol, identifier, child, parent)
             if kind in ("literal_element", "keyed_element"):
@@ -154,7 +154,7 @@ class VariableUses:
         return Use(UseKind.READ, symbol, identifier)
 
     def _argument(self, symbol: Symbol, identifier: Node, call: Node, callee: Callee, index: int) -> Use:
-        statement = _statement_of_call(call)
+        statement = syntax.statement_of_call(call)
         deferred, spawned = statement == "defer_statement", statement == "go_statement"
         common = {"call": call, "callee": callee, "deferred": deferred, "spawned": spawned}
         if spawned:
@@ -272,14 +272,8 @@ def _is_deferred_literal(literal: Node) -> bool:
     parent = literal.parent
     while parent is not None and parent.type == "parenthesized_expression":
         parent = parent.parent
-    return parent is not None and parent.type == "call_expression" and _statement_of_call(parent) == "defer_statement"
+    return parent is not None and parent.type == "call_expression" and syntax.statement_of_call(parent) == "defer_statement"
 
-
-def _statement_of_call(call: Node) -> str:
-    parent = call.parent
-    while parent is not None and parent.type == "parenthesized_expression":
-        parent = parent.parent
-    return parent.type if parent is not None else ""
 
 
 

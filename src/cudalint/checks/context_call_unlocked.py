@@ -10,6 +10,7 @@ from cudalint.checks.wording import imports_of
 from cudalint.framework import Pass
 from cudalint.functions import LiteralUse, Unit
 
+
 def check(p: Pass) -> None:
     if not concerns_threads(p.result_of(CALLS)):
         return

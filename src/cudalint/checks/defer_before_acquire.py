@@ -9,19 +9,21 @@ from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
 from cudalint.checks.wording import imports_of
 from cudalint.framework import Pass, Ref
+from cudalint.functions import Unit
 from cudalint.scope import Role, Symbol
+
 
 def check(p: Pass) -> None:
     defers = p.result_of(DEFERS)
-    for unit, graph in p.graphs_of(defers.units()):
-        with p.isolating(unit):
-            if not graph.created:
+
+    def visit(unit: Unit, graph: CFG) -> None:
+        for n in graph.statement_nodes():
+            if graph.kind(n) is not NodeKind.DEFER or not graph.reachable(n) or defers.described(graph, n) is None:
                 continue
-            for n in graph.statement_nodes():
-                if graph.kind(n) is not NodeKind.DEFER or not graph.reachable(n) or defers.described(graph, n) is None:
-                    continue
-                if defers.constant_guard(graph.ast(n), unit.body) is None:  # else CL203's
-                    _check_defer(p, defers, graph, n)
+            if defers.constant_guard(graph.ast(n), unit.body) is None:  # else CL203's
+                _check_defer(p, defers, graph, n)
+
+    p.visit_graphs(defers.units(), visit)
 
 
 def _check_defer(p: Pass, defers: DeferredReleases, graph: CFG, n: int) -> None:

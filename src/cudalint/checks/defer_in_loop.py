@@ -10,27 +10,29 @@ from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
 from cudalint.checks.wording import imports_of
 from cudalint.framework import Pass
+from cudalint.functions import Unit
+
 
 def check(p: Pass) -> None:
     defers = p.result_of(DEFERS)
-    for unit, graph in p.graphs_of(defers.units()):
-        with p.isolating(unit):
-            if not graph.created:
+
+    def visit(unit: Unit, graph: CFG) -> None:
+        for n in graph.statement_nodes():
+            if graph.kind(n) is not NodeKind.DEFER or not graph.in_loop(n):
                 continue
-            for n in graph.statement_nodes():
-                if graph.kind(n) is not NodeKind.DEFER or not graph.in_loop(n):
-                    continue
-                released = defers.described(graph, n)
-                if released is None or defers.constant_guard(graph.ast(n), unit.body) is not None:
-                    continue  # CL203's
-                if _kept_beyond_iteration(defers, graph, n):
-                    continue
-                p.report(
-                    unit, graph.ast(n),
-                    f"defer {released} inside a loop runs only when {unit.name} returns: every iteration's "
-                    f"resource stays held until then; release it at the end of the iteration, or move the "
-                    f"loop body into its own function",
-                )
+            released = defers.described(graph, n)
+            if released is None or defers.constant_guard(graph.ast(n), unit.body) is not None:
+                continue  # CL203's
+            if _kept_beyond_iteration(defers, graph, n):
+                continue
+            p.report(
+                unit, graph.ast(n),
+                f"defer {released} inside a loop runs only when {unit.name} returns: every iteration's "
+                f"resource stays held until then; release it at the end of the iteration, or move the "
+                f"loop body into its own function",
+            )
+
+    p.visit_graphs(defers.units(), visit)
 
 
 def _kept_beyond_iteration(defers: DeferredReleases, graph: CFG, n: int) -> bool:

@@ -5,25 +5,28 @@ from __future__ import annotations
 from cudalint.analyses.calls import CALLS
 from cudalint.analyses.lifetimes import LIFETIMES
 from cudalint.catalog import Level, Rule
+from cudalint.cfg import CFG
 from cudalint.checks.wording import imports_of
 from cudalint.framework import Pass, Ref
+from cudalint.functions import Unit
+
 
 def check(p: Pass) -> None:
     lifetimes = p.result_of(LIFETIMES)
-    for unit, graph in p.graphs_of(p.result_of(CALLS).units_calling_api()):
-        with p.isolating(unit):
-            if not graph.created:
-                continue
-            for double in lifetimes.lifetimes(unit).double_releases:
-                first = Ref(graph.ast(double.first), "the first release")
-                if double.by_defer:
-                    message = (
-                        f"{double.handle} is released at @first and again by this defer when the function "
-                        f"returns; remove one of the two releases"
-                    )
-                else:
-                    message = f"{double.handle} was already released at @first; release it only once"
-                p.report(unit, graph.ast(double.node), message, first=first)
+
+    def visit(unit: Unit, graph: CFG) -> None:
+        for double in lifetimes.lifetimes(unit).double_releases:
+            first = Ref(graph.ast(double.first), "the first release")
+            if double.by_defer:
+                message = (
+                    f"{double.handle} is released at @first and again by this defer when the function "
+                    f"returns; remove one of the two releases"
+                )
+            else:
+                message = f"{double.handle} was already released at @first; release it only once"
+            p.report(unit, graph.ast(double.node), message, first=first)
+
+    p.visit_graphs(p.result_of(CALLS).units_calling_api(), visit)
 
 
 RULE = Rule(

@@ -11,6 +11,7 @@ from cudalint.checks.wording import imports_of
 from cudalint.framework import Pass
 from cudalint.functions import LiteralUse, Package, Unit, UnitKind
 
+
 def check(p: Pass) -> None:
     """A finalizer, with the functions of the package it calls."""
     calls = p.result_of(CALLS)

@@ -9,6 +9,7 @@ from cudalint.catalog import Level, Rule
 from cudalint.checks.wording import imports_of
 from cudalint.framework import Pass
 
+
 def check(p: Pass) -> None:
     calls = p.result_of(CALLS)
     memory = p.result_of(PROVENANCE)

@@ -10,20 +10,22 @@ from cudalint.cfg import CFG, NodeKind
 from cudalint.checks.wording import imports_of, release_statement, release_verb, where_to_fix
 from cudalint.findings import Step
 from cudalint.framework import Pass, Ref
+from cudalint.functions import Unit
+
 
 def check(p: Pass) -> None:
     lifetimes = p.result_of(LIFETIMES)
-    for unit, graph in p.graphs_of(p.result_of(CALLS).units_calling_api()):
-        with p.isolating(unit):
-            if not graph.created:
-                continue
-            found = lifetimes.lifetimes(unit)
-            overwritten = {o.origin for o in found.overwrites}
-            for leak in found.leaks:
-                if leak.origin in overwritten:
-                    continue  # reported once, as CL103
-                message, refs = _message(leak, graph)
-                p.report(unit, leak.origin.call, message, steps=_path(leak, graph), **refs)
+
+    def visit(unit: Unit, graph: CFG) -> None:
+        found = lifetimes.lifetimes(unit)
+        overwritten = {o.origin for o in found.overwrites}
+        for leak in found.leaks:
+            if leak.origin in overwritten:
+                continue  # reported once, as CL103
+            message, refs = _message(leak, graph)
+            p.report(unit, leak.origin.call, message, steps=_path(leak, graph), **refs)
+
+    p.visit_graphs(p.result_of(CALLS).units_calling_api(), visit)
 
 
 def _message(leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]]:

@@ -8,6 +8,7 @@ from cudalint.catalog import Level, Rule
 from cudalint.checks.wording import imports_of
 from cudalint.framework import Pass, Ref
 
+
 def check(p: Pass) -> None:
     if not concerns_threads(p.result_of(CALLS)):
         return

@@ -5,25 +5,28 @@ from __future__ import annotations
 from cudalint.analyses.calls import CALLS
 from cudalint.analyses.lifetimes import LIFETIMES
 from cudalint.catalog import Level, Rule
+from cudalint.cfg import CFG
 from cudalint.checks.wording import imports_of, spelled
 from cudalint.framework import Pass, Ref
+from cudalint.functions import Unit
+
 
 def check(p: Pass) -> None:
     lifetimes = p.result_of(LIFETIMES)
-    for unit, graph in p.graphs_of(p.result_of(CALLS).units_calling_api()):
-        with p.isolating(unit):
-            if not graph.created:
-                continue
-            for mismatch in lifetimes.lifetimes(unit).mismatches:
-                origin = mismatch.origin
-                expected = spelled(origin, origin.resource.first_release)
-                p.report(
-                    unit, graph.ast(mismatch.node),
-                    f"{origin.handle} holds {origin.resource.name} from {origin.written} (@acquired) but is "
-                    f"released with {spelled(origin, mismatch.release_call)}, which releases "
-                    f"{mismatch.release_resource.name}; use {expected}",
-                    acquired=Ref(origin.call, f"{origin.resource.name} acquired here"),
-                )
+
+    def visit(unit: Unit, graph: CFG) -> None:
+        for mismatch in lifetimes.lifetimes(unit).mismatches:
+            origin = mismatch.origin
+            expected = spelled(origin, origin.resource.first_release)
+            p.report(
+                unit, graph.ast(mismatch.node),
+                f"{origin.handle} holds {origin.resource.name} from {origin.written} (@acquired) but is "
+                f"released with {spelled(origin, mismatch.release_call)}, which releases "
+                f"{mismatch.release_resource.name}; use {expected}",
+                acquired=Ref(origin.call, f"{origin.resource.name} acquired here"),
+            )
+
+    p.visit_graphs(p.result_of(CALLS).units_calling_api(), visit)
 
 
 RULE = Rule(

@@ -5,24 +5,27 @@ from __future__ import annotations
 from cudalint.analyses.calls import CALLS
 from cudalint.analyses.lifetimes import LIFETIMES
 from cudalint.catalog import Level, Rule
+from cudalint.cfg import CFG
 from cudalint.checks.wording import imports_of, release_verb
 from cudalint.framework import Pass, Ref
+from cudalint.functions import Unit
+
 
 def check(p: Pass) -> None:
     lifetimes = p.result_of(LIFETIMES)
-    for unit, graph in p.graphs_of(p.result_of(CALLS).units_calling_api()):
-        with p.isolating(unit):
-            if not graph.created:
-                continue
-            for overwrite in lifetimes.lifetimes(unit).overwrites:
-                origin = overwrite.origin
-                p.report(
-                    unit, graph.ast(overwrite.node),
-                    f"{origin.handle} is overwritten here while it still holds {origin.resource.name} from "
-                    f"{origin.written} (@acquired), which can then never be {release_verb(origin.resource)}; "
-                    f"release it first",
-                    acquired=Ref(origin.call, f"{origin.resource.name} acquired here"),
-                )
+
+    def visit(unit: Unit, graph: CFG) -> None:
+        for overwrite in lifetimes.lifetimes(unit).overwrites:
+            origin = overwrite.origin
+            p.report(
+                unit, graph.ast(overwrite.node),
+                f"{origin.handle} is overwritten here while it still holds {origin.resource.name} from "
+                f"{origin.written} (@acquired), which can then never be {release_verb(origin.resource)}; "
+                f"release it first",
+                acquired=Ref(origin.call, f"{origin.resource.name} acquired here"),
+            )
+
+    p.visit_graphs(p.result_of(CALLS).units_calling_api(), visit)
 
 
 RULE = Rule(

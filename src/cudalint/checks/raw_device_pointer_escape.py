@@ -15,6 +15,7 @@ from cudalint.functions import Unit, UnitKind
 from cudalint.knowledge import CallRole
 from cudalint.scope import Role
 
+
 def check(p: Pass) -> None:
     """Device memory returned, or stored in a package-level variable, map or
     slice, as a bare pointer. A func literal is no boundary: what it returns

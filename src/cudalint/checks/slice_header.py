@@ -9,6 +9,7 @@ from cudalint.catalog import Level, Rule
 from cudalint.framework import Pass
 from cudalint.functions import Unit
 
+
 def check(p: Pass) -> None:
     resolution = p.package.resolution
     for parsed in p.package.files:

@@ -11,6 +11,7 @@ from cudalint.checks.wording import imports_of, status_what, success_hint
 from cudalint.framework import Pass
 from cudalint.parse import ParsedFile
 
+
 def check(p: Pass) -> None:
     calls = p.result_of(CALLS)
     for unit, graph in p.graphs_of(calls.units_calling_api()):

@@ -10,6 +10,7 @@ from cudalint.catalog import Level, Rule
 from cudalint.checks.wording import imports_of, status_what, success_hint
 from cudalint.framework import Pass
 
+
 def check(p: Pass) -> None:
     calls = p.result_of(CALLS)
     for unit, graph in p.graphs_of(calls.units_calling_api()):

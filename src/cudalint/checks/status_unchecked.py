@@ -13,6 +13,7 @@ from cudalint.framework import Pass, Ref
 from cudalint.functions import Unit
 from cudalint.scope import Role, Symbol
 
+
 def check(p: Pass) -> None:
     calls = p.result_of(CALLS)
     lifetimes = p.result_of(LIFETIMES)

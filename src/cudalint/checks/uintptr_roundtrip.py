@@ -11,6 +11,7 @@ from cudalint.catalog import Level, Rule
 from cudalint.framework import Pass, Ref
 from cudalint.scope import Resolution, SymbolKind
 
+
 def check(p: Pass) -> None:
     memory = p.result_of(PROVENANCE)
     for unit, node in p.result_of(CALLS).calls_to("unsafe", "Pointer"):

@@ -4,37 +4,39 @@ from __future__ import annotations
 
 from cudalint.analyses.defers import DEFERS
 from cudalint.catalog import Level, Rule
-from cudalint.cfg import NodeKind
+from cudalint.cfg import CFG, NodeKind
 from cudalint.checks.wording import imports_of
 from cudalint.framework import Pass
+from cudalint.functions import Unit
+
 
 def check(p: Pass) -> None:
     defers = p.result_of(DEFERS)
-    for unit, graph in p.graphs_of(defers.units()):
-        with p.isolating(unit):
-            if not graph.created:
+
+    def visit(unit: Unit, graph: CFG) -> None:
+        for n in graph.statement_nodes():
+            if graph.kind(n) is not NodeKind.DEFER:
                 continue
-            for n in graph.statement_nodes():
-                if graph.kind(n) is not NodeKind.DEFER:
-                    continue
-                released = defers.described(graph, n)
-                if released is None:
-                    continue
-                statement = graph.ast(n)
-                if not graph.reachable(n):
-                    p.report(
-                        unit, statement,
-                        f"defer {released} can never be registered: no path reaches it; "
-                        f"move it to right after the acquisition's error check",
-                    )
-                    continue
-                guard = defers.constant_guard(statement, unit.body)
-                if guard is not None:
-                    p.report(
-                        unit, statement,
-                        f"defer {released} is registered only when {guard}; "
-                        f"register it unconditionally after the acquisition",
-                    )
+            released = defers.described(graph, n)
+            if released is None:
+                continue
+            statement = graph.ast(n)
+            if not graph.reachable(n):
+                p.report(
+                    unit, statement,
+                    f"defer {released} can never be registered: no path reaches it; "
+                    f"move it to right after the acquisition's error check",
+                )
+                continue
+            guard = defers.constant_guard(statement, unit.body)
+            if guard is not None:
+                p.report(
+                    unit, statement,
+                    f"defer {released} is registered only when {guard}; "
+                    f"register it unconditionally after the acquisition",
+                )
+
+    p.visit_graphs(defers.units(), visit)
 
 
 RULE = Rule(

@@ -9,23 +9,26 @@ from cudalint.analyses.calls import CALLS
 from cudalint.analyses.lifetimes import LIFETIMES
 from cudalint.analyses.uses import UseKind
 from cudalint.catalog import Level, Rule
+from cudalint.cfg import CFG
 from cudalint.checks.wording import imports_of
 from cudalint.framework import Pass, Ref
+from cudalint.functions import Unit
+
 
 def check(p: Pass) -> None:
     lifetimes = p.result_of(LIFETIMES)
-    for unit, graph in p.graphs_of(p.result_of(CALLS).units_calling_api()):
-        with p.isolating(unit):
-            if not graph.created:
-                continue
-            for late in lifetimes.lifetimes(unit).uses_after_release:
-                use = late.use
-                p.report(
-                    unit, use.node,
-                    f"{use.symbol.name} is {_phrase(use.kind, use.call)} after it was released at @released; "
-                    f"move the release after its last use",
-                    released=Ref(graph.ast(late.released), "the release"),
-                )
+
+    def visit(unit: Unit, graph: CFG) -> None:
+        for late in lifetimes.lifetimes(unit).uses_after_release:
+            use = late.use
+            p.report(
+                unit, use.node,
+                f"{use.symbol.name} is {_phrase(use.kind, use.call)} after it was released at @released; "
+                f"move the release after its last use",
+                released=Ref(graph.ast(late.released), "the release"),
+            )
+
+    p.visit_graphs(p.result_of(CALLS).units_calling_api(), visit)
 
 
 def _phrase(kind: UseKind, call: Node | None) -> str:
