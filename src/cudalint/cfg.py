@@ -3,7 +3,7 @@ golang.org/x/tools/go/cfg (the graph `go vet` trusts), plus what the rules need
 and go/cfg lacks:
 
 * every conditional edge carries the leaf condition it tested and the value it
-  took (`cond`, `polarity`), so a pass can tell the `st != C.cudaSuccess`
+  took (`Edge.condition`, `Edge.polarity`), so a rule can tell the `st != C.cudaSuccess`
   branch from the other; `&&`, `||` and `!` are split as go/cfg splits them;
 * switch and type-switch case edges carry the case clause and the tag;
 * four distinct exits: normal return, goroutine exit (`runtime.Goexit`,
@@ -641,7 +641,7 @@ def build_cfg(unit: Unit, oracle: ExitOracle) -> CFG:
 
 class PackageCFGs:
     """The graphs of a package's functions, built on demand and kept in a
-    bounded cache: a pass asks only for the functions it has something to
+    bounded cache: a rule asks only for the functions it has something to
     say about, and a huge generated package never holds every graph at once.
 
     Whether a function of the package can return is decided on demand too,

@@ -208,7 +208,7 @@ class CallIndex:
         if fact is None:
             # Calls of packages no rule watches are classified when asked for
             # (their function is resolved by then), and kept apart so that
-            # `calls` stays the same set whatever the passes asked before.
+            # `calls` stays the same set whatever the rules asked before.
             if call not in self._unwatched:
                 self._unwatched[call] = _qualified_call(call, self.package, self.knowledge)
             fact = self._unwatched[call]
