@@ -215,6 +215,7 @@ class Engine:
         self._captures: dict[Unit, frozenset[Symbol]] = {}
         self._results: dict[Unit, UnitLifetimes] = {}
         self._defer_nodes: dict[Unit, list[int]] = {}
+        self._converters: dict[tuple[Unit, int, str], bool] = {}
 
     # -- public ----------------------------------------------------------------
 
@@ -664,11 +665,91 @@ class Engine:
             if not remaining:
                 raise _Stop
             state = replace(state, names=remaining, proxy=None if use.symbol is state.proxy else state.proxy)
+        if isinstance(state.proxy, Symbol) and origin is not None:
+            converted = self._converted(graph, origin, state.proxy, n)
+            if converted is not None:
+                return replace(state, proxy=converted)
         if isinstance(state.proxy, Symbol) and any(
             u.symbol is state.proxy and u.kind is UseKind.WRITE for u in uses
         ):
             state = replace(state, proxy=None)
         return state
+
+    def _converted(self, graph: CFG, origin: Origin, proxy: Symbol, n: int) -> Symbol | None:
+        """`err = errorString(st)` where errorString is a converter of the
+        package: from here on, err says whether the acquisition succeeded."""
+        statement = graph.ast(n)
+        if statement is None or graph.kind(n) is not NodeKind.STMT:
+            return None
+        for left, right in syntax.assignment_sides(statement):
+            if len(right) != 1 or not left:
+                continue
+            call = syntax.unparen(right[0])
+            if call is None or call.type != "call_expression":
+                continue
+            arguments = syntax.children(call.child_by_field_name("arguments"))
+            index = next((i for i, a in enumerate(arguments) if a.type == "identifier" and self.facts.package.resolution.symbol(a) is proxy), None)
+            callee = self.facts.callee(call)
+            if index is None or callee.kind is not CalleeKind.LOCAL or callee.target is None:
+                continue
+            target = syntax.unparen(left[-1])
+            if target is None or target.type != "identifier" or syntax.text(target) == "_":
+                continue
+            if self.converts(callee.target, index, origin):
+                return self.facts.package.resolution.symbol(target)
+        return None
+
+    def converts(self, unit: Unit, index: int, origin: Origin) -> bool:
+        """Whether `unit` turns the status it receives as parameter `index`
+        into an error that is nil exactly when the status says success
+        (`errorString(r)`, `newError(ctx, r)`): on every path, a return of
+        nil is reached only where the status was tested as success, and a
+        return of anything else only where it was tested as failure."""
+        key = (unit, index, origin.api.family.name)
+        if key not in self._converters:
+            self._converters[key] = False  # recursion: not a converter
+            self._converters[key] = self._is_converter(unit, index, origin)
+        return self._converters[key]
+
+    def _is_converter(self, unit: Unit, index: int, origin: Origin) -> bool:
+        graph = self.cfgs.graphs.get(unit)
+        if graph is None or index >= len(unit.params) or not _returns_error(unit):
+            return False
+        status = unit.params[index]
+        probe = State(Phase.HELD, frozenset(), status)
+
+        def step(n: int, outcome: str | None):
+            if graph.kind(n) is NodeKind.RETURN:
+                return
+            for edge in graph.out_edges(n):
+                verdict = None
+                if edge.condition is not None:
+                    verdict = self._test(origin, probe, edge.condition, bool(edge.polarity))
+                elif edge.tests_case:
+                    verdict = self._case(origin, probe, edge.tag, edge.case, bool(edge.polarity))
+                if verdict is not None and outcome is not None and verdict != outcome:
+                    continue  # contradicts what the path already knows
+                yield edge.target, verdict or outcome
+
+        seen_nil = seen_error = False
+        for n, outcome in graph.walk(graph.entry, None, step):
+            kind = graph.kind(n)
+            if kind is NodeKind.IMPLICIT_RETURN:
+                return False
+            if kind is not NodeKind.RETURN:
+                continue
+            returned = _returned_error(graph.ast(n))
+            if returned is None:
+                return False  # a bare return of named results: cannot tell
+            if returned == "nil":
+                seen_nil = True
+                if outcome != "success":
+                    return False
+            else:
+                seen_error = True
+                if outcome != "failure":
+                    return False
+        return seen_nil and seen_error
 
     def _read(self, graph, origin, state: State, n: int, use: Use, walk: _Walk, aliases: set, applied: set) -> State:
         released = state.phase is Phase.RELEASED
@@ -951,6 +1032,25 @@ def _scope_end_line(graph: CFG, node: int, successor: int, scope: Node) -> int:
     return scope.end_point[0] + 1
 
 
+
+
+def _returns_error(unit: Unit) -> bool:
+    """Whether the function's last result is declared `error`."""
+    result = unit.node.child_by_field_name("result")
+    if result is None:
+        return False
+    if result.type != "parameter_list":
+        return syntax.text(result) == "error"
+    declarations = syntax.children(result)
+    return bool(declarations) and syntax.text(declarations[-1].child_by_field_name("type")) == "error"
+
+
+def _returned_error(statement: Node | None) -> str | None:
+    """The text of the last value a return statement returns (None for a
+    bare return)."""
+    values = next((c for c in statement.named_children if c.type == "expression_list"), None) if statement is not None else None
+    expressions = syntax.expressions(values) if values is not None else []
+    return syntax.text(expressions[-1]) if expressions else None
 
 
 def _is_deferred_call(call: Node) -> bool:
