@@ -75,6 +75,9 @@ def test_cudaGetLastError_is_a_discardable_status_call() -> None:
              "resource": [{"name": "r", "acquire": [{"call": "C.a", "handle": "out"}], "release": [{"call": "C.b", "handle": "arg0"}]}]},
             "'out' is not argN, outN, resultN, receiver or none",
         ),
+        ({"family": "f", "description": "x", "import": "C", "keeps": [{"call": "C.k", "args": []}]}, "keeps[0].args: expected a non-empty list"),
+        ({"family": "f", "description": "x", "import": "C", "keeps": [{"call": "k", "args": [1]}]}, "must be qualified"),
+        ({"family": "f", "description": "x", "import": "C", "keeps": {"call": "C.k"}}, "expected an array of tables ([[keeps]])"),
     ],
 )
 def test_schema_errors_name_the_file_and_key(document: dict, message: str) -> None:
@@ -103,3 +106,8 @@ def test_bad_toml_is_a_clear_error(tmp_path: Path) -> None:
     broken.write_text("family = \n")
     with pytest.raises(KnowledgeError, match="broken.toml: not valid TOML"):
         load_knowledge((broken,))
+
+
+def test_kept_arguments_are_known() -> None:
+    kept = load_knowledge().lookup("C", "cudnnSetCallback")
+    assert kept is not None and kept.kept_args == (1,) and kept.status is not None

@@ -124,6 +124,10 @@ class Family:
     releases_need_context: bool = False
     # Calls that keep using host memory after they return: (call, argument indexes) (CL504).
     async_host: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    # Calls that keep a pointer they are given (callback user data, a
+    # subscriber's context): (call, argument indexes). Passing a handle
+    # there hands it over, whatever resource it is.
+    keeps: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -140,6 +144,7 @@ class ApiFunction:
     thread_bound: bool = False
     context_setter: bool = False
     async_host_args: tuple[int, ...] = ()
+    kept_args: tuple[int, ...] = ()
 
     @property
     def is_release(self) -> bool:
@@ -237,10 +242,11 @@ class Knowledge:
             bound = qualified in family.thread_bound
             setter = qualified in family.context_setters
             host_args = next((indexes for call, indexes in family.async_host if call == qualified), ())
-            if is_status or releases or acquires or transfers or bound or setter or host_args:
+            kept = next((indexes for call, indexes in family.keeps if call == qualified), ())
+            if is_status or releases or acquires or transfers or bound or setter or host_args or kept:
                 return ApiFunction(
                     family, qualified, family.status if is_status else None,
-                    qualified in family.discardable, releases, acquires, transfers, bound, setter, host_args,
+                    qualified in family.discardable, releases, acquires, transfers, bound, setter, host_args, kept,
                 )
         return None
 
@@ -249,8 +255,9 @@ class Knowledge:
 
 _TOP_KEYS = {
     "schema", "family", "description", "import", "name", "docs", "status", "status_calls", "resource", "types",
-    "threads", "async",
+    "threads", "async", "keeps",
 }
+_KEEPS_KEYS = {"call", "args"}
 _THREAD_KEYS = {"bound", "context_setters", "releases_need_context"}
 _ASYNC_KEYS = {"call", "host_args"}
 _STATUS_KEYS = {"type", "success", "result", "kind"}
@@ -331,9 +338,10 @@ def parse_family(document: dict, source: str) -> Family:
     types = _qualified(source, "types", _strings(source, "types", doc.get("types")), qualifier)
     bound, setters, need_context = _threads(source, doc, qualifier)
     async_host = tuple(_async(source, f"async[{i}]", item, qualifier) for i, item in enumerate(_array(source, "async", doc)))
+    keeps = tuple(_keeps(source, f"keeps[{i}]", item, qualifier) for i, item in enumerate(_array(source, "keeps", doc)))
     return Family(
         name, description, import_path, qualifier, source, docs, status,
-        match, except_, discardable, resources, types, bound, setters, need_context, async_host,
+        match, except_, discardable, resources, types, bound, setters, need_context, async_host, keeps,
     )
 
 
@@ -416,6 +424,16 @@ def _async(source: str, where: str, item: Any, qualifier: str) -> tuple[str, tup
     indexes = item.get("host_args")
     if not isinstance(indexes, list) or not indexes or not all(isinstance(n, int) and n >= 0 for n in indexes):
         raise _fail(source, f"{where}.host_args", "expected a non-empty list of argument indexes (0-based)")
+    return call, tuple(indexes)
+
+
+def _keeps(source: str, where: str, item: Any, qualifier: str) -> tuple[str, tuple[int, ...]]:
+    item = _table(source, where, item, _KEEPS_KEYS)
+    call = _string(source, f"{where}.call", item.get("call"))
+    _qualified(source, f"{where}.call", (call,), qualifier)
+    indexes = item.get("args")
+    if not isinstance(indexes, list) or not indexes or not all(isinstance(n, int) and n >= 0 for n in indexes):
+        raise _fail(source, f"{where}.args", "expected a non-empty list of argument indexes (0-based)")
     return call, tuple(indexes)
 
 

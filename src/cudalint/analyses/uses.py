@@ -166,6 +166,8 @@ class VariableUses:
             for resource, role in callee.api.roles("transfer"):
                 if role.index == index:
                     return Use(UseKind.TRANSFER_CALL, symbol, identifier, role=(resource, role), **common)
+            if index in callee.api.kept_args:
+                return Use(UseKind.TRANSFER_CALL, symbol, identifier, **common)
             return Use(UseKind.PASS_API, symbol, identifier, **common)
         if callee.kind is CalleeKind.FAMILY:
             return Use(UseKind.PASS_API, symbol, identifier, **common)
