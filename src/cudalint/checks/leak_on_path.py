@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS
-from cudalint.analyses.lifetimes import LIFETIMES, Leak, Lost
+from cudalint.analyses.lifetimes import LIFETIMES, Engine, Leak, Lost
+from cudalint.analyses.uses import UseKind
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
 from cudalint.checks.wording import imports_of, release_statement, release_verb, where_to_fix
@@ -22,13 +23,13 @@ def check(p: Pass) -> None:
         for leak in found.leaks:
             if leak.origin in overwritten:
                 continue  # reported once, as CL103
-            message, refs = _message(leak, graph)
+            message, refs = _message(lifetimes, leak, graph)
             p.report(unit, leak.origin.call, message, steps=_path(leak, graph), **refs)
 
     p.visit_graphs(p.result_of(CALLS).units_calling_api(), visit)
 
 
-def _message(leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]]:
+def _message(lifetimes: Engine, leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]]:
     origin = leak.origin
     refs = {"acquired": Ref(origin.call, f"{origin.resource.name} acquired here")}
     what = f"{origin.resource.name} from {origin.written} (@acquired)"
@@ -65,9 +66,28 @@ def _message(leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]]:
             advice = f"the defer at @defer ran before the acquisition and released the old value: move it to right {fix_place}"
         else:
             advice = f"the defer at @defer is not registered on this path: move it to right {fix_place}"
+    elif _handed_out(lifetimes, leak):
+        # A constructor: a defer would release what it returns on success.
+        advice = (
+            f"release it before this return (`{remedy.removeprefix('defer ')}`): {origin.unit.name} hands it on "
+            f"when it succeeds, so a deferred release would free what it hands on"
+        )
     else:
         advice = f"add `{remedy}` {where_to_fix(origin)}"
     return f"{what} is not {verb} on {where} {place}; {advice}", refs
+
+
+def _handed_out(lifetimes: Engine, leak: Leak) -> bool:
+    """Whether the function returns the handle, or stores it where its
+    caller finds it (a field of what it returns), on some path."""
+    unit = leak.origin.unit
+    if unit.body is None or not leak.origin.handle:
+        return False
+    return any(
+        use.symbol.name == leak.origin.handle and use.symbol.function == unit.node
+        and use.kind in (UseKind.RETURN, UseKind.STORE)
+        for use in lifetimes.uses.uses([unit.body])
+    )
 
 
 def _path(leak: Leak, graph: CFG) -> tuple[Step, ...]:
