@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from cudalint.analyses.defers import DEFERS
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.analyses.defers import DEFERS, DeferredReleases
+from cudalint.analyses.uses import UseKind
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
 from cudalint.checks.wording import imports_of
 from cudalint.framework import Pass
 from cudalint.functions import Unit
+from cudalint.scope import Role
 
 
 def check(p: Pass) -> None:
@@ -21,6 +26,8 @@ def check(p: Pass) -> None:
             if released is None:
                 continue
             statement = graph.ast(n)
+            if not _pairs_with_live_code(defers, graph, n):
+                continue  # what it would release is acquired in code just as dead
             if not graph.reachable(n):
                 p.report(
                     unit, statement,
@@ -37,6 +44,34 @@ def check(p: Pass) -> None:
                 )
 
     p.visit_graphs(defers.units(), visit)
+
+
+def _pairs_with_live_code(defers: DeferredReleases, graph: CFG, n: int) -> bool:
+    """Whether something the defer releases is acquired (or given a value)
+    in code that runs: a parameter, a package variable, or a local written
+    at a reachable statement no constant guard disables. A defer after
+    `t.SkipNow()` that pairs with an acquisition after it too is dead code
+    about dead code, not a leak."""
+    released = [symbol for _, symbol in defers.releasing_uses(graph, n)]
+    if not released or any(symbol.role is not Role.LOCAL for symbol in released):
+        return True
+    body = graph.unit.body
+    for m in graph.statement_nodes():
+        statement = graph.ast(m)
+        if m == n or not graph.reachable(m) or _declares_only(statement):
+            continue
+        for use in defers.lifetimes.uses.uses(graph.evaluated(m)):
+            if use.symbol in released and use.kind in (UseKind.WRITE, UseKind.ACQUIRE_OUT):
+                if defers.constant_guard(statement, body) is None:
+                    return True
+    return False
+
+
+def _declares_only(statement: Node | None) -> bool:
+    """`var d unsafe.Pointer`: a declaration without a value gives nothing."""
+    return statement is not None and statement.type == "var_declaration" and all(
+        spec.child_by_field_name("value") is None for spec in syntax.value_specs(statement)
+    )
 
 
 RULE = Rule(
