@@ -59,6 +59,8 @@ class LockStates:
     wrappers: dict[Unit, Event | None] = field(default_factory=dict)
     entry: dict[Unit, int | None] = field(default_factory=dict)  # lock count; None: a context we cannot see
     locked: dict[Unit, dict[int, int]] = field(default_factory=dict)
+    # In-package calls of each function (recursion left out): (caller, node, call).
+    call_sites: dict[Unit, list[tuple[Unit, int, Happening]]] = field(default_factory=dict)
 
     # -- events -------------------------------------------------------------------
 
@@ -272,6 +274,8 @@ class LockStates:
         for unit in list(sites):
             # A function calling itself is no caller that could have locked for it.
             sites[unit] = [site for site in sites[unit] if site[0] is not unit]
+        self.call_sites = sites
+        for unit in list(sites):
             if not sites[unit] and self.entry.get(unit) is not None and unit.kind is not UnitKind.LITERAL:
                 self.entry[unit] = 0
         for _ in range(len(units) + 2):
@@ -393,8 +397,18 @@ class LockStates:
                 return False
             calls = self._calls_of_variable(unit, variable)
             return bool(calls) and all(spawned for spawned in calls)
+        if exported(unit):
+            return False  # callers outside the package may call it directly
         calls = self.calls.calls_of(unit)
         return bool(calls) and all(syntax.statement_of_call(call) == "go_statement" for call in calls)
+
+    def callers_own_the_thread(self, unit: Unit) -> bool:
+        """An exported function or a method that nothing in the package calls
+        is an edge of the package: its callers, outside, decide the thread
+        (a binding's one-line wrapper of cudaSetDevice is theirs to lock)."""
+        if unit.kind is UnitKind.LITERAL or not (exported(unit) or unit.kind is UnitKind.METHOD):
+            return False
+        return not self.call_sites.get(unit)
 
     def _calls_of_variable(self, literal: Unit, variable) -> list[bool]:
         """For each call through a local variable bound to a literal: is it `go v(...)`?"""

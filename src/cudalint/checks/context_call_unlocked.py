@@ -16,6 +16,8 @@ def check(p: Pass) -> None:
         return
     threads = p.result_of(LOCKS)
     for unit, graph in p.graphs_of(threads.locked):
+        if threads.callers_own_the_thread(unit):
+            continue
         with p.isolating(unit):
             for _, happening, locked in threads.visits(unit, graph):
                 if happening.event is Event.BOUND and locked == 0:
