@@ -61,6 +61,7 @@ class LockStates:
     locked: dict[Unit, dict[int, int]] = field(default_factory=dict)
     # In-package calls of each function (recursion left out): (caller, node, call).
     call_sites: dict[Unit, list[tuple[Unit, int, Happening]]] = field(default_factory=dict)
+    _needs: dict[Unit, Happening | None] = field(default_factory=dict)
 
     # -- events -------------------------------------------------------------------
 
@@ -402,11 +403,64 @@ class LockStates:
         calls = self.calls.calls_of(unit)
         return bool(calls) and all(syntax.statement_of_call(call) == "go_statement" for call in calls)
 
+    def needs_lock(self, unit: Unit, stack: frozenset[Unit] = frozenset()) -> Happening | None:
+        """The first call by which a function reaches a thread-bound call
+        with no lock of its own before it on some path from its entry (a
+        thread-bound call, or a call of a function that needs a lock); None
+        if it locks first on every path, or reaches none."""
+        if unit in self._needs:
+            return self._needs[unit]
+        if unit in stack or unit not in self.cfgs.graphs:
+            return None
+        stack = stack | {unit}
+        graph = self.cfgs.graphs[unit]
+        states = self.flow(unit, 0, stack)
+        found = None
+        for n, items in sorted(self.happenings(unit).items()):
+            if not graph.reachable(n) or found is not None:
+                continue
+            locked = states.get(n, _CAP)
+            for happening in items:
+                if locked == 0 and self.unlocked_need(happening, stack):
+                    found = happening
+                    break
+                locked = self.apply(locked, (happening,), stack)
+        self._needs[unit] = found
+        return found
+
+    def unlocked_need(self, happening: Happening, stack: frozenset[Unit] = frozenset()) -> bool:
+        """Whether this happening needs the thread locked when it runs: a
+        thread-bound call, or a direct call of a function that needs it."""
+        if happening.event is Event.BOUND:
+            return True
+        return (
+            happening.event is Event.CALL and not happening.spawned and not happening.deferred
+            and happening.target is not None and self.needs_lock(happening.target, stack) is not None
+        )
+
+    def chain(self, happening: Happening) -> list[Happening]:
+        """The calls from this happening down to the thread-bound call."""
+        found = [happening]
+        seen: set[Unit] = set()
+        while found[-1].event is Event.CALL and found[-1].target is not None and found[-1].target not in seen:
+            seen.add(found[-1].target)
+            below = self.needs_lock(found[-1].target)
+            if below is None:
+                break
+            found.append(below)
+        return found
+
+    def reported_by_callers(self, unit: Unit) -> bool:
+        """A function its in-package callers call directly: a missing lock
+        is theirs to add, and is reported at their calls."""
+        sites = self.call_sites.get(unit, [])
+        return unit.kind is not UnitKind.LITERAL and bool(sites) and not any(h.spawned or h.deferred for _, _, h in sites)
+
     def callers_own_the_thread(self, unit: Unit) -> bool:
         """An exported function or a method that nothing in the package calls
         is an edge of the package: its callers, outside, decide the thread
         (a binding's one-line wrapper of cudaSetDevice is theirs to lock)."""
-        if unit.kind is UnitKind.LITERAL or not (exported(unit) or unit.kind is UnitKind.METHOD):
+        if unit.kind is UnitKind.LITERAL or not (exported(unit) or unit.kind is UnitKind.METHOD) or _test_entry(unit):
             return False
         return not self.call_sites.get(unit)
 
@@ -637,6 +691,15 @@ def unlocked_before(threads: LockStates, graph: CFG, entry: int, target: int, ta
     return any(
         n == target and count_before(n, count) == 0
         for n, (count, _) in graph.walk(graph.entry, (entry, frozenset()), step)
+    )
+
+
+def _test_entry(unit: Unit) -> bool:
+    """TestX, BenchmarkX, FuzzX and ExampleX of a _test.go file: `go test`
+    calls them on goroutines of its own, unlocked."""
+    name = unit.name
+    return unit.kind is UnitKind.FUNCTION and unit.file.display.endswith("_test.go") and name.startswith(
+        ("Test", "Benchmark", "Fuzz", "Example"),
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS
-from cudalint.analyses.locks import LOCKS, Event, Happening, concerns_threads
+from cudalint.analyses.locks import LOCKS, Happening, concerns_threads
 from cudalint.catalog import Level, Rule
 from cudalint.checks.wording import imports_of
 from cudalint.framework import Pass
@@ -16,19 +16,23 @@ def check(p: Pass) -> None:
         return
     threads = p.result_of(LOCKS)
     for unit, graph in p.graphs_of(threads.locked):
-        if threads.callers_own_the_thread(unit):
+        # Reported at the outermost unlocked call: callers in the package
+        # that call this function directly carry the finding; an exported
+        # function nothing here calls leaves it to its callers outside.
+        if threads.callers_own_the_thread(unit) or threads.reported_by_callers(unit):
             continue
         with p.isolating(unit):
             for _, happening, locked in threads.visits(unit, graph):
-                if happening.event is Event.BOUND and locked == 0:
-                    p.report(unit, happening.call, _message(unit, happening))
+                if locked == 0 and threads.unlocked_need(happening):
+                    p.report(unit, happening.call, _message(unit, threads.chain(happening)))
 
 
-def _message(unit: Unit, happening: Happening) -> str:
-    callee = syntax.text(happening.call.child_by_field_name("function"))
+def _message(unit: Unit, chain: list[Happening]) -> str:
+    names = [syntax.text(h.call.child_by_field_name("function")) for h in chain]
     where = "this goroutine" if unit.use is LiteralUse.GO else unit.name
+    what = names[0] if len(chain) == 1 else f"{names[0]} (through {' -> '.join(names[1:])})"
     return (
-        f"{callee} binds CUDA state to the current OS thread, but {where} has not called "
+        f"{what} binds CUDA state to the current OS thread, but {where} has not called "
         f"runtime.LockOSThread on every path before it (nor have all its callers in this package): "
         f"the goroutine may move to another thread; call runtime.LockOSThread() first"
     )
