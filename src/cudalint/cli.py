@@ -57,9 +57,39 @@ def _load_config(config_file: Path | None, isolated: bool, cwd: Path) -> Config:
         path = config_file if config_file is not None else find_config(cwd)
         if path is None:
             return Config()
-        return load_config(path, [rule.id for rule in all_rules()], display_path(path.resolve(), cwd))
+        config = load_config(path, [rule.id for rule in all_rules()], display_path(path.resolve(), cwd))
     except ConfigError as error:
         _fail(str(error))
+    if config_file is None and not _inside(path, repository_root(cwd)):
+        click.echo(
+            f"cudalint: note: using the configuration file {display_path(path.resolve(), cwd)}, which is outside "
+            f"this repository ({repository_root(cwd)}); --isolated ignores it",
+            err=True,
+        )
+    return config
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    try:
+        path.resolve().relative_to(directory.resolve())
+        return True
+    except (ValueError, OSError):
+        return False
+
+
+def _nothing_analysed(discovered: int, config: Config, excludes: tuple[str, ...], cwd: Path) -> None:
+    """Every file found was excluded: say so, and by what."""
+    if excludes:
+        source = "--exclude"
+    elif config.path is not None:
+        source = f"the exclude list of {display_path(config.path, cwd)}"
+    else:  # pragma: no cover - nothing else excludes
+        source = "the exclude list"
+    click.echo(
+        f"cudalint: warning: nothing analysed: all {discovered} Go file{'s' if discovered != 1 else ''} found "
+        f"{'are' if discovered != 1 else 'is'} excluded by {source}",
+        err=True,
+    )
 
 
 def _use_color(mode: str, fmt: str, output: Path | None) -> bool:
@@ -226,6 +256,8 @@ def main(
     # Excluded files are dropped even when named: the pre-commit hook names
     # every staged file, and a pattern whose files are all excluded is fine.
     files = [path for path in discovery.files if exclude.match(path) is None]
+    if not files and not quiet:
+        _nothing_analysed(len(discovery.files), config, excludes, cwd)
 
     settings = Settings(
         base=cwd, enabled=enabled, jobs=jobs or default_jobs(), debug=debug, per_file=config.per_file(),
