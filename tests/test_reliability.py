@@ -335,3 +335,39 @@ def test_globs_take_linear_time(project: Path) -> None:
     done = run("--no-cache", "./...", cwd=project)
     assert time.perf_counter() - start < 20
     assert done.returncode == 1 and name in text(done.stdout)
+
+
+# -- item 10: no workflow commands from file names or source ------------------
+
+_QUOTING = """package p
+
+// #include <cuda_runtime_api.h>
+import "C"
+
+import "unsafe"
+
+func copyAsync(d unsafe.Pointer, w []float32, n C.size_t, s C.cudaStream_t) {
+	st := C.cudaMemcpyAsync(d, unsafe.Pointer(&w[0 /*
+::add-mask::hidden
+*/]), n, C.cudaMemcpyHostToDevice, s)
+	_ = st
+}
+"""
+
+
+def test_no_workflow_command_can_be_injected(project: Path) -> None:
+    (project / "quoting.go").write_text(_QUOTING)
+    (project / "x\n::error::injected.go").write_text(_QUOTING.replace("copyAsync", "other"))
+    (project / "::warning::start.go").write_text(CGO_FILE.replace("sync()", "other()"))
+    (project / "syn\n::error::bad.go").write_text("package p\nfunc (\n")
+    (project / "esc\x1b[2J.go").write_text(CGO_FILE.replace("sync()", "third()"))
+    for fmt in ("text", "github"):
+        done = run("--no-cache", "--show-paths", "--show-source", "--format", fmt, ".", cwd=project)
+        assert done.returncode == 1, text(done.stderr)
+        for line in (text(done.stdout) + text(done.stderr)).splitlines():
+            if fmt == "github" and line.startswith(("::error file=", "::warning file=", "::notice file=")):
+                continue
+            assert not line.lstrip().startswith("::"), (fmt, line)
+            assert "\x1b" not in line, (fmt, line)
+    out = text(run("--no-cache", ".", cwd=project).stdout)
+    assert "./::warning::start.go:7:2: CL301" in out and "x\\n::error::injected.go:9:" in out

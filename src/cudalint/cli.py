@@ -27,6 +27,7 @@ from cudalint.findings import NotificationKind
 from cudalint.knowledge import KnowledgeError, load_knowledge
 from cudalint.passes import all_rules, rule_by_id
 from cudalint.reporters import FORMATS, Report, render
+from cudalint.reporters.text import safe_line
 from cudalint.source import display_path, repository_root
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -241,7 +242,7 @@ def main(
 
     discovery = discover(list(patterns) or ["./..."], cwd)
     for note in discovery.notifications if discovery.unmatched else ():
-        click.echo(note.render(), err=True)
+        click.echo(safe_line(note.render()), err=True)
     for pattern in discovery.unmatched:
         click.echo(f"cudalint: error: pattern {pattern!r} matches no Go files", err=True)
     if discovery.unmatched and discovery.nested_modules:
@@ -274,7 +275,7 @@ def main(
             _fail(f"cannot write {write_baseline}: {error.strerror or error}")
         if not quiet:
             for note in result.notifications:
-                click.echo(note.render(), err=True)
+                click.echo(safe_line(note.render()), err=True)
             count = len(result.findings)
             click.echo(f"cudalint: wrote {count} finding{'s' if count != 1 else ''} to the baseline {write_baseline}", err=True)
         sys.exit(EXIT_ERROR if result.internal_errors else EXIT_CLEAN)
@@ -295,7 +296,7 @@ def main(
     text = render(report, fmt, color=color, quiet=quiet, show_paths=show_paths, show_source=show_source)
     if not quiet:
         for note in result.notifications:
-            click.echo(note.render(), err=True)
+            click.echo(safe_line(note.render()), err=True)
         if stale:
             click.echo(
                 f"cudalint: note: {stale} entr{'ies' if stale != 1 else 'y'} of the baseline {baseline_file} match no finding "
