@@ -486,4 +486,27 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
         if cache is not None:
             cache.close()
     total.sort()
+    _one_per_defect(total)
     return total
+
+
+# A release that can be a second release is one defect however many earlier
+# releases can precede it: one finding per (rule, file, span) for these.
+_ONE_PER_SPAN = frozenset({"CL102", "CL104"})
+
+
+def _one_per_defect(result: Result) -> None:
+    """One defect is one finding: the same rule, file, span and message is
+    kept once, and CL102/CL104 once per span (the first message in sorted
+    order, which names the earliest release). `result` must be sorted."""
+    for name in ("findings", "suppressed"):
+        seen: set[tuple] = set()
+        kept: list[Finding] = []
+        for finding in getattr(result, name):
+            key: tuple = (finding.rule_id, finding.path, finding.span)
+            if finding.rule_id not in _ONE_PER_SPAN:
+                key += (finding.message,)
+            if key not in seen:
+                seen.add(key)
+                kept.append(finding)
+        setattr(result, name, kept)
