@@ -371,3 +371,62 @@ def test_no_workflow_command_can_be_injected(project: Path) -> None:
             assert "\x1b" not in line, (fmt, line)
     out = text(run("--no-cache", ".", cwd=project).stdout)
     assert "./::warning::start.go:7:2: CL301" in out and "x\\n::error::injected.go:9:" in out
+
+
+# -- item 7: bounded work, one finding per defect -----------------------------
+
+_ACQUIRE = """package p
+
+// #include <cuda_runtime_api.h>
+import "C"
+
+import "unsafe"
+
+func f(n int) {
+	var d unsafe.Pointer
+	if C.cudaMalloc(&d, 16) != C.cudaSuccess {
+		return
+	}
+"""
+
+
+def test_a_loop_of_k_conditional_frees_gives_k_double_releases(tmp_path: Path) -> None:
+    frees = "".join(f"\t\tif i == {i} {{\n\t\t\tC.cudaFree(d)\n\t\t}}\n" for i in range(30))
+    (tmp_path / "a.go").write_text(_ACQUIRE + "\tfor i := 0; i < n; i++ {\n" + frees + "\t}\n}\n")
+    report = json.loads(run("--no-cache", "--format", "json", ".", cwd=tmp_path).stdout)
+    doubles = [f for f in report["findings"] if f["rule"] == "CL102"]
+    assert len(doubles) == 30
+    assert len({(f["line"], f["column"]) for f in doubles}) == 30
+    assert len({f["fingerprint"] for f in report["findings"]}) == len(report["findings"])
+
+
+def test_a_function_of_gotos_is_too_complex_not_silent_nor_huge(tmp_path: Path) -> None:
+    labels = 120
+    body = "".join(
+        f"L{i}:\n\tif n == {i} {{\n\t\tC.cudaFree(d)\n\t\tgoto L{(i * 7 + 3) % labels}\n\t}}\n" for i in range(labels)
+    )
+    (tmp_path / "a.go").write_text(_ACQUIRE + body + "\tC.cudaFree(d)\n}\n")
+    start = time.perf_counter()
+    report = json.loads(run("--no-cache", "--format", "json", ".", cwd=tmp_path).stdout)
+    assert time.perf_counter() - start < 20
+    assert [f for f in report["findings"] if f["rule"] == "CL102"] == []
+    (note,) = report["notifications"]
+    assert note["kind"] == "too-complex" and "function f has too many paths to follow" in note["message"]
+
+
+def test_identical_findings_are_reported_once() -> None:
+    from cudalint.driver import _one_per_defect
+    from cudalint.findings import Finding, Position, Result, Span
+
+    span = Span(Position(3, 2, 2), Position(3, 9, 9))
+    other = Span(Position(4, 2, 2), Position(4, 9, 9))
+    result = Result(findings=[
+        Finding("CL301", "a.go", span, "dropped"), Finding("CL301", "a.go", span, "dropped"),
+        Finding("CL101", "a.go", span, "leaks p"), Finding("CL101", "a.go", span, "leaks q"),
+        Finding("CL102", "a.go", other, "released at line 1"), Finding("CL102", "a.go", other, "released at line 2"),
+    ])
+    result.sort()
+    _one_per_defect(result)
+    assert [(f.rule_id, f.message) for f in result.findings] == [
+        ("CL101", "leaks p"), ("CL101", "leaks q"), ("CL301", "dropped"), ("CL102", "released at line 1"),
+    ]

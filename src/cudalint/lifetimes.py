@@ -188,7 +188,7 @@ _MAX_STATES = 20000  # per origin; a guard, far above what real functions need
 # Path states one function's lifetimes may visit, over all its origins and
 # the summaries they need: beyond it the function is reported as too complex
 # (a `too-complex` notification), never analysed in silence or in gigabytes.
-UNIT_BUDGET = 300_000
+UNIT_BUDGET = 100_000
 
 
 class PathBudgetExceeded(Exception):
