@@ -1,4 +1,4 @@
-from cudalint.cli import main
+from cudalint.entry import main
 
 if __name__ == "__main__":
     main()

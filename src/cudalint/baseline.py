@@ -26,8 +26,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cudalint.findings import Finding, Suppression, SuppressionKind
+from cudalint.safeio import InputFileError, read_regular
 
 SCHEMA_VERSION = 1
+# A baseline holds one short entry per accepted finding.
+MAX_FILE_BYTES = 256 * 1024 * 1024
 
 
 class BaselineError(Exception):
@@ -64,16 +67,21 @@ class Baseline:
     @classmethod
     def load(cls, path: Path, shown: str) -> Baseline:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_regular(path, MAX_FILE_BYTES).decode("utf-8")
         except FileNotFoundError:
             raise BaselineError(f"{shown}: no such file (create it with --write-baseline {shown})") from None
-        except (OSError, UnicodeDecodeError) as error:
+        except (OSError, UnicodeDecodeError, InputFileError) as error:
             raise BaselineError(f"{shown}: cannot read: {getattr(error, 'strerror', None) or error}") from None
         try:
             document = json.loads(text)
         except json.JSONDecodeError as error:
             raise BaselineError(f"{shown}: not a cudalint baseline: invalid JSON ({error})") from None
-        if not isinstance(document, dict) or document.get("schema_version") != SCHEMA_VERSION or not isinstance(document.get("findings"), list):
+        except RecursionError:
+            raise BaselineError(f"{shown}: not a cudalint baseline: JSON nested too deeply") from None
+        except ValueError as error:  # e.g. an integer of more digits than Python converts
+            raise BaselineError(f"{shown}: not a cudalint baseline: {error}") from None
+        version = document.get("schema_version") if isinstance(document, dict) else None
+        if type(version) is not int or version != SCHEMA_VERSION or not isinstance(document.get("findings"), list):
             raise BaselineError(
                 f"{shown}: not a cudalint baseline (schema_version {SCHEMA_VERSION} with a findings list); "
                 f"recreate it with --write-baseline {shown}"

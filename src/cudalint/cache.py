@@ -1,86 +1,433 @@
 """A content-addressed cache of analysis results, one entry per directory.
 
 The key is made of everything a result depends on: the bytes of the
-directory's Go files, cudalint's own code, the API knowledge and the
-effective configuration. An unchanged tree therefore re-runs in the time it
-takes to read and hash it, and any change, to the code or to cudalint,
-simply misses. Entries are written atomically; a damaged or unreadable entry
-is a miss, never an error.
+directory's Go files (exactly the bytes the result was computed from),
+cudalint's own code (a hash of its source, not sizes and dates), the Python,
+tree-sitter and grammar versions, the API knowledge and the effective
+configuration. Any change simply misses.
+
+The cache never trusts what it reads and never writes outside itself:
+
+* entries are data (JSON), not code: a header names the format, the key and
+  a SHA-256 of the body; an entry whose header, key, checksum or content is
+  not exactly right is a miss, never an error and never executed;
+* the directory is used only if it is a real directory (not a symbolic
+  link) owned by the user and not writable by others; otherwise the run goes
+  on without a cache and says so. Inside it, files are opened relative to
+  the directory's descriptor with no-follow semantics, special files are
+  never opened for reading, and new files are created exclusively and
+  renamed into place, so a planted symbolic link (`CACHEDIR.TAG -> ~/.bashrc`)
+  is replaced, never followed;
+* entries older than MAX_AGE_DAYS are deleted, and the oldest ones beyond
+  MAX_BYTES; temporary files are removed on every failure path, and those
+  left by a killed run are swept after an hour.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+import errno
+import functools
 import hashlib
+import json
 import os
-import pickle
+import secrets
+import stat
 import sys
-import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
 from cudalint import __version__
-from cudalint.findings import Result
+from cudalint.findings import Notification, Result
 
-_FORMAT = 1
+_FORMAT = 2
 DEFAULT_DIRECTORY = ".cudalint_cache"
+MAX_ENTRY_BYTES = 64 * 1024 * 1024
+MAX_BYTES = 512 * 1024 * 1024
+MAX_AGE_DAYS = 30
+_TEMPORARY_AGE = 3600
+_TEMPORARY = ".tmp-"
+_MAGIC = b"cudalint-cache"
+_GITIGNORE = b"# Automatically created by cudalint.\n*\n"
+_TAG = b"Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by cudalint.\n"
+
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 
 
-def _code_fingerprint() -> str:
-    """cudalint's own modules, so that a development checkout never reads
-    results computed by older code."""
+class CacheRefused(Exception):
+    """The cache directory cannot be used safely; the message says why."""
+
+
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """A hash of cudalint's own source and of the parser it uses, so that a
+    development checkout never reads results computed by other code."""
     digest = hashlib.sha256()
     package = Path(__file__).resolve().parent
     for path in sorted(package.rglob("*.py")):
-        stat = path.stat()
-        digest.update(f"{path.relative_to(package)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+        try:
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+        except OSError:
+            digest.update(b"unreadable")
+    from importlib import metadata
+
+    for distribution in ("tree-sitter", "tree-sitter-go"):
+        try:
+            version = metadata.version(distribution)
+        except metadata.PackageNotFoundError:  # pragma: no cover - installed with cudalint
+            version = "?"
+        digest.update(f"{distribution}={version}\0".encode())
+    try:
+        import tree_sitter
+        import tree_sitter_go
+
+        digest.update(f"abi={tree_sitter.Language(tree_sitter_go.language()).abi_version}\0".encode())
+    except Exception:  # noqa: BLE001 - the versions above already say most of it
+        pass
+    digest.update(f"{sys.version}\0{sys.implementation.cache_tag}\0{_FORMAT}\0{__version__}".encode())
     return digest.hexdigest()
+
+
+# -- results as data ---------------------------------------------------------
+
+
+def _encode(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        kind = type(value)
+        return {"@": f"{kind.__module__}:{kind.__qualname__}",
+                "f": {field.name: _encode(getattr(value, field.name)) for field in dataclasses.fields(value)}}
+    if isinstance(value, enum.Enum):
+        kind = type(value)
+        return {"@": f"{kind.__module__}:{kind.__qualname__}", "v": value.value}
+    if isinstance(value, tuple):
+        return {"t": [_encode(item) for item in value]}
+    if isinstance(value, list):
+        return [_encode(item) for item in value]
+    if isinstance(value, dict):
+        raise TypeError("dicts are not cached")
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"cannot cache a {type(value).__name__}")
+
+
+def _known_type(name: Any) -> type:
+    """A dataclass or enum of cudalint's own, already loaded modules: nothing
+    in an entry can name anything else (and nothing is imported)."""
+    if not isinstance(name, str) or ":" not in name:
+        raise ValueError("bad type")
+    module_name, qualname = name.split(":", 1)
+    if module_name != "cudalint" and not module_name.startswith("cudalint."):
+        raise ValueError("foreign type")
+    module = sys.modules.get(module_name)
+    kind = getattr(module, qualname, None) if module is not None and "." not in qualname else None
+    if not isinstance(kind, type) or not (dataclasses.is_dataclass(kind) or issubclass(kind, enum.Enum)):
+        raise ValueError("unknown type")
+    return kind
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_decode(item) for item in value]
+    if isinstance(value, dict):
+        if set(value) == {"t"} and isinstance(value["t"], list):
+            return tuple(_decode(item) for item in value["t"])
+        kind = _known_type(value.get("@"))
+        if issubclass(kind, enum.Enum):
+            if set(value) != {"@", "v"}:
+                raise ValueError("bad enum")
+            return kind(value["v"])
+        fields = value.get("f")
+        if set(value) != {"@", "f"} or not isinstance(fields, dict):
+            raise ValueError("bad object")
+        names = {field.name for field in dataclasses.fields(kind) if field.init}
+        if set(fields) != names:  # a field added or removed: another version's entry
+            raise ValueError("fields differ")
+        return kind(**{name: _decode(item) for name, item in fields.items()})
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise ValueError("bad value")
+
+
+def _check_result(result: Any) -> Result:
+    """The decoded entry must be a Result whose parts have the right types."""
+    from cudalint.findings import Finding
+
+    if not isinstance(result, Result):
+        raise ValueError("not a result")
+    for finding in (*result.findings, *result.suppressed):
+        if not isinstance(finding, Finding):
+            raise ValueError("not a finding")
+    for note in result.notifications:
+        if not isinstance(note, Notification):
+            raise ValueError("not a notification")
+    for count in (result.files_analysed, result.files_skipped, result.internal_errors):
+        if type(count) is not int or count < 0:
+            raise ValueError("bad count")
+    return result
+
+
+# -- the directory -----------------------------------------------------------
+
+
+def _open_directory(directory: Path) -> int:
+    """A descriptor of the cache directory, created if missing, after
+    checking that it is safe to use. CacheRefused otherwise."""
+    try:
+        status = os.lstat(directory)
+    except FileNotFoundError:
+        try:
+            directory.parent.mkdir(parents=True, exist_ok=True)
+            os.mkdir(directory, 0o755)
+        except FileExistsError:
+            pass
+        except OSError as error:
+            raise CacheRefused(f"cannot create it: {error.strerror or error}") from None
+        try:
+            status = os.lstat(directory)
+        except OSError as error:
+            raise CacheRefused(f"cannot use it: {error.strerror or error}") from None
+    except OSError as error:
+        raise CacheRefused(f"cannot use it: {error.strerror or error}") from None
+    _check_directory(status)
+    try:
+        fd = os.open(directory, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC)
+    except OSError as error:
+        raise CacheRefused(f"cannot open it: {error.strerror or error}") from None
+    opened = os.fstat(fd)
+    if (opened.st_dev, opened.st_ino) != (status.st_dev, status.st_ino):  # replaced meanwhile
+        os.close(fd)
+        raise CacheRefused("it changed while being opened")
+    return fd
+
+
+def _check_directory(status: os.stat_result) -> None:
+    if stat.S_ISLNK(status.st_mode):
+        raise CacheRefused("it is a symbolic link (cudalint never writes through one)")
+    if not stat.S_ISDIR(status.st_mode):
+        raise CacheRefused("it is not a directory")
+    if hasattr(os, "geteuid") and status.st_uid != os.geteuid():
+        raise CacheRefused(f"it is owned by another user (uid {status.st_uid})")
+    if status.st_mode & stat.S_IWOTH and not status.st_mode & stat.S_ISVTX:
+        raise CacheRefused("anyone may write into it")
 
 
 class ResultCache:
     def __init__(self, directory: Path, salt: str):
+        """Opens (creating if needed) and checks `directory`: CacheRefused if
+        it cannot be used safely."""
         self.directory = directory
-        self.salt = hashlib.sha256(
-            "\0".join((str(_FORMAT), __version__, sys.version, _code_fingerprint(), salt)).encode()
-        ).hexdigest()
+        self.salt = hashlib.sha256("\0".join((code_fingerprint(), salt)).encode()).hexdigest()
+        self._fd = _open_directory(directory)
+        self._marked = False
+        self._subdirectories: dict[str, int] = {}
 
-    def key(self, paths: list[Path]) -> str:
-        digest = hashlib.sha256(self.salt.encode())
-        for path in paths:
-            digest.update(b"\0" + str(path).encode() + b"\0")
+    def close(self) -> None:
+        for fd in self._subdirectories.values():
+            os.close(fd)
+        self._subdirectories.clear()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def _subdirectory(self, name: str, create: bool) -> int:
+        """The descriptor of a fan-out directory (the key's first two hex
+        digits), opened without following links and checked like the cache
+        directory itself. OSError if it is missing or unusable."""
+        fd = self._subdirectories.get(name)
+        if fd is not None:
+            return fd
+        if create:
             try:
-                digest.update(hashlib.sha256(path.read_bytes()).digest())
-            except OSError as error:  # the analysis reports it; the key just has to differ
-                digest.update(f"unreadable:{type(error).__name__}".encode())
+                os.mkdir(name, 0o755, dir_fd=self._fd)
+            except FileExistsError:
+                pass
+        fd = os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=self._fd)
+        try:
+            _check_directory(os.fstat(fd))
+        except CacheRefused:
+            os.close(fd)
+            raise OSError(errno.EPERM, "unusable cache subdirectory") from None
+        self._subdirectories[name] = fd
+        return fd
+
+    def __del__(self) -> None:  # pragma: no cover - best effort
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    def __getstate__(self):
+        raise TypeError("a ResultCache holds a descriptor; open one per process")
+
+    # -- keys
+
+    def key(self, contents: list[tuple[Path, bytes | Notification]]) -> str:
+        """The key of a directory's result: of exactly these bytes (or read
+        failures) of its files."""
+        digest = hashlib.sha256(self.salt.encode())
+        for path, data in contents:
+            digest.update(b"\0" + os.fsencode(path) + b"\0")
+            if isinstance(data, bytes):
+                digest.update(b"bytes\0" + hashlib.sha256(data).digest())
+            else:  # the analysis reports it; the key just has to say so
+                digest.update(f"unreadable\0{data.kind.value}\0{data.message}".encode())
         return digest.hexdigest()
 
-    def _path(self, key: str) -> Path:
-        return self.directory / key[:2] / key[2:]
+    # -- entries
 
     def get(self, key: str) -> Result | None:
         try:
-            with open(self._path(key), "rb") as stream:
-                value = pickle.load(stream)
+            directory = self._subdirectory(key[:2], create=False)
+            fd = os.open(key[2:], os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, dir_fd=directory)
+        except OSError:
+            return None
+        try:
+            status = os.fstat(fd)
+            if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_ENTRY_BYTES:
+                return None
+            if hasattr(os, "geteuid") and status.st_uid != os.geteuid():
+                return None
+            data = _read_all(fd, MAX_ENTRY_BYTES)
+            result = self._parse(key, data)
+            if result is not None and time.time() - status.st_mtime > 86400:
+                try:
+                    os.utime(fd)  # entries in use are not evicted by age
+                except OSError:
+                    pass
+            return result
         except Exception:  # noqa: BLE001 - any unusable entry is a miss
             return None
-        return value if isinstance(value, Result) else None
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _parse(key: str, data: bytes | None) -> Result | None:
+        if data is None:
+            return None
+        header, newline, body = data.partition(b"\n")
+        if not newline:
+            return None
+        parts = header.split(b" ")
+        if len(parts) != 4 or parts[0] != _MAGIC or parts[1] != str(_FORMAT).encode() or parts[2] != key.encode():
+            return None
+        if hashlib.sha256(body).hexdigest().encode() != parts[3]:
+            return None
+        try:
+            return _check_result(_decode(json.loads(body)))
+        except (ValueError, TypeError, RecursionError, MemoryError, KeyError, AttributeError):
+            return None
 
     def put(self, key: str, result: Result) -> None:
-        path = self._path(key)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._mark(self.directory)
-            handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-            with os.fdopen(handle, "wb") as stream:
-                pickle.dump(result, stream, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(temporary, path)
+            body = json.dumps(_encode(result), separators=(",", ":"), ensure_ascii=True).encode()
+        except (TypeError, ValueError, RecursionError):
+            return
+        header = b" ".join((_MAGIC, str(_FORMAT).encode(), key.encode(), hashlib.sha256(body).hexdigest().encode()))
+        if len(header) + 1 + len(body) > MAX_ENTRY_BYTES:
+            return
+        try:
+            self._mark()
+            self._write(self._subdirectory(key[:2], create=True), key[2:], header + b"\n" + body)
         except OSError:
             pass  # a cache that cannot be written is no cache, not a failure
 
-    @staticmethod
-    def _mark(directory: Path) -> None:
-        """Keep the cache out of version control and backups, as ruff does."""
-        ignore = directory / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# Automatically created by cudalint.\n*\n")
-            (directory / "CACHEDIR.TAG").write_text(
-                "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by cudalint.\n"
-            )
+    def _write(self, directory: int, name: str, data: bytes) -> None:
+        """Create a temporary file exclusively (never through a link), write
+        it, and rename it over `name`: a link at `name` is replaced, not
+        followed. The temporary file is removed on every failure."""
+        temporary = f"{_TEMPORARY}{os.getpid()}-{secrets.token_hex(8)}"
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644, dir_fd=directory)
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+            finally:
+                os.close(fd)
+            os.replace(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+        except BaseException:
+            try:
+                os.unlink(temporary, dir_fd=directory)
+            except OSError:
+                pass
+            raise
+
+    def _mark(self) -> None:
+        """Keep the cache out of version control and backups, as ruff does:
+        `.gitignore` and `CACHEDIR.TAG`, made regular files of our own."""
+        if self._marked:
+            return
+        for name, content in ((".gitignore", _GITIGNORE), ("CACHEDIR.TAG", _TAG)):
+            try:
+                mode = os.lstat(name, dir_fd=self._fd).st_mode
+            except FileNotFoundError:
+                mode = None
+            if mode is not None and (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                continue  # ours already (or a directory, left alone)
+            self._write(self._fd, name, content)  # missing, or a link or special file: replaced
+        self._marked = True
+
+    # -- eviction
+
+    def evict(self, max_bytes: int = MAX_BYTES, max_age_days: float = MAX_AGE_DAYS) -> None:
+        """Delete entries older than `max_age_days`, then the oldest beyond
+        `max_bytes`, and temporary files left by killed runs."""
+        now = time.time()
+        entries: list[tuple[float, int, int, str]] = []
+        try:
+            with os.scandir(self._fd) as listing:
+                names = [item.name for item in listing if len(item.name) == 2 and item.is_dir(follow_symlinks=False)]
+        except OSError:
+            return
+        for name in names:
+            try:
+                directory = self._subdirectory(name, create=False)
+                with os.scandir(directory) as listing:
+                    items = list(listing)
+            except OSError:
+                continue
+            for item in items:
+                try:
+                    status = item.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if item.name.startswith(_TEMPORARY):
+                    if now - status.st_mtime > _TEMPORARY_AGE:
+                        _unlink(directory, item.name)
+                elif not stat.S_ISREG(status.st_mode) or now - status.st_mtime > max_age_days * 86400:
+                    _unlink(directory, item.name)
+                else:
+                    entries.append((status.st_mtime, status.st_size, directory, item.name))
+        total = sum(size for _, size, _, _ in entries)
+        for _, size, directory, name in sorted(entries, key=lambda entry: (entry[0], entry[3])):
+            if total <= max_bytes:
+                break
+            _unlink(directory, name)
+            total -= size
+
+
+def _unlink(directory: int, name: str) -> None:
+    try:
+        os.unlink(name, dir_fd=directory)
+    except OSError:  # a directory, or gone meanwhile: not ours to force
+        pass
+
+
+def _read_all(fd: int, limit: int) -> bytes | None:
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = os.read(fd, 1024 * 1024)
+        if not chunk:
+            return b"".join(chunks)
+        total += len(chunk)
+        if total > limit:
+            return None
+        chunks.append(chunk)

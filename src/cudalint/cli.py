@@ -28,6 +28,7 @@ from cudalint.findings import NotificationKind, Result
 from cudalint.knowledge import Knowledge, KnowledgeError, load_knowledge
 from cudalint.checks import all_rules, rule_by_id
 from cudalint.reporters import FORMATS, RenderOptions, Report, render
+from cudalint.reporters.text import safe_line
 from cudalint.source import display_path, repository_root
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -58,9 +59,39 @@ def _load_config(config_file: Path | None, isolated: bool, cwd: Path) -> Config:
         path = config_file if config_file is not None else find_config(cwd)
         if path is None:
             return Config()
-        return load_config(path, [rule.id for rule in all_rules()], display_path(path.resolve(), cwd))
+        config = load_config(path, [rule.id for rule in all_rules()], display_path(path.resolve(), cwd))
     except ConfigError as error:
         _fail(str(error))
+    if config_file is None and not _inside(path, repository_root(cwd)):
+        click.echo(
+            f"cudalint: note: using the configuration file {display_path(path.resolve(), cwd)}, which is outside "
+            f"this repository ({repository_root(cwd)}); --isolated ignores it",
+            err=True,
+        )
+    return config
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    try:
+        path.resolve().relative_to(directory.resolve())
+        return True
+    except (ValueError, OSError):
+        return False
+
+
+def _nothing_analysed(discovered: int, config: Config, excludes: tuple[str, ...], cwd: Path) -> None:
+    """Every file found was excluded: say so, and by what."""
+    if excludes:
+        source = "--exclude"
+    elif config.path is not None:
+        source = f"the exclude list of {display_path(config.path, cwd)}"
+    else:  # pragma: no cover - nothing else excludes
+        source = "the exclude list"
+    click.echo(
+        f"cudalint: warning: nothing analysed: all {discovered} Go file{'s' if discovered != 1 else ''} found "
+        f"{'are' if discovered != 1 else 'is'} excluded by {source}",
+        err=True,
+    )
 
 
 def _use_color(mode: str, fmt: str, output: Path | None) -> bool:
@@ -291,7 +322,7 @@ def _inputs(options: Options, config: Config, cwd: Path) -> tuple[list[Path], li
     discovery = discover(list(options.patterns) or ["./..."], cwd)
     if discovery.unmatched:
         for note in discovery.notifications:
-            click.echo(note.render(), err=True)
+            click.echo(safe_line(note.render()), err=True)
         for pattern in discovery.unmatched:
             click.echo(f"cudalint: error: pattern {pattern!r} matches no Go files", err=True)
         if discovery.nested_modules:
@@ -304,7 +335,10 @@ def _inputs(options: Options, config: Config, cwd: Path) -> tuple[list[Path], li
         sys.exit(EXIT_ERROR)
     # Excluded files are dropped even when named: the pre-commit hook names
     # every staged file, and a pattern whose files are all excluded is fine.
-    return [path for path in discovery.files if exclude.match(path) is None], list(discovery.notifications)
+    files = [path for path in discovery.files if exclude.match(path) is None]
+    if not files and not options.quiet:
+        _nothing_analysed(len(discovery.files), config, options.excludes, cwd)
+    return files, list(discovery.notifications)
 
 
 def _write_baseline(options: Options, result: Result, cwd: Path) -> NoReturn:
@@ -315,7 +349,7 @@ def _write_baseline(options: Options, result: Result, cwd: Path) -> NoReturn:
         _fail(f"cannot write {target}: {error.strerror or error}")
     if not options.quiet:
         for note in result.notifications:
-            click.echo(note.render(), err=True)
+            click.echo(safe_line(note.render()), err=True)
         count = len(result.findings)
         click.echo(f"cudalint: wrote {count} finding{'s' if count != 1 else ''} to the baseline {target}", err=True)
     sys.exit(EXIT_ERROR if result.internal_errors else EXIT_CLEAN)
@@ -336,7 +370,7 @@ def _report(options: Options, config: Config, rules: list, result: Result, stale
     ))
     if not options.quiet:
         for note in result.notifications:
-            click.echo(note.render(), err=True)
+            click.echo(safe_line(note.render()), err=True)
         if stale:
             click.echo(
                 f"cudalint: note: {stale} entr{'ies' if stale != 1 else 'y'} of the baseline {options.baseline_file} match no "

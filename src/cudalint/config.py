@@ -21,6 +21,7 @@ and --exclude replace its lists; --rules files are loaded in addition.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -49,62 +50,175 @@ class ConfigError(Exception):
 # -- globs -------------------------------------------------------------------
 
 
-def _segment_regex(segment: str) -> str:
-    out, i = [], 0
+# Globs are matched by a small matcher of their own rather than translated
+# to regular expressions: Python's backtracking `re` takes exponential time on
+# `*a*a*a*a*a*a*a*a*b`, while this matcher takes time proportional to
+# pattern x path (segments for `**`, characters for `*`).
+
+_STAR = ("*",)
+_ONE = ("?",)
+
+
+def _parse_class(segment: str, i: int) -> tuple[tuple, int] | None:
+    """A `[...]` class starting at segment[i] == '[': (token, index of its
+    ']'), or None when it is not closed (then '[' is a literal)."""
+    j = i + 1
+    negate = segment[j:j + 1] in ("!", "^")
+    if negate:
+        j += 1
+    first = j
+    if segment[j:j + 1] == "]":
+        j += 1
+    close = segment.find("]", j)
+    if close == -1:
+        return None
+    body = segment[first:close]
+    ranges: list[tuple[str, str]] = []
+    k = 0
+    while k < len(body):
+        if k + 2 < len(body) and body[k + 1] == "-":
+            low, high = body[k], body[k + 2]
+            if low > high:
+                raise ValueError(f"bad character range {low}-{high} in {segment!r}")
+            ranges.append((low, high))
+            k += 3
+        else:
+            ranges.append((body[k], body[k]))
+            k += 1
+    if not ranges:
+        raise ValueError(f"empty character class in {segment!r}")
+    return ("[", negate, tuple(ranges)), close
+
+
+def _segment_tokens(segment: str) -> tuple:
+    tokens: list = []
+    i = 0
     while i < len(segment):
         char = segment[i]
         if char == "*":
-            out.append("[^/]*")
+            if not tokens or tokens[-1] is not _STAR:  # `**` inside a segment is one `*`
+                tokens.append(_STAR)
         elif char == "?":
-            out.append("[^/]")
-        elif char == "[":
-            j = i + 1
-            if segment[j:j + 1] in ("!", "^"):
-                j += 1
-            if segment[j:j + 1] == "]":
-                j += 1
-            close = segment.find("]", j)
-            if close == -1:
-                out.append(re.escape(char))
-            else:
-                body = segment[i + 1:close]
-                if body[:1] in ("!", "^") and body:
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = close
+            tokens.append(_ONE)
+        elif char == "[" and (parsed := _parse_class(segment, i)) is not None:
+            token, i = parsed
+            tokens.append(token)
         else:
-            out.append(re.escape(char))
+            tokens.append(char)
         i += 1
-    return "".join(out)
+    return tuple(tokens)
 
 
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A gitignore-like glob as a regex over a '/'-separated relative path.
+def _token_matches(token, char: str) -> bool:
+    if token is _ONE:
+        return True
+    if isinstance(token, str):
+        return token == char
+    _, negate, ranges = token
+    return any(low <= char <= high for low, high in ranges) != negate
+
+
+def _segment_matches(tokens: tuple, text: str) -> bool:
+    """Wildcard matching with backtracking to the last `*` only: at most
+    len(tokens) x len(text) steps."""
+    t = i = 0
+    star, mark = -1, 0
+    while i < len(text):
+        if t < len(tokens) and tokens[t] is _STAR:
+            star, mark = t, i
+            t += 1
+        elif t < len(tokens) and _token_matches(tokens[t], text[i]):
+            t += 1
+            i += 1
+        elif star != -1:
+            t = star + 1
+            mark += 1
+            i = mark
+        else:
+            return False
+    while t < len(tokens) and tokens[t] is _STAR:
+        t += 1
+    return t == len(tokens)
+
+
+_ANY_SEGMENTS = "**"
+
+
+class Glob:
+    """A gitignore-like glob over a '/'-separated relative path.
 
     A pattern without '/' (`vendor`, `*_gen.go`) matches a file or directory
     of that name at any depth; a pattern with '/' (`internal/gen`,
     `cmd/*/main.go`, `**/mocks`) is anchored at the configuration's directory.
     `*` and `?` stay within one path segment, `**` spans any number of them,
-    `[abc]` is a character class. A pattern that matches a directory matches
-    every file below it.
+    `[abc]`, `[a-z]` and `[!abc]` are character classes. A pattern that
+    matches a directory matches every file below it.
     """
-    text = pattern.strip()
-    if text.startswith("./"):
-        text = text[2:]
-    text = text.strip("/")
-    if not text:
-        raise ValueError("an empty pattern")
-    segments = text.split("/")
-    if len(segments) == 1:
-        return re.compile(f"^(?:.*/)?{_segment_regex(text)}(?:/.*)?$")
-    parts: list[str] = []
-    for index, segment in enumerate(segments):
-        last = index == len(segments) - 1
-        if segment == "**":
-            parts.append(".*" if last else "(?:[^/]+/)*")
-        else:
-            parts.append(_segment_regex(segment) + ("" if last else "/"))
-    return re.compile("^" + "".join(parts) + "(?:/.*)?$")
+
+    __slots__ = ("pattern", "_anywhere", "_segments")
+
+    def __init__(self, pattern: str):
+        text = pattern.strip()
+        if text.startswith("./"):
+            text = text[2:]
+        text = text.strip("/")
+        if not text:
+            raise ValueError("an empty pattern")
+        if "\0" in text:
+            raise ValueError("a NUL character in a pattern")
+        self.pattern = pattern
+        parts = text.split("/")
+        self._anywhere = len(parts) == 1
+        self._segments = tuple(_ANY_SEGMENTS if part == "**" else _segment_tokens(part) for part in parts)
+
+    def __repr__(self) -> str:
+        return f"Glob({self.pattern!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Glob) and other.pattern == self.pattern
+
+    def __hash__(self) -> int:
+        return hash(self.pattern)
+
+    def __getstate__(self):
+        return self.pattern
+
+    def __setstate__(self, pattern: str) -> None:
+        self.__init__(pattern)
+
+    def match(self, path: str) -> bool:
+        names = path.split("/")
+        if self._anywhere:
+            (tokens,) = self._segments
+            if tokens == _ANY_SEGMENTS:
+                return bool(path)
+            return any(_segment_matches(tokens, name) for name in names)
+        # The set of path positions reachable after each pattern segment; the
+        # pattern must match a prefix of at least one name (a directory
+        # matches everything below it).
+        count = len(names)
+        reachable = {0}
+        last = len(self._segments) - 1
+        for index, segment in enumerate(self._segments):
+            following: set[int] = set()
+            if segment == _ANY_SEGMENTS:
+                if index == last:  # a trailing `**`: one or more names
+                    return any(position < count for position in reachable)
+                low = min(reachable)
+                following = set(range(low, count + 1))
+            else:
+                for position in reachable:
+                    if position < count and _segment_matches(segment, names[position]):
+                        following.add(position + 1)
+            if not following:
+                return False
+            reachable = following
+        return any(position >= 1 for position in reachable)
+
+
+def glob_regex(pattern: str) -> Glob:
+    """The matcher of `pattern` (the name is historical: it is no regex)."""
+    return Glob(pattern)
 
 
 @dataclass(frozen=True)
@@ -112,7 +226,7 @@ class PathGlobs:
     """Globs relative to `root`; picklable, for worker processes."""
 
     root: Path
-    globs: tuple[tuple[str, re.Pattern[str]], ...] = ()
+    globs: tuple[tuple[str, Glob], ...] = ()
 
     @classmethod
     def compile(cls, root: Path, patterns: list[str] | tuple[str, ...]) -> PathGlobs:
@@ -133,7 +247,7 @@ class PathGlobs:
 @dataclass(frozen=True)
 class PerFileIgnores:
     root: Path
-    entries: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = ()
+    entries: tuple[tuple[str, Glob, tuple[str, ...]], ...] = ()
 
     def enabled_for(self, path: Path, enabled: frozenset[str]) -> frozenset[str]:
         if not self.entries:
@@ -174,23 +288,45 @@ class Config:
         return PerFileIgnores(self.root, tuple((glob, glob_regex(glob), prefixes) for glob, prefixes in self.per_file_ignores))
 
 
+MAX_FILE_BYTES = 1024 * 1024
+
+
+def _is_file(path: Path) -> bool:
+    """Path.is_file() raises on EACCES, ENAMETOOLONG...: those are "no"."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def find_config(start: Path) -> Path | None:
     """The nearest .cudalint.toml, or pyproject.toml with [tool.cudalint], at
     or above `start`."""
     for directory in (start, *start.parents):
         candidate = directory / CONFIG_FILE
-        if candidate.is_file():
+        if _is_file(candidate):
             return candidate
         pyproject = directory / PYPROJECT
-        if pyproject.is_file() and _has_tool_table(pyproject, display_path(pyproject, start)):
+        if _is_file(pyproject) and _has_tool_table(pyproject, display_path(pyproject, start)):
             return pyproject
     return None
 
 
+def _read(path: Path, name: str) -> bytes:
+    from cudalint.safeio import InputFileError, read_regular
+
+    try:
+        return read_regular(path, MAX_FILE_BYTES)
+    except InputFileError as error:
+        raise ConfigError(f"{name}: cannot read: {error}") from None
+    except OSError as error:
+        raise ConfigError(f"{name}: cannot read: {error.strerror or error}") from None
+
+
 def _has_tool_table(pyproject: Path, shown: str) -> bool:
     try:
-        data = pyproject.read_bytes()
-    except OSError:
+        data = _read(pyproject, shown)
+    except ConfigError:
         return False
     if b"cudalint" not in data:
         return False
@@ -205,16 +341,15 @@ def _parse(path: Path, data: bytes) -> dict[str, Any]:
         raise ConfigError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
 
 
 def load_config(path: Path, rule_ids: list[str], shown: str | None = None) -> Config:
     """Read and check one configuration file. `shown` is how error messages
     name it (default: the path as given)."""
     name = shown or str(path)
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise ConfigError(f"{name}: cannot read: {error.strerror or error}") from None
+    data = _read(path, name)
     document = _parse(Path(name), data)
     if path.name == PYPROJECT:
         table = document.get("tool", {}).get("cudalint") if isinstance(document.get("tool"), dict) else None
@@ -259,7 +394,7 @@ def _check(table: dict[str, Any], root: Path, rule_ids: list[str], at, path: Pat
         for pattern in out:
             try:
                 glob_regex(pattern)
-            except (ValueError, re.error) as error:
+            except ValueError as error:
                 fail(key, f"bad glob {pattern!r}: {error}")
         return tuple(out)
 
@@ -281,8 +416,9 @@ def _check(table: dict[str, Any], root: Path, rule_ids: list[str], at, path: Pat
     rules: list[Path] = []
     for item in strings("rules", table.get("rules", []), '["ci/our-wrappers.toml"]'):
         file = (root / item) if not Path(item).is_absolute() else Path(item)
-        if not file.is_file():
+        if not _is_file(file):
             fail("rules", f"{item!r}: no such file (paths are relative to {path.name}'s directory, {root})")
+        _check_private_rules(file, root, at("rules"))
         rules.append(file)
     per_file: list[tuple[str, tuple[str, ...]]] = []
     if "per-file-ignores" in table:
@@ -293,6 +429,25 @@ def _check(table: dict[str, Any], root: Path, rule_ids: list[str], at, path: Pat
             (pattern,) = globs("per-file-ignores", [pattern])
             per_file.append((pattern, prefixes(f"per-file-ignores.{pattern!r}", rules_value)))
     return Config(path.resolve(), select, ignore, levels, exclude, tuple(rules), tuple(per_file))
+
+
+def _check_private_rules(file: Path, root: Path, where: str) -> None:
+    """A knowledge file outside the configuration's repository is checked
+    here, so that an error about it names it but echoes none of its content
+    (a hostile repository's configuration could name any readable file)."""
+    from cudalint.knowledge import KnowledgeError, load_file
+    from cudalint.source import repository_root
+
+    tree = repository_root(root)
+    try:
+        Path(os.path.realpath(file)).relative_to(os.path.realpath(tree))
+        return
+    except ValueError:
+        pass
+    try:
+        load_file(file, private=True)
+    except KnowledgeError as error:
+        raise ConfigError(f"{where}: {error}") from None
 
 
 def _toml(value: Any) -> str:

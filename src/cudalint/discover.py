@@ -28,6 +28,40 @@ class Discovery:
     nested_modules: list[Path] = field(default_factory=list)
 
 
+def _exists(path: Path) -> bool:
+    """Path.exists() raises on EACCES or ENAMETOOLONG: those are "no" here
+    (listing that directory then fails and is reported)."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+def printable(name: str) -> str:
+    """A file name as text: bytes that are not UTF-8 (kept by Python as
+    surrogates) become \\xNN escapes, so that no output format fails on them."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _utf8_name(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
 def _ignored_name(name: str) -> bool:
     return name.startswith((".", "_"))
 
@@ -46,13 +80,21 @@ def _package_files(
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError as error:
         notes.append(Notification(
-            NotificationKind.UNREADABLE, display_path(directory, base),
+            NotificationKind.UNREADABLE, printable(display_path(directory, base)),
             f"cannot list directory: {error.strerror or error}; skipped",
         ))
         return files, subdirs
     for entry in entries:
         try:
             if entry.is_symlink():
+                continue
+            if not _utf8_name(entry.name):
+                if entry.is_dir(follow_symlinks=False) or _is_go_file_name(entry.name):
+                    what = "directory" if entry.is_dir(follow_symlinks=False) else "file"
+                    notes.append(Notification(
+                        NotificationKind.UNREADABLE, printable(display_path(Path(entry.path), base)),
+                        f"{what} name is not valid UTF-8; skipped",
+                    ))
                 continue
             if entry.is_dir(follow_symlinks=False):
                 if entry.name.endswith(".go") and not _ignored_name(entry.name):
@@ -66,7 +108,7 @@ def _package_files(
                 files.append(Path(entry.path))
         except OSError as error:
             notes.append(Notification(
-                NotificationKind.UNREADABLE, display_path(Path(entry.path), base),
+                NotificationKind.UNREADABLE, printable(display_path(Path(entry.path), base)),
                 f"cannot stat: {error.strerror or error}; skipped",
             ))
     return files, subdirs
@@ -83,7 +125,7 @@ def _walk(root: Path, base: Path, matches, notes: list[Notification], nested: li
         for sub in reversed(subdirs):
             if sub.name in _SKIPPED_DIRS or _ignored_name(sub.name):
                 continue
-            if (sub / "go.mod").exists():
+            if _exists(sub / "go.mod"):
                 nested.append(sub)
                 continue
             stack.append(sub)
@@ -104,7 +146,7 @@ def _expand_wildcard(pattern: str, cwd: Path, notes: list[Notification], nested:
     literal = pattern.split("...", 1)[0]
     root_text = literal if (not literal or literal.endswith("/")) else os.path.dirname(literal)
     root = Path(os.path.normpath(cwd / root_text)) if root_text else cwd
-    if not root.is_dir():
+    if not _is_dir(root):
         return []
     remainder = pattern[len(root_text):].lstrip("/")
     regex = _pattern_regex(remainder)
@@ -141,6 +183,11 @@ def _expand_path(pattern: str, cwd: Path, notes: list[Notification]) -> list[Pat
     if not path.is_absolute():
         path = cwd / path
     path = Path(os.path.normpath(path))
+    if not _utf8_name(pattern):
+        notes.append(Notification(
+            NotificationKind.UNREADABLE, printable(display_path(path, cwd)), "file name is not valid UTF-8; skipped",
+        ))
+        return None
     try:
         if path.is_dir():
             if pattern.endswith(".go"):
@@ -167,7 +214,7 @@ def _expand_path(pattern: str, cwd: Path, notes: list[Notification]) -> list[Pat
             return [path]
     except OSError as error:
         notes.append(Notification(
-            NotificationKind.UNREADABLE, display_path(path, cwd),
+            NotificationKind.UNREADABLE, printable(display_path(path, cwd)),
             f"cannot read: {error.strerror or error}; skipped",
         ))
         return None

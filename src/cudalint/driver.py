@@ -10,20 +10,25 @@ one input becomes a notification for that input; the run goes on.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import signal
 import sys
 import threading
+import time
 import traceback
 from collections import defaultdict
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from cudalint import prefilter, suppressions
-from cudalint.cache import ResultCache
+from cudalint.cache import CacheRefused, ResultCache
+from cudalint.discover import printable
 from cudalint.cfg import PackageCFGs, build_package_cfgs
 from cudalint.checks import CHECKS, all_rules
 from cudalint.config import PerFileIgnores
@@ -92,12 +97,16 @@ def _internal_error(path: str, what: str, error: BaseException, debug: bool, lin
     return Notification(NotificationKind.INTERNAL_ERROR, path, message, line=line, level="error")
 
 
-def analyze_directory(paths: list[Path], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...]) -> Result:
-    """Analyse the Go files of one directory (one or two packages)."""
+def analyze_directory(
+    paths: list[Path], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...],
+    reads: list[SourceFile | Notification] | None = None,
+) -> Result:
+    """Analyse the Go files of one directory (one or two packages); `reads`:
+    the files already read, one per path (else they are read here)."""
     result = Result()
     sources: list[SourceFile] = []
-    for path in paths:
-        read = read_source(path, display_path(path, settings.base))
+    for index, path in enumerate(paths):
+        read = reads[index] if reads is not None else read_source(path, display_path(path, settings.base))
         if isinstance(read, Notification):
             result.notifications.append(read)
         else:
@@ -223,37 +232,109 @@ def _crash(
 
 # -- parallel execution ------------------------------------------------------
 
-_worker_state: tuple[Settings, Knowledge, tuple[bytes, ...], ResultCache | None] | None = None
+# In each process: the settings, knowledge, needles, the open cache (or None)
+# and, in pool workers, the shared array of job states.
+_worker_state: tuple[Settings, Knowledge, tuple[bytes, ...], ResultCache | None, Any] | None = None
+# A job's state in the shared array, so that after a worker dies the parent
+# knows which jobs it was running (suspects) and which merely waited.
+_QUEUED, _STARTED, _DONE = 0, 1, 2
+_PARENT_POLL_SECONDS = 0.5
 
 
-def _result_cache(settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...]) -> ResultCache | None:
+def _salt(settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...]) -> str:
+    """Everything else a result depends on: rules, configuration, knowledge."""
+    return repr((settings.base, sorted(settings.enabled), settings.prefilter, settings.per_file, knowledge.families, needles))
+
+
+def _open_cache(settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...]) -> tuple[ResultCache | None, Notification | None]:
     if settings.cache_dir is None:
-        return None
-    # Everything else a result depends on: rules, configuration, knowledge.
-    salt = repr((settings.base, sorted(settings.enabled), settings.prefilter, settings.per_file, knowledge.families, needles))
-    return ResultCache(settings.cache_dir, salt)
+        return None, None
+    try:
+        return ResultCache(settings.cache_dir, _salt(settings, knowledge, needles)), None
+    except CacheRefused as error:
+        return None, Notification(
+            NotificationKind.CACHE, printable(display_path(settings.cache_dir, settings.base)),
+            f"cache directory not used: {error}; analysing without the cache",
+        )
 
 
-def _init_worker(settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...]) -> None:
+def _die_with_parent(parent: int) -> None:
+    """A worker must not outlive the run: killed with SIGKILL when its parent
+    dies (Linux), and everywhere a watchdog thread exits when the parent is
+    gone (the worker is then re-parented)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        except Exception:  # noqa: BLE001 - the watchdog below still works
+            pass
+    if os.getppid() != parent:  # died before prctl took effect
+        os._exit(EXIT_WORKER_ORPHANED)
+
+    def watch() -> None:
+        while True:
+            time.sleep(_PARENT_POLL_SECONDS)
+            if os.getppid() != parent:
+                os._exit(EXIT_WORKER_ORPHANED)
+
+    threading.Thread(target=watch, name="cudalint-parent-watch", daemon=True).start()
+
+
+EXIT_WORKER_ORPHANED = 3
+
+
+def _init_worker(settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...], states: Any, parent: int) -> None:
+    _die_with_parent(parent)
+    # Ctrl-C reaches the whole process group: the parent handles it and stops
+    # the workers; SIGTERM kills a worker outright.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    cache = None
+    if settings.cache_dir is not None:
+        try:
+            cache = ResultCache(settings.cache_dir, _salt(settings, knowledge, needles))
+        except CacheRefused:  # the parent checked it; changed since: no cache
+            cache = None
+    _set_state(settings, knowledge, needles, cache, states)
+
+
+def _set_state(settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...], cache: ResultCache | None, states: Any) -> None:
     global _worker_state
-    _worker_state = (settings, knowledge, needles, _result_cache(settings, knowledge, needles))
+    _worker_state = (settings, knowledge, needles, cache, states)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))
 
 
-def _work(job: tuple[list[Path], str | None]) -> Result:
-    """Analyse one directory (a cache miss) and store its result under `key`."""
+def _read(paths: list[Path], settings: Settings) -> list[SourceFile | Notification]:
+    return [read_source(path, display_path(path, settings.base)) for path in paths]
+
+
+def _key(cache: ResultCache, paths: list[Path], reads: list[SourceFile | Notification]) -> str:
+    return cache.key([(path, read.data if isinstance(read, SourceFile) else read) for path, read in zip(paths, reads)])
+
+
+def _work(job: tuple[int, list[Path]]) -> Result:
+    """Analyse one directory (a cache miss): read its files once, analyse
+    those bytes, and store the result under the key of those same bytes (a
+    file edited during the run can then never lend its result to another
+    content)."""
     assert _worker_state is not None
-    settings, knowledge, needles, cache = _worker_state
-    paths, key = job
-    result = _in_deep_stack(_guarded, paths, settings, knowledge, needles)
-    if cache is not None and key is not None and result.internal_errors == 0:
-        cache.put(key, result)
+    settings, knowledge, needles, cache, states = _worker_state
+    index, paths = job
+    if states is not None:
+        states[index] = _STARTED
+    reads = _read(paths, settings)
+    result = _in_deep_stack(_guarded, paths, settings, knowledge, needles, reads)
+    if cache is not None and result.internal_errors == 0:
+        cache.put(_key(cache, paths, reads), result)
+    if states is not None:
+        states[index] = _DONE
     return result
 
 
-def _guarded(paths: list[Path], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...]) -> Result:
+def _guarded(paths: list[Path], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...], reads=None) -> Result:
     try:
-        return analyze_directory(paths, settings, knowledge, needles)
+        return analyze_directory(paths, settings, knowledge, needles, reads)
     except Exception as error:  # noqa: BLE001 - last line of defence for one directory
         result = Result(internal_errors=1)
         where = display_path(paths[0].parent, settings.base)
@@ -261,9 +342,9 @@ def _guarded(paths: list[Path], settings: Settings, knowledge: Knowledge, needle
         return result
 
 
-def _directory_bytes(job: tuple[list[Path], str | None]) -> int:
+def _directory_bytes(paths: list[Path]) -> int:
     size = 0
-    for path in job[0]:
+    for path in paths:
         try:
             size += path.stat().st_size
         except OSError:
@@ -278,6 +359,106 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool at once (interrupted run): cancel what waits, kill what runs."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        try:
+            process.kill()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _failed(paths: list[Path], settings: Settings, what: str) -> Result:
+    where = display_path(paths[0].parent, settings.base)
+    return Result(internal_errors=1, notifications=[Notification(
+        NotificationKind.INTERNAL_ERROR, where, f"internal error: {what}; not analysed, results are incomplete", level="error",
+    )])
+
+
+def _run_pool(
+    indices: list[int], misses: list[list[Path]], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...],
+    jobs: int, results: dict[int, Result],
+) -> tuple[list[int], list[int]]:
+    """Run `indices` over a pool. Returns the jobs left unfinished because
+    a worker died, and among them those a dead worker was running."""
+    context = multiprocessing.get_context()
+    states = context.Array("b", len(misses), lock=False)
+    pool = ProcessPoolExecutor(
+        max_workers=min(jobs, len(indices)), mp_context=context,
+        initializer=_init_worker, initargs=(settings, knowledge, needles, states, os.getpid()),
+    )
+    try:
+        # Largest directories first: the run lasts at least as long as its
+        # biggest package, so that one must not start last. Results are
+        # sorted at the end, so the order changes nothing else.
+        order = sorted(indices, key=lambda i: _directory_bytes(misses[i]), reverse=True)
+        futures = {pool.submit(_work, (i, misses[i])): i for i in order}
+        for future in as_completed(futures):
+            i = futures[future]
+            try:
+                results[i] = future.result()
+            except BrokenProcessPool:
+                pass  # retried below
+            except Exception as error:  # noqa: BLE001 - e.g. a result that could not be sent back
+                results[i] = _failed(misses[i], settings, f"{type(error).__name__}: {error}")
+    except BaseException:
+        _stop(pool)
+        raise
+    pool.shutdown(wait=True, cancel_futures=True)
+    unfinished = [i for i in indices if i not in results]
+    running = [i for i in unfinished if states[i] == _STARTED]
+    return unfinished, running or unfinished
+
+
+def _run_alone(index: int, paths: list[Path], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...]) -> Result | None:
+    """One job in a worker of its own: None if that worker died too."""
+    pool = ProcessPoolExecutor(
+        max_workers=1, mp_context=multiprocessing.get_context(),
+        initializer=_init_worker, initargs=(settings, knowledge, needles, None, os.getpid()),
+    )
+    try:
+        return pool.submit(_work, (index, paths)).result()
+    except BrokenProcessPool:
+        return None
+    except Exception as error:  # noqa: BLE001
+        return _failed(paths, settings, f"{type(error).__name__}: {error}")
+    except BaseException:
+        _stop(pool)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _run_parallel(misses: list[list[Path]], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...], jobs: int) -> list[Result]:
+    """Run every job over worker processes. A worker that dies (killed, out
+    of memory, a crash in native code) takes the pool down with it: the jobs
+    it was running are retried once, each in a worker of its own, and a job
+    that kills that worker too is reported as an internal error; the jobs
+    that merely waited go to a new pool. The run never hangs on a dead
+    worker."""
+    results: dict[int, Result] = {}
+    deaths: dict[int, int] = {}
+    queue = list(range(len(misses)))
+    while queue:
+        for i in [i for i in queue if deaths.get(i)]:
+            outcome = _run_alone(i, misses[i], settings, knowledge, needles)
+            results[i] = outcome if outcome is not None else _failed(
+                misses[i], settings,
+                "the worker process analysing this directory died twice (killed by a signal, out of memory, or a "
+                "crash in native code)",
+            )
+        waiting = [i for i in queue if not deaths.get(i)]
+        queue = []
+        if waiting:
+            unfinished, running = _run_pool(waiting, misses, settings, knowledge, needles, jobs, results)
+            for i in running:
+                deaths[i] = deaths.get(i, 0) + 1
+            queue = unfinished
+    return [results[i] for i in range(len(misses))]
+
+
 def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Result:
     needles = prefilter.needles_for(CHECKS, knowledge, settings.enabled)
     if suppressions.TOOL_RULE in settings.enabled:
@@ -286,33 +467,36 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
     directories = [list(group) for _, group in groupby(sorted(files, key=lambda p: (p.parent.as_posix(), p.name)), key=lambda p: p.parent)]
     total = Result()
     # Hits are read here: an unchanged tree starts no worker at all.
-    cache = _result_cache(settings, knowledge, needles)
-    misses: list[tuple[list[Path], str | None]] = []
-    for directory in directories:
-        key = cache.key(directory) if cache is not None else None
-        cached = cache.get(key) if cache is not None and key is not None else None
-        if cached is not None:
-            total.extend(cached)
-        else:
-            misses.append((directory, key))
-    missed_files = sum(len(directory) for directory, _ in misses)
-    # Worker start-up costs more than a handful of packages take to analyse.
-    if settings.jobs > 1 and len(misses) > 1 and missed_files >= _PARALLEL_THRESHOLD:
-        with ProcessPoolExecutor(
-            max_workers=min(settings.jobs, len(misses)),
-            initializer=_init_worker, initargs=(settings, knowledge, needles),
-        ) as pool:
-            # Largest directories first: the run lasts at least as long as
-            # its biggest package, so that one must not start last. Results
-            # are sorted at the end, so the order changes nothing else.
-            misses.sort(key=_directory_bytes, reverse=True)
-            for part in pool.map(_work, misses):
+    cache, refused = _open_cache(settings, knowledge, needles)
+    if refused is not None:
+        total.notifications.append(refused)
+    try:
+        misses: list[list[Path]] = []
+        for directory in directories:
+            if cache is not None:
+                cached = cache.get(_key(cache, directory, _read(directory, settings)))
+                if cached is not None:
+                    total.extend(cached)
+                    continue
+            misses.append(directory)
+        # More workers than CPUs only cost memory.
+        jobs = max(1, min(settings.jobs, default_jobs()))
+        missed_files = sum(len(directory) for directory in misses)
+        # Worker start-up costs more than a handful of packages take to analyse.
+        if jobs > 1 and len(misses) > 1 and missed_files >= _PARALLEL_THRESHOLD:
+            for part in _run_parallel(misses, settings, knowledge, needles, jobs):
                 total.extend(part)
-    else:
-        _init_worker(settings, knowledge, needles)
-        for miss in misses:
-            total.extend(_work(miss))
+        else:
+            _set_state(settings, knowledge, needles, cache, None)
+            for index, miss in enumerate(misses):
+                total.extend(_work((index, miss)))
+        if cache is not None and misses:
+            cache.evict()
+    finally:
+        if cache is not None:
+            cache.close()
     total.sort()
+    _one_per_defect(total)
     return total
 
 
@@ -336,3 +520,25 @@ def dump_cfgs(files: list[Path], base: Path, knowledge: Knowledge, function: str
                 if graph is not None:
                     out.append(f"# {unit.file.display}:{unit.node.start_point[0] + 1}\n{graph.format()}")
     return "\n".join(out) if out else f"no function named {function}\n"
+
+
+# A release that can be a second release is one defect however many earlier
+# releases can precede it: one finding per (rule, file, span) for these.
+_ONE_PER_SPAN = frozenset({"CL102", "CL104"})
+
+
+def _one_per_defect(result: Result) -> None:
+    """One defect is one finding: the same rule, file, span and message is
+    kept once, and CL102/CL104 once per span (the first message in sorted
+    order, which names the earliest release). `result` must be sorted."""
+    for name in ("findings", "suppressed"):
+        seen: set[tuple] = set()
+        kept: list[Finding] = []
+        for finding in getattr(result, name):
+            key: tuple = (finding.rule_id, finding.path, finding.span)
+            if finding.rule_id not in _ONE_PER_SPAN:
+                key += (finding.message,)
+            if key not in seen:
+                seen.add(key)
+                kept.append(finding)
+        setattr(result, name, kept)

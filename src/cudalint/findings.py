@@ -140,6 +140,7 @@ class NotificationKind(str, Enum):
     NOT_GO_SOURCE = "not-go-source"
     TOO_COMPLEX = "too-complex"
     INTERNAL_ERROR = "internal-error"
+    CACHE = "cache"  # the result cache could not be used; the run went on without it
 
 
 @dataclass(frozen=True)

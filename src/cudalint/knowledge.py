@@ -455,19 +455,40 @@ def builtin_rules_dir() -> Path:
     raise KnowledgeError(f"cannot find the API knowledge files (looked in {packaged} and {checkout})")
 
 
-def load_file(path: Path) -> Family:
+MAX_FILE_BYTES = 4 * 1024 * 1024
+
+
+def load_file(path: Path, private: bool = False) -> Family:
+    """One knowledge file. `private`: the file lies outside the analysed
+    repository (named by a configuration file), so an error names the file
+    but echoes nothing of its content."""
+    from cudalint.safeio import InputFileError, read_regular
+
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
+        document = tomllib.loads(read_regular(path, MAX_FILE_BYTES).decode("utf-8"))
     except OSError as error:
         raise KnowledgeError(f"{path}: cannot read: {error.strerror or error}") from None
+    except InputFileError as error:
+        raise KnowledgeError(f"{path}: cannot read: {error}") from None
+    except RecursionError:
+        raise KnowledgeError(f"{path}: not valid TOML: nested too deeply") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise KnowledgeError(f"{path}: not valid TOML: {error}") from None
-    return parse_family(document, path.name if path.parent == builtin_rules_dir() else str(path))
+        raise KnowledgeError(f"{path}: not valid TOML: {'(details not shown)' if private else error}") from None
+    if not private:
+        return parse_family(document, path.name if path.parent == builtin_rules_dir() else str(path))
+    try:
+        return parse_family(document, str(path))
+    except KnowledgeError:
+        raise KnowledgeError(
+            f"{path}: not a valid cudalint knowledge file (the file is outside the repository, so its content is "
+            f"not shown; check it with cudalint --rules {path})"
+        ) from None
 
 
-def load_knowledge(extra_files: tuple[Path, ...] = ()) -> Knowledge:
+def load_knowledge(extra_files: tuple[Path, ...] = (), private: frozenset[Path] = frozenset()) -> Knowledge:
+    """`private`: files of extra_files outside the repository (see load_file)."""
     files = sorted(builtin_rules_dir().glob("*.toml")) + list(extra_files)
-    families = [load_file(path) for path in files]
+    families = [load_file(path, path in private) for path in files]
     seen: dict[str, str] = {}
     for family in families:
         if family.name in seen:

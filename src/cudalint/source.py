@@ -99,17 +99,39 @@ def read_source(path: Path, display: str) -> SourceFile | Notification:
         kind = NotificationKind.UNREADABLE if line is None else NotificationKind.NOT_GO_SOURCE
         return Notification(kind, display, message, line, column)
 
+    def too_large(size: int) -> Notification:
+        return Notification(
+            NotificationKind.TOO_COMPLEX, display,
+            f"is {size // (1024 * 1024)} MiB, larger than the {MAX_FILE_BYTES // (1024 * 1024)} MiB "
+            f"cudalint analyses (generated code?); skipped",
+        )
+
     try:
-        status = path.stat()
-        if not stat.S_ISREG(status.st_mode):
-            return Notification(NotificationKind.NOT_GO_SOURCE, display, "not a regular file (a FIFO, a device, ...); skipped")
-        if status.st_size > MAX_FILE_BYTES:
-            return Notification(
-                NotificationKind.TOO_COMPLEX, display,
-                f"is {status.st_size // (1024 * 1024)} MiB, larger than the {MAX_FILE_BYTES // (1024 * 1024)} MiB "
-                f"cudalint analyses (generated code?); skipped",
-            )
-        data = path.read_bytes()
+        # O_NONBLOCK: a FIFO swapped in after discovery must not block the
+        # run; the size is checked on the open file, and never more than the
+        # bound is read, even from a file that grows meanwhile.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        try:
+            status = os.fstat(fd)
+            if stat.S_ISDIR(status.st_mode):
+                raise IsADirectoryError
+            if not stat.S_ISREG(status.st_mode):
+                return Notification(NotificationKind.NOT_GO_SOURCE, display, "not a regular file (a FIFO, a device, ...); skipped")
+            if status.st_size > MAX_FILE_BYTES:
+                return too_large(status.st_size)
+            chunks = []
+            total = 0
+            while True:
+                chunk = os.read(fd, MAX_FILE_BYTES + 1 - total)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+                if total > MAX_FILE_BYTES:
+                    return too_large(total)
+            data = b"".join(chunks)
+        finally:
+            os.close(fd)
     except IsADirectoryError:
         return Notification(NotificationKind.NOT_GO_SOURCE, display, "is a directory, not a Go source file; skipped")
     except FileNotFoundError:

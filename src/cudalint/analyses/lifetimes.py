@@ -185,6 +185,14 @@ class UnitLifetimes:
 # -- the engine ---------------------------------------------------------------
 
 _MAX_STATES = 20000  # per origin; a guard, far above what real functions need
+# Path states one function's lifetimes may visit, over all its origins and
+# the summaries they need: beyond it the function is reported as too complex
+# (a `too-complex` notification), never analysed in silence or in gigabytes.
+UNIT_BUDGET = 100_000
+
+
+class PathBudgetExceeded(Exception):
+    """The function has more paths than the engine follows."""
 
 
 class _Stop(Exception):
@@ -216,13 +224,22 @@ class Engine:
         self._results: dict[Unit, UnitLifetimes] = {}
         self._defer_nodes: dict[Unit, list[int]] = {}
         self._converters: dict[tuple[Unit, int, str], bool] = {}
+        self._budget: int | None = None  # path states left for the function being analysed
 
     # -- public ----------------------------------------------------------------
 
     def lifetimes(self, unit: Unit) -> UnitLifetimes:
         found = self._results.get(unit)
         if found is None:
-            found = self._results[unit] = self._analyse(unit)
+            outer, self._budget = self._budget, UNIT_BUDGET
+            try:
+                found = self._analyse(unit)
+            except PathBudgetExceeded:
+                self.cfgs.failures.setdefault(unit, f"has too many paths to follow (over {UNIT_BUDGET:,} path states)")
+                found = UnitLifetimes(unit)
+            finally:
+                self._budget = outer
+            self._results[unit] = found
         return found
 
     def effect(self, unit: Unit, symbol: Symbol) -> Effect:
@@ -458,7 +475,15 @@ class Engine:
         queue: deque[tuple[int, State]] = deque([(start, state)])
         reported_scope = False
         handleless = origin is not None and origin.role.handle == "none"
-        while queue and len(parents) < _MAX_STATES:
+        while queue:
+            if len(parents) >= _MAX_STATES and self._budget is not None:
+                raise PathBudgetExceeded
+            if len(parents) >= _MAX_STATES:
+                break
+            if self._budget is not None:
+                self._budget -= 1
+                if self._budget < 0:
+                    raise PathBudgetExceeded
             node, current = queue.popleft()
             for edge in graph.out_edges(node):
                 successor = edge.target

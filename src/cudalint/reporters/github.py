@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from cudalint.findings import Finding
 from cudalint.reporters import RenderOptions, Report
-from cudalint.reporters.text import summary
+from cudalint.reporters.text import escape, summary
 
 COMMANDS = {"error": "error", "warning": "warning", "note": "notice"}
 
 
 def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """GitHub's escapes for \\r, \\n and %; other control characters (ESC,
+    NUL, C1 controls, U+2028) become visible escapes."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return escape(text)
 
 
 def escape_property(text: str) -> str:

@@ -3,6 +3,7 @@ with an optional code frame under each finding and a summary by rule."""
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 import click
@@ -13,6 +14,37 @@ from cudalint.reporters import RenderOptions, Report
 TAB = 4
 _LEVEL_COLORS = {"error": "red", "warning": "yellow"}
 
+# Characters that must never reach a log raw: C0 and C1 controls (a newline
+# in a file name or in quoted source would start a line that GitHub Actions
+# runs as a workflow command, `::add-mask::` or `::error`; ESC drives the
+# terminal) and the Unicode line separators. Tab is harmless and kept.
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+_NAMED = {"\n": "\\n", "\r": "\\r"}
+
+
+def escape(text: str) -> str:
+    """Control characters as visible escapes: `\\n`, `\\x1b`, `\\u2028`."""
+    if not _CONTROL.search(text):
+        return text
+    return _CONTROL.sub(
+        lambda m: _NAMED.get(m.group(), f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}"),
+        text,
+    )
+
+
+def safe_path(path: str) -> str:
+    """A path to print at the start of a line: escaped, and never starting
+    with `::` (a file named `::error::x.go` would be a workflow command)."""
+    path = escape(path)
+    return "./" + path if path.lstrip().startswith("::") else path
+
+
+def safe_line(line: str) -> str:
+    """One line of human-readable output (a notification on stderr):
+    escaped, and never a workflow command."""
+    line = escape(line)
+    return "./" + line if line.lstrip().startswith("::") else line
+
 
 def render_text(report: Report, *, color: bool, quiet: bool, show_paths: bool = False, show_source: bool = False) -> str:
     def style(text: str, **kwargs) -> str:
@@ -20,17 +52,18 @@ def render_text(report: Report, *, color: bool, quiet: bool, show_paths: bool = 
 
     lines = []
     for finding in report.findings():
-        where = f"{finding.path}:{finding.span.start.line}:{finding.span.start.column}:"
+        path = safe_path(finding.path)
+        where = f"{path}:{finding.span.start.line}:{finding.span.start.column}:"
         level_color = _LEVEL_COLORS.get(report.level(finding.rule_id), "cyan")
-        line = f"{style(where, bold=True)} {style(finding.rule_id, fg=level_color, bold=True)} {finding.message}"
+        line = f"{style(where, bold=True)} {style(escape(finding.rule_id), fg=level_color, bold=True)} {escape(finding.message)}"
         if finding.suppression is not None:
-            line += " " + style(f"[suppressed: {finding.suppression.justification}]", dim=True)
+            line += " " + style(f"[suppressed: {escape(finding.suppression.justification)}]", dim=True)
         lines.append(line)
         if show_source:
             lines += code_frame(finding, lambda text: style(text, fg=level_color, bold=True), lambda text: style(text, fg="blue", bold=True))
         if show_paths:
             for number, step in enumerate(finding.steps, start=1):
-                lines.append(f"    {number}. {finding.path}:{step.span.start.line}:{step.span.start.column}: {step.message}")
+                lines.append(f"    {number}. {path}:{step.span.start.line}:{step.span.start.column}: {escape(step.message)}")
         if show_source:
             lines.append("")
     if not quiet:
@@ -68,7 +101,9 @@ def _char_index(line: str, byte_column: int) -> int:
 def code_frame(finding: Finding, marker, gutter_style) -> list[str]:
     """The reported line with carets under the finding's span (to the end of
     the line when the span goes on)."""
-    line = finding.source_line
+    # Control characters would break the frame (and the log): each becomes
+    # one replacement character, which keeps the carets aligned.
+    line = _CONTROL.sub("\ufffd", finding.source_line)
     if not line:
         return []
     start = _char_index(line, finding.span.start.column)
