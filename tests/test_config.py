@@ -107,7 +107,7 @@ def test_excluded_named_files_are_not_an_error(repo: Path) -> None:
 
 
 @pytest.mark.parametrize("content, message", [
-    ('selct = ["CL1"]\n', "unknown key 'selct' (did you mean 'select'?); the keys are exclude, ignore, level, per-file-ignores, rules, select"),
+    ('selct = ["CL1"]\n', "unknown key 'selct' (did you mean 'select'?); the keys are exclude, ignore, knowledge, level, per-file-ignores, preview, rules, select"),
     ('select = "CL1"\n', "select: expected a list of strings, e.g. select = [\"CL1\", \"CL302\"], got 'CL1'"),
     ('select = []\n', "select: an empty list enables no rule"),
     ('ignore = ["CL9"]\n', "ignore: 'CL9' matches no rule"),
@@ -152,3 +152,40 @@ def test_bad_pyproject_table_and_bad_rules_file(repo: Path) -> None:
 ])
 def test_glob_semantics(pattern: str, path: str, matches: bool) -> None:
     assert bool(glob_regex(pattern).match(path)) is matches
+
+
+WRAPPER_KNOWLEDGE = '''family = "mywrap"
+description = "an in-house wrapper"
+import = "C"
+[status]
+type = "int"
+success = ["0"]
+[status_calls]
+match = ["C.cudaDeviceSynchronize"]
+'''
+
+
+def test_knowledge_key_and_its_older_spelling_rules(repo: Path) -> None:
+    (repo / "mine.toml").write_text(WRAPPER_KNOWLEDGE)
+    for key in ("knowledge", "rules"):
+        (repo / ".cudalint.toml").write_text(f'{key} = ["mine.toml"]\n')
+        run = cudalint("--format", "json", "--no-cache", "./...", cwd=repo)
+        assert run.exit_code == 1, run.stderr
+    (repo / ".cudalint.toml").write_text('knowledge = ["mine.toml"]\nrules = ["mine.toml"]\n')
+    assert "older spelling of `knowledge`" in error(repo)
+    (repo / ".cudalint.toml").write_text('knowledge = ["missing.toml"]\n')
+    assert "knowledge: 'missing.toml': no such file" in error(repo)
+
+
+def test_knowledge_option_and_rules_alias(repo: Path) -> None:
+    (repo / "bad.toml").write_text('family = "x"\n')
+    for option in ("--knowledge", "--rules"):
+        run = cudalint(option, "bad.toml", "--no-cache", "./...", cwd=repo)
+        assert run.exit_code == 2 and "bad.toml" in run.stderr
+
+
+def test_preview_key_must_be_a_boolean(repo: Path) -> None:
+    (repo / ".cudalint.toml").write_text('preview = "yes"\n')
+    assert "preview: expected true or false" in error(repo)
+    (repo / ".cudalint.toml").write_text('preview = true\n')
+    assert cudalint("--no-cache", "./...", cwd=repo).exit_code == 1

@@ -289,7 +289,7 @@ def _enabled_rules(options: Options, config: Config, rules: list, cwd: Path) -> 
     ignored = _prefixes("--ignore", options.ignore) if options.ignore is not None else config.ignore or ()
     _check_prefixes("--select", selected)
     _check_prefixes("--ignore", ignored)
-    enabled = select_rules(rules, selected, ignored, preview=options.preview)
+    enabled = select_rules(rules, selected, ignored, preview=options.preview or config.preview)
     if not enabled:
         where = f" (with {display_path(config.path, cwd)})" if config.path else ""
         raise click.UsageError("--select and --ignore leave no rule enabled" + where)

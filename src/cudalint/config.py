@@ -6,7 +6,8 @@ a pyproject.toml without a `[tool.cudalint]` table is passed over.
     select = ["CL1", "CL3"]             # rule-ID prefixes to enable (default: all)
     ignore = ["CL302"]                  # rule-ID prefixes to disable
     exclude = ["third_party", "**/*_gen.go"]
-    rules = ["ci/our-wrappers.toml"]    # extra API knowledge files
+    knowledge = ["ci/our-wrappers.toml"]  # extra API knowledge files (older spelling: rules)
+    preview = false                     # also run preview rules
     [tool.cudalint.level]               # per-rule level: error, warning or note
     CL201 = "error"
     [tool.cudalint.per-file-ignores]    # glob -> rule-ID prefixes
@@ -15,20 +16,19 @@ a pyproject.toml without a `[tool.cudalint]` table is passed over.
 Paths and globs are relative to the directory of the configuration file.
 Unknown keys and bad values are errors (the command line exits with 2), never
 silently ignored. Command-line flags override the file: --select, --ignore
-and --exclude replace its lists; --rules files are loaded in addition.
+and --exclude replace its lists; --knowledge files are loaded in addition.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cudalint.catalog import Level
+from cudalint.catalog import RULE_PREFIX, Level
 from cudalint.source import display_path
 
 if sys.version_info >= (3, 11):
@@ -38,9 +38,9 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 CONFIG_FILE = ".cudalint.toml"
 PYPROJECT = "pyproject.toml"
-KEYS = ("exclude", "ignore", "level", "per-file-ignores", "rules", "select")
+# `rules` is the older spelling of `knowledge` (API knowledge files, not lint rules).
+KEYS = ("exclude", "ignore", "knowledge", "level", "per-file-ignores", "preview", "rules", "select")
 LEVELS = tuple(level.value for level in Level)
-_PREFIX = re.compile(r"^CL\d{0,3}$")
 
 
 class ConfigError(Exception):
@@ -272,8 +272,9 @@ class Config:
     ignore: tuple[str, ...] | None = None
     levels: dict[str, Level] = field(default_factory=dict)  # rule-ID prefix -> level
     exclude: tuple[str, ...] = ()
-    rules: tuple[Path, ...] = ()
+    rules: tuple[Path, ...] = ()  # API knowledge files (the `knowledge` key)
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    preview: bool = False
 
     @property
     def root(self) -> Path:
@@ -382,7 +383,7 @@ def _check(table: dict[str, Any], root: Path, rule_ids: list[str], at, path: Pat
         out = []
         for item in strings(key, value, '["CL1", "CL302"]'):
             prefix = item.strip().upper()
-            if not _PREFIX.match(prefix):
+            if not RULE_PREFIX.fullmatch(prefix):
                 fail(key, f"{item!r} is not a rule ID or prefix such as CL101 or CL3")
             if not any(rule_id.startswith(prefix) for rule_id in rule_ids):
                 fail(key, f"{item!r} matches no rule (see cudalint --list-rules)")
@@ -413,13 +414,19 @@ def _check(table: dict[str, Any], root: Path, rule_ids: list[str], at, path: Pat
                 fail(f"level.{rule}", f"expected one of {', '.join(repr(l) for l in LEVELS)}, got {_toml(level)}")
             levels[prefix] = Level(level)
     exclude = globs("exclude", table["exclude"]) if "exclude" in table else ()
+    if "knowledge" in table and "rules" in table:
+        fail("rules", "`rules` is the older spelling of `knowledge`: give one of the two")
+    knowledge_key = "rules" if "rules" in table else "knowledge"
     rules: list[Path] = []
-    for item in strings("rules", table.get("rules", []), '["ci/our-wrappers.toml"]'):
+    for item in strings(knowledge_key, table.get(knowledge_key, []), '["ci/our-wrappers.toml"]'):
         file = (root / item) if not Path(item).is_absolute() else Path(item)
         if not _is_file(file):
-            fail("rules", f"{item!r}: no such file (paths are relative to {path.name}'s directory, {root})")
-        _check_private_rules(file, root, at("rules"))
+            fail(knowledge_key, f"{item!r}: no such file (paths are relative to {path.name}'s directory, {root})")
+        _check_private_rules(file, root, at(knowledge_key))
         rules.append(file)
+    preview = table.get("preview", False)
+    if not isinstance(preview, bool):
+        fail("preview", f"expected true or false, got {_toml(preview)}")
     per_file: list[tuple[str, tuple[str, ...]]] = []
     if "per-file-ignores" in table:
         value = table["per-file-ignores"]
@@ -428,7 +435,7 @@ def _check(table: dict[str, Any], root: Path, rule_ids: list[str], at, path: Pat
         for pattern, rules_value in value.items():
             (pattern,) = globs("per-file-ignores", [pattern])
             per_file.append((pattern, prefixes(f"per-file-ignores.{pattern!r}", rules_value)))
-    return Config(path.resolve(), select, ignore, levels, exclude, tuple(rules), tuple(per_file))
+    return Config(path.resolve(), select, ignore, levels, exclude, tuple(rules), tuple(per_file), preview)
 
 
 def _check_private_rules(file: Path, root: Path, where: str) -> None:
