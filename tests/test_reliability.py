@@ -430,3 +430,27 @@ def test_identical_findings_are_reported_once() -> None:
     assert [(f.rule_id, f.message) for f in result.findings] == [
         ("CL101", "leaks p"), ("CL101", "leaks q"), ("CL301", "dropped"), ("CL102", "released at line 1"),
     ]
+
+
+@pytest.mark.parametrize("shape", ["blocks", "closures"])
+def test_nesting_too_deep_for_the_queries_is_said(tmp_path: Path, shape: str) -> None:
+    """Item 11: around 40,000 nested blocks or 15,000 nested closures the
+    tree-sitter queries no longer see the call inside; the function must get
+    a too-complex notification instead of silence, and the rest of the file
+    is still analysed."""
+    if shape == "blocks":
+        body = "{" * 40000 + "\nC.cudaDeviceSynchronize()\n" + "}" * 40000
+    else:
+        body = "func() {" * 15000 + "\nC.cudaDeviceSynchronize()\n" + "}()" * 15000
+    (tmp_path / "deep.go").write_text(
+        'package p\n\n// #include <cuda_runtime_api.h>\nimport "C"\n\nfunc f() {\n' + body + "\n}\n\n"
+        "func g() {\n\tC.cudaDeviceSynchronize()\n}\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "cudalint", "--no-cache", "--format", "json", "deep.go"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+    report = json.loads(run.stdout)
+    assert [(f["rule"], f["function"]) for f in report["findings"]] == [("CL301", "g")]
+    notes = [n for n in report["notifications"] if n["kind"] == "too-complex"]
+    assert [(n["line"], "function f nests deeper than 1000 levels" in n["message"]) for n in notes] == [(6, True)]

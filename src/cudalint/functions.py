@@ -16,7 +16,7 @@ from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.parse import ParsedFile
-from cudalint.scope import MAX_DECLARATION_BYTES, Resolution, Symbol, resolve_package
+from cudalint.scope import MAX_NESTING, MAX_DECLARATION_BYTES, Resolution, Symbol, resolve_package
 
 
 SYNTAX_ERROR = "contains a syntax error"
@@ -192,6 +192,18 @@ def _literal_use(literal: Node, resolution: Resolution | None) -> tuple[LiteralU
     return LiteralUse.STORED, parent, None
 
 
+def _nests_too_deeply(declaration: Node, data: bytes) -> bool:
+    """A declaration nested deeper than the analysis goes (tree-sitter's
+    queries then miss what lies below, so it would be skipped in silence).
+    A syntax tree grows about two nodes per level of source nesting, and
+    that many levels need that many opening brackets: most declarations are
+    cleared by counting bytes."""
+    segment = data[declaration.start_byte:declaration.end_byte]
+    if segment.count(b"{") + segment.count(b"(") + segment.count(b"[") < MAX_NESTING:
+        return False
+    return syntax.deeper_than(declaration, 2 * MAX_NESTING)
+
+
 class _UnitCollector:
     def __init__(self, parsed: ParsedFile, resolution: Resolution):
         self.parsed = parsed
@@ -224,6 +236,8 @@ class _UnitCollector:
         for declaration in syntax.children(self.parsed.root):
             size = declaration.end_byte - declaration.start_byte
             problem = f"is too large to analyse ({size // 1024} KiB)" if size > MAX_DECLARATION_BYTES else None
+            if problem is None and _nests_too_deeply(declaration, self.parsed.source.data):
+                problem = f"nests deeper than {MAX_NESTING} levels"
             inside: list[Node] = []
             while position < len(literals) and literals[position].start_byte < declaration.end_byte:
                 if literals[position].start_byte >= declaration.start_byte:

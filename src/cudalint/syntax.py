@@ -296,3 +296,20 @@ def statement_of_call(call: Node) -> str:
     while parent is not None and parent.type == "parenthesized_expression":
         parent = parent.parent
     return parent.type if parent is not None else ""
+
+
+def deeper_than(node: Node, limit: int) -> bool:
+    """Whether the syntax tree below `node` is more than `limit` nodes deep
+    (a cursor walk at C speed per step, left as soon as it gets there)."""
+    cursor = node.walk()
+    depth = 0
+    while True:
+        if cursor.goto_first_child():
+            depth += 1
+            if depth > limit:
+                return True
+            continue
+        while not cursor.goto_next_sibling():
+            if depth == 0 or not cursor.goto_parent():
+                return False
+            depth -= 1
