@@ -432,6 +432,7 @@ def test_identical_findings_are_reported_once() -> None:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["blocks", "closures"])
 def test_nesting_too_deep_for_the_queries_is_said(tmp_path: Path, shape: str) -> None:
     """Item 11: around 40,000 nested blocks or 15,000 nested closures the

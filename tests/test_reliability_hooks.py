@@ -11,6 +11,9 @@ import yaml
 
 from clirun import CGO_FILE
 from gitrepo import ROOT, clean_env, commit_all, copy_project, init
+import pytest
+
+pytestmark = pytest.mark.slow  # runs the real pre-commit
 
 VICTIM = "package p\n\n// precious: a hook must never write here\n"
 
