@@ -231,3 +231,29 @@ def test_a_run_answered_by_the_cache_never_loads_the_graph_library(project: Path
 
     assert loads_networkx()  # cold: the findings need graphs
     assert not loads_networkx()  # warm: every directory is a cache hit
+
+
+def test_named_files_are_judged_with_their_whole_package(tmp_path: Path) -> None:
+    """A file named on its own (as the pre-commit hook names staged files)
+    gets exactly the findings a run over its package gives it: the rest of
+    the package is read (here the converter), not reported."""
+    (tmp_path / "alloc.go").write_text(
+        'package gpu\n\n// #include <cuda_runtime_api.h>\nimport "C"\n\nimport "unsafe"\n\n'
+        "func Zero(n C.size_t) error {\n\tvar d unsafe.Pointer\n\tres := C.cudaMalloc(&d, n)\n"
+        "\tif err := errorString(res); err != nil {\n\t\treturn err\n\t}\n\tdefer C.cudaFree(d)\n\treturn nil\n}\n"
+    )
+    (tmp_path / "helpers.go").write_text(
+        'package gpu\n\n// #include <cuda_runtime_api.h>\nimport "C"\n\nimport "errors"\n\n'
+        "func errorString(res C.cudaError_t) error {\n\tif res != C.cudaSuccess {\n\t\treturn errors.New(\"cuda\")\n\t}\n\treturn nil\n}\n\n"
+        "func sync() {\n\tC.cudaDeviceSynchronize()\n}\n"
+    )
+
+    def findings(*patterns: str) -> list[tuple[str, int, str]]:
+        run = cudalint("--no-cache", "--format", "json", *patterns, cwd=tmp_path)
+        return [(f["path"], f["line"], f["rule"]) for f in json.loads(run.stdout)["findings"]]
+
+    whole = findings(".")
+    assert whole == [("helpers.go", 16, "CL301")]
+    assert findings("alloc.go") == [f for f in whole if f[0] == "alloc.go"] == []
+    assert findings("helpers.go") == whole
+    assert findings("alloc.go", "helpers.go") == whole

@@ -122,3 +122,59 @@ def test_readme_pre_commit_config_works(hook_repo, target: Path, tmp_path: Path)
     status, output = pre_commit("run", "--all-files", cwd=target, home=tmp_path / "home")
     assert status == 1, output
     assert "gpu/buggy.go:10:2: CL301 " in output and "clean.go" not in output
+
+
+WRAPPED = """package gpu
+
+// #include <cuda_runtime_api.h>
+import "C"
+
+import "unsafe"
+
+func Zero(n C.size_t) error {
+	var d unsafe.Pointer
+	res := C.cudaMalloc(&d, n)
+	if err := errorString(res); err != nil {
+		return err
+	}
+	defer C.cudaFree(d)
+	return nil
+}
+"""
+
+HELPERS = """package gpu
+
+// #include <cuda_runtime_api.h>
+import "C"
+
+import "errors"
+
+func errorString(res C.cudaError_t) error {
+	if res != C.cudaSuccess {
+		return errors.New(C.GoString(C.cudaGetErrorString(res)))
+	}
+	return nil
+}
+
+func sync() {
+	C.cudaDeviceSynchronize()
+}
+"""
+
+
+def test_a_staged_file_gets_exactly_what_a_full_run_gives_it(hook_repo, tmp_path: Path) -> None:
+    """The hook passes the staged files only; their package is still read
+    whole (the converter lives in another file), and only the staged files
+    are reported."""
+    repo, commit = hook_repo
+    target = init(tmp_path / "service")
+    (target / "gpu").mkdir()
+    (target / "gpu" / "alloc.go").write_text(WRAPPED)
+    (target / "gpu" / "helpers.go").write_text(HELPERS)
+    commit_all(target)
+    home = tmp_path / "home"
+    status, output = pre_commit("try-repo", str(repo), "cudalint", "--ref", commit, "--files", "gpu/alloc.go", cwd=target, home=home)
+    assert status == 0, output  # no CL101 on the failure branch, and helpers.go's CL301 is not reported
+    assert "helpers.go" not in output
+    status, output = pre_commit("try-repo", str(repo), "cudalint", "--ref", commit, "--files", "gpu/helpers.go", cwd=target, home=home)
+    assert status == 1 and "gpu/helpers.go:16:2: CL301 " in output and "alloc.go" not in output, output

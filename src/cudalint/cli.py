@@ -210,15 +210,16 @@ def main(**values) -> None:
     enabled = _enabled_rules(options, config, rules, cwd)
     knowledge = _load_knowledge(config, options)
     baseline = _load_baseline(options.baseline_file)
-    files, notifications = _inputs(options, config, cwd)
+    files, context, notifications = _inputs(options, config, cwd)
     if options.dump_cfg:
         click.echo(dump_cfgs(files, cwd, knowledge, options.dump_cfg), nl=False)
         sys.exit(EXIT_CLEAN)
     settings = Settings(
         base=cwd, enabled=enabled, jobs=options.jobs or default_jobs(), debug=options.debug, per_file=config.per_file(),
         cache_dir=None if options.no_cache else (options.cache_dir or cwd / DEFAULT_CACHE),
+        reported=frozenset(files) if context else None,
     )
-    result = analyze(files, settings, knowledge)
+    result = analyze(files + context, settings, knowledge)
     result.notifications[:0] = notifications
     result.sort()
     if options.write_baseline is not None:
@@ -312,9 +313,11 @@ def _load_baseline(path: Path | None) -> Baseline | None:
         _fail(str(error))
 
 
-def _inputs(options: Options, config: Config, cwd: Path) -> tuple[list[Path], list]:
-    """The files the patterns name, less the excluded ones, and what
-    discovery had to say; a pattern that matches nothing ends the run."""
+def _inputs(options: Options, config: Config, cwd: Path) -> tuple[list[Path], list[Path], list]:
+    """The files the patterns name, less the excluded ones; the other files
+    of the packages of files named one by one (read, not reported: a staged
+    file is judged with its whole package, as a full run judges it); and
+    what discovery had to say. A pattern that matches nothing ends the run."""
     try:
         exclude = PathGlobs.compile(cwd, options.excludes) if options.excludes else PathGlobs.compile(config.root, config.exclude)
     except ValueError as error:
@@ -338,7 +341,8 @@ def _inputs(options: Options, config: Config, cwd: Path) -> tuple[list[Path], li
     files = [path for path in discovery.files if exclude.match(path) is None]
     if not files and not options.quiet:
         _nothing_analysed(len(discovery.files), config, options.excludes, cwd)
-    return files, list(discovery.notifications)
+    context = [path for path in discovery.context if exclude.match(path) is None]
+    return files, context, list(discovery.notifications)
 
 
 def _write_baseline(options: Options, result: Result, cwd: Path) -> NoReturn:

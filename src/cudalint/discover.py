@@ -26,6 +26,10 @@ class Discovery:
     unmatched: list[str] = field(default_factory=list)
     # Subdirectories not walked because they hold their own go.mod.
     nested_modules: list[Path] = field(default_factory=list)
+    # The other files of the packages of files named one by one (as the
+    # pre-commit hook names staged files): read, so that the package is
+    # analysed whole, but not reported.
+    context: list[Path] = field(default_factory=list)
 
 
 def _exists(path: Path) -> bool:
@@ -162,6 +166,7 @@ def discover(patterns: list[str], cwd: Path) -> Discovery:
     result = Discovery()
     cwd = cwd.resolve()
     seen: set[Path] = set()
+    whole: set[Path] = set()  # directories a pattern named whole
     for pattern in patterns:
         if "..." in pattern:
             matched = _expand_wildcard(pattern, cwd, result.notifications, result.nested_modules)
@@ -169,12 +174,18 @@ def discover(patterns: list[str], cwd: Path) -> Discovery:
             matched = _expand_path(pattern, cwd, result.notifications) or []
         if not matched:
             result.unmatched.append(pattern)
+        if "..." in pattern or not pattern.endswith(".go"):
+            whole.update(path.parent for path in matched)
         for path in matched:
             if path not in seen:
                 seen.add(path)
                 result.files.append(path)
     result.files.sort(key=lambda p: p.as_posix())
+    for directory in sorted({path.parent for path in result.files} - whole):
+        siblings, _ = _package_files(directory, cwd, [], walking=False)
+        result.context.extend(path for path in siblings if path not in seen)
     return result
+
 
 
 def _expand_path(pattern: str, cwd: Path, notes: list[Notification]) -> list[Path] | None:

@@ -60,6 +60,9 @@ class Settings:
     per_file: PerFileIgnores | None = None
     # Where results are cached (None: no cache).
     cache_dir: Path | None = None
+    # The files to report on, when some files are read only for their
+    # package's sake (None: report on every file read).
+    reported: frozenset[Path] | None = None
 
     def enabled_for(self, path: Path) -> frozenset[str]:
         return self.per_file.enabled_for(path, self.enabled) if self.per_file else self.enabled
@@ -497,6 +500,8 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
             cache.close()
     total.sort()
     _one_per_defect(total)
+    if settings.reported is not None:
+        _only_reported(total, {display_path(path, settings.base) for path in settings.reported})
     return total
 
 
@@ -525,6 +530,21 @@ def dump_cfgs(files: list[Path], base: Path, knowledge: Knowledge, function: str
 # A release that can be a second release is one defect however many earlier
 # releases can precede it: one finding per (rule, file, span) for these.
 _ONE_PER_SPAN = frozenset({"CL102", "CL104"})
+
+
+_ABOUT_INPUT = frozenset({
+    NotificationKind.SYNTAX_ERROR, NotificationKind.UNREADABLE, NotificationKind.NOT_GO_SOURCE, NotificationKind.TOO_COMPLEX,
+})
+
+
+def _only_reported(result: Result, reported: set[str]) -> None:
+    """Drop what concerns the files read only as context (the rest of a
+    package whose staged files are checked): their findings, suppressed
+    findings and input notifications. Internal errors stay: the result is
+    incomplete whichever file they concern."""
+    result.findings = [f for f in result.findings if f.path in reported]
+    result.suppressed = [f for f in result.suppressed if f.path in reported]
+    result.notifications = [n for n in result.notifications if n.kind not in _ABOUT_INPUT or n.path in reported]
 
 
 def _one_per_defect(result: Result) -> None:
