@@ -343,6 +343,11 @@ class Engine:
             return
         if state is None:
             return  # transferred at birth (stored in a field, returned, ...)
+        if any(symbol.function is not None and symbol.function != origin.unit.node for symbol in state.names):
+            # A func literal acquiring into a variable of its enclosing
+            # function hands the resource to that function, which reads the
+            # variable after the literal has run.
+            return
         walk = self._walk(graph, origin, origin.node, state, summary=False)
         self._collect(graph, origin, walk, result)
 

@@ -30,6 +30,8 @@ def check(p: Pass) -> None:
                         symbol = resolution.symbol(target)
                         if symbol is None or not symbol.is_local or symbol.role is Role.RESULT:
                             continue
+                        if symbol.function is not None and symbol.function != unit.node:
+                            continue  # a variable of the enclosing function: read there, after the literal ran
                         if not _read_by_deferred_closure(lifetimes, unit, symbol):
                             _check_unread(p, lifetimes, graph, n, symbol, fact)
 
