@@ -144,3 +144,15 @@ def test_json_keys_are_documented(project: Path) -> None:
     section = readme[readme.index("### JSON\n"):readme.index("### SARIF\n")]
     missing = sorted(key for key in _keys(document) if f'"{key}"' not in section and f"`{key}`" not in section)
     assert not missing, f"README.md's JSON section does not document {missing}"
+
+
+def test_example_output_in_the_readme_is_what_cudalint_prints() -> None:
+    """The README's first screen shows `cudalint examples/...`: it must be
+    the real output, byte for byte."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    marker = "```text\n$ cudalint examples/...\n"
+    start = readme.index(marker) + len(marker)
+    shown = readme[start:readme.index("```", start)]
+    run = cudalint("--no-cache", "--color", "never", "examples/...", cwd=ROOT)
+    assert run.exit_code == 1
+    assert run.stdout == shown

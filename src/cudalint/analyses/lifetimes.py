@@ -39,7 +39,7 @@ from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
 from cudalint.analyses.uses import USES, Use, UseKind, VariableUses
 from cudalint.cfg import CFG, Edge, ExitKind, NodeKind, PackageCFGs
 from cudalint.framework import Analysis
-from cudalint.functions import LiteralUse, Unit
+from cudalint.functions import LiteralUse, Unit, UnitKind
 from cudalint.knowledge import ApiFunction, CallRole, ResourceSpec, StatusSpec
 from cudalint.scope import Role, Symbol
 
@@ -108,10 +108,21 @@ class Origin:
     resource: ResourceSpec
     role: CallRole
     handle: str  # the handle as written in a message: "d", "cs"
+    # Through a function of the package that hands the resource out (a
+    # wrapper such as `alloc(n)`): the acquisition inside it.
+    via: Origin | None = None
 
     @property
     def line(self) -> int:
         return self.call.start_point[0] + 1
+
+    @property
+    def innermost(self) -> Origin:
+        """The API call that really acquired the resource."""
+        origin = self
+        while origin.via is not None:
+            origin = origin.via
+        return origin
 
     @property
     def status(self) -> StatusSpec | None:
@@ -225,6 +236,9 @@ class Engine:
         self._defer_nodes: dict[Unit, list[int]] = {}
         self._converters: dict[tuple[Unit, int, str], bool] = {}
         self._budget: int | None = None  # path states left for the function being analysed
+        self._analysing: set[Unit] = set()
+        self._handing: dict[Unit, list[tuple[Origin, int]]] = {}
+        self._acquiring: list[Unit] | None = None
 
     # -- public ----------------------------------------------------------------
 
@@ -232,6 +246,7 @@ class Engine:
         found = self._results.get(unit)
         if found is None:
             outer, self._budget = self._budget, UNIT_BUDGET
+            self._analysing.add(unit)
             try:
                 found = self._analyse(unit)
             except PathBudgetExceeded:
@@ -239,8 +254,67 @@ class Engine:
                 found = UnitLifetimes(unit)
             finally:
                 self._budget = outer
+                self._analysing.discard(unit)
             self._results[unit] = found
         return found
+
+    def handed_out(self, unit: Unit) -> list[tuple[Origin, int]]:
+        """What a function of the package hands its caller: (acquisition,
+        result index) for each resource it acquires, never leaks, and
+        returns as a bare variable, with a nil error where it returns one
+        (`func alloc(n) (unsafe.Pointer, error)`). Its callers then acquire
+        that resource at their call, held where the error is nil."""
+        if unit in self._handing:
+            return self._handing[unit]
+        if unit in self._analysing or unit.kind is UnitKind.LITERAL or unit.body is None:
+            return []  # recursion, or not a function its callers name
+        self._handing[unit] = []
+        found = self.lifetimes(unit)
+        lost = {leak.origin for leak in found.leaks} | {overwrite.origin for overwrite in found.overwrites}
+        handed = []
+        for origin in found.origins:
+            if origin in lost or origin.role.handle == "none":
+                continue
+            index = _returned_at(unit, origin.handle) if origin.handle else self._returned_directly(unit, origin)
+            if index is not None:
+                handed.append((origin, index))
+        self._handing[unit] = handed
+        return handed
+
+    def _returned_directly(self, unit: Unit, origin: Origin) -> int | None:
+        """`return C.CString(s)`: the position of the acquiring call among
+        the returned values (with a nil error after it, if any)."""
+        if not origin.role.is_result:
+            return None
+        child, parent = _value_parent(origin.call, self.facts)
+        if parent is None or parent.type != "expression_list" or parent.parent is None or parent.parent.type != "return_statement":
+            return None
+        values = syntax.expressions(parent)
+        if len(values) == 1 and unit.result_count > 1:
+            return origin.role.index  # `return alloc(n)`: its results are the function's
+        index = next((i for i, value in enumerate(values) if value.id == child.id), None)
+        if index is None or (_returns_error(unit) and (index == len(values) - 1 or syntax.text(values[-1]) != "nil")):
+            return None
+        return index
+
+    def units_with_acquisitions(self) -> list[Unit]:
+        """The functions that acquire something: by an API call, or by a
+        call of a function of the package that hands a resource out."""
+        if self._acquiring is None:
+            found = {unit.node: unit for unit in self.facts.units_calling_api()}
+            pending = list(found.values())
+            by_node = {unit.node: unit for unit in self.facts.package.units}
+            while pending:
+                wrapper = pending.pop()
+                if not self.handed_out(wrapper):
+                    continue
+                for call in self.facts.calls_of(wrapper):
+                    caller = by_node.get(syntax.enclosing_function(call))
+                    if caller is not None and caller.node not in found:
+                        found[caller.node] = caller
+                        pending.append(caller)
+            self._acquiring = [unit for unit in self.facts.package.units if unit.node in found]
+        return self._acquiring
 
     def effect(self, unit: Unit, symbol: Symbol) -> Effect:
         """What `unit` does with the value of `symbol` it starts with (a
@@ -314,7 +388,11 @@ class Engine:
         result = UnitLifetimes(unit)
         graph = self.cfgs.graphs.get(unit)
         calls = self.facts.api_calls.get(unit.node, [])
-        if graph is None or not calls:
+        if graph is None:
+            return result
+        for origin in self._wrapper_origins(unit, graph):
+            self._follow(graph, origin, result)
+        if not calls:
             return result
         releases = False
         for call in calls:
@@ -331,6 +409,30 @@ class Engine:
         if releases:
             self._released_parameters(graph, result)
         return result
+
+    def _wrapper_origins(self, unit: Unit, graph: CFG) -> list[Origin]:
+        """Acquisitions by calls of the package's functions that hand a
+        resource out, as if each were an API call returning it."""
+        if unit.body is None:
+            return []
+        origins = []
+        for call in syntax.calls_in(unit.body):
+            callee = self.facts.callee(call)
+            target = callee.target
+            if callee.kind is not CalleeKind.LOCAL or target is None or target is unit or target.kind is UnitKind.LITERAL:
+                continue
+            n = graph.node_containing(call)
+            if n is None or not graph.reachable(n):
+                continue
+            for inner, index in self.handed_out(target):
+                api = ApiFunction(
+                    inner.api.family, target.name, _WRAPPER_STATUS if _returns_error(target) else None,
+                    False, (), (inner.resource,),
+                )
+                origins.append(Origin(
+                    unit, n, call, callee.written, api, inner.resource, CallRole(target.name, f"result{index}"), "", via=inner,
+                ))
+        return origins
 
     def _follow(self, graph: CFG, origin: Origin, result: UnitLifetimes) -> None:
         start = self._birth(graph, origin)
@@ -1062,6 +1164,40 @@ def _scope_end_line(graph: CFG, node: int, successor: int, scope: Node) -> int:
     return scope.end_point[0] + 1
 
 
+
+
+_WRAPPER_STATUS = StatusSpec("error", ("nil",), "last", "error")
+
+
+def _returned_at(unit: Unit, handle: str) -> int | None:
+    """The result position at which the function returns the variable
+    `handle` itself, if every return that returns it does so there with a
+    nil error (when the last result is an error); None otherwise."""
+    index = None
+    returns_error = _returns_error(unit)
+    for statement in _return_statements(unit.body):
+        values = next((c for c in statement.named_children if c.type == "expression_list"), None)
+        expressions = syntax.expressions(values) if values is not None else []
+        positions = [i for i, e in enumerate(expressions) if e.type == "identifier" and syntax.text(e) == handle]
+        if not positions:
+            continue
+        if len(positions) > 1 or (index is not None and positions[0] != index):
+            return None
+        if returns_error and syntax.text(expressions[-1]) != "nil":
+            return None
+        index = positions[0]
+    return index
+
+
+def _return_statements(body: Node | None):
+    """The return statements of a body, not those of its func literals."""
+    stack = [body] if body is not None else []
+    while stack:
+        node = stack.pop()
+        if node.type == "return_statement":
+            yield node
+        elif node.type != "func_literal":
+            stack.extend(node.children)
 
 
 def _returns_error(unit: Unit) -> bool:

@@ -26,7 +26,7 @@ def check(p: Pass) -> None:
                 message = f"{double.handle} was already released at @first; release it only once"
             p.report(unit, graph.ast(double.node), message, first=first)
 
-    p.visit_graphs(p.result_of(CALLS).units_calling_api(), visit)
+    p.visit_graphs(lifetimes.units_with_acquisitions(), visit)
 
 
 RULE = Rule(

@@ -26,13 +26,13 @@ def check(p: Pass) -> None:
             message, refs = _message(lifetimes, leak, graph)
             p.report(unit, leak.origin.call, message, steps=_path(leak, graph), **refs)
 
-    p.visit_graphs(p.result_of(CALLS).units_calling_api(), visit)
+    p.visit_graphs(lifetimes.units_with_acquisitions(), visit)
 
 
 def _message(lifetimes: Engine, leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]]:
     origin = leak.origin
     refs = {"acquired": Ref(origin.call, f"{origin.resource.name} acquired here")}
-    what = f"{origin.resource.name} from {origin.written} (@acquired)"
+    what = f"{origin.resource.name} from {origin.written} (@acquired{_through(origin)})"
     verb = release_verb(origin.resource)
     remedy = release_statement(origin)
     exit_span = graph.span(leak.node)
@@ -75,6 +75,15 @@ def _message(lifetimes: Engine, leak: Leak, graph: CFG) -> tuple[str, dict[str, 
     else:
         advice = f"add `{remedy}` {where_to_fix(origin)}"
     return f"{what} is not {verb} on {where} {place}; {advice}", refs
+
+
+def _through(origin) -> str:
+    """", via C.cudaMalloc at line 12 of memory.go" for a resource a wrapper
+    of the package handed out."""
+    if origin.via is None:
+        return ""
+    inner = origin.innermost
+    return f", via {inner.written} at line {inner.line} of {inner.unit.file.source.path.name}"
 
 
 def _handed_out(lifetimes: Engine, leak: Leak) -> bool:

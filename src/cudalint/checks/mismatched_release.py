@@ -26,7 +26,7 @@ def check(p: Pass) -> None:
                 acquired=Ref(origin.call, f"{origin.resource.name} acquired here"),
             )
 
-    p.visit_graphs(p.result_of(CALLS).units_calling_api(), visit)
+    p.visit_graphs(lifetimes.units_with_acquisitions(), visit)
 
 
 RULE = Rule(

@@ -32,7 +32,9 @@ def check(p: Pass) -> None:
                     symbol = resolution.symbol(target) if target is not None else None
                     if symbol is not None and symbol.role is Role.GLOBAL:
                         _report(p, unit, call, fact.written, call, f"stored in the package-level variable {symbol.name}")
-            origins = [o for o in lifetimes.lifetimes(unit).origins if o.resource.device_memory and o.handle]
+            # A wrapper's bare pointer was reported where it first left the
+            # function that allocated it, not again at each caller.
+            origins = [o for o in lifetimes.lifetimes(unit).origins if o.resource.device_memory and o.handle and o.via is None]
             if not origins:
                 continue
             reported: set[int] = set()

@@ -28,7 +28,7 @@ def check(p: Pass) -> None:
                 released=Ref(graph.ast(late.released), "the release"),
             )
 
-    p.visit_graphs(p.result_of(CALLS).units_calling_api(), visit)
+    p.visit_graphs(lifetimes.units_with_acquisitions(), visit)
 
 
 def _phrase(kind: UseKind, call: Node | None) -> str:

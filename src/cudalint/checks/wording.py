@@ -24,7 +24,9 @@ def release_verb(resource: ResourceSpec) -> str:
 
 def spelled(origin: Origin, qualified: str) -> str:
     """A knowledge name as this file writes it: `cu.MemFree` is `cuda.MemFree`
-    where the file imports gorgonia.org/cu as cuda."""
+    where the file imports gorgonia.org/cu as cuda (for a resource from a
+    wrapper of the package, as the wrapper's file writes it)."""
+    origin = origin.innermost
     package = origin.written.split(".", 1)[0]
     qualifier = origin.api.family.qualifier
     return package + qualified[len(qualifier):] if qualified.startswith(qualifier + ".") else qualified
