@@ -99,6 +99,17 @@ class Unit:
     def body(self) -> Node | None:
         return self.node.child_by_field_name("body")
 
+    @property
+    def returns_error(self) -> bool:
+        """Whether the last result is declared `error`."""
+        result = self.node.child_by_field_name("result")
+        if result is None:
+            return False
+        if result.type != "parameter_list":
+            return syntax.text(result) == "error"
+        declarations = syntax.children(result)
+        return bool(declarations) and syntax.text(declarations[-1].child_by_field_name("type")) == "error"
+
     def __repr__(self) -> str:
         return f"<Unit {self.name} {self.file.display}:{syntax.line(self.node)}>"
 

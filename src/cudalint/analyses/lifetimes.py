@@ -293,7 +293,7 @@ class Engine:
         if len(values) == 1 and unit.result_count > 1:
             return origin.role.index  # `return alloc(n)`: its results are the function's
         index = next((i for i, value in enumerate(values) if value.id == child.id), None)
-        if index is None or (_returns_error(unit) and (index == len(values) - 1 or syntax.text(values[-1]) != "nil")):
+        if index is None or (unit.returns_error and (index == len(values) - 1 or syntax.text(values[-1]) != "nil")):
             return None
         return index
 
@@ -426,7 +426,7 @@ class Engine:
                 continue
             for inner, index in self.handed_out(target):
                 api = ApiFunction(
-                    inner.api.family, target.name, _WRAPPER_STATUS if _returns_error(target) else None,
+                    inner.api.family, target.name, _WRAPPER_STATUS if target.returns_error else None,
                     False, (), (inner.resource,),
                 )
                 origins.append(Origin(
@@ -845,7 +845,7 @@ class Engine:
 
     def _is_converter(self, unit: Unit, index: int, origin: Origin) -> bool:
         graph = self.cfgs.graphs.get(unit)
-        if graph is None or index >= len(unit.params) or not _returns_error(unit):
+        if graph is None or index >= len(unit.params) or not unit.returns_error:
             return False
         status = unit.params[index]
         probe = State(Phase.HELD, frozenset(), status)
@@ -1174,7 +1174,7 @@ def _returned_at(unit: Unit, handle: str) -> int | None:
     `handle` itself, if every return that returns it does so there with a
     nil error (when the last result is an error); None otherwise."""
     index = None
-    returns_error = _returns_error(unit)
+    returns_error = unit.returns_error
     for statement in _return_statements(unit.body):
         values = next((c for c in statement.named_children if c.type == "expression_list"), None)
         expressions = syntax.expressions(values) if values is not None else []
@@ -1198,17 +1198,6 @@ def _return_statements(body: Node | None):
             yield node
         elif node.type != "func_literal":
             stack.extend(node.children)
-
-
-def _returns_error(unit: Unit) -> bool:
-    """Whether the function's last result is declared `error`."""
-    result = unit.node.child_by_field_name("result")
-    if result is None:
-        return False
-    if result.type != "parameter_list":
-        return syntax.text(result) == "error"
-    declarations = syntax.children(result)
-    return bool(declarations) and syntax.text(declarations[-1].child_by_field_name("type")) == "error"
 
 
 def _returned_error(statement: Node | None) -> str | None:

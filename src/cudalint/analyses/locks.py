@@ -168,7 +168,7 @@ class LockStates:
         """A lock wrapper that reports failure: it returns with the thread
         locked exactly where its error result is nil, and unlocked where it
         reports an error (`if err := lockDevice(d); err != nil { return err }`)."""
-        if not _returns_error(unit):
+        if not unit.returns_error:
             return False
         outcomes = _return_outcomes(self, self.cfgs.graphs[unit], stack)
         if not outcomes:
@@ -540,18 +540,6 @@ class LockStates:
                 if graph.exits[ExitKind.RETURN] in graph.live and states.get(graph.exits[ExitKind.RETURN], 0) >= 1:
                     return True
         return False
-
-
-
-
-def _returns_error(unit: Unit) -> bool:
-    result = unit.node.child_by_field_name("result")
-    if result is None:
-        return False
-    if result.type != "parameter_list":
-        return syntax.text(result) == "error"
-    declarations = syntax.children(result)
-    return bool(declarations) and syntax.text(declarations[-1].child_by_field_name("type")) == "error"
 
 
 def _returns_nil_error(statement: Node | None) -> bool:
