@@ -257,3 +257,19 @@ def test_named_files_are_judged_with_their_whole_package(tmp_path: Path) -> None
     assert findings("alloc.go") == [f for f in whole if f[0] == "alloc.go"] == []
     assert findings("helpers.go") == whole
     assert findings("alloc.go", "helpers.go") == whole
+
+
+def test_all_modules_walks_nested_modules_and_dot_dot_dot_keeps_the_go_meaning(tmp_path: Path) -> None:
+    for module in ("svc", "tools/gen"):
+        (tmp_path / module).mkdir(parents=True)
+        (tmp_path / module / "go.mod").write_text(f"module example.com/{module}\n\ngo 1.21\n")
+        (tmp_path / module / "a.go").write_text(CGO_FILE)
+    only_nested = cudalint("--no-cache", "./...", cwd=tmp_path)
+    assert only_nested.exit_code == 2 and "--all-modules" in only_nested.stderr
+    everything = cudalint("--no-cache", "--format", "json", "--all-modules", "./...", cwd=tmp_path)
+    assert everything.exit_code == 1
+    assert sorted({f["path"] for f in json.loads(everything.stdout)["findings"]}) == ["svc/a.go", "tools/gen/a.go"]
+    (tmp_path / "go.mod").write_text("module example.com/root\n\ngo 1.21\n")
+    (tmp_path / "root.go").write_text(CGO_FILE)
+    root_only = cudalint("--no-cache", "--format", "json", "./...", cwd=tmp_path)
+    assert {f["path"] for f in json.loads(root_only.stdout)["findings"]} == {"root.go"}

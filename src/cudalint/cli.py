@@ -157,6 +157,9 @@ def _write_report(path: Path, text: str) -> None:
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Read this configuration file instead of the nearest .cudalint.toml or pyproject.toml [tool.cudalint].")
 @click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
+@click.option("--all-modules", is_flag=True,
+              help="Walk into subdirectories that hold their own go.mod too: every module of the tree in one run "
+                   "(for code scanning of a whole repository). Without it, ./... keeps the go command's meaning.")
 @click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Report only findings that are not in this baseline file (matched by fingerprint, not line).")
 @click.option("--write-baseline", "write_baseline", type=click.Path(dir_okay=False, path_type=Path),
@@ -246,6 +249,7 @@ class Options:
     knowledge_files: tuple[Path, ...]
     config_file: Path | None
     isolated: bool
+    all_modules: bool
     baseline_file: Path | None
     write_baseline: Path | None
     show_suppressed: bool
@@ -322,7 +326,7 @@ def _inputs(options: Options, config: Config, cwd: Path) -> tuple[list[Path], li
         exclude = PathGlobs.compile(cwd, options.excludes) if options.excludes else PathGlobs.compile(config.root, config.exclude)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--exclude") from None
-    discovery = discover(list(options.patterns) or ["./..."], cwd)
+    discovery = discover(list(options.patterns) or ["./..."], cwd, all_modules=options.all_modules)
     if discovery.unmatched:
         for note in discovery.notifications:
             click.echo(safe_line(note.render()), err=True)
@@ -332,7 +336,8 @@ def _inputs(options: Options, config: Config, cwd: Path) -> tuple[list[Path], li
             names = ", ".join(display_path(m, cwd) for m in discovery.nested_modules[:5])
             click.echo(
                 f"cudalint: note: directories with their own go.mod are separate modules and are not walked "
-                f"({names}); run cudalint inside them or name them, e.g. cudalint {names.split(', ')[0]}/...",
+                f"({names}); run cudalint inside them, name them (cudalint {names.split(', ')[0]}/...), "
+                f"or analyse every module of the tree with --all-modules",
                 err=True,
             )
         sys.exit(EXIT_ERROR)

@@ -118,7 +118,9 @@ def _package_files(
     return files, subdirs
 
 
-def _walk(root: Path, base: Path, matches, notes: list[Notification], nested: list[Path]) -> list[Path]:
+def _walk(
+    root: Path, base: Path, matches, notes: list[Notification], nested: list[Path], all_modules: bool = False,
+) -> list[Path]:
     found: list[Path] = []
     stack = [root]
     while stack:
@@ -131,7 +133,8 @@ def _walk(root: Path, base: Path, matches, notes: list[Notification], nested: li
                 continue
             if _exists(sub / "go.mod"):
                 nested.append(sub)
-                continue
+                if not all_modules:
+                    continue
             stack.append(sub)
     return found
 
@@ -144,7 +147,9 @@ def _pattern_regex(pattern: str) -> re.Pattern[str]:
     return re.compile(f"^{escaped}$")
 
 
-def _expand_wildcard(pattern: str, cwd: Path, notes: list[Notification], nested: list[Path]) -> list[Path]:
+def _expand_wildcard(
+    pattern: str, cwd: Path, notes: list[Notification], nested: list[Path], all_modules: bool = False,
+) -> list[Path]:
     """Walk from the literal directory before the first '...' and keep the
     directories whose path below it matches the rest of the pattern."""
     literal = pattern.split("...", 1)[0]
@@ -159,17 +164,21 @@ def _expand_wildcard(pattern: str, cwd: Path, notes: list[Notification], nested:
         rel = directory.relative_to(root).as_posix()
         return bool(regex.match("" if rel == "." else rel))
 
-    return _walk(root, cwd, matches, notes, nested)
+    return _walk(root, cwd, matches, notes, nested, all_modules)
 
 
-def discover(patterns: list[str], cwd: Path) -> Discovery:
+def discover(patterns: list[str], cwd: Path, *, all_modules: bool = False) -> Discovery:
+    """The Go files the patterns name, with the go command's meaning of
+    `./...` (nested modules are other modules, not walked), or, with
+    `all_modules`, every module of the tree (code scanning of a whole
+    repository)."""
     result = Discovery()
     cwd = cwd.resolve()
     seen: set[Path] = set()
     whole: set[Path] = set()  # directories a pattern named whole
     for pattern in patterns:
         if "..." in pattern:
-            matched = _expand_wildcard(pattern, cwd, result.notifications, result.nested_modules)
+            matched = _expand_wildcard(pattern, cwd, result.notifications, result.nested_modules, all_modules)
         else:
             matched = _expand_path(pattern, cwd, result.notifications) or []
         if not matched:
