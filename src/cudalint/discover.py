@@ -239,3 +239,10 @@ def _expand_path(pattern: str, cwd: Path, notes: list[Notification]) -> list[Pat
         ))
         return None
     return []
+
+
+def package_files(directory: Path) -> list[Path]:
+    """The Go files of one package directory, as a directory pattern names
+    them (a package read for its summaries, not reported)."""
+    files, _ = _package_files(directory, directory, [], walking=False)
+    return sorted(files, key=lambda p: p.name)

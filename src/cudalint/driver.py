@@ -11,6 +11,7 @@ one input becomes a notification for that input; the run goes on.
 from __future__ import annotations
 
 import multiprocessing
+import hashlib
 import os
 import signal
 import sys
@@ -28,11 +29,13 @@ from typing import Any, TypeVar
 
 from cudalint import prefilter, suppressions
 from cudalint.cache import CacheRefused, ResultCache
-from cudalint.discover import printable
 from cudalint.cfg import PackageCFGs, build_package_cfgs
 from cudalint.checks import CHECKS, all_rules
 from cudalint.config import PerFileIgnores
+from cudalint.analyses.summaries import Summaries, summarise
+from cudalint.discover import package_files, printable
 from cudalint.findings import Finding, Notification, NotificationKind, Result, assign_fingerprints
+from cudalint.module import in_module_imports, module_of
 from cudalint.framework import AnalysisFailure, PackageRun, Pass, requirements
 from cudalint.functions import SYNTAX_ERROR, Package, collect_packages
 from cudalint.knowledge import Knowledge
@@ -108,15 +111,22 @@ def analyze_directory(
     the files already read, one per path (else they are read here)."""
     result = Result()
     sources: list[SourceFile] = []
+    dependencies: dict[Path, list[SourceFile]] = {}
+    own = paths[0].parent
     for index, path in enumerate(paths):
         read = reads[index] if reads is not None else read_source(path, display_path(path, settings.base))
-        if isinstance(read, Notification):
+        if path.parent != own:
+            # A package of the module this one imports: read for its summaries.
+            if not isinstance(read, Notification):
+                dependencies.setdefault(path.parent, []).append(read)
+        elif isinstance(read, Notification):
             result.notifications.append(read)
         else:
             sources.append(read)
     if not sources:
         return result
-    if settings.prefilter and not prefilter.may_match((s.data for s in sources), needles):
+    summaries = _summaries(dependencies, knowledge) if dependencies else {}
+    if settings.prefilter and not summaries and not prefilter.may_match((s.data for s in sources), needles):
         result.files_skipped += len(sources)
         return result
     parsed_files = []
@@ -133,9 +143,40 @@ def analyze_directory(
         result.internal_errors += 1
         return result
     for package in packages:
-        _analyze_package(package, settings, knowledge, result)
+        _analyze_package(package, settings, knowledge, result, summaries)
     _findings_stage(result, parsed_files, settings)
     return result
+
+
+# Summaries of dependency packages computed in this process, by their bytes.
+_SUMMARY_CACHE: dict[tuple, dict] = {}
+
+
+def _summaries(dependencies: dict[Path, list[SourceFile]], knowledge: Knowledge) -> Summaries:
+    """The summaries of the module's packages a package imports, each
+    computed from its own imports' summaries (dependencies come bottom-up),
+    once per process and content. A dependency that cannot be summarised
+    says nothing (its calls stay hand-overs, as before summaries)."""
+    found: Summaries = {}
+    for directory, sources in dependencies.items():
+        module = module_of(directory)
+        import_path = module.import_path(directory) if module is not None else None
+        if import_path is None:
+            continue
+        key = (directory, tuple((s.path, hashlib.sha256(s.data).hexdigest()) for s in sources), tuple(sorted(found)))
+        if key not in _SUMMARY_CACHE:
+            try:
+                parsed = [parse(source)[0] for source in sources if not source.path.name.endswith("_test.go")]
+                packages = collect_packages(parsed, directory.as_posix(), knowledge.package_names) if parsed else []
+                summary: dict = {}
+                for package in packages:
+                    summary.update(summarise(package, knowledge, found))
+            except Exception:  # noqa: BLE001 - a dependency's trouble is reported where it is analysed
+                summary = {}
+            _SUMMARY_CACHE[key] = summary
+        if _SUMMARY_CACHE[key]:
+            found[import_path] = _SUMMARY_CACHE[key]
+    return found
 
 
 _TROUBLE = frozenset({NotificationKind.SYNTAX_ERROR, NotificationKind.TOO_COMPLEX, NotificationKind.INTERNAL_ERROR})
@@ -190,7 +231,9 @@ def _unanalysed(package: Package, graphs: PackageCFGs, result: Result) -> None:
         ))
 
 
-def _analyze_package(package: Package, settings: Settings, knowledge: Knowledge, result: Result) -> None:
+def _analyze_package(
+    package: Package, settings: Settings, knowledge: Knowledge, result: Result, summaries: Summaries | None = None,
+) -> None:
     where = package.files[0].display
     try:
         graphs = build_package_cfgs(package)
@@ -198,7 +241,7 @@ def _analyze_package(package: Package, settings: Settings, knowledge: Knowledge,
         result.notifications.append(_internal_error(where, f"package {package.name}", error, settings.debug))
         result.internal_errors += 1
         return
-    run = PackageRun(package, graphs, knowledge, settings.enabled)
+    run = PackageRun(package, graphs, knowledge, settings.enabled, summaries=summaries or {})
     crashed: set[tuple[str, object]] = set()
     for rule in CHECKS:
         if rule.id not in settings.enabled or rule.check is None:
@@ -468,6 +511,7 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
         # A directive in a package without GPU code suppresses nothing: look at it.
         needles += (b"cudalint:",)
     directories = [list(group) for _, group in groupby(sorted(files, key=lambda p: (p.parent.as_posix(), p.name)), key=lambda p: p.parent)]
+    directories = _with_dependencies(directories, settings, needles)
     total = Result()
     # Hits are read here: an unchanged tree starts no worker at all.
     cache, refused = _open_cache(settings, knowledge, needles)
@@ -503,6 +547,54 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
     if settings.reported is not None:
         _only_reported(total, {display_path(path, settings.base) for path in settings.reported})
     return total
+
+
+def _with_dependencies(directories: list[list[Path]], settings: Settings, needles: tuple[bytes, ...]) -> list[list[Path]]:
+    """Each directory's files followed by the files of the packages of its
+    module it imports, transitively and bottom-up, where those can matter
+    (their files mention something the rules look for). They are read for
+    their summaries, not reported, and they are part of the directory's
+    cache key: editing a dependency re-analyses its importers."""
+    imports: dict[Path, list[Path]] = {}
+    files_of: dict[Path, list[Path]] = {paths[0].parent: paths for paths in directories}
+    relevant: dict[Path, bool] = {}
+
+    def contents(directory: Path) -> list[bytes]:
+        found = []
+        for path in files_of.setdefault(directory, package_files(directory)):
+            read = read_source(path, path.name)
+            if isinstance(read, SourceFile):
+                found.append(read.data)
+        return found
+
+    def scan(directory: Path) -> list[Path]:
+        if directory not in imports:
+            data = contents(directory)
+            relevant[directory] = prefilter.may_match(data, needles)
+            imports[directory] = in_module_imports(directory, data)
+        return imports[directory]
+
+    out = []
+    for paths in directories:
+        own = paths[0].parent
+        order: list[Path] = []
+        seen = {own}
+
+        def visit(directory: Path, depth: int) -> None:
+            for dependency in scan(directory):
+                if dependency not in seen and depth < _MAX_IMPORT_DEPTH:
+                    seen.add(dependency)
+                    visit(dependency, depth + 1)
+                    order.append(dependency)
+
+        visit(own, 0)
+        extra = [path for directory in order if relevant.get(directory) for path in files_of[directory] if not path.name.endswith("_test.go")]
+        out.append(paths + extra)
+    return out
+
+
+# Import chains deeper than this are not followed (a guard, not a limit real modules reach).
+_MAX_IMPORT_DEPTH = 64
 
 
 def dump_cfgs(files: list[Path], base: Path, knowledge: Knowledge, function: str) -> str:

@@ -102,6 +102,9 @@ class PackageRun:
     cfgs: PackageCFGs
     knowledge: Knowledge
     enabled: frozenset[str]
+    # Summaries of the packages of the module this one imports (import path
+    # -> function name -> cudalint.analyses.summaries.FunctionSummary).
+    summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
     results: dict[Analysis, Any] = field(default_factory=dict)
     failures: dict[Analysis, BaseException] = field(default_factory=dict)
 

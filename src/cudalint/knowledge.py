@@ -201,6 +201,15 @@ class Knowledge:
             )
         return bool(self._cache[key])
 
+    def resource(self, family: str, name: str) -> tuple[Family, ResourceSpec] | None:
+        """A resource by its family's and its own name (summaries name them so)."""
+        for candidate in self.families:
+            if candidate.name == family:
+                for resource in candidate.resources:
+                    if resource.name == name:
+                        return candidate, resource
+        return None
+
     def lookup(self, import_path: str, name: str) -> ApiFunction | None:
         key = (import_path, name)
         if key not in self._cache:

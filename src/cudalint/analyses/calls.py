@@ -12,6 +12,7 @@ package, whose effect on `d` the resource engine summarises.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 from dataclasses import dataclass, field
 from enum import Enum
 from itertools import islice
@@ -38,6 +39,7 @@ class CalleeKind(str, Enum):
     FAMILY = "family"  # another function of a package the knowledge covers, or any C function
     CONVERSION = "conversion"  # a type: T(x) converts, the value flows through
     LOCAL = "local"  # a function or method of this package: summarised
+    MODULE = "module"  # an exported function of another package of the module: its summary applies
     BUILTIN = "builtin"
     STD_BORROW = "std-borrow"
     VALUE = "value"  # a call through a variable holding a function
@@ -68,12 +70,16 @@ class Callee:
     api: ApiFunction | None = None
     target: Unit | None = None  # LOCAL: the unit called
     symbol: Symbol | None = None  # VALUE: the variable called through
+    summary: Any = None  # MODULE: its cudalint.analyses.summaries.FunctionSummary
 
 
 @dataclass
 class CallIndex:
     package: Package
     knowledge: Knowledge
+    # Summaries of the module's packages this one imports (import path ->
+    # function name -> FunctionSummary).
+    summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Qualified calls of the packages rules watch (the knowledge's, runtime,
     # unsafe, reflect), found up front.
     calls: dict[Node, CallFact] = field(default_factory=dict)
@@ -90,6 +96,19 @@ class CallIndex:
     _literals_by_parent: dict[Node, list[Unit]] = field(default_factory=dict, repr=False)
     _no_literal: set[Symbol] = field(default_factory=set, repr=False)
     _unwatched: dict[Node, CallFact | None] = field(default_factory=dict, repr=False)
+
+    def units_calling_module_wrappers(self) -> list[Unit]:
+        """The functions that call a function of another package of the
+        module that hands a resource out."""
+        by_node = {unit.node: unit for unit in self.package.units}
+        found: dict[Node, Unit] = {}
+        for call, fact in self.calls.items():
+            summary = self.summaries.get(fact.import_path, {}).get(fact.name)
+            if summary is not None and summary.hands_out:
+                unit = by_node.get(syntax.enclosing_function(call))
+                if unit is not None:
+                    found[unit.node] = unit
+        return list(found.values())
 
     def units_calling_api(self) -> list[Unit]:
         """The functions that call something the API knowledge describes:
@@ -222,6 +241,9 @@ class CallIndex:
                 return Callee(CalleeKind.CONVERSION, written)
             if fact.import_path in self.knowledge.import_paths:
                 return Callee(CalleeKind.FAMILY, written)
+            summary = self.summaries.get(fact.import_path, {}).get(fact.name)
+            if summary is not None:
+                return Callee(CalleeKind.MODULE, written, summary=summary)
             if fact.import_path in BORROWING_STD or (fact.import_path, fact.name) in _BORROWING_STD_FUNCS:
                 return Callee(CalleeKind.STD_BORROW, written)
             return Callee(CalleeKind.UNKNOWN, written)
@@ -440,12 +462,12 @@ def unwrap(node: Node | None, facts: CallIndex) -> Node | None:
 _WATCHED = frozenset({"runtime", "unsafe", "reflect"})
 
 
-def index_calls(package: Package, knowledge: Knowledge) -> CallIndex:
+def index_calls(package: Package, knowledge: Knowledge, summaries: dict[str, dict[str, Any]] | None = None) -> CallIndex:
     """Classify the calls of watched packages (those the API knowledge
     describes, runtime, unsafe, reflect), resolving just the declarations that
     make them; other callees are classified on demand by CallIndex.callee."""
-    facts = CallIndex(package, knowledge)
-    watched = knowledge.import_paths | _WATCHED
+    facts = CallIndex(package, knowledge, summaries or {})
+    watched = knowledge.import_paths | _WATCHED | frozenset(facts.summaries)
     resolution = package.resolution
     for parsed in package.files:
         names = {
@@ -480,5 +502,5 @@ def index_calls(package: Package, knowledge: Knowledge) -> CallIndex:
 
 
 CALLS: Analysis[CallIndex] = Analysis(
-    "calls", __doc__ or "", lambda p: index_calls(p.package, p.knowledge),
+    "calls", __doc__ or "", lambda p: index_calls(p.package, p.knowledge, p.run.summaries),
 )

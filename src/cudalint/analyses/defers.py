@@ -83,7 +83,7 @@ class DeferredReleases:
                 yield use, use.symbol
             elif use.kind is UseKind.CALLED and any(r.any_use_releases for r in self._resources_of(unit, use.symbol)):
                 yield use, use.symbol
-            elif use.kind is UseKind.PASS_LOCAL and use.unit is not None and lifetimes.effect_of_argument(use.unit, use.index) is Effect.RELEASES:
+            elif use.kind is UseKind.PASS_LOCAL and lifetimes.effect_of_use(use) is Effect.RELEASES:
                 yield use, use.symbol
 
     def described(self, graph: CFG, n: int) -> str | None:

@@ -109,8 +109,10 @@ class Origin:
     role: CallRole
     handle: str  # the handle as written in a message: "d", "cs"
     # Through a function of the package that hands the resource out (a
-    # wrapper such as `alloc(n)`): the acquisition inside it.
+    # wrapper such as `alloc(n)`): the acquisition inside it; through a
+    # function of another package of the module: where it acquires, said.
     via: Origin | None = None
+    via_text: str = ""
 
     @property
     def line(self) -> int:
@@ -301,7 +303,7 @@ class Engine:
         """The functions that acquire something: by an API call, or by a
         call of a function of the package that hands a resource out."""
         if self._acquiring is None:
-            found = {unit.node: unit for unit in self.facts.units_calling_api()}
+            found = {unit.node: unit for unit in self.facts.units_calling_api() + self.facts.units_calling_module_wrappers()}
             pending = list(found.values())
             by_node = {unit.node: unit for unit in self.facts.package.units}
             while pending:
@@ -341,6 +343,17 @@ class Engine:
         )
         self._summaries[key] = summary
         return summary
+
+    def effect_of_use(self, use: Use) -> Effect:
+        """What the function a handle is passed to does with it: computed
+        for the package's own functions, read from the summary for an
+        exported function of another package of the module."""
+        if use.unit is not None:
+            return self.effect_of_argument(use.unit, use.index)
+        summary = use.callee.summary if use.callee is not None else None
+        if summary is None or not 0 <= use.index < len(summary.params):
+            return Effect.RETAINS
+        return Effect(summary.params[use.index])
 
     def effect_of_argument(self, unit: Unit, index: int) -> Effect:
         params = unit.params
@@ -419,6 +432,9 @@ class Engine:
         for call in syntax.calls_in(unit.body):
             callee = self.facts.callee(call)
             target = callee.target
+            if callee.kind is CalleeKind.MODULE and callee.summary.hands_out:
+                origins.extend(self._module_origins(unit, graph, call, callee))
+                continue
             if callee.kind is not CalleeKind.LOCAL or target is None or target is unit or target.kind is UnitKind.LITERAL:
                 continue
             n = graph.node_containing(call)
@@ -432,6 +448,25 @@ class Engine:
                 origins.append(Origin(
                     unit, n, call, callee.written, api, inner.resource, CallRole(target.name, f"result{index}"), "", via=inner,
                 ))
+        return origins
+
+    def _module_origins(self, unit: Unit, graph: CFG, call: Node, callee) -> list[Origin]:
+        """`gpu.Alloc(n)` of another package of the module that hands out a
+        resource: an acquisition here, as its summary says."""
+        n = graph.node_containing(call)
+        if n is None or not graph.reachable(n):
+            return []
+        origins = []
+        for handed in callee.summary.hands_out:
+            found = self.facts.knowledge.resource(handed.family, handed.resource)
+            if found is None:
+                continue
+            family, resource = found
+            api = ApiFunction(family, callee.written, _WRAPPER_STATUS if handed.returns_error else None, False, (), (resource,))
+            origins.append(Origin(
+                unit, n, call, callee.written, api, resource, CallRole(callee.written, f"result{handed.index}"), "",
+                via_text=handed.via,
+            ))
         return origins
 
     def _follow(self, graph: CFG, origin: Origin, result: UnitLifetimes) -> None:
@@ -916,8 +951,8 @@ class Engine:
         if kind is UseKind.ALIAS and use.target is not None:
             aliases.add(use.target)
             return state
-        if kind is UseKind.PASS_LOCAL and use.unit is not None:
-            effect = self.effect_of_argument(use.unit, use.index)
+        if kind is UseKind.PASS_LOCAL and (use.unit is not None or use.callee is not None):
+            effect = self.effect_of_use(use)
             if effect is Effect.RELEASES:
                 return self._release(origin, state, n, use.deferred, walk, None)
             if effect is Effect.RETAINS and not released:

@@ -179,6 +179,8 @@ class VariableUses:
             return Use(UseKind.READ, symbol, identifier, **common)
         if callee.kind in (CalleeKind.LOCAL, CalleeKind.VALUE) and callee.target is not None:
             return Use(UseKind.PASS_LOCAL, symbol, identifier, unit=callee.target, index=index, **common)
+        if callee.kind is CalleeKind.MODULE:
+            return Use(UseKind.PASS_LOCAL, symbol, identifier, index=index, **common)
         return Use(UseKind.PASS_UNKNOWN, symbol, identifier, **common)
 
     def _address_of(self, symbol: Symbol, identifier: Node, unary: Node) -> Use:

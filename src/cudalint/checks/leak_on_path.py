@@ -80,6 +80,8 @@ def _message(lifetimes: Engine, leak: Leak, graph: CFG) -> tuple[str, dict[str, 
 def _through(origin) -> str:
     """", via C.cudaMalloc at line 12 of memory.go" for a resource a wrapper
     of the package handed out."""
+    if origin.via_text:
+        return f", via {origin.via_text}"
     if origin.via is None:
         return ""
     inner = origin.innermost

@@ -27,6 +27,8 @@ def spelled(origin: Origin, qualified: str) -> str:
     where the file imports gorgonia.org/cu as cuda (for a resource from a
     wrapper of the package, as the wrapper's file writes it)."""
     origin = origin.innermost
+    if origin.via_text:
+        return qualified  # acquired in another package: named as the knowledge names it
     package = origin.written.split(".", 1)[0]
     qualifier = origin.api.family.qualifier
     return package + qualified[len(qualifier):] if qualified.startswith(qualifier + ".") else qualified

@@ -1,0 +1,66 @@
+"""Summaries of the packages a package imports from its own module.
+
+A run reads, besides the packages it reports on, the packages of the same
+module they import (transitively), the way `go vet` loads dependencies. Each
+imported package is summarised once: for every exported function, what it
+does with each parameter (releases, retains or only borrows it) and which
+resources it hands out (result k holds resource R, held where its error is
+nil). The importing package's call classification applies a summary at each
+call of that function exactly as it applies the API knowledge, so a leak
+through `gpu.Alloc` in package `svc` is found, and a `gpu.Fill(d)` that only
+borrows `d` is no longer taken for a hand-over. Summaries are plain data, so
+that they travel between processes and into the result cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cudalint.analyses.lifetimes import LIFETIMES
+from cudalint.cfg import PackageCFGs
+from cudalint.framework import PackageRun, Pass, requirements
+from cudalint.functions import Package, UnitKind
+from cudalint.knowledge import Knowledge
+
+
+@dataclass(frozen=True)
+class HandOut:
+    """Result `index` of the function holds a `resource` of `family`."""
+
+    index: int
+    family: str
+    resource: str
+    returns_error: bool
+    via: str  # the acquisition inside, for messages: "C.cudaMalloc at line 12 of memory.go"
+
+
+@dataclass(frozen=True)
+class FunctionSummary:
+    hands_out: tuple[HandOut, ...] = ()
+    params: tuple[str, ...] = ()  # per parameter: "releases", "retains" or "borrows"
+
+
+# Import path -> exported function name -> summary.
+Summaries = dict[str, dict[str, FunctionSummary]]
+
+
+def summarise(package: Package, knowledge: Knowledge, imported: Summaries) -> dict[str, FunctionSummary]:
+    """The summaries of a package's exported functions that say something
+    (a function that hands nothing out and only borrows says nothing new)."""
+    run = PackageRun(package, PackageCFGs(package), knowledge, frozenset(), summaries=imported)
+    lifetimes = Pass(run, requirements((LIFETIMES,))).result_of(LIFETIMES)
+    found: dict[str, FunctionSummary] = {}
+    for unit in package.units:
+        if unit.kind is not UnitKind.FUNCTION or not unit.name[:1].isupper() or unit.body is None:
+            continue
+        hands_out = tuple(
+            HandOut(
+                index, origin.innermost.api.family.name, origin.resource.name, unit.returns_error,
+                f"{origin.innermost.written} at line {origin.innermost.line} of {origin.innermost.unit.file.source.path.name}",
+            )
+            for origin, index in lifetimes.handed_out(unit)
+        )
+        params = tuple(lifetimes.effect_of_argument(unit, i).value for i in range(len(unit.params)))
+        if hands_out or any(effect != "retains" for effect in params):
+            found[unit.name] = FunctionSummary(hands_out, params)
+    return found

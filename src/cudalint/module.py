@@ -1,0 +1,107 @@
+"""The module a directory belongs to, and the packages of that module it
+imports: what a run reads besides what it reports.
+
+Import paths resolve the way the go command resolves them inside a module:
+the `module` path of the nearest go.mod plus the directory below it, and the
+local `replace` directives of that go.mod (`replace example.com/x => ../x`).
+Imports are read from the bytes of the files with a small scanner of import
+declarations, before anything is parsed: the driver needs them to decide
+what each package's analysis reads and what its cache key covers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+_MODULE = re.compile(rb"^\s*module\s+\"?([^\s\"/][^\s\"]*)\"?", re.MULTILINE)
+_REPLACE_LINE = re.compile(rb"^\s*(?:replace\s+)?(\S+)(?:\s+\S+)?\s+=>\s+(\.{1,2}/\S*|/\S+)\s*$", re.MULTILINE)
+_REPLACE_BLOCK = re.compile(rb"^\s*replace\s*\((.*?)^\s*\)", re.MULTILINE | re.DOTALL)
+_IMPORT_BLOCK = re.compile(rb"^import\s*\((.*?)\)", re.MULTILINE | re.DOTALL)
+_IMPORT_LINE = re.compile(rb"^import\s+(?:[\w.]+\s+)?\"([^\"]+)\"", re.MULTILINE)
+_QUOTED = re.compile(rb"\"([^\"]+)\"")
+_COMMENT = re.compile(rb"//[^\n]*")
+_GO_MOD_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Module:
+    root: Path
+    path: str
+    # Local replacements: import path prefix -> directory.
+    replacements: tuple[tuple[str, Path], ...] = field(default=())
+
+    def import_path(self, directory: Path) -> str | None:
+        try:
+            relative = directory.relative_to(self.root)
+        except ValueError:
+            return None
+        return self.path if relative == Path(".") else f"{self.path}/{relative.as_posix()}"
+
+    def directory(self, import_path: str) -> Path | None:
+        """Where an import path of this module (or a locally replaced one) lives."""
+        for prefix, target in ((self.path, self.root), *self.replacements):
+            if import_path == prefix:
+                return target
+            if import_path.startswith(prefix + "/"):
+                return target / import_path[len(prefix) + 1:]
+        return None
+
+
+@lru_cache(maxsize=None)
+def module_of(directory: Path) -> Module | None:
+    """The module of the nearest go.mod at or above the directory."""
+    current = directory
+    while True:
+        go_mod = current / "go.mod"
+        try:
+            if go_mod.is_file():
+                with open(go_mod, "rb") as stream:
+                    return _parse_go_mod(current, stream.read(_GO_MOD_BYTES))
+        except OSError:
+            return None
+        if current.parent == current:
+            return None
+        current = current.parent
+
+
+def _parse_go_mod(root: Path, data: bytes) -> Module | None:
+    data = _COMMENT.sub(b"", data)
+    match = _MODULE.search(data)
+    if match is None:
+        return None
+    replacements: list[tuple[str, Path]] = []
+    lines = [m.group(1) for m in _REPLACE_BLOCK.finditer(data)]
+    lines += [line for line in data.splitlines() if line.strip().startswith(b"replace") and b"(" not in line]
+    for chunk in lines:
+        for replaced in _REPLACE_LINE.finditer(chunk):
+            target = Path(os.path.normpath(root / os.fsdecode(replaced.group(2))))
+            replacements.append((os.fsdecode(replaced.group(1)), target))
+    return Module(root, os.fsdecode(match.group(1)), tuple(replacements))
+
+
+def imports(data: bytes) -> list[str]:
+    """The import paths a Go file's bytes declare."""
+    text = _COMMENT.sub(b"", data)
+    found = [m.group(1) for m in _IMPORT_LINE.finditer(text)]
+    for block in _IMPORT_BLOCK.finditer(text):
+        found += _QUOTED.findall(block.group(1))
+    return [os.fsdecode(path) for path in found]
+
+
+def in_module_imports(directory: Path, contents: list[bytes]) -> list[Path]:
+    """The directories of the packages of the same module (or locally
+    replaced) that these files of `directory` import."""
+    module = module_of(directory)
+    if module is None:
+        return []
+    found: dict[Path, None] = {}
+    for data in contents:
+        for path in imports(data):
+            target = module.directory(path)
+            if target is not None and target != directory:
+                found[target] = None
+    return list(found)
