@@ -256,6 +256,8 @@ class _Builder:
         self._summaries: dict[Unit, list[Release]] = {}
         self._in_progress: set[Unit] = set()
         self._registration_args: set[Node] = set()
+        self._by_node: dict[Node, Unit] = {u.node: u for u in p.package.units}
+        self._marks: dict[Unit, set[tuple[GuardKind, Symbol, tuple[str, ...]]]] = {}
 
     # -- access paths --
 
@@ -472,18 +474,9 @@ class _Builder:
         deferred = at.type == "defer_statement" or syntax.statement_of_call(at) == "defer_statement"
         if not deferred and path and self._cleared(unit, graph, n, root, path):
             found.add(Guard(GuardKind.CLEARED))
-        for node in syntax.calls_in(unit.body):
-            fact = self.calls.call(node)
-            if fact is None or fact.import_path != "runtime" or fact.name != "SetFinalizer":
-                continue
-            arguments = syntax.children(node.child_by_field_name("arguments"))
-            if len(arguments) == 2 and syntax.unparen(arguments[1]) is not None and syntax.unparen(arguments[1]).type == "nil":
-                cancelled = self.access(arguments[0])
-                if cancelled is not None and cancelled.root is root:
-                    found.add(Guard(GuardKind.CANCELLED, cancelled.path))
-        written = self._written_fields(unit, root)
-        for flag in written:
-            found.add(Guard(GuardKind.SET, flag))
+        for kind, symbol, marked in self.marks(unit):
+            if symbol is root:
+                found.add(Guard(kind, marked))
         for flag in self._checked_fields(unit, graph, n, root, path):
             found.add(Guard(GuardKind.CHECKED, flag))
         return frozenset(found)
@@ -523,31 +516,66 @@ class _Builder:
                     return True
         return False
 
-    def _written_fields(self, unit: Unit, root: Symbol) -> set[tuple[str, ...]]:
-        """Fields of `root` this function writes: assigned, incremented, or
-        changed through sync/atomic (`atomic.StoreInt32(&b.f, 1)`, `b.f.Store(true)`)."""
-        found: set[tuple[str, ...]] = set()
+    def marks(self, unit: Unit) -> set[tuple[GuardKind, Symbol, tuple[str, ...]]]:
+        """What a function does to its variables' objects that guards a
+        release: the fields it writes (SET: assigned, incremented, changed
+        through sync/atomic, `atomic.StoreInt32(&b.f, 1)`, `b.f.Store(true)`)
+        and the objects whose finalizer it cancels (CANCELLED:
+        `runtime.SetFinalizer(b, nil)`), its callees' included."""
+        if unit in self._marks:
+            return self._marks[unit]
+        self._marks[unit] = found = set()
+        if unit.problem is not None or unit.body is None:
+            return found
         for node in syntax.walk(unit.body, into_functions=False):
             targets: list[Node] = []
+            kind = GuardKind.SET
             if node.type == "assignment_statement":
                 targets = syntax.expressions(node.child_by_field_name("left"))
             elif node.type in ("inc_statement", "dec_statement"):
                 targets = syntax.children(node)[:1]
             elif node.type == "call_expression":
-                function = syntax.unparen(node.child_by_field_name("function"))
-                name = syntax.text(function.child_by_field_name("field")) if function is not None and function.type == "selector_expression" else ""
-                if not name.startswith(_ATOMIC_WRITES):
-                    continue
-                fact = self.calls.call(node)
-                if fact is not None and fact.import_path == "sync/atomic":
-                    targets = syntax.children(node.child_by_field_name("arguments"))[:1]
-                elif fact is None:
-                    targets = [function.child_by_field_name("operand")]
+                targets, kind = self._call_marks(unit, node, found)
             for target in targets:
                 where = self.access(target)
-                if where is not None and where.root is root and where.path:
-                    found.add(where.path)
+                if where is not None and where.root is not None and (where.path or kind is GuardKind.CANCELLED):
+                    found.add((kind, where.root, where.path))
         return found
+
+    def _call_marks(self, unit: Unit, call: Node, found: set) -> tuple[list[Node], GuardKind]:
+        function = syntax.unparen(call.child_by_field_name("function"))
+        arguments = syntax.children(call.child_by_field_name("arguments"))
+        if function is None or function.type != "selector_expression":
+            function_name = ""
+        else:
+            function_name = syntax.text(function.child_by_field_name("field"))
+        fact = self.calls.call(call)
+        if fact is not None and fact.import_path == "runtime" and fact.name == "SetFinalizer":
+            if len(arguments) == 2 and syntax.unparen(arguments[1]) is not None and syntax.unparen(arguments[1]).type == "nil":
+                return arguments[:1], GuardKind.CANCELLED
+            return [], GuardKind.SET
+        if function_name.startswith(_ATOMIC_WRITES):
+            operand = syntax.unparen(function.child_by_field_name("operand"))
+            if operand is not None and operand.type == "identifier" and self.resolution.package_of(operand) == "sync/atomic":
+                return arguments[:1], GuardKind.SET
+            return [operand], GuardKind.SET
+        callee = self.calls.callee(call)
+        target = callee.target if callee.kind in (CalleeKind.LOCAL, CalleeKind.VALUE) else None
+        if target is None or target is unit:
+            return [], GuardKind.SET
+        receiver = syntax.unparen(function.child_by_field_name("operand")) if function is not None and function.type == "selector_expression" else None
+        params = target.params
+        for kind, symbol, path in self.marks(target):
+            if symbol is target.receiver:
+                argument = receiver
+            elif symbol in params and params.index(symbol) < len(arguments):
+                argument = arguments[params.index(symbol)]
+            else:
+                continue
+            where = self.access(argument)
+            if where is not None and where.root is not None:
+                found.add((kind, where.root, where.path + path))
+        return [], GuardKind.SET
 
     def _checked_fields(self, unit: Unit, graph: CFG, n: int, root: Symbol, path: tuple[str, ...]) -> set[tuple[str, ...]]:
         """Flags of `root` (other than the handle itself) such that every path
@@ -646,7 +674,7 @@ class _Builder:
     def _users(self, unit: Unit) -> list[Unit] | None:
         """The functions that call or name `unit`; None when some use is
         not a plain call (a value handed on: anyone may call it)."""
-        by_node = {u.node: u for u in self.package.units}
+        by_node = self._by_node
         users: list[Unit] = []
         for call in self.calls.calls_of(unit):
             user = by_node.get(syntax.enclosing_function(call))
@@ -664,7 +692,8 @@ class _Builder:
                     continue
                 values.append(reference)
         for value in values:
-            if value in self._registration_args:
+            holder = value.parent.parent if value.parent is not None and value.parent.type == "argument_list" else None
+            if value in self._registration_args or (holder is not None and _is_once_do(holder)):
                 user = by_node.get(syntax.enclosing_function(value))
                 if user is not None:
                     users.append(user)
