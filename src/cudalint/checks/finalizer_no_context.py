@@ -13,7 +13,7 @@ from cudalint.catalog import Level, Rule
 
 RULE = Rule(
     "CL505", "finalizer-no-context", Level.NOTE,
-    "Retired in 0.2.0: releases in finalizers work without a current context; see CL507 and CL508.",
+    "Retired in 0.2.0 (releases in finalizers work without a current context); see CL507 and CL508.",
     """
     ## Retired
     Retired in 0.2.0. This rule reported a CUDA driver-API release
