@@ -9,9 +9,10 @@ through functions of the package it calls, func literals it calls in place,
 defers, or passes to `sync.Once.Do`), each on an access path from one of its
 variables, with the guards around it:
 
-* CLEARED: the field is set to nil/zero (or the whole struct to its zero
-  value) on every path through the release, after it or (with the handle
-  copied to a local first) before it;
+* CLEARED: the field (or what holds it: the slice of handles, the whole
+  struct with `*b = T{}`) is assigned on every path through the release,
+  after it or (with the handle copied to a local first) before it: set to
+  nil or zero, or to a new handle, it no longer holds the freed one;
 * CANCELLED: the function calls `runtime.SetFinalizer(x, nil)`;
 * ONCE: the release runs inside `x.once.Do(...)`;
 * CHECKED / SET: the release is reached only through a condition that reads
@@ -54,6 +55,7 @@ _HOST_SIDE_WORDS = ("descriptor", "parameter pack", "performance array", "matrix
 # sync/atomic functions and methods of its types that write their operand.
 _ATOMIC_WRITES = ("Store", "Swap", "CompareAndSwap", "Add", "And", "Or")
 _ENTRY_NAMES = frozenset({"main", "init"})
+_RUNS_WITH_PARENT = frozenset({LiteralUse.CALLED, LiteralUse.DEFERRED, LiteralUse.GO, LiteralUse.PASSED})
 
 
 class GuardKind(str, Enum):
@@ -68,7 +70,8 @@ class GuardKind(str, Enum):
 class Guard:
     kind: GuardKind
     # ONCE, CHECKED, SET: the field (path from the release's root);
-    # CANCELLED: the object whose finalizer is cancelled. CLEARED: ().
+    # CANCELLED: the object whose finalizer is cancelled; CLEARED: the
+    # location assigned, a prefix of the handle's path ("*" for `*b = T{}`).
     path: tuple[str, ...] = ()
 
 
@@ -113,6 +116,8 @@ class Registration:
     type_name: str | None  # the finalized object's type, pointers stripped
     object_text: str  # how messages name the object: "b"
     releases: list[Release] = field(default_factory=list)  # on the object, paths relative to it
+    # Fields of the object the registering code sets (`b.gogc = true`, `&T{gogc: true}`).
+    flags: set[tuple[str, ...]] = field(default_factory=set)
 
     @property
     def finalizer_label(self) -> str:
@@ -125,7 +130,7 @@ class Registration:
         return f"the finalizer {self.finalizer.name}"
 
     def handle(self, path: tuple[str, ...]) -> str:
-        return ".".join((self.object_text, *("[i]" if p == "[]" else p for p in path)))
+        return self.object_text + "".join("[i]" if p == "[]" else "." + p for p in path)
 
 
 @dataclass(frozen=True)
@@ -257,6 +262,7 @@ class _Builder:
         self._in_progress: set[Unit] = set()
         self._registration_args: set[Node] = set()
         self._by_node: dict[Node, Unit] = {u.node: u for u in p.package.units}
+        self._feasible_nodes: dict[Unit, set[int]] = {}
         self._marks: dict[Unit, set[tuple[GuardKind, Symbol, tuple[str, ...]]]] = {}
 
     # -- access paths --
@@ -350,13 +356,34 @@ class _Builder:
         if graph is None or not graph.created:
             return []
         out = []
+        live = self._feasible(graph)
         for at, release in raw:
             n = graph.node_containing(at)
-            if n is None or not graph.reachable(n):
+            if n is None or n not in live:
                 continue
             guards = self._guards(unit, graph, n, at, release)
             out.append(replace(release, unit=unit, node=at, guards=release.guards | guards))
         return out
+
+    def _feasible(self, graph: CFG) -> set[int]:
+        """The nodes reachable from the entry when conditions on constants
+        are folded (`if setfinalizer || b.gogc { return nil }` with `const
+        setfinalizer = true` never reaches what follows): a release there
+        never runs."""
+        if graph.unit in self._feasible_nodes:
+            return self._feasible_nodes[graph.unit]
+
+        def step(n: int, state: None):
+            for edge in graph.out_edges(n):
+                if edge.condition is not None and edge.polarity is not None:
+                    value = self.resolution.constant_bool(edge.condition)
+                    if value is not None and value != edge.polarity:
+                        continue
+                yield edge.target, None
+
+        found = {n for n, _ in graph.walk(graph.entry, None, step)} if graph.created else set()
+        self._feasible_nodes[graph.unit] = found
+        return found
 
     def _releases_of_call(self, unit: Unit, call: Node) -> list[Release]:
         callee = self.calls.callee(call)
@@ -422,9 +449,7 @@ class _Builder:
             prefix = where.path
             out.append(replace(
                 release, root=where.root, root_type=where.root_type, path=prefix + release.path,
-                guards=frozenset(
-                    g if g.kind is GuardKind.CLEARED else Guard(g.kind, prefix + g.path) for g in release.guards
-                ),
+                guards=frozenset(Guard(g.kind, prefix + g.path) for g in release.guards),
                 through=(target.name, *release.through),
             ))
         return out
@@ -457,12 +482,27 @@ class _Builder:
         return out
 
     def _releases_of_literal(self, unit: Unit, literal: Unit) -> list[tuple[Node, Release]]:
-        """A literal called in place or deferred runs as part of `unit`."""
-        if literal.use not in (LiteralUse.CALLED, LiteralUse.DEFERRED) or literal.use_node is None:
+        """A literal runs as part of `unit` when it is called in place,
+        deferred, started with `go`, or passed to a call (a worker's
+        `w.Work(func() error {...})`: it runs only when `unit` does); not
+        when it is the finalizer being registered, or a Once's function
+        (the call of `Do` lifts it, with its guard)."""
+        if literal.use_node is None or literal.use not in _RUNS_WITH_PARENT:
             return []
-        call = literal.use_node if literal.use is LiteralUse.CALLED else _deferred_call(literal.use_node)
+        if literal.use is LiteralUse.PASSED and (_is_once_do(literal.use_node) or self._is_registration(literal.use_node)):
+            return []
+        if literal.use is LiteralUse.CALLED:
+            call: Node | None = literal.use_node
+        elif literal.use in (LiteralUse.DEFERRED, LiteralUse.GO):
+            call = _deferred_call(literal.use_node)
+        else:
+            call = None  # passed: the callee supplies the arguments
         arguments = syntax.children(call.child_by_field_name("arguments")) if call is not None else []
         return [(literal.use_node, r) for r in self._through(unit, literal.use_node, literal, None, arguments)]
+
+    def _is_registration(self, call: Node) -> bool:
+        fact = self.calls.call(call)
+        return fact is not None and fact.import_path == "runtime" and fact.name == "SetFinalizer"
 
     # -- guards --
 
@@ -472,8 +512,8 @@ class _Builder:
             return frozenset()
         found: set[Guard] = set()
         deferred = at.type == "defer_statement" or syntax.statement_of_call(at) == "defer_statement"
-        if not deferred and path and self._cleared(unit, graph, n, root, path):
-            found.add(Guard(GuardKind.CLEARED))
+        if not deferred and path:
+            found |= {Guard(GuardKind.CLEARED, q) for q in self._cleared(graph, n, root, path)}
         for kind, symbol, marked in self.marks(unit):
             if symbol is root:
                 found.add(Guard(kind, marked))
@@ -481,26 +521,31 @@ class _Builder:
             found.add(Guard(GuardKind.CHECKED, flag))
         return frozenset(found)
 
-    def _cleared(self, unit: Unit, graph: CFG, n: int, root: Symbol, path: tuple[str, ...]) -> bool:
-        clears = set()
+    def _cleared(self, graph: CFG, n: int, root: Symbol, path: tuple[str, ...]) -> set[tuple[str, ...]]:
+        """The locations holding the handle (the field, or what holds it)
+        that every path through node n assigns, before or after it."""
+        clears: dict[tuple[str, ...], set[int]] = {}
         for statement in graph.statement_nodes():
             ast = graph.ast(statement)
-            if ast is not None and ast.type == "assignment_statement" and self._clears(ast, root, path):
-                clears.add(statement)
-        if not clears:
-            return False
-        before = _reaches(graph, graph.entry, {n}, clears)
-        after = _reaches(graph, n, {graph.exits[ExitKind.RETURN]}, clears)
-        return not (before and after)
+            if ast is not None and ast.type == "assignment_statement":
+                for location in self._assigned(ast, root, path):
+                    clears.setdefault(location, set()).add(statement)
+        return {
+            location for location, nodes in clears.items()
+            if not (_reaches(graph, graph.entry, {n}, nodes) and _reaches(graph, n, {graph.exits[ExitKind.RETURN]}, nodes))
+        }
 
-    def _clears(self, assignment: Node, root: Symbol, path: tuple[str, ...]) -> bool:
+    def _assigned(self, assignment: Node, root: Symbol, path: tuple[str, ...]) -> list[tuple[str, ...]]:
+        """Which locations on the handle's path an assignment overwrites: the
+        handle's field (`b.ptr = nil`), a field holding it (`p.options = nil`),
+        the struct itself (`*b = Buffer{}`, "*" marking its contents); the
+        handle itself copied back in (`b.ptr = b.ptr`) overwrites nothing."""
         if syntax.text(assignment.child_by_field_name("operator")) != "=":
-            return False
+            return []
         left = syntax.expressions(assignment.child_by_field_name("left"))
         right = syntax.expressions(assignment.child_by_field_name("right"))
-        if len(left) != len(right):
-            return False
-        for target, value in zip(left, right):
+        found = []
+        for index, target in enumerate(left):
             target = syntax.unparen(target)
             if target is None:
                 continue
@@ -508,13 +553,16 @@ class _Builder:
             where = self.access(target)
             if where is None or where.root is not root:
                 continue
-            if where.path == path and _is_zero(value, self.calls):
-                return True
-            if (deref or where.path) and len(where.path) < len(path) and path[: len(where.path)] == where.path:
-                literal = syntax.unparen(value)
-                if literal is not None and literal.type == "composite_literal" and not _sets_key(literal, path[len(where.path)]):
-                    return True
-        return False
+            value = right[index] if len(right) == len(left) else None
+            same = self.access(value) if value is not None else None
+            if same is not None and same.root is root and same.path == where.path:
+                continue
+            if deref:
+                if where.path == path[: len(where.path)] and len(where.path) < len(path):
+                    found.append(where.path + ("*",))
+            elif where.path and where.path == path[: len(where.path)]:
+                found.append(where.path)
+        return found
 
     def marks(self, unit: Unit) -> set[tuple[GuardKind, Symbol, tuple[str, ...]]]:
         """What a function does to its variables' objects that guards a
@@ -603,6 +651,10 @@ class _Builder:
             arguments = syntax.children(call.child_by_field_name("arguments"))
             if len(arguments) != 2:
                 continue
+            graph = self.p.cfgs.graphs.get(unit)
+            n = graph.node_containing(call) if graph is not None else None
+            if n is None or n not in self._feasible(graph):
+                continue  # never runs (`if contextsetfinalizer {` with the constant false)
             self._registration_args.add(arguments[1])
             resolved = self._finalizer(arguments[1])
             if resolved is None:
@@ -622,7 +674,31 @@ class _Builder:
             for release in self.summary(finalizer):
                 if release.root is obj_symbol:
                     registration.releases.append(release)
+            registration.flags = self._flags_set(unit, registration.obj)
             found.append(registration)
+        return found
+
+    def _flags_set(self, unit: Unit, obj: Node) -> set[tuple[str, ...]]:
+        """Fields of the registered object that the registering function (or
+        the functions around a literal that registers) sets."""
+        where = self.access(obj)
+        if where is None or where.root is None or where.path:
+            return set()
+        symbol = where.root
+        found: set[tuple[str, ...]] = set()
+        current: Unit | None = unit
+        while current is not None:
+            found |= {path for kind, root, path in self.marks(current) if kind is GuardKind.SET and root is symbol}
+            current = current.parent
+        init = unwrap(symbol.init, self.calls) if symbol.init is not None and symbol.init_index < 0 else None
+        while init is not None and init.type == "unary_expression" and syntax.text(init.child_by_field_name("operator")) == "&":
+            init = unwrap(init.child_by_field_name("operand"), self.calls)
+        if init is not None and init.type == "composite_literal":
+            body = init.child_by_field_name("body")
+            for element in syntax.children(body) if body is not None else []:
+                parts = syntax.children(element) if element.type == "keyed_element" else []
+                if len(parts) == 2:
+                    found.add((syntax.text(parts[0]),))
         return found
 
     def _finalizer(self, expression: Node) -> tuple[Unit, Form] | None:
@@ -706,13 +782,8 @@ class _Builder:
         if unit in only:
             return False
         if unit.kind is UnitKind.LITERAL:
-            if unit.node in self._registration_args:
-                return False
-            if unit.use in (LiteralUse.CALLED, LiteralUse.DEFERRED):
-                return False
-            if unit.use is LiteralUse.PASSED and unit.use_node is not None and _is_once_do(unit.use_node):
-                return False
-            return True
+            # Stored or returned, it may run anywhere; otherwise it runs with its function.
+            return unit.node not in self._registration_args and unit.use in (LiteralUse.STORED, LiteralUse.RETURNED)
         if self._callable_from_outside(unit):
             return True
         return self._users(unit) is None
@@ -783,33 +854,6 @@ def _declared_inside(symbol: Symbol, unit: Unit) -> bool:
     return node is not None and unit.node.start_byte <= node.start_byte < unit.node.end_byte
 
 
-def _is_zero(value: Node, calls: CallIndex) -> bool:
-    node = unwrap(value, calls)
-    if node is None:
-        return False
-    if node.type in ("nil", "false") or (node.type == "int_literal" and syntax.text(node).strip("0xX_") == ""):
-        return True
-    if node.type == "interpreted_string_literal" and syntax.text(node) == '""':
-        return True
-    if node.type == "composite_literal":
-        body = node.child_by_field_name("body")
-        return body is None or not syntax.children(body)
-    return False
-
-
-def _sets_key(literal: Node, key: str) -> bool:
-    """Whether a composite literal gives the field `key` a non-zero value."""
-    body = literal.child_by_field_name("body")
-    for element in syntax.children(body) if body is not None else []:
-        if element.type == "keyed_element":
-            parts = syntax.children(element)
-            if parts and syntax.text(parts[0]) == key:
-                return True
-        else:
-            return True  # positional: every field is given
-    return False
-
-
 def _reaches(graph: CFG, start: int, goals: set[int], blocked: set[int]) -> bool:
     """Whether some path from start reaches a goal without passing a blocked node."""
 
@@ -850,14 +894,22 @@ def _relative(types: _Types, release: Release, type_name_: str | None, path: tup
     return None
 
 
-def _guarded(explicit: Release, prefix: tuple[str, ...], finalizer: Release) -> bool:
-    """Whether the explicit release cannot be followed by the finalizer's."""
-    if explicit.has(GuardKind.CLEARED) or explicit.has(GuardKind.CANCELLED, prefix):
+def _guarded(explicit: Release, prefix: tuple[str, ...], finalizer: Release, registration: Registration) -> bool:
+    """Whether the explicit release cannot be followed by the finalizer's:
+    it overwrites the handle inside the object, cancels the object's
+    finalizer, shares a Once with the finalizer, sets a flag the finalizer
+    checks, or checks a flag that the registration sets (the object is
+    marked as owned by its finalizer: `b.gogc = true`)."""
+    if explicit.has(GuardKind.CANCELLED, prefix):
         return True
     relative = {
         Guard(g.kind, g.path[len(prefix):]) for g in explicit.guards
-        if g.kind in (GuardKind.ONCE, GuardKind.SET) and g.path[: len(prefix)] == prefix
+        if g.path[: len(prefix)] == prefix and len(g.path) > len(prefix)
     }
+    if any(g.kind is GuardKind.CLEARED for g in relative):
+        return True
+    if any(g.kind is GuardKind.CHECKED and g.path in registration.flags for g in relative):
+        return True
     for guard in finalizer.guards:
         if guard.kind is GuardKind.ONCE and guard in relative:
             return True
@@ -890,7 +942,7 @@ def find_finalizers(p: Pass) -> Finalizers:
                     result.finalizer_only.append(FinalizerOnly(registration, release))
                 continue
             for e, prefix in matching:
-                if not _guarded(e, prefix, release):
+                if not _guarded(e, prefix, release, registration):
                     result.double_releases.append(FinalizerDoubleRelease(registration, release, e))
                     break
     return result

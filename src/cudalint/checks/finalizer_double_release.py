@@ -21,12 +21,17 @@ def place(registration: Registration, unit: Unit, node: Node, name: str, label: 
 def check(p: Pass) -> None:
     found = p.result_of(FINALIZERS)
     reported: set[int] = set()
+    # One defect, one finding: the same finalizer registered in several
+    # places, with the same unguarded explicit release, is reported at the first.
+    defects: set[tuple[int, int, tuple[str, ...]]] = set()
     for double in found.double_releases:
         registration = double.registration
-        if id(registration) in reported:
+        release, explicit = double.finalizer_release, double.explicit
+        defect = (id(registration.finalizer), id(explicit.unit), release.path)
+        if id(registration) in reported or defect in defects:
             continue
         reported.add(id(registration))
-        release, explicit = double.finalizer_release, double.explicit
+        defects.add(defect)
         handle = registration.handle(release.path)
         obj = registration.object_text
         refs: dict[str, Ref] = {}
@@ -51,9 +56,17 @@ def check(p: Pass) -> None:
         p.report(
             registration.unit, registration.call,
             f"{head}: nothing clears the handle, runs the release once, or cancels the finalizer in between, and "
-            f"by then CUDA may have handed the address to another allocation, which the second free releases; {fix}",
+            f"{_consequence(release.resource.name)}; {fix}",
             **refs,
         )
+
+
+def _consequence(resource: str) -> str:
+    if "memory" in resource:
+        return (
+            "by then CUDA may have handed the address to another allocation, which the second free releases"
+        )
+    return f"the second release destroys a {resource} handle that may already name another one"
 
 
 RULE = Rule(

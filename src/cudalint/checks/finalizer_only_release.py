@@ -22,19 +22,27 @@ def check(p: Pass) -> None:
     by_registration: dict[int, list] = {}
     for only in found.finalizer_only:
         by_registration.setdefault(id(only.registration), []).append(only)
+    # The same finalizer registered in several places is one design: reported at the first.
+    designs: set[tuple[int, frozenset]] = set()
     for group in by_registration.values():
+        design = (id(group[0].registration.finalizer), frozenset(o.release.path for o in group))
+        if design in designs:
+            continue
+        designs.add(design)
         registration = group[0].registration
         release = group[0].release
         refs: dict[str, Ref] = {}
         at = _place(registration, release.api_unit, release.api_call, refs)
         handles = ", ".join(f"{registration.handle(o.release.path)} ({o.release.resource.name})" for o in group)
         obj = registration.object_text
+        owner = registration.type_name
+        give = f"give {owner} an exported" if owner is not None and "." not in owner else "provide an exported"
         p.report(
             registration.unit, registration.call,
             f"{handles} {'is' if len(group) == 1 else 'are'} released only by {registration.finalizer_label} "
             f"({release.written} at {at}): the GC runs finalizers when the Go heap grows and cannot see GPU memory, "
-            f"so the device can run out long before it does; give {registration.type_name or 'the type'} an exported "
-            f"Close or Free method that releases {'it' if len(group) == 1 else 'them'}, clears the handle and calls "
+            f"so the device can run out long before it does; {give} "
+            f"Close or Free that releases {'it' if len(group) == 1 else 'them'}, clears the handle and calls "
             f"runtime.SetFinalizer({obj}, nil), and keep the finalizer only as a safety net",
             **refs,
         )
