@@ -540,7 +540,7 @@ class _Builder:
         handle's field (`b.ptr = nil`), a field holding it (`p.options = nil`),
         the struct itself (`*b = Buffer{}`, "*" marking its contents); the
         handle itself copied back in (`b.ptr = b.ptr`) overwrites nothing."""
-        if syntax.text(assignment.child_by_field_name("operator")) != "=":
+        if syntax.text(assignment.child_by_field_name("operator")) != "=" or _is_copy(root):
             return []
         left = syntax.expressions(assignment.child_by_field_name("left"))
         right = syntax.expressions(assignment.child_by_field_name("right"))
@@ -718,7 +718,8 @@ class _Builder:
             operand = syntax.unparen(node.child_by_field_name("operand"))
             if operand is None:
                 return None
-            names = {f"({syntax.text(operand)}).{method}", f"{syntax.text(operand)}.{method}"}
+            base = syntax.text(operand).lstrip("*").strip("()").lstrip("*")
+            names = {f"(*{base}).{method}", f"{base}.{method}"}  # (*T).m names value-receiver methods too
             target = next((u for u in self.package.units if u.kind is UnitKind.METHOD and u.name in names), None)
             return (target, Form.METHOD) if target is not None else None
         return None
@@ -835,6 +836,15 @@ class _Builder:
         if root.init is None and root.type_node is not None:
             return False  # `var b Buffer`: a fresh zero value
         return True
+
+
+def _is_copy(symbol: Symbol) -> bool:
+    """A struct received by value (`func (b Buffer) Free()`): assigning its
+    fields changes the copy, not the caller's object."""
+    declared = symbol.type_node
+    return symbol.role in (Role.PARAM, Role.RECEIVER) and declared is not None and declared.type in (
+        "type_identifier", "qualified_type", "generic_type",
+    )
 
 
 def _is_once_do(call: Node) -> bool:

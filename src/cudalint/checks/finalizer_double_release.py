@@ -93,10 +93,18 @@ RULE = Rule(
     - the explicit path sets a flag field that the finalizer checks before
       releasing (plain under a mutex, or atomic: `b.closed.CompareAndSwap`,
       `atomic.SwapInt32(&b.freed, 1)`);
-    - the explicit path cancels the finalizer: `runtime.SetFinalizer(b, nil)`.
+    - the explicit path cancels the finalizer: `runtime.SetFinalizer(b, nil)`;
+    - the registering code marks the object as owned by its finalizer
+      (`b.gc = true`, `&Buffer{gc: true}`) and the explicit release does
+      nothing for such an object (`if b.gc { return nil }`).
 
-    A constructor that frees on its error path before it registers the
-    finalizer is not an explicit release of a finalized object.
+    Guards and releases are followed into the functions of the package that
+    each side calls (a `Close` that calls `b.forget()`, which cancels the
+    finalizer, is guarded). A constructor that frees on its error path before
+    it registers the finalizer is not an explicit release of a finalized
+    object, and code that a constant switches off (`const gcOwns = true`,
+    `if gcOwns { return }`) never runs. Clearing a field of a struct received
+    by value (`func (b Buffer) Free()`) clears a copy, which guards nothing.
 
     ## Why is this bad?
     Measured on an NVIDIA H200 with driver 580: after `cudaFree(a)`, the next

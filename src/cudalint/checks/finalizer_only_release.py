@@ -59,8 +59,13 @@ RULE = Rule(
     package releases: no exported method frees it and no code outside the
     finalizer calls a function that does. A release method that is
     unexported and only ever registered as the finalizer counts as
-    finalizer-only. Host-side descriptors (cuDNN, cuBLASLt) and C heap memory
-    are not reported.
+    finalizer-only, and so does one that a constant switches off
+    (`if gcOwns { return nil }` with `const gcOwns = true`). The finalizer is
+    followed into the functions it calls, the literals it hands to a worker
+    (`w.Run(func() {...})`) and the goroutines it starts. Host-side
+    descriptors (cuDNN, cuBLASLt) and C heap memory are not reported. The same
+    finalizer registered by several constructors is reported once, at the
+    first registration.
 
     ## Why is this bad?
     The GC runs when the Go heap grows. A small Go struct holding gigabytes
