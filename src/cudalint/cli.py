@@ -24,12 +24,13 @@ from cudalint.cache import DEFAULT_DIRECTORY as DEFAULT_CACHE
 from cudalint.catalog import select_rules
 from cudalint.config import Config, ConfigError, PathGlobs, find_config, load_config
 from cudalint.discover import discover
-from cudalint.findings import NotificationKind, Result
+from cudalint.findings import Finding, NotificationKind, Result
 from cudalint.knowledge import Knowledge, KnowledgeError, load_knowledge
 from cudalint.checks import all_rules, rule_by_id
 from cudalint.reporters import FORMATS, RenderOptions, Report, render
 from cudalint.reporters.text import safe_line
 from cudalint.source import display_path, repository_root
+from cudalint.suppressions import is_retired_note, retired_note
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 # Inputs cudalint could not analyse: notifications, and exit status 2 under --strict.
@@ -225,13 +226,16 @@ def main(**values) -> None:
     result = analyze(files + context, settings, knowledge)
     result.notifications[:0] = notifications
     result.sort()
+    # Notes on directives that name a retired rule: printed, neither findings nor suppressed ones.
+    retired_notes = [finding for finding in result.suppressed if is_retired_note(finding)]
+    result.suppressed = [finding for finding in result.suppressed if not is_retired_note(finding)]
     if options.write_baseline is not None:
         _write_baseline(options, result, cwd)
     stale = 0
     if baseline is not None:
         result.findings, known, stale = baseline.split(result.findings, cwd)
         result.suppressed = sorted(result.suppressed + known, key=lambda f: f.sort_key())
-    _report(options, config, rules, result, stale, cwd)
+    _report(options, config, rules, result, stale, cwd, retired_notes)
     sys.exit(_exit_status(options, result))
 
 
@@ -294,11 +298,27 @@ def _enabled_rules(options: Options, config: Config, rules: list, cwd: Path) -> 
     ignored = _prefixes("--ignore", options.ignore) if options.ignore is not None else config.ignore or ()
     _check_prefixes("--select", selected)
     _check_prefixes("--ignore", ignored)
+    _note_retired(options, config, selected, ignored, cwd)
     enabled = select_rules(rules, selected, ignored, preview=options.preview or config.preview)
+    if not enabled and all(retired_note(prefix) is not None for prefix in selected):
+        return enabled  # only retired rules selected: a clean run, with the note above
     if not enabled:
         where = f" (with {display_path(config.path, cwd)})" if config.path else ""
         raise click.UsageError("--select and --ignore leave no rule enabled" + where)
     return enabled
+
+
+def _note_retired(options: Options, config: Config, selected: tuple[str, ...], ignored: tuple[str, ...], cwd: Path) -> None:
+    """A note, never an error, for a retired rule named in --select or
+    --ignore (or the configuration's select or ignore)."""
+    if options.quiet:
+        return
+    for option, prefixes, given in (("--select", selected, options.select), ("--ignore", ignored, options.ignore)):
+        where = option if given is not None else f"{option[2:]} in {display_path(config.path, cwd) if config.path else 'the configuration'}"
+        for prefix in prefixes:
+            note = retired_note(prefix)
+            if note is not None:
+                click.echo(f"cudalint: {where}: {note}", err=True)
 
 
 def _load_knowledge(config: Config, options: Options) -> Knowledge:
@@ -364,7 +384,9 @@ def _write_baseline(options: Options, result: Result, cwd: Path) -> NoReturn:
     sys.exit(EXIT_ERROR if result.internal_errors else EXIT_CLEAN)
 
 
-def _report(options: Options, config: Config, rules: list, result: Result, stale: int, cwd: Path) -> None:
+def _report(
+    options: Options, config: Config, rules: list, result: Result, stale: int, cwd: Path, retired_notes: list[Finding],
+) -> None:
     levels = {rule.id: config.level_for(rule.id, rule.level) for rule in rules}
     report = Report(
         result, {r.id: r for r in rules}, __version__, cwd, repository_root(cwd),
@@ -380,6 +402,9 @@ def _report(options: Options, config: Config, rules: list, result: Result, stale
     if not options.quiet:
         for note in result.notifications:
             click.echo(safe_line(note.render()), err=True)
+        for note in retired_notes:  # about directives naming a retired rule: never findings
+            start = note.span.start
+            click.echo(safe_line(f"{note.path}:{start.line}:{start.column}: {note.rule_id} {note.message}"), err=True)
         if stale:
             click.echo(
                 f"cudalint: note: {stale} entr{'ies' if stale != 1 else 'y'} of the baseline {options.baseline_file} match no "

@@ -7,6 +7,12 @@ string literal or a block comment never is one). On a line of its own,
 `ignore` applies to the next line that holds code; at the end of a line of
 code, to that line. `file-ignore` applies to its whole file. Rules are named
 by ID or prefix, comma-separated; a reason is required.
+
+A directive naming a retired rule (CL505) is accepted: it suppresses nothing
+and gets a CL001 *note* saying the rule is retired. The note is returned
+with the suppressed findings (it is about the directive, not the code), so
+it never counts as a finding and never changes the exit status; the command
+line prints it to stderr.
 """
 
 from __future__ import annotations
@@ -15,12 +21,14 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from cudalint.catalog import RULE_PREFIX
+from cudalint.catalog import RULE_ID, RULE_PREFIX
 from cudalint.findings import Finding, Span, Suppression, SuppressionKind
 from cudalint.parse import ParsedFile
 from cudalint.source import SourceFile
 
 TOOL_RULE = "CL001"
+# How a retired-rule note starts: the command line finds the notes by it.
+RETIRED_NOTE = "note: "
 VERBS = ("ignore", "file-ignore")
 _START = re.compile(rb"//[ \t]*cudalint:")
 _VERB_AND_REST = re.compile(r"cudalint:(\S*)(.*)", re.DOTALL)
@@ -92,6 +100,25 @@ def _codes(
         codes.append(code)
         spans.append(span)
     return codes, spans
+
+
+def retired_note(code: str) -> str | None:
+    """The note for a directive, selection or configuration that names a
+    retired rule by its full ID (a prefix selects live rules too, and says
+    nothing about the retired ones); None for any other code."""
+    from cudalint.checks import rule_by_id  # the registry imports the rules, which import the framework
+
+    rule = rule_by_id(code) if RULE_ID.fullmatch(code.upper()) else None
+    if rule is None or not rule.retired:
+        return None
+    return (
+        f"{RETIRED_NOTE}{rule.id} ({rule.name}) reports nothing any more. {rule.summary} "
+        f"Naming it is harmless; remove it at leisure (cudalint --explain {rule.id})"
+    )
+
+
+def is_retired_note(finding: Finding) -> bool:
+    return finding.rule_id == TOOL_RULE and finding.message.startswith(RETIRED_NOTE)
 
 
 def find_directives(parsed: ParsedFile, rule_ids: Iterable[str]) -> tuple[list[Directive], list[Problem]]:
@@ -192,6 +219,14 @@ def apply(
 
     def tool_finding(span: Span, message: str) -> Finding:
         return Finding(TOOL_RULE, source.display, span, message, "", source.line_text(span.start.line))
+
+    for directive in directives:
+        for code, span in zip(directive.codes, directive.code_spans):
+            note = retired_note(code)
+            if note is not None:
+                suppressed.append(replace(tool_finding(span, note), suppression=Suppression(
+                    SuppressionKind.IN_SOURCE, "a retired rule is a note, not a finding", source.display, directive.span,
+                )))
 
     for problem in problems:
         reported.append(tool_finding(problem.span, problem.message))

@@ -14,7 +14,9 @@ from cudalint.checks import (
     defer_before_acquire,
     defer_in_loop,
     double_release,
+    finalizer_double_release,
     finalizer_no_context,
+    finalizer_only_release,
     go_memory_async,
     leak_on_path,
     lock_without_unlock,
@@ -55,6 +57,8 @@ CHECKS: tuple[Rule, ...] = (
     slice_header.RULE,
     go_memory_async.RULE,
     finalizer_no_context.RULE,
+    finalizer_double_release.RULE,
+    finalizer_only_release.RULE,
 )
 
 

@@ -41,9 +41,16 @@ RULE = Rule(
     parameters are followed from the point where the function releases them.
 
     ## Why is this bad?
-    Freeing device memory twice is undefined behaviour in the CUDA runtime:
-    the second call may fail with `cudaErrorInvalidValue`, or free an
-    allocation that another goroutine has received in the meantime.
+    A double free is memory corruption, not an error the driver catches.
+    Measured on an NVIDIA H200 with driver 580: after `cudaFree(a)`, the
+    next `cudaMalloc` of the same size returned the same address `a`; a
+    second, stale `cudaFree(a)` then returned `cudaSuccess`, and the new
+    owner's `cudaMemset` failed with `cudaErrorInvalidValue`. The allocator
+    reuses a freed address at once, so the second free silently releases
+    whatever live allocation owns the address by then (another buffer of
+    this function, or of another goroutine), and the failure surfaces later,
+    somewhere else. CL507 reports the same bug between an explicit release
+    and a finalizer.
 
     ## Example
     ```go

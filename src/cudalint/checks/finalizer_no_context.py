@@ -1,124 +1,46 @@
-"""CL505: a driver-API release in a finalizer."""
+"""CL505 (retired): a driver-API release in a finalizer.
+
+Retired in 0.2.0: its premise, that a finalizer's release fails for want of
+a current CUDA context, is false on current drivers (see the documentation
+below). The ID stays reserved so that suppressions, selections and
+configurations naming it keep meaning the same thing; it never reports.
+The finalizer bugs that do exist are CL507 and CL508.
+"""
 
 from __future__ import annotations
 
-from tree_sitter import Node
-
-from cudalint import syntax
-from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex
 from cudalint.catalog import Level, Rule
-from cudalint.checks.wording import imports_of
-from cudalint.framework import Pass
-from cudalint.functions import LiteralUse, Package, Unit, UnitKind
-
-
-def check(p: Pass) -> None:
-    """A finalizer, with the functions of the package it calls."""
-    calls = p.result_of(CALLS)
-    for _, call in calls.calls_to("runtime", "SetFinalizer"):
-        arguments = syntax.children(call.child_by_field_name("arguments"))
-        finalizer = _function_of(p.package, calls, arguments[1]) if len(arguments) == 2 else None
-        if finalizer is None:
-            continue
-        reached = _reached(calls, finalizer)
-        api = [(unit, via, calls.calls[c]) for unit, via in reached for c in calls.api_calls.get(unit.node, [])]
-        if any(fact.api.context_setter for _, _, fact in api):
-            continue
-        for unit, via, fact in api:
-            needs = [r for r in fact.api.releases if r.needs_context]
-            if not (needs and fact.api.family.releases_need_context):
-                continue
-            where = fact.node if via is None else via
-            through = "" if via is None else f" (through {unit.name})"
-            p.report(
-                finalizer, where,
-                f"{fact.written}{through} runs in a finalizer, on whatever OS thread the GC picks, with no CUDA "
-                f"context current: it fails and the {needs[0].name} leaks; release it in a Close method, or make "
-                f"its context current here first (cuCtxPushCurrent ... cuCtxPopCurrent on a locked thread)",
-            )
-
-
-def _reached(calls: CallIndex, start: Unit) -> list[tuple[Unit, Node | None]]:
-    """The function and the functions of the package it calls (with the call
-    in `start` that leads to each), transitively."""
-    found: list[tuple[Unit, Node | None]] = [(start, None)]
-    seen = {start}
-    index = 0
-    while index < len(found):
-        unit, via = found[index]
-        index += 1
-        body = unit.body
-        for node in syntax.walk(body, into_functions=False) if body is not None else ():
-            if node.type != "call_expression":
-                continue
-            callee = calls.callee(node)
-            if callee.kind is CalleeKind.LOCAL and callee.target is not None and callee.target not in seen:
-                seen.add(callee.target)
-                found.append((callee.target, via if via is not None else node))
-    return found
-
-
-def _function_of(package: Package, calls: CallIndex, expression: Node) -> Unit | None:
-    node = syntax.unparen(expression)
-    if node is None:
-        return None
-    if node.type == "func_literal":
-        return next((u for u in package.units if u.node == node and u.use is LiteralUse.PASSED), None)
-    if node.type == "identifier":
-        return calls.unit_of(package.resolution.symbol(node))
-    if node.type == "selector_expression":
-        method = syntax.text(node.child_by_field_name("field"))
-        operand = syntax.text(syntax.unparen(node.child_by_field_name("operand")))
-        names = {f"{operand}.{method}", f"({operand}).{method}"}
-        return next((u for u in package.units if u.kind is UnitKind.METHOD and u.name in names), None)
-    return None
-
 
 RULE = Rule(
-    "CL505", "finalizer-no-context", Level.ERROR,
-    "A driver-API release in a runtime.SetFinalizer function that never makes a context current.",
+    "CL505", "finalizer-no-context", Level.NOTE,
+    "Retired in 0.2.0 (releases in finalizers work without a current context); see CL507 and CL508.",
     """
-    ## What it does
-    Reports a release of the CUDA driver API (`cuMemFree`, `cuStreamDestroy`,
-    `cuModuleUnload`, ... from families marked `releases_need_context`) inside
-    a function registered with `runtime.SetFinalizer`, or a function of the
-    package it calls, when none of them makes a context current
-    (`cuCtxSetCurrent`, `cuCtxPushCurrent`). Releases that name what they
-    release need no current context and are not reported (`cuCtxDestroy`,
-    `cuDevicePrimaryCtxRelease`: `needs_context = false` in the knowledge).
+    ## Retired
+    Retired in 0.2.0. This rule reported a CUDA driver-API release
+    (`cuMemFree`, `cuStreamDestroy`, ...) inside a `runtime.SetFinalizer`
+    function that never made a context current, on the grounds that a
+    finalizer runs on an OS thread with no current context, so the release
+    would fail with `CUDA_ERROR_INVALID_CONTEXT` and the resource would leak.
 
-    ## Why is this bad?
-    Finalizers run on the GC's finalizer goroutine, on an arbitrary OS
-    thread with no CUDA context current. The release fails with
-    `CUDA_ERROR_INVALID_CONTEXT` and the resource leaks, silently, since
-    nothing checks a finalizer's status.
+    Measured on an NVIDIA H200 with driver 580, that premise is false:
+    `cuMemFree`, `cuStreamDestroy` and `cuEventDestroy` called on a fresh
+    thread with no current context, even with the owning context current on
+    no thread at all, return `CUDA_SUCCESS` and the memory comes back;
+    `cudaFree` from another thread succeeds too. Every CL505 finding on real
+    code was therefore a false positive.
 
-    ## Example
-    ```go
-    runtime.SetFinalizer(b, func(b *Buffer) { _ = C.cuMemFree(b.ptr) })
-    ```
+    The ID stays reserved and the rule never reports. `--select CL505`,
+    `--ignore CL505` and `//cudalint:ignore CL505 <reason>` are accepted with
+    a note saying the rule is retired (never an error): remove them at
+    leisure.
 
-    ## Use instead
-    Release explicitly in a `Close` method; if a finalizer must stay as a
-    safety net, make the buffer's context current in it first:
-    ```go
-    runtime.SetFinalizer(b, func(b *Buffer) {
-        runtime.LockOSThread()
-        defer runtime.UnlockOSThread()
-        if C.cuCtxPushCurrent(b.ctx) != C.CUDA_SUCCESS {
-            return
-        }
-        _ = C.cuMemFree(b.ptr)
-        var old C.CUcontext
-        if C.cuCtxPopCurrent(&old) != C.CUDA_SUCCESS {
-            panic("cuCtxPopCurrent failed")
-        }
-    })
-    ```
-
+    The finalizer bugs that do corrupt or exhaust GPU memory are reported by
+    CL507 (finalizer-double-release: a finalizer frees a handle an explicit
+    `Free` may already have freed, and the stale free releases another
+    allocation that reused the address) and CL508 (finalizer-only-release:
+    device memory released only when the GC, which cannot see it, gets
+    around to it).
     """,
-    tags=("correctness", "resource-leak"),
-    check=check,
-    requires=(CALLS,),
-    needles=lambda knowledge: imports_of(knowledge, lambda family: family.releases_need_context),
+    tags=("retired",),
+    retired=True,
 )
