@@ -511,7 +511,9 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
         # A directive in a package without GPU code suppresses nothing: look at it.
         needles += (b"cudalint:",)
     directories = [list(group) for _, group in groupby(sorted(files, key=lambda p: (p.parent.as_posix(), p.name)), key=lambda p: p.parent)]
-    directories = _with_dependencies(directories, settings, needles)
+    # What the parent reads to find imports, it reuses for cache keys.
+    reads: dict[Path, SourceFile | Notification] = {}
+    directories = _with_dependencies(directories, settings, needles, reads)
     total = Result()
     # Hits are read here: an unchanged tree starts no worker at all.
     cache, refused = _open_cache(settings, knowledge, needles)
@@ -521,7 +523,9 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
         misses: list[list[Path]] = []
         for directory in directories:
             if cache is not None:
-                cached = cache.get(_key(cache, directory, _read(directory, settings)))
+                known = [reads.get(path) for path in directory]
+                contents = known if None not in known else _read(directory, settings)
+                cached = cache.get(_key(cache, directory, contents))
                 if cached is not None:
                     total.extend(cached)
                     continue
@@ -549,7 +553,9 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
     return total
 
 
-def _with_dependencies(directories: list[list[Path]], settings: Settings, needles: tuple[bytes, ...]) -> list[list[Path]]:
+def _with_dependencies(
+    directories: list[list[Path]], settings: Settings, needles: tuple[bytes, ...], reads: dict[Path, SourceFile | Notification],
+) -> list[list[Path]]:
     """Each directory's files followed by the files of the packages of its
     module it imports, transitively and bottom-up, where those can matter
     (their files mention something the rules look for). They are read for
@@ -561,8 +567,10 @@ def _with_dependencies(directories: list[list[Path]], settings: Settings, needle
 
     def contents(directory: Path) -> list[bytes]:
         found = []
-        for path in files_of.setdefault(directory, package_files(directory)):
-            read = read_source(path, path.name)
+        if directory not in files_of:
+            files_of[directory] = package_files(directory)
+        for path in files_of[directory]:
+            read = reads[path] = read_source(path, display_path(path, settings.base))
             if isinstance(read, SourceFile):
                 found.append(read.data)
         return found
@@ -570,8 +578,10 @@ def _with_dependencies(directories: list[list[Path]], settings: Settings, needle
     def scan(directory: Path) -> list[Path]:
         if directory not in imports:
             data = contents(directory)
-            relevant[directory] = prefilter.may_match(data, needles)
             imports[directory] = in_module_imports(directory, data)
+            # Only a dependency needs the needles checked (the analysed
+            # directories are prefiltered in their own analysis).
+            relevant[directory] = bool(imports[directory]) or prefilter.may_match(data, needles)
         return imports[directory]
 
     out = []

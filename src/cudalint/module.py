@@ -83,9 +83,14 @@ def _parse_go_mod(root: Path, data: bytes) -> Module | None:
     return Module(root, os.fsdecode(match.group(1)), tuple(replacements))
 
 
+_AFTER_IMPORTS = re.compile(rb"^(?:func|type|var|const)[\s(]", re.MULTILINE)
+
+
 def imports(data: bytes) -> list[str]:
-    """The import paths a Go file's bytes declare."""
-    text = _COMMENT.sub(b"", data)
+    """The import paths a Go file's bytes declare (imports come before
+    every other declaration: the rest of the file is not scanned)."""
+    end = _AFTER_IMPORTS.search(data)
+    text = _COMMENT.sub(b"", data[: end.start()] if end is not None else data)
     found = [m.group(1) for m in _IMPORT_LINE.finditer(text)]
     for block in _IMPORT_BLOCK.finditer(text):
         found += _QUOTED.findall(block.group(1))
@@ -98,8 +103,11 @@ def in_module_imports(directory: Path, contents: list[bytes]) -> list[Path]:
     module = module_of(directory)
     if module is None:
         return []
+    prefixes = [module.path.encode()] + [prefix.encode() for prefix, _ in module.replacements]
     found: dict[Path, None] = {}
     for data in contents:
+        if not any(prefix in data for prefix in prefixes):
+            continue  # names no package of the module at all
         for path in imports(data):
             target = module.directory(path)
             if target is not None and target != directory:
