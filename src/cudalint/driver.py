@@ -126,7 +126,8 @@ def analyze_directory(
     if not sources:
         return result
     summaries = _summaries(dependencies, knowledge) if dependencies else {}
-    if settings.prefilter and not summaries and not prefilter.may_match((s.data for s in sources), needles):
+    hands_out = any(summary.hands_out for functions in summaries.values() for summary in functions.values())
+    if settings.prefilter and not hands_out and not prefilter.may_match((s.data for s in sources), needles):
         result.files_skipped += len(sources)
         return result
     parsed_files = []
@@ -163,7 +164,9 @@ def _summaries(dependencies: dict[Path, list[SourceFile]], knowledge: Knowledge)
         import_path = module.import_path(directory) if module is not None else None
         if import_path is None:
             continue
-        key = (directory, tuple((s.path, hashlib.sha256(s.data).hexdigest()) for s in sources), tuple(sorted(found)))
+        # Its own imports come before it in every importer's list, the same
+        # way: its bytes decide its summary.
+        key = (directory, tuple((s.path, hashlib.sha256(s.data).hexdigest()) for s in sources))
         if key not in _SUMMARY_CACHE:
             try:
                 parsed = [parse(source)[0] for source in sources if not source.path.name.endswith("_test.go")]
@@ -564,6 +567,7 @@ def _with_dependencies(
     imports: dict[Path, list[Path]] = {}
     files_of: dict[Path, list[Path]] = {paths[0].parent: paths for paths in directories}
     relevant: dict[Path, bool] = {}
+    matches: dict[Path, bool] = {}
 
     def contents(directory: Path) -> list[bytes]:
         found = []
@@ -579,10 +583,17 @@ def _with_dependencies(
         if directory not in imports:
             data = contents(directory)
             imports[directory] = in_module_imports(directory, data)
-            # Only a dependency needs the needles checked (the analysed
-            # directories are prefiltered in their own analysis).
-            relevant[directory] = bool(imports[directory]) or prefilter.may_match(data, needles)
+            matches[directory] = prefilter.may_match(data, needles)
         return imports[directory]
+
+    def matters(directory: Path, stack: frozenset[Path] = frozenset()) -> bool:
+        """A dependency can hand something out only if it, or a package it
+        imports, calls something the rules look for."""
+        if directory not in relevant:
+            relevant[directory] = matches.get(directory, False) or any(
+                matters(d, stack | {directory}) for d in imports.get(directory, ()) if d not in stack
+            )
+        return relevant[directory]
 
     out = []
     for paths in directories:
@@ -598,7 +609,7 @@ def _with_dependencies(
                     order.append(dependency)
 
         visit(own, 0)
-        extra = [path for directory in order if relevant.get(directory) for path in files_of[directory] if not path.name.endswith("_test.go")]
+        extra = [path for directory in order if matters(directory) for path in files_of[directory] if not path.name.endswith("_test.go")]
         out.append(paths + extra)
     return out
 

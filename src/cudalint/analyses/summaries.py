@@ -50,7 +50,10 @@ def summarise(package: Package, knowledge: Knowledge, imported: Summaries) -> di
     run = PackageRun(package, PackageCFGs(package), knowledge, frozenset(), summaries=imported)
     lifetimes = Pass(run, requirements((LIFETIMES,))).result_of(LIFETIMES)
     found: dict[str, FunctionSummary] = {}
-    for unit in package.units:
+    # Only a function that calls the API, or a wrapper of it, can hand out,
+    # release or use a handle in a way the knowledge describes; any other
+    # keeps the conservative default at its callers (a hand-over).
+    for unit in lifetimes.units_with_acquisitions():
         if unit.kind is not UnitKind.FUNCTION or not unit.name[:1].isupper() or unit.body is None:
             continue
         hands_out = tuple(
