@@ -866,6 +866,15 @@ class Engine:
                 return self.facts.package.resolution.symbol(target)
         return None
 
+    def converts_status_of(self, unit: Unit, index: int, status_call: Node) -> bool:
+        """Whether `unit` is a converter of the status this API call returns
+        (`check(C.cudaMemcpy(...))`: check turns its status into an error)."""
+        fact = self.facts.call(status_call)
+        if fact is None or fact.api is None or fact.status is None or fact.status.kind == "error":
+            return False
+        probe = Origin(unit, -1, fact.node, fact.written, fact.api, None, CallRole(fact.written, "none"), "")  # type: ignore[arg-type]
+        return self.converts(unit, index, probe)
+
     def converts(self, unit: Unit, index: int, origin: Origin) -> bool:
         """Whether `unit` turns the status it receives as parameter `index`
         into an error that is nil exactly when the status says success

@@ -5,7 +5,8 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.analyses.calls import CALLS, CallFact, CallIndex
+from cudalint.analyses.calls import CALLS, CalleeKind, CallFact, CallIndex
+from cudalint.analyses.lifetimes import LIFETIMES, Engine
 from cudalint.catalog import Level, Rule
 from cudalint.checks.wording import imports_of, status_what, success_hint
 from cudalint.framework import Pass
@@ -13,12 +14,43 @@ from cudalint.framework import Pass
 
 def check(p: Pass) -> None:
     calls = p.result_of(CALLS)
+    lifetimes = p.result_of(LIFETIMES)
     for unit, graph in p.graphs_of(calls.units_calling_api()):
         with p.isolating(unit):
             for n in graph.statement_nodes():
-                fact = _dropped(calls, graph.ast(n))
+                statement = graph.ast(n)
+                fact = _dropped(calls, statement)
                 if fact is not None:
                     p.report(unit, fact.node, f"{status_what(fact)} is discarded; {success_hint(fact)}")
+                    continue
+                converted = _converted_and_dropped(calls, lifetimes, statement)
+                if converted is not None:
+                    converter, inner = converted
+                    name = syntax.text(converter.child_by_field_name("function"))
+                    p.report(
+                        unit, converter,
+                        f"the error {name} makes of {status_what(inner)} is discarded; "
+                        f"check it: `if err := {syntax.text(converter)}; err != nil {{ ... }}`",
+                    )
+
+
+def _converted_and_dropped(calls: CallIndex, lifetimes: Engine, statement: Node) -> tuple[Node, CallFact] | None:
+    """`check(C.cudaMemcpy(...))` as a statement: a converter of the
+    package turns the status into an error, which is then dropped."""
+    if statement.type != "expression_statement":
+        return None
+    inner = syntax.children(statement)
+    call = syntax.unparen(inner[0]) if inner else None
+    if call is None or call.type != "call_expression":
+        return None
+    callee = calls.callee(call)
+    if callee.kind is not CalleeKind.LOCAL or callee.target is None:
+        return None
+    for index, argument in enumerate(syntax.children(call.child_by_field_name("arguments"))):
+        fact = calls.status_call(argument)
+        if fact is not None and not fact.is_release and lifetimes.converts_status_of(callee.target, index, fact.node):
+            return call, fact
+    return None
 
 
 def _dropped(calls: CallIndex, statement: Node) -> CallFact | None:
@@ -70,6 +102,6 @@ RULE = Rule(
     """,
     tags=("correctness", "error-handling"),
     check=check,
-    requires=(CALLS,),
+    requires=(CALLS, LIFETIMES),
     needles=lambda knowledge: imports_of(knowledge, lambda family: family.status is not None),
 )
