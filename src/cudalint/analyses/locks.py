@@ -177,6 +177,21 @@ class LockStates:
         failure = [locked for statement, locked in outcomes if not _returns_nil_error(statement)]
         return bool(success) and all(success) and not any(failure)
 
+    def lost_token(self, unit: Unit) -> Node | None:
+        """A lock handed out with a token (`Init() (*Token, error)` locks,
+        and the token's method unlocks): the failing return that keeps the
+        thread locked but returns no token to unlock it with, if any. The
+        function never unlocks, returns a value besides its error, and the
+        package has an unlock wrapper (the token's method)."""
+        if not unit.returns_error or unit.result_count < 2 or unlocks_somewhere(self, unit):
+            return None
+        if not any(self.wrapper(u) is Event.UNLOCK for u in self.package.units if u.kind is UnitKind.METHOD):
+            return None
+        outcomes = _return_outcomes(self, self.cfgs.graphs[unit], frozenset())
+        handed = [statement for statement, locked in outcomes if locked and _returns_nil_error(statement)]
+        lost = [statement for statement, locked in outcomes if locked and statement is not None and not _returns_nil_error(statement)]
+        return lost[0] if handed and lost else None
+
     def _locked_on_return(self, unit: Unit, entry: int, stack: frozenset[Unit]) -> int | None:
         graph = self.cfgs.graphs[unit]
         exit_node = graph.exits[ExitKind.RETURN]

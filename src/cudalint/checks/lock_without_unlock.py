@@ -18,6 +18,17 @@ def check(p: Pass) -> None:
             happenings = threads.happenings(unit)
             if not happenings or not graph.created:
                 continue
+            lost = threads.lost_token(unit)
+            if lost is not None:
+                lock = next(h for items in happenings.values() for h in items if h.event is Event.LOCK)
+                p.report(
+                    unit, lock.call,
+                    f"runtime.LockOSThread is handed to the caller with the value {unit.name} returns, but the failing "
+                    f"return at @lost keeps the thread locked and returns nothing to unlock it with; "
+                    f"call runtime.UnlockOSThread() before returning the error",
+                    lost=Ref(lost, "returns the error with the thread still locked"),
+                )
+                continue
             if not unlocks_somewhere(threads, unit) or threads.goroutine_body(unit) or threads.locks_on_success(unit):
                 continue
             for n, items in happenings.items():
