@@ -70,7 +70,10 @@ class CallRole:
 
     @property
     def method(self) -> str:
-        return self.call.rsplit(".", 1)[-1]
+        """For a receiver role named pkg.Type.Method, the method; through a
+        field (pkg.Type.Field.Method, `resp.Body.Close()`), Field.Method."""
+        parts = self.call.split(".")
+        return ".".join(parts[2:]) if len(parts) > 2 else parts[-1]
 
 
 @dataclass(frozen=True)
@@ -178,8 +181,25 @@ class _Globs:
 class Knowledge:
     families: tuple[Family, ...]
     _cache: dict[tuple[str, str], ApiFunction | None] = field(default_factory=dict, repr=False)
+    _method_types: dict[str, frozenset[str]] | None = field(default=None, repr=False)
     _status_globs: dict[int, tuple[_Globs, _Globs]] = field(default_factory=dict, repr=False)
     _role_index: dict[int, dict[str, tuple[tuple[ResourceSpec, ...], ...]]] = field(default_factory=dict, repr=False)
+
+    @property
+    def method_types(self) -> dict[str, frozenset[str]]:
+        """Import path -> the types of that package whose methods the
+        knowledge names (`sql.DB.Query` makes DB one of database/sql's)."""
+        if self._method_types is None:
+            found: dict[str, set[str]] = {}
+            for family in self.families:
+                names = [role.call for resource in family.resources for role in resource.acquire + resource.release + resource.transfer]
+                names += list(family.status_match) + list(family.thread_bound)
+                for name in names:
+                    parts = name.split(".")
+                    if len(parts) >= 3 and parts[0] == family.qualifier and parts[1][:1].isupper() and "*" not in parts[1]:
+                        found.setdefault(family.import_path, set()).add(parts[1])
+            self._method_types = {path: frozenset(types) for path, types in found.items()}
+        return self._method_types
 
     @property
     def import_paths(self) -> frozenset[str]:

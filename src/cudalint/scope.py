@@ -157,6 +157,12 @@ class Resolution:
             _resolve_declaration(self, declaration, self._pending.pop(declaration))
         return declaration
 
+    def declaration_text_of(self, root: Node, node: Node) -> bytes | None:
+        """The bytes of the top-level declaration of file `root` holding `node`."""
+        file = self._files.get(root)
+        declaration = file.declaration_at(node) if file is not None else None
+        return file.data[declaration.start_byte:declaration.end_byte] if declaration is not None else None
+
     def ensure_mentioning(self, name: str) -> None:
         """Resolve every declaration whose text contains `name`: the only
         ones that can refer to a package-level symbol of that name."""

@@ -441,6 +441,46 @@ def _qualified_call(node: Node, package: Package, knowledge: Knowledge) -> CallF
     return CallFact(node, import_path, name, written, knowledge.lookup(import_path, name))
 
 
+def _index_method_calls(facts: CallIndex, package: Package, knowledge: Knowledge) -> None:
+    """`rows, err := db.Query(q)` with `db *sql.DB`: a method the knowledge
+    names by receiver type (sql.DB.Query), on a variable declared with that
+    type. Only declarations whose text names the type are resolved (the
+    type is written with its package's name: `sql.DB`)."""
+    types = knowledge.method_types
+    if not types:
+        return
+    resolution = package.resolution
+    for parsed in package.files:
+        spelled = {
+            f"{knowledge.package_names.get(imported.path) or default_import_name(imported.path)}.{name}".encode(): imported.path
+            for imported in parsed.imports if imported.path in types for name in types[imported.path]
+        }
+        if not spelled or not any(needle in parsed.source.data for needle in spelled):
+            continue
+        for node in parsed.index.qualified_calls:
+            if node in facts.calls:
+                continue
+            function = syntax.unparen(node.child_by_field_name("function"))
+            operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None else None
+            if operand is None or operand.type != "identifier":
+                continue
+            declaration = resolution.declaration_text_of(parsed.root, node)
+            if declaration is None or not any(needle in declaration for needle in spelled):
+                continue
+            declared = resolution.declared_type(resolution.symbol(operand))
+            if declared is None or declared[0] not in types or declared[1] not in types[declared[0]]:
+                continue
+            method = syntax.text(function.child_by_field_name("field"))
+            name = f"{declared[1]}.{method}"
+            api = knowledge.lookup(declared[0], name)
+            if api is None:
+                continue
+            facts.calls[node] = CallFact(node, declared[0], name, f"{syntax.text(operand)}.{method}", api)
+            enclosing = syntax.enclosing_function(node)
+            if enclosing is not None:
+                facts.api_calls.setdefault(enclosing, []).append(node)
+
+
 def unwrap(node: Node | None, facts: CallIndex) -> Node | None:
     """Strip parentheses and conversions: `(*C.float)(unsafe.Pointer(&p))` is `&p`."""
     node = syntax.unparen(node)
@@ -489,6 +529,7 @@ def index_calls(package: Package, knowledge: Knowledge, summaries: dict[str, dic
                     enclosing = syntax.enclosing_function(node)
                     if enclosing is not None:
                         facts.api_calls.setdefault(enclosing, []).append(node)
+    _index_method_calls(facts, package, knowledge)
     for unit in package.units:
         facts._literals[unit.node] = unit
         if unit.symbol is not None:

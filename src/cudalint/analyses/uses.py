@@ -133,6 +133,14 @@ class VariableUses:
                         method=syntax.text(parent.child_by_field_name("field")),
                         deferred=syntax.statement_of_call(holder) == "defer_statement",
                     )
+                outer = holder.parent if holder is not None and holder.type == "selector_expression" else None
+                if outer is not None and outer.type == "call_expression" and outer.child_by_field_name("function") == holder:
+                    # `resp.Body.Close()`: a method of one of its fields.
+                    return Use(
+                        UseKind.METHOD, symbol, identifier, call=outer,
+                        method=f"{syntax.text(parent.child_by_field_name('field'))}.{syntax.text(holder.child_by_field_name('field'))}",
+                        deferred=syntax.statement_of_call(outer) == "defer_statement",
+                    )
                 return Use(UseKind.DEREF, symbol, identifier)
             if kind in ("index_expression", "slice_expression"):
                 operand = parent.child_by_field_name("operand")
