@@ -33,6 +33,9 @@ def _message(lifetimes: Engine, leak: Leak, graph: CFG) -> tuple[str, dict[str, 
     origin = leak.origin
     refs = {"acquired": Ref(origin.call, f"{origin.resource.name} acquired here")}
     what = f"{origin.resource.name} from {origin.written} (@acquired{_through(origin)})"
+    inner = origin.innermost
+    if origin.via is not None and inner.unit.file is origin.unit.file:
+        refs["inner"] = Ref(inner.call, f"{inner.written} acquires it inside {inner.unit.name}")
     verb = release_verb(origin.resource)
     remedy = release_statement(origin)
     exit_span = graph.span(leak.node)
@@ -85,7 +88,8 @@ def _through(origin) -> str:
     if origin.via is None:
         return ""
     inner = origin.innermost
-    return f", via {inner.written} at line {inner.line} of {inner.unit.file.source.path.name}"
+    at = "@inner" if inner.unit.file is origin.unit.file else f"line {inner.line}"
+    return f", via {inner.written} at {at} of {inner.unit.file.source.path.name}"
 
 
 def _handed_out(lifetimes: Engine, leak: Leak) -> bool:
