@@ -8,7 +8,7 @@ The walk is a breadth-first search over (node, state) pairs, so it is exact
 along each path up to the state's precision, terminates (states are finite),
 and yields the shortest witness path for every finding.
 
-The semantics are DESIGN.md's:
+The semantics are the design's (docs/design.md, *Resources*):
 
 * held only on success: a branch on which the status proxy (or the handle
   itself, compared with nil) says the acquire failed holds nothing;
