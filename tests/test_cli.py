@@ -273,3 +273,22 @@ def test_all_modules_walks_nested_modules_and_dot_dot_dot_keeps_the_go_meaning(t
     (tmp_path / "root.go").write_text(CGO_FILE)
     root_only = cudalint("--no-cache", "--format", "json", "./...", cwd=tmp_path)
     assert {f["path"] for f in json.loads(root_only.stdout)["findings"]} == {"root.go"}
+
+
+def test_select_and_ignore_add_up_when_repeated(tmp_path: Path) -> None:
+    (tmp_path / "a.go").write_text(CGO_FILE)
+    run = cudalint("--no-cache", "--format", "json", "--select", "CL3", "--select", "CL1", "--ignore", "CL302", "--ignore", "CL304", ".", cwd=tmp_path)
+    rules = {f["rule"] for f in json.loads(run.stdout)["findings"]}
+    assert rules and rules <= {"CL301", "CL303", "CL101", "CL102", "CL103", "CL104", "CL105"}
+    assert rules == {f["rule"] for f in json.loads(cudalint(
+        "--no-cache", "--format", "json", "--select", "CL3,CL1", "--ignore", "CL302,CL304", ".", cwd=tmp_path,
+    ).stdout)["findings"]}
+
+
+def test_output_dash_is_standard_output_and_a_file_is_announced(tmp_path: Path) -> None:
+    (tmp_path / "a.go").write_text(CGO_FILE)
+    dash = cudalint("--no-cache", "--format", "sarif", "-o", "-", ".", cwd=tmp_path)
+    assert dash.stdout.startswith("{") and not (tmp_path / "-").exists()
+    written = cudalint("--no-cache", "--format", "sarif", "-o", "out.sarif", ".", cwd=tmp_path)
+    assert written.stdout == "" and (tmp_path / "out.sarif").is_file()
+    assert "cudalint: wrote the sarif report to out.sarif: " in written.stderr and " finding" in written.stderr

@@ -145,9 +145,11 @@ def _write_report(path: Path, text: str) -> None:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
               help="Output format: text for people, json for scripts, sarif for code scanning, github for workflow annotations.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to FILE instead of stdout (a regular file is replaced atomically).")
-@click.option("--select", metavar="PREFIXES", help="Comma-separated rule-ID prefixes to enable (default: all), e.g. CL1,CL301. Replaces the configuration's select.")
+@click.option("--select", metavar="PREFIXES", multiple=True,
+              help="Comma-separated rule-ID prefixes to enable (default: all), e.g. CL1,CL301; repeatable (the lists add up). Replaces the configuration's select.")
 @click.option("--preview", is_flag=True, help="Enable preview rules (new rules that run only when asked for) with the selected ones.")
-@click.option("--ignore", metavar="PREFIXES", help="Comma-separated rule-ID prefixes to disable, e.g. CL302. Replaces the configuration's ignore.")
+@click.option("--ignore", metavar="PREFIXES", multiple=True,
+              help="Comma-separated rule-ID prefixes to disable, e.g. CL302; repeatable. Replaces the configuration's ignore.")
 @click.option("--exclude", "excludes", multiple=True, metavar="GLOB",
               help="Skip files matching GLOB (relative to the current directory); repeatable. Replaces the configuration's exclude.")
 @click.option(
@@ -205,6 +207,9 @@ def main(**values) -> None:
     //cudalint:ignore CL301 <reason> (this line or the next) or
     //cudalint:file-ignore CL3 <reason> (the whole file).
     """
+    # --select CL3 --select CL1 means both, as --select CL3,CL1 does.
+    for name in ("select", "ignore"):
+        values[name] = ",".join(values[name]) if values[name] else None
     options = Options(**values)
     _answer_questions(options)
     _check_combinations(options)
@@ -411,11 +416,18 @@ def _report(
                 f"finding any more (fixed, or the reported line changed); refresh it with --write-baseline {options.baseline_file}",
                 err=True,
             )
-    if options.output is not None:
+    if options.output is not None and str(options.output) != "-":
         try:
             _write_report(options.output, text)
         except OSError as error:
             _fail(f"cannot write {options.output}: {error.strerror or error}")
+        if not options.quiet:
+            count = len(result.findings)
+            click.echo(
+                f"cudalint: wrote the {options.fmt} report to {options.output}: {count} finding{'s' if count != 1 else ''}, "
+                f"{len(result.notifications)} notification{'s' if len(result.notifications) != 1 else ''}",
+                err=True,
+            )
     else:
         click.echo(text, nl=False, color=color)
 

@@ -78,11 +78,26 @@ def _descriptor(rule: Rule) -> om.ReportingDescriptor:
         id=rule.id,
         name=rule.name,
         short_description=om.MultiformatMessageString(text=rule.summary),
-        full_description=om.MultiformatMessageString(text=rule.description),
+        full_description=om.MultiformatMessageString(text=_within(rule.description, DESCRIPTION_LIMIT)),
         help=om.MultiformatMessageString(text=rule.doc, markdown=rule.markdown()),
         default_configuration=om.ReportingConfiguration(level=rule.level.value),
         properties={"tags": list(rule.tags)},
     )
+
+
+# GitHub code scanning reads at most this many characters of a rule's
+# short and full descriptions.
+DESCRIPTION_LIMIT = 1024
+
+
+def _within(text: str, limit: int) -> str:
+    """The text, cut at the last sentence that fits (an ellipsis where no
+    sentence end does), so that nothing is truncated mid-word by a reader."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    end = max(cut.rfind(". "), cut.rfind(".\n"))
+    return cut[: end + 1] if end > limit // 2 else cut[: cut.rfind(" ")] + "…"
 
 
 def _code_flows(report: Report, finding: Finding) -> list[om.CodeFlow] | None:
