@@ -112,3 +112,29 @@ def test_unusable_baseline_is_an_error(tmp_path: Path, content: str | None, mess
 def test_baseline_and_write_baseline_exclude_each_other(legacy: Path) -> None:
     run = cudalint("--baseline", "cudalint-baseline.json", "--write-baseline", "x.json", cwd=legacy)
     assert run.exit_code == 2 and "exclude each other" in run.stderr
+
+
+def test_a_run_over_some_files_neither_calls_other_entries_stale_nor_drops_them(tmp_path: Path) -> None:
+    """Issue 12, defect 1: the pre-commit hook passes the staged files only."""
+    for name in ("a", "b"):
+        (tmp_path / "pkg" / name).mkdir(parents=True)
+        (tmp_path / "pkg" / name / f"{name}.go").write_text(LEGACY.replace("package p", f"package {name}"))
+    assert cudalint("--no-cache", "--write-baseline", "bl.json", cwd=tmp_path).exit_code == 0
+    assert len(json.loads((tmp_path / "bl.json").read_text())["findings"]) == 6
+    subset = cudalint("--no-cache", "--baseline", "bl.json", "pkg/a/a.go", cwd=tmp_path)
+    assert subset.exit_code == 0 and "match no finding" not in subset.stderr
+    rewritten = cudalint("--no-cache", "--write-baseline", "bl.json", "pkg/a/a.go", cwd=tmp_path)
+    assert rewritten.exit_code == 0
+    assert len(json.loads((tmp_path / "bl.json").read_text())["findings"]) == 6  # b's entries kept
+    assert cudalint("--no-cache", "--baseline", "bl.json", cwd=tmp_path).exit_code == 0
+    # A finding fixed in the analysed file is stale, and said so.
+    (tmp_path / "pkg" / "a" / "a.go").write_text(LEGACY.replace("package p", "package a").replace("\t_ = C.cudaDeviceReset()\n", ""))
+    fixed = cudalint("--no-cache", "--baseline", "bl.json", "pkg/a/a.go", cwd=tmp_path)
+    assert fixed.exit_code == 0 and "1 entry of the baseline bl.json match no finding" in fixed.stderr
+
+
+def test_a_comment_added_to_a_baselined_line_keeps_it_baselined(legacy: Path) -> None:
+    source = legacy / "pkg" / "a.go"
+    source.write_text(LEGACY.replace("\t_ = C.cudaDeviceReset()", "\t_ = C.cudaDeviceReset() // TODO: check it"))
+    run = cudalint("--no-cache", "--baseline", "cudalint-baseline.json", cwd=legacy)
+    assert run.exit_code == 0, run.stdout

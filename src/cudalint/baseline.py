@@ -45,14 +45,17 @@ def _key(finding: Finding, cwd: Path, directory: Path) -> Key:
     return finding.rule_id, Path(os.path.relpath(absolute, directory)).as_posix(), finding.fingerprint
 
 
-def render(findings: list[Finding], baseline: Path, cwd: Path, version: str) -> str:
+def render(findings: list[Finding], baseline: Path, cwd: Path, version: str, kept: list[dict] = ()) -> str:
+    """The baseline file for these findings, plus `kept`: the entries of an
+    earlier baseline about files this run did not analyse (a run over some
+    files never drops what it did not look at)."""
     directory = baseline.resolve().parent
     entries = sorted(
-        (
+        [
             {**dict(zip(("rule", "path", "fingerprint"), _key(f, cwd, directory))), "line": f.span.start.line, "message": f.message}
             for f in findings
-        ),
-        key=lambda e: (e["path"], e["line"], e["rule"], e["fingerprint"]),
+        ] + list(kept),
+        key=lambda e: (e["path"], e.get("line", 0), e["rule"], e["fingerprint"]),
     )
     document = {"schema_version": SCHEMA_VERSION, "tool": {"name": "cudalint", "version": version}, "findings": entries}
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
@@ -63,6 +66,16 @@ class Baseline:
     path: Path
     shown: str  # how messages name the file
     entries: Counter[Key]
+    raw: tuple[dict, ...] = ()
+
+    def relative(self, path: Path, cwd: Path) -> str:
+        """A file's path as the baseline stores it."""
+        return Path(os.path.relpath(Path(os.path.normpath(cwd / path)), self.path.resolve().parent)).as_posix()
+
+    def entries_outside(self, analysed: list[Path], cwd: Path) -> list[dict]:
+        """The entries about files not among these."""
+        inside = {self.relative(path, cwd) for path in analysed}
+        return [entry for entry in self.raw if entry["path"] not in inside]
 
     @classmethod
     def load(cls, path: Path, shown: str) -> Baseline:
@@ -91,11 +104,13 @@ class Baseline:
             if not isinstance(entry, dict) or not all(isinstance(entry.get(k), str) for k in ("rule", "path", "fingerprint")):
                 raise BaselineError(f"{shown}: finding #{number} lacks a string rule, path or fingerprint")
             entries[entry["rule"], entry["path"], entry["fingerprint"]] += 1
-        return cls(path, shown, entries)
+        return cls(path, shown, entries, tuple(document["findings"]))
 
-    def split(self, findings: list[Finding], cwd: Path) -> tuple[list[Finding], list[Finding], int]:
+    def split(self, findings: list[Finding], cwd: Path, analysed: list[Path] | None = None) -> tuple[list[Finding], list[Finding], int]:
         """(new findings, findings in the baseline marked as suppressed, number
-        of baseline entries that matched nothing)."""
+        of baseline entries about the analysed files that matched nothing:
+        entries about files the run did not analyse are neither stale nor
+        dropped)."""
         directory = self.path.resolve().parent
         left = Counter(self.entries)
         new: list[Finding] = []
@@ -108,4 +123,5 @@ class Baseline:
                 known.append(replace(finding, suppression=suppression))
             else:
                 new.append(finding)
-        return new, known, sum(left.values())
+        inside = None if analysed is None else {self.relative(path, cwd) for path in analysed}
+        return new, known, sum(count for key, count in left.items() if inside is None or key[1] in inside)

@@ -235,10 +235,10 @@ def main(**values) -> None:
     retired_notes = [finding for finding in result.suppressed if is_retired_note(finding)]
     result.suppressed = [finding for finding in result.suppressed if not is_retired_note(finding)]
     if options.write_baseline is not None:
-        _write_baseline(options, result, cwd)
+        _write_baseline(options, result, cwd, files)
     stale = 0
     if baseline is not None:
-        result.findings, known, stale = baseline.split(result.findings, cwd)
+        result.findings, known, stale = baseline.split(result.findings, cwd, files)
         result.suppressed = sorted(result.suppressed + known, key=lambda f: f.sort_key())
     _report(options, config, rules, result, stale, cwd, retired_notes)
     sys.exit(_exit_status(options, result))
@@ -375,10 +375,18 @@ def _inputs(options: Options, config: Config, cwd: Path) -> tuple[list[Path], li
     return files, context, list(discovery.notifications)
 
 
-def _write_baseline(options: Options, result: Result, cwd: Path) -> NoReturn:
+def _write_baseline(options: Options, result: Result, cwd: Path, analysed: list[Path]) -> NoReturn:
+    """Record the findings; an existing baseline's entries about files this
+    run did not analyse are kept, so a run over some files never shrinks it."""
     target = options.write_baseline
+    kept: list[dict] = []
+    if target.is_file():
+        try:
+            kept = Baseline.load(target, str(target)).entries_outside(analysed, cwd)
+        except BaselineError:
+            kept = []  # not a baseline: replaced whole
     try:
-        _write_report(target, render_baseline(result.findings, target, cwd, __version__))
+        _write_report(target, render_baseline(result.findings, target, cwd, __version__, kept))
     except OSError as error:
         _fail(f"cannot write {target}: {error.strerror or error}")
     if not options.quiet:

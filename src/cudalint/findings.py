@@ -107,13 +107,35 @@ class Finding:
         return (self.path, self.span.start.line, self.span.start.column, self.rule_id, self.message)
 
 
+def _code_of(line: str) -> str:
+    """A line of Go without its comments: a `//` or `/*` outside a string,
+    rune or raw string literal starts one (a comment added to the line, or
+    edited, does not change what the finding is about)."""
+    quote = ""
+    index = 0
+    while index < len(line):
+        char = line[index]
+        if quote:
+            if char == "\\" and quote != "`":
+                index += 2
+                continue
+            if char == quote:
+                quote = ""
+        elif char in "\"'`":
+            quote = char
+        elif line.startswith(("//", "/*"), index):
+            return line[:index]
+        index += 1
+    return line
+
+
 def line_hash(finding: Finding) -> str:
     """What a finding is about, independent of where it is: the rule, the
-    enclosing function and the reported line's text with whitespace
-    normalised and any trailing suppression directive cut off. Unrelated
-    edits above it (or re-indenting it) keep the hash; so does moving the
-    file, whose path is matched separately."""
-    line = _DIRECTIVE.sub("", finding.source_line)  # adding a trailing directive changes nothing
+    enclosing function and the code of the reported line, comments cut off
+    and whitespace normalised. Unrelated edits above it (or re-indenting it,
+    or commenting it) keep the hash; so does moving the file, whose path is
+    matched separately."""
+    line = _code_of(_DIRECTIVE.sub("", finding.source_line))
     key = "\0".join((finding.rule_id, finding.function, " ".join(line.split())))
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
