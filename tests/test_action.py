@@ -151,3 +151,21 @@ def test_the_install_and_run_steps_work(installed: Path, tmp_path: Path) -> None
 
     done, _ = run_step(installed, tmp_path, format="xml")
     assert done.returncode == 2 and "unknown format 'xml'" in done.stdout
+
+
+def test_multi_line_inputs_and_no_stale_report_after_a_failure(installed: Path, tmp_path: Path) -> None:
+    """Issue 12, defects 2 and 3: every line of a multi-line `patterns` or
+    `args` input counts, and a run that fails (exit 2) outputs no report
+    for upload, even with an old one on disk."""
+    for name in ("gpu", "nvml"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "a.go").write_text(BUGGY.replace("package gpu", f"package {name}"))
+    done, outputs = run_step(installed, tmp_path, patterns="gpu/...\nnvml/...", args="--select\nCL3")
+    assert done.returncode == 0 and outputs["exit-code"] == "1", done.stderr
+    document = json.loads((tmp_path / "cudalint.sarif").read_text())
+    assert sorted(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in document["runs"][0]["results"]) == [
+        "gpu/a.go", "nvml/a.go",
+    ]
+    done, outputs = run_step(installed, tmp_path, patterns="nowhere/...")
+    assert done.returncode == 2 and outputs == {"exit-code": "2"}
+    assert not (tmp_path / "cudalint.sarif").exists()

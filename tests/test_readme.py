@@ -61,6 +61,8 @@ def test_ci_snippet(project: Path) -> None:
 def test_workflow_snippet_uses_the_action_with_its_inputs() -> None:
     workflow = yaml.safe_load(readme_block("snippet:workflow"))
     assert workflow["permissions"]["security-events"] == "write"
+    assert workflow["permissions"]["actions"] == "read"  # upload-sarif reads the run in private repositories
+    assert workflow["permissions"]["contents"] == "read"
     assert {"push", "pull_request"} <= set(workflow[True] if True in workflow else workflow["on"])  # YAML 1.1 reads `on` as true
     steps = workflow["jobs"]["cudalint"]["steps"]
     assert steps[0]["uses"].startswith("actions/checkout@")

@@ -4,7 +4,7 @@ code on a legacy repository from day one.
 `--write-baseline FILE` records every reported finding; `--baseline FILE`
 then reports only findings that are not in it. A finding matches an entry by
 rule, file and fingerprint (cudalint.findings.assign_fingerprints: the rule,
-function and text of the reported line, and its rank among identical ones),
+function and code of the reported line, comments cut off, and its rank among identical ones),
 never by line number, so edits elsewhere in the file do not resurrect it.
 Paths are stored relative to the baseline file's directory, so that the file
 works from whichever directory cudalint runs in.
