@@ -251,3 +251,33 @@ def test_rule_descriptions_fit_github_limits(project: Path) -> None:
         assert len(full) <= 1024 and len(rule["shortDescription"]["text"]) <= 1024, rule["id"]
         whole = rule_by_id(rule["id"]).description
         assert full == whole if len(whole) <= 1024 else (full.endswith((".", "…")) and whole.startswith(full.rstrip("…")))
+
+
+def test_github_hard_limits_are_never_exceeded(monkeypatch, tmp_path: Path) -> None:
+    """Results per run (25,000) and thread-flow locations per result
+    (10,000): beyond them GitHub rejects the whole file. The limits are
+    lowered here to keep the test small; the logic is the same."""
+    from cudalint import check
+    from cudalint.checks import all_rules
+    from cudalint.reporters import Report
+    from cudalint.reporters import sarif as writer
+
+    (tmp_path / "leak.go").write_text(LEAK)
+    (tmp_path / "more.go").write_text(SOURCE.replace("package p", "package p", 1))
+    project = tmp_path
+    result = check(["./..."], base=project)
+    assert len(result.findings) > 1 and any(f.steps for f in result.findings)
+    monkeypatch.setattr(writer, "MAX_RESULTS", 1)
+    monkeypatch.setattr(writer, "MAX_FLOW_STEPS", 2)
+    report = Report(result, {r.id: r for r in all_rules()}, "0", project, project)
+    document = json.loads(writer.render_sarif(report))
+    validate(document)
+    run = document["runs"][0]
+    assert len(run["results"]) == 1 and run["results"][0]["level"] == "error"
+    notes = run["invocations"][0]["toolExecutionNotifications"]
+    assert any(f"{len(result.findings) - 1} findings of the lowest levels are left out" in n["message"]["text"] for n in notes)
+    long_flows = [f for f in result.findings if len(f.steps) > 2]
+    monkeypatch.setattr(writer, "MAX_RESULTS", 25_000)
+    document = json.loads(writer.render_sarif(report))
+    flows = [len(flow["threadFlows"][0]["locations"]) for r in document["runs"][0]["results"] for flow in r.get("codeFlows", [])]
+    assert long_flows and flows and max(flows) == 2

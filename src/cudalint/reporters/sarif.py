@@ -100,13 +100,33 @@ def _within(text: str, limit: int) -> str:
     return cut[: end + 1] if end > limit // 2 else cut[: cut.rfind(" ")] + "…"
 
 
+# GitHub code scanning's hard limits (a file beyond them is rejected whole).
+MAX_RESULTS = 25_000
+MAX_FLOW_STEPS = 10_000
+MAX_RELATED = 1_000
+_SEVERITY = {"error": 0, "warning": 1, "note": 2}
+
+
 def _code_flows(report: Report, finding: Finding) -> list[om.CodeFlow] | None:
     if not finding.steps:
         return None
+    steps = finding.steps
+    if len(steps) > MAX_FLOW_STEPS:  # keep the acquisition's end and the leaking exit
+        steps = steps[: MAX_FLOW_STEPS - 1] + steps[-1:]
     return [om.CodeFlow(thread_flows=[om.ThreadFlow(locations=[
         om.ThreadFlowLocation(location=_location(report, finding.path, step.span, step.message))
-        for step in finding.steps
+        for step in steps
     ])])]
+
+
+def _within_limits(report: Report, findings: list[Finding]) -> tuple[list[Finding], int]:
+    """At most MAX_RESULTS results, the most severe first: beyond it GitHub
+    rejects the whole file. The number left out is said in a notification."""
+    if len(findings) <= MAX_RESULTS:
+        return findings, 0
+    ranked = sorted(findings, key=lambda f: (_SEVERITY.get(report.level(f.rule_id), 3), f.sort_key()))
+    kept = sorted(ranked[:MAX_RESULTS], key=Finding.sort_key)
+    return kept, len(findings) - MAX_RESULTS
 
 
 def _escape(text: str) -> str:
@@ -149,7 +169,7 @@ def _result(report: Report, finding: Finding, index: dict[str, int]) -> om.Resul
         locations=[_location(report, finding.path, finding.span)],
         partial_fingerprints={"primaryLocationLineHash": finding.fingerprint},
         code_flows=_code_flows(report, finding),
-        related_locations=related or None,
+        related_locations=related[:MAX_RELATED] or None,
         suppressions=[_suppression(report, finding.suppression)] if finding.suppression else None,
     )
     if report.baseline is not None:
@@ -161,7 +181,8 @@ def _result(report: Report, finding: Finding, index: dict[str, int]) -> om.Resul
 def render_sarif(report: Report) -> str:
     rules = sorted(report.rules.values(), key=lambda r: r.id)
     index = {rule.id: i for i, rule in enumerate(rules)}
-    results = [_result(report, finding, index) for finding in report.findings()]
+    shown, left_out = _within_limits(report, report.findings())
+    results = [_result(report, finding, index) for finding in shown]
     notifications = [
         om.Notification(
             message=om.Message(text=note.message),
@@ -174,6 +195,14 @@ def render_sarif(report: Report) -> str:
         )
         for note in report.result.notifications
     ]
+    if left_out:
+        notifications.append(om.Notification(
+            message=om.Message(text=(
+                f"{left_out} findings of the lowest levels are left out of this file: GitHub code scanning rejects "
+                f"a run of more than {MAX_RESULTS:,} results; the text and json formats list them all"
+            )),
+            level="warning", descriptor=om.ReportingDescriptorReference(id="results-left-out"),
+        ))
     overrides = [
         om.ConfigurationOverride(
             configuration=om.ReportingConfiguration(level=level),
