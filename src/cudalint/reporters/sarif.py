@@ -22,13 +22,13 @@ from urllib.parse import quote
 import attr
 import sarif_om as om
 
+from cudalint import HOME
 from cudalint.catalog import Rule
 from cudalint.findings import Finding, Span, Suppression, SuppressionKind, template_parts
 from cudalint.reporters import RenderOptions, Report
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 SRCROOT = "%SRCROOT%"
-INFORMATION_URI = "https://pypi.org/project/cudalint/"
 
 
 def to_json(value: Any) -> Any:
@@ -214,7 +214,7 @@ def render_sarif(report: Report) -> str:
     run = om.Run(
         tool=om.Tool(driver=om.ToolComponent(
             name="cudalint", version=report.version, semantic_version=report.version,
-            information_uri=INFORMATION_URI, rules=[_descriptor(r) for r in rules],
+            information_uri=HOME, rules=[_descriptor(r) for r in rules],
         )),
         results=results,
         invocations=[om.Invocation(
