@@ -189,3 +189,8 @@ def test_preview_key_must_be_a_boolean(repo: Path) -> None:
     assert "preview: expected true or false" in error(repo)
     (repo / ".cudalint.toml").write_text('preview = true\n')
     assert cudalint("--no-cache", "./...", cwd=repo).exit_code == 1
+
+
+def test_a_tool_table_in_cudalint_toml_gets_a_hint(repo: Path) -> None:
+    (repo / ".cudalint.toml").write_text('[tool.cudalint]\nselect = ["CL3"]\n')
+    assert "takes the keys at its top level; [tool.cudalint] belongs in pyproject.toml" in error(repo)

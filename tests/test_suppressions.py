@@ -154,3 +154,12 @@ def test_suppressing_a_finding_changes_no_fingerprint(tmp_path: Path, directive:
     assert [f["fingerprint"].split(":")[1] for f in before] == ["1", "2"]
     assert hidden["suppression"] is not None and after["suppression"] is None
     assert [hidden["fingerprint"], after["fingerprint"]] == [f["fingerprint"] for f in before]
+
+
+def test_reason_required_message_names_the_users_rule(tmp_path: Path) -> None:
+    (tmp_path / "a.go").write_text(
+        'package p\n\n// #include <cuda_runtime_api.h>\nimport "C"\n\nfunc f() {\n\tC.cudaDeviceSynchronize() //cudalint:ignore CL301\n}\n'
+    )
+    run = cudalint("--no-cache", "--format", "json", "a.go", cwd=tmp_path)
+    messages = [f["message"] for f in json.loads(run.stdout)["findings"] if f["rule"] == "CL001"]
+    assert messages and "//cudalint:ignore CL301 <why this is fine>" in messages[0]

@@ -372,6 +372,8 @@ def _check(table: dict[str, Any], root: Path, rule_ids: list[str], at, path: Pat
         if key not in KEYS:
             close = difflib.get_close_matches(key, KEYS, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
+            if key == "tool" and path.name == CONFIG_FILE:
+                hint = f" ({CONFIG_FILE} takes the keys at its top level; [tool.cudalint] belongs in pyproject.toml)"
             raise ConfigError(f"{at('')}: unknown key {key!r}{hint}; the keys are {', '.join(KEYS)}")
 
     def strings(key: str, value: Any, example: str) -> list[str]:

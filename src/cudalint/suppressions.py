@@ -178,7 +178,7 @@ def find_directives(parsed: ParsedFile, rule_ids: Iterable[str]) -> tuple[list[D
             problem(f"separate the rules with commas and no spaces ({codes_text},{first_word}), then give the reason")
             continue
         if not any(character.isalnum() for character in reason):
-            problem(f"a reason is required after the rules: {_EXAMPLE}")
+            problem(f"a reason is required after the rules: //cudalint:{verb} {codes_text} <why this is fine>")
             continue
         target = None if verb == "file-ignore" else (_target_line(source, position.line) if standalone else position.line)
         directives.append(Directive(verb, tuple(codes), tuple(spans), reason, whole, target))
