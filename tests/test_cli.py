@@ -292,3 +292,20 @@ def test_output_dash_is_standard_output_and_a_file_is_announced(tmp_path: Path) 
     written = cudalint("--no-cache", "--format", "sarif", "-o", "out.sarif", ".", cwd=tmp_path)
     assert written.stdout == "" and (tmp_path / "out.sarif").is_file()
     assert "cudalint: wrote the sarif report to out.sarif: " in written.stderr and " finding" in written.stderr
+
+
+def test_fail_on_and_exit_zero(tmp_path: Path) -> None:
+    """A note-only run (CL304) fails by default; --fail-on error shows it
+    without failing; --exit-zero never fails on findings; a configured level
+    counts."""
+    (tmp_path / "a.go").write_text(
+        'package p\n\n// #include <cuda_runtime_api.h>\nimport "C"\n\nimport "unsafe"\n\nfunc f(p unsafe.Pointer) {\n\tC.cudaFree(p)\n}\n'
+    )
+    assert cudalint("--no-cache", "a.go", cwd=tmp_path).exit_code == 1
+    shown = cudalint("--no-cache", "--fail-on", "error", "a.go", cwd=tmp_path)
+    assert shown.exit_code == 0 and "CL304" in shown.stdout
+    assert cudalint("--no-cache", "--fail-on", "note", "a.go", cwd=tmp_path).exit_code == 1
+    assert cudalint("--no-cache", "--exit-zero", "a.go", cwd=tmp_path).exit_code == 0
+    (tmp_path / ".cudalint.toml").write_text('[level]\nCL304 = "error"\n')
+    assert cudalint("--no-cache", "--fail-on", "error", "a.go", cwd=tmp_path).exit_code == 1
+    assert cudalint("--no-cache", "--exit-zero", "nowhere.go", cwd=tmp_path).exit_code == 2

@@ -188,6 +188,12 @@ def _write_report(path: Path, text: str) -> None:
     "--strict", is_flag=True,
     help="Exit with status 2 when a file could not be read or parsed (by default that is a notification only).",
 )
+@click.option(
+    "--fail-on", type=click.Choice(("error", "warning", "note")), default="note", show_default=True,
+    help="Exit with status 1 only for findings at this level or above (levels after the configuration): "
+         "--fail-on error shows warnings and notes without failing CI.",
+)
+@click.option("--exit-zero", is_flag=True, help="Exit with status 0 even when there are findings (2 still means cudalint failed).")
 @click.option("--debug", is_flag=True, help="Include tracebacks in internal-error notifications.")
 @click.option("--dump-cfg", metavar="FUNCTION", hidden=True,
               help="Print the control-flow graph of every function so named (Go toolchain names, e.g. (*T).M) and exit.")
@@ -241,7 +247,7 @@ def main(**values) -> None:
         result.findings, known, stale = baseline.split(result.findings, cwd, files)
         result.suppressed = sorted(result.suppressed + known, key=lambda f: f.sort_key())
     _report(options, config, rules, result, stale, cwd, retired_notes)
-    sys.exit(_exit_status(options, result))
+    sys.exit(_exit_status(options, result, _levels(config, rules)))
 
 
 @dataclass(frozen=True)
@@ -272,6 +278,8 @@ class Options:
     no_cache: bool
     cache_dir: Path | None
     strict: bool
+    fail_on: str
+    exit_zero: bool
     debug: bool
     dump_cfg: str | None
 
@@ -440,9 +448,21 @@ def _report(
         click.echo(text, nl=False, color=color)
 
 
-def _exit_status(options: Options, result: Result) -> int:
+_RANK = {"note": 0, "warning": 1, "error": 2}
+
+
+def _levels(config: Config, rules: list) -> dict[str, str]:
+    """Each rule's level after the configuration."""
+    return {rule.id: config.level_for(rule.id, rule.level).value for rule in rules}
+
+
+def _exit_status(options: Options, result: Result, levels: dict[str, str]) -> int:
+    """0 clean, 1 findings (at or above --fail-on, unless --exit-zero), 2
+    anything else."""
     if result.internal_errors:
         return EXIT_ERROR
     if options.strict and any(note.kind in _INPUT_TROUBLE for note in result.notifications):
         return EXIT_ERROR
-    return EXIT_FINDINGS if result.findings else EXIT_CLEAN
+    floor = _RANK[options.fail_on]
+    failing = [f for f in result.findings if _RANK.get(levels.get(f.rule_id, "warning"), 1) >= floor]
+    return EXIT_FINDINGS if failing and not options.exit_zero else EXIT_CLEAN
