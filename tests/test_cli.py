@@ -309,3 +309,15 @@ def test_fail_on_and_exit_zero(tmp_path: Path) -> None:
     (tmp_path / ".cudalint.toml").write_text('[level]\nCL304 = "error"\n')
     assert cudalint("--no-cache", "--fail-on", "error", "a.go", cwd=tmp_path).exit_code == 1
     assert cudalint("--no-cache", "--exit-zero", "nowhere.go", cwd=tmp_path).exit_code == 2
+
+
+def test_statistics_counts_findings_per_rule(tmp_path: Path) -> None:
+    (tmp_path / "a.go").write_text(CGO_FILE)
+    full = json.loads(cudalint("--no-cache", "--format", "json", "a.go", cwd=tmp_path).stdout)["findings"]
+    run = cudalint("--no-cache", "--statistics", "a.go", cwd=tmp_path)
+    assert run.exit_code == 1
+    rows = [line.split() for line in run.stdout.splitlines()]
+    from collections import Counter
+
+    assert {(row[1], int(row[0])) for row in rows} == set(Counter(f["rule"] for f in full).items())
+    assert all(row[3].startswith("[") for row in rows)

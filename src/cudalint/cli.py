@@ -173,6 +173,7 @@ def _write_report(path: Path, text: str) -> None:
 @click.option("--color", "color_mode", type=click.Choice(("auto", "always", "never")), default="auto", show_default=True,
               help="Colour the text format: auto is only on a terminal, and never with NO_COLOR set.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: the number of CPUs).")
+@click.option("--statistics", is_flag=True, help="Print the number of findings per rule instead of the findings (text format).")
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, no notifications.")
 @click.option("--list-rules", is_flag=True, help="List the rules and exit.")
 @click.option("--explain", metavar="RULE", help="Print the documentation of RULE (e.g. CL301) and exit.")
@@ -280,6 +281,7 @@ class Options:
     strict: bool
     fail_on: str
     exit_zero: bool
+    statistics: bool
     debug: bool
     dump_cfg: str | None
 
@@ -417,9 +419,12 @@ def _report(
         stale_baseline_entries=stale,
     )
     color = _use_color(options.color_mode, options.fmt, options.output)
-    text = render(report, options.fmt, RenderOptions(
-        color=color, quiet=options.quiet, show_paths=options.show_paths, show_source=options.show_source,
-    ))
+    if options.statistics and options.fmt == "text":
+        text = _statistics(report)
+    else:
+        text = render(report, options.fmt, RenderOptions(
+            color=color, quiet=options.quiet, show_paths=options.show_paths, show_source=options.show_source,
+        ))
     if not options.quiet:
         for note in result.notifications:
             click.echo(safe_line(note.render()), err=True)
@@ -454,6 +459,18 @@ _RANK = {"note": 0, "warning": 1, "error": 2}
 def _levels(config: Config, rules: list) -> dict[str, str]:
     """Each rule's level after the configuration."""
     return {rule.id: config.level_for(rule.id, rule.level).value for rule in rules}
+
+
+def _statistics(report: Report) -> str:
+    """Findings per rule, most frequent first (as ruff --statistics)."""
+    counts = report.counts()
+    rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    width = max((len(str(count)) for _, count in rows), default=1)
+    lines = [
+        f"{count:>{width}}  {rule_id}  {report.rules[rule_id].name if rule_id in report.rules else ''}  [{report.level(rule_id)}]"
+        for rule_id, count in rows
+    ]
+    return "\n".join(lines) + ("\n" if lines else "")
 
 
 def _exit_status(options: Options, result: Result, levels: dict[str, str]) -> int:
