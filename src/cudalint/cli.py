@@ -22,6 +22,7 @@ from cudalint.baseline import Baseline, BaselineError
 from cudalint.baseline import render as render_baseline
 from cudalint.cache import DEFAULT_DIRECTORY as DEFAULT_CACHE
 from cudalint.catalog import select_rules
+from cudalint.changes import ChangesError, changed_lines, is_new
 from cudalint.config import Config, ConfigError, PathGlobs, find_config, load_config
 from cudalint.discover import discover
 from cudalint.findings import Finding, NotificationKind, Result
@@ -173,6 +174,8 @@ def _write_report(path: Path, text: str) -> None:
 @click.option("--color", "color_mode", type=click.Choice(("auto", "always", "never")), default="auto", show_default=True,
               help="Colour the text format: auto is only on a terminal, and never with NO_COLOR set.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: the number of CPUs).")
+@click.option("--new-from-rev", metavar="REF",
+              help="Report only findings on lines added or changed since the git revision REF (the working tree against REF, untracked files included).")
 @click.option("--statistics", is_flag=True, help="Print the number of findings per rule instead of the findings (text format).")
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, no notifications.")
 @click.option("--list-rules", is_flag=True, help="List the rules and exit.")
@@ -243,6 +246,8 @@ def main(**values) -> None:
     result.suppressed = [finding for finding in result.suppressed if not is_retired_note(finding)]
     if options.write_baseline is not None:
         _write_baseline(options, result, cwd, files)
+    if options.new_from_rev is not None:
+        _keep_new(options.new_from_rev, result, cwd)
     stale = 0
     if baseline is not None:
         result.findings, known, stale = baseline.split(result.findings, cwd, files)
@@ -282,6 +287,7 @@ class Options:
     fail_on: str
     exit_zero: bool
     statistics: bool
+    new_from_rev: str | None
     debug: bool
     dump_cfg: str | None
 
@@ -459,6 +465,15 @@ _RANK = {"note": 0, "warning": 1, "error": 2}
 def _levels(config: Config, rules: list) -> dict[str, str]:
     """Each rule's level after the configuration."""
     return {rule.id: config.level_for(rule.id, rule.level).value for rule in rules}
+
+
+def _keep_new(revision: str, result: Result, cwd: Path) -> None:
+    """Only the findings on lines changed since the revision."""
+    try:
+        changed = changed_lines(revision, cwd)
+    except ChangesError as error:
+        _fail(str(error))
+    result.findings = [f for f in result.findings if is_new(changed, f.path, f.span.start.line)]
 
 
 def _statistics(report: Report) -> str:
