@@ -144,7 +144,8 @@ def _write_report(path: Path, text: str) -> None:
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("patterns", nargs=-1)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
-              help="Output format: text for people, json for scripts, sarif for code scanning, github for workflow annotations.")
+              help="Output format: text for people, json for scripts, sarif for code scanning, github for workflow annotations, "
+                   "gitlab for GitLab code quality, checkstyle or junit for other CI systems.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to FILE instead of stdout (a regular file is replaced atomically).")
 @click.option("--select", metavar="PREFIXES", multiple=True,
               help="Comma-separated rule-ID prefixes to enable (default: all), e.g. CL1,CL301; repeatable (the lists add up). Replaces the configuration's select.")

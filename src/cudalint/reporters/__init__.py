@@ -79,6 +79,9 @@ _MODULES = {
     "json": "cudalint.reporters.json",
     "sarif": "cudalint.reporters.sarif",
     "github": "cudalint.reporters.github",
+    "gitlab": "cudalint.reporters.gitlab",
+    "checkstyle": "cudalint.reporters.checkstyle",
+    "junit": "cudalint.reporters.junit",
 }
 FORMATS = tuple(_MODULES)
 
