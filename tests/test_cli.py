@@ -147,7 +147,7 @@ def test_jobs_do_not_change_the_output(project: Path) -> None:
 
 def test_python_dash_m_and_bad_option(project: Path) -> None:
     run = cudalint_process("--format", "xml", cwd=project)
-    assert run.exit_code == 2 and "Invalid value for '--format'" in run.stderr
+    assert run.exit_code == 2 and "Invalid value for --format" in run.stderr
     assert "Traceback" not in run.stderr
 
 
@@ -321,3 +321,15 @@ def test_statistics_counts_findings_per_rule(tmp_path: Path) -> None:
 
     assert {(row[1], int(row[0])) for row in rows} == set(Counter(f["rule"] for f in full).items())
     assert all(row[3].startswith("[") for row in rows)
+
+
+def test_several_outputs_in_one_run(tmp_path: Path) -> None:
+    (tmp_path / "a.go").write_text(CGO_FILE)
+    run = cudalint("--no-cache", "--format", "sarif:out.sarif", "--format", "json:out.json", "--format", "text", "a.go", cwd=tmp_path)
+    assert run.exit_code == 1 and "CL301" in run.stdout and run.stdout.rstrip().splitlines()[-1].startswith("Found ")
+    assert json.loads((tmp_path / "out.sarif").read_text())["version"] == "2.1.0"
+    assert json.loads((tmp_path / "out.json").read_text())["findings"]
+    assert "wrote the sarif report to out.sarif" in run.stderr and "wrote the json report to out.json" in run.stderr
+    twice = cudalint("--no-cache", "--format", "json", "--format", "text", "a.go", cwd=tmp_path)
+    assert twice.exit_code == 2 and "only one format can go to standard output" in twice.stderr
+    assert cudalint("--no-cache", "--format", "yaml", "a.go", cwd=tmp_path).exit_code == 2

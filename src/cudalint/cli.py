@@ -143,9 +143,11 @@ def _write_report(path: Path, text: str) -> None:
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("patterns", nargs=-1)
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
-              help="Output format: text for people, json for scripts, sarif for code scanning, github for workflow annotations, "
-                   "gitlab for GitLab code quality, checkstyle or junit for other CI systems.")
+@click.option("--format", "fmt", multiple=True, metavar="FORMAT[:FILE]",
+              help=f"Output format, one of {', '.join(FORMATS)} (default text): text for people, json for scripts, sarif for "
+                   "code scanning, github for workflow annotations, gitlab for GitLab code quality, checkstyle or junit for "
+                   "other CI systems. Repeatable: FORMAT:FILE writes that format to FILE, e.g. "
+                   "--format sarif:cudalint.sarif --format text.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to FILE instead of stdout (a regular file is replaced atomically).")
 @click.option("--select", metavar="PREFIXES", multiple=True,
               help="Comma-separated rule-ID prefixes to enable (default: all), e.g. CL1,CL301; repeatable (the lists add up). Replaces the configuration's select.")
@@ -218,6 +220,7 @@ def main(**values) -> None:
     //cudalint:ignore CL301 <reason> (this line or the next) or
     //cudalint:file-ignore CL3 <reason> (the whole file).
     """
+    values["fmt"], values["extra_outputs"] = _formats(values["fmt"])
     # --select CL3 --select CL1 means both, as --select CL3,CL1 does.
     for name in ("select", "ignore"):
         values[name] = ",".join(values[name]) if values[name] else None
@@ -263,6 +266,7 @@ class Options:
 
     patterns: tuple[str, ...]
     fmt: str
+    extra_outputs: tuple[tuple[str, Path], ...]
     output: Path | None
     select: str | None
     preview: bool
@@ -291,6 +295,23 @@ class Options:
     new_from_rev: str | None
     debug: bool
     dump_cfg: str | None
+
+
+def _formats(values: tuple[str, ...]) -> tuple[str, tuple[tuple[str, Path], ...]]:
+    """The format for standard output (or --output), and FORMAT:FILE pairs."""
+    plain: list[str] = []
+    to_files: list[tuple[str, Path]] = []
+    for value in values or ("text",):
+        name, _, file = value.partition(":")
+        if name not in FORMATS:
+            raise click.BadParameter(f"{name!r} is not one of {', '.join(FORMATS)}", param_hint="--format")
+        if file:
+            to_files.append((name, Path(file)))
+        else:
+            plain.append(name)
+    if len(plain) > 1:
+        raise click.BadParameter("only one format can go to standard output (or --output); give the others a file: FORMAT:FILE", param_hint="--format")
+    return (plain[0] if plain else "text"), tuple(to_files)
 
 
 def _answer_questions(options: Options) -> None:
@@ -425,13 +446,16 @@ def _report(
         baseline=str(options.baseline_file) if options.baseline_file is not None else None,
         stale_baseline_entries=stale,
     )
-    color = _use_color(options.color_mode, options.fmt, options.output)
-    if options.statistics and options.fmt == "text":
-        text = _statistics(report)
-    else:
-        text = render(report, options.fmt, RenderOptions(
-            color=color, quiet=options.quiet, show_paths=options.show_paths, show_source=options.show_source,
-        ))
+    outputs = [(fmt, path) for fmt, path in options.extra_outputs] + [(options.fmt, options.output)]
+    texts = []
+    for fmt, path in outputs:
+        color = _use_color(options.color_mode, fmt, path)
+        if options.statistics and fmt == "text":
+            texts.append((fmt, path, color, _statistics(report)))
+        else:
+            texts.append((fmt, path, color, render(report, fmt, RenderOptions(
+                color=color, quiet=options.quiet, show_paths=options.show_paths, show_source=options.show_source,
+            ))))
     if not options.quiet:
         for note in result.notifications:
             click.echo(safe_line(note.render()), err=True)
@@ -444,20 +468,27 @@ def _report(
                 f"finding any more (fixed, or the reported line changed); refresh it with --write-baseline {options.baseline_file}",
                 err=True,
             )
-    if options.output is not None and str(options.output) != "-":
-        try:
-            _write_report(options.output, text)
-        except OSError as error:
-            _fail(f"cannot write {options.output}: {error.strerror or error}")
-        if not options.quiet:
-            count = len(result.findings)
-            click.echo(
-                f"cudalint: wrote the {options.fmt} report to {options.output}: {count} finding{'s' if count != 1 else ''}, "
-                f"{len(result.notifications)} notification{'s' if len(result.notifications) != 1 else ''}",
-                err=True,
-            )
-    else:
+    for fmt, path, color, text in texts:
+        _emit(options, result, fmt, path, color, text)
+
+
+def _emit(options: Options, result: Result, fmt: str, path: Path | None, color: bool, text: str) -> None:
+    """One report: to its file (announced on stderr with its counts) or to
+    standard output (no path, or `-`)."""
+    if path is None or str(path) == "-":
         click.echo(text, nl=False, color=color)
+        return
+    try:
+        _write_report(path, text)
+    except OSError as error:
+        _fail(f"cannot write {path}: {error.strerror or error}")
+    if not options.quiet:
+        count = len(result.findings)
+        click.echo(
+            f"cudalint: wrote the {fmt} report to {path}: {count} finding{'s' if count != 1 else ''}, "
+            f"{len(result.notifications)} notification{'s' if len(result.notifications) != 1 else ''}",
+            err=True,
+        )
 
 
 _RANK = {"note": 0, "warning": 1, "error": 2}
