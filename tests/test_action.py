@@ -57,7 +57,12 @@ def test_metadata_and_inputs() -> None:
 def test_steps_set_up_python_install_run_and_upload() -> None:
     setup = uses("actions/setup-python@")
     assert setup["with"]["python-version"] == "${{ inputs.python-version }}"
-    assert STEPS.index(setup) == 0
+    assert STEPS.index(setup) == 2  # after the runner check and the cache restore
+    windows = step("Refuse runners the Action does not support")
+    assert STEPS.index(windows) == 0 and "runner.os == 'Windows'" in windows["if"] and "exit 2" in windows["run"]
+    cache = uses("actions/cache@")
+    assert cache["if"] == "${{ inputs.cache == 'true' }}" and cache["with"]["path"].endswith("/.cudalint_cache")
+    assert ACTION["inputs"]["all-modules"]["default"] == "true"
     install = step("Install cudalint")
     assert '"$GITHUB_ACTION_PATH"' in install["run"]  # the action's own checkout, not an index
     assert install["env"]["PYTHON"] == "${{ steps.python.outputs.python-path }}" and setup["id"] == "python"
