@@ -111,3 +111,30 @@ def test_bad_toml_is_a_clear_error(tmp_path: Path) -> None:
 def test_kept_arguments_are_known() -> None:
     kept = load_knowledge().lookup("C", "cudnnSetCallback")
     assert kept is not None and kept.kept_args == (1,) and kept.status is not None
+
+
+def test_check_wants_tests_a_users_knowledge_file(tmp_path: Path) -> None:
+    """`--check-wants` (documented in rules/README.md): a user's knowledge
+    file against their own annotated Go file; exact agreement exits 0, every
+    difference is printed and exits 1."""
+    from clirun import cudalint
+
+    (tmp_path / "files.toml").write_text(
+        'family = "my-files"\ndescription = "files"\nimport = "os"\nname = "os"\n'
+        '[status]\ntype = "error"\nkind = "error"\nresult = "last"\n'
+        '[status_calls]\nmatch = ["os.Open"]\n'
+        '[[resource]]\nname = "open file"\nacquire = [{ call = "os.Open", handle = "result0" }]\n'
+        'release = [{ call = "os.File.Close", handle = "receiver" }]\n'
+    )
+    good = (
+        'package p\n\nimport "os"\n\nfunc leak(name string) error {\n\tf, err := os.Open(name) // want "CL101 open file"\n'
+        '\tif err != nil {\n\t\treturn err\n\t}\n\t_ = f.Name()\n\treturn nil\n}\n'
+    )
+    (tmp_path / "p.go").write_text(good)
+    args = ("--no-cache", "--isolated", "--knowledge", "files.toml", "--select", "CL1", "--check-wants", "p.go")
+    run = cudalint(*args, cwd=tmp_path)
+    assert run.exit_code == 0 and "1 of 1 wanted findings reported, 0 differences" in run.stdout
+    (tmp_path / "p.go").write_text(good.replace(' // want "CL101 open file"', "").replace("\t_ = f.Name()", '\t_ = f.Name() // want "CL102"'))
+    run = cudalint(*args, cwd=tmp_path)
+    assert run.exit_code == 1
+    assert "p.go:6: unexpected CL101: open file from os.Open" in run.stdout and "p.go:10: missing CL102" in run.stdout

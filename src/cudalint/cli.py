@@ -23,6 +23,7 @@ from cudalint.baseline import render as render_baseline
 from cudalint.cache import DEFAULT_DIRECTORY as DEFAULT_CACHE
 from cudalint.catalog import select_rules
 from cudalint.changes import ChangesError, changed_lines, is_new
+from cudalint.wants import compare, wanted
 from cudalint.config import Config, ConfigError, PathGlobs, find_config, load_config
 from cudalint.discover import discover
 from cudalint.findings import Finding, NotificationKind, Result
@@ -179,6 +180,9 @@ def _write_report(path: Path, text: str) -> None:
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: the number of CPUs).")
 @click.option("--new-from-rev", metavar="REF",
               help="Report only findings on lines added or changed since the git revision REF (the working tree against REF, untracked files included).")
+@click.option("--check-wants", is_flag=True,
+              help='Test knowledge files against annotated code: compare the findings with the `// want "CL101"` comments of '
+                   'the analysed files, print every difference and exit 1 if there is one (see rules/README.md).')
 @click.option("--statistics", is_flag=True, help="Print the number of findings per rule instead of the findings (text format).")
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, no notifications.")
 @click.option("--list-rules", is_flag=True, help="List the rules and exit.")
@@ -250,6 +254,8 @@ def main(**values) -> None:
     result.suppressed = [finding for finding in result.suppressed if not is_retired_note(finding)]
     if options.write_baseline is not None:
         _write_baseline(options, result, cwd, files)
+    if options.check_wants:
+        _check_wants(result, files, cwd)
     if options.new_from_rev is not None:
         _keep_new(options.new_from_rev, result, cwd)
     stale = 0
@@ -293,6 +299,7 @@ class Options:
     exit_zero: bool
     statistics: bool
     new_from_rev: str | None
+    check_wants: bool
     debug: bool
     dump_cfg: str | None
 
@@ -497,6 +504,20 @@ _RANK = {"note": 0, "warning": 1, "error": 2}
 def _levels(config: Config, rules: list) -> dict[str, str]:
     """Each rule's level after the configuration."""
     return {rule.id: config.level_for(rule.id, rule.level).value for rule in rules}
+
+
+def _check_wants(result: Result, files: list[Path], cwd: Path) -> NoReturn:
+    """Compare the findings with the `// want` comments and exit: 0 when
+    they agree exactly, 1 with one line per difference, 2 if the analysis
+    itself failed."""
+    counts, patterns = wanted(files, lambda path: display_path(path, cwd))
+    differences = compare(result.findings, counts, patterns)
+    for line in differences:
+        click.echo(safe_line(line))
+    wanted_total = sum(counts.values())
+    click.echo(f"{wanted_total - sum(1 for d in differences if ' missing ' in d)} of {wanted_total} wanted findings reported, "
+               f"{len(differences)} difference{'s' if len(differences) != 1 else ''}")
+    sys.exit(EXIT_ERROR if result.internal_errors else EXIT_FINDINGS if differences else EXIT_CLEAN)
 
 
 def _keep_new(revision: str, result: Result, cwd: Path) -> None:
