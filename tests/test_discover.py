@@ -89,3 +89,16 @@ def test_order_is_deterministic(tmp_path: Path) -> None:
     first = rel(tmp_path, discover(["./..."], tmp_path))
     assert first == sorted(first)
     assert first == rel(tmp_path, discover(["./..."], tmp_path))
+
+
+def test_files_git_ignores_are_not_walked(tmp_path: Path) -> None:
+    from gitrepo import init
+
+    repo = init(tmp_path / "repo")
+    (repo / "gen").mkdir()
+    (repo / "gen" / "out.go").write_text("package gen\n")
+    (repo / "a.go").write_text("package a\n")
+    (repo / ".gitignore").write_text("gen/\n")
+    found = discover(["./..."], repo).files
+    assert [p.name for p in found] == ["a.go"]
+    assert [p.name for p in discover(["gen/out.go"], repo).files] == ["out.go"]  # named on its own: analysed

@@ -9,6 +9,7 @@ exactly the file a CUDA linter must read.
 from __future__ import annotations
 
 import os
+import subprocess
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -190,10 +191,32 @@ def discover(patterns: list[str], cwd: Path, *, all_modules: bool = False) -> Di
                 seen.add(path)
                 result.files.append(path)
     result.files.sort(key=lambda p: p.as_posix())
+    # Files a walk found that git ignores are build output or vendored
+    # copies, as ruff treats them; a file named on its own is analysed.
+    ignored = _git_ignored([path for path in result.files if path.parent in whole], cwd)
+    if ignored:
+        result.files = [path for path in result.files if path not in ignored]
     for directory in sorted({path.parent for path in result.files} - whole):
         siblings, _ = _package_files(directory, cwd, [], walking=False)
         result.context.extend(path for path in siblings if path not in seen)
     return result
+
+
+def _git_ignored(paths: list[Path], cwd: Path) -> set[Path]:
+    """The paths git's ignore rules (.gitignore, .git/info/exclude) exclude,
+    when cwd is inside a git work tree; nothing otherwise (or without git)."""
+    if not paths:
+        return set()
+    try:
+        done = subprocess.run(
+            ["git", "check-ignore", "--no-index", "-z", "--stdin"], cwd=cwd, capture_output=True, timeout=60,
+            input=b"\0".join(os.fsencode(path) for path in paths),
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return set()
+    if done.returncode not in (0, 1):  # 128: not a repository
+        return set()
+    return {Path(os.fsdecode(name)) for name in done.stdout.split(b"\0") if name}
 
 
 
