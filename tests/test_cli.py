@@ -61,7 +61,7 @@ def test_default_pattern_text_output_and_exit_status(project: Path) -> None:
         "compare it with C.cudaSuccess and handle the failure",
         "b/b.go:7:6: CL302 the cudaError_t returned by C.cudaDeviceReset is assigned to _; "
         "compare it with C.cudaSuccess and handle the failure",
-        "Found 2 findings (CL301: 1, CL302: 1); 3 files analysed, 1 without GPU code skipped.",
+        "Found 2 findings (CL301: 1, CL302: 1): 1 error, 1 warning; 3 files analysed, 1 without GPU code skipped.",
     ]
 
 

@@ -51,7 +51,7 @@ def test_show_source_underlines_the_finding(project: Path) -> None:
         "",
     ]
     assert lines[6:9] == ["   |", "10 |     _ = C.cudaDeviceReset()", "   |         " + "^" * len("C.cudaDeviceReset()")]
-    assert lines[-1] == "Found 2 findings (CL301: 1, CL302: 1); 1 file analysed."
+    assert lines[-1] == "Found 2 findings (CL301: 1, CL302: 1): 1 error, 1 warning; 1 file analysed."
     assert ANSI not in run.stdout
 
 
@@ -98,7 +98,7 @@ def test_github_workflow_commands(project: Path) -> None:
         "::notice file=p.go,line=10,col=6,endLine=10,endColumn=25,title=CL302 status-blank::"
         "the cudaError_t returned by C.cudaDeviceReset is assigned to _; compare it with C.cudaSuccess and handle the failure",
         "::warning file=broken.go,line=3,col=1,title=cudalint%3A syntax-error::" + run.stdout.split("syntax-error::")[1].splitlines()[0],
-        "Found 2 findings (CL301: 1, CL302: 1); 2 files analysed.",
+        "Found 2 findings (CL301: 1, CL302: 1): 1 error, 1 note; 2 files analysed.",
     ]
     assert "syntax error" in run.stdout
 

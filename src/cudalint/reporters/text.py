@@ -143,7 +143,13 @@ def summary(report: Report) -> str:
         return f"No findings ({files}){hidden}."
     total = sum(counts.values())
     by_rule = ", ".join(f"{rule_id}: {n}" for rule_id, n in sorted(counts.items()))
-    return f"Found {total} finding{'s' if total != 1 else ''} ({by_rule}); {files}{hidden}."
+    # The levels say what the exit status is about: a note-only run exits 1 too (see --fail-on).
+    levels: dict[str, int] = {}
+    for rule_id, n in counts.items():
+        level = report.level(rule_id)
+        levels[level] = levels.get(level, 0) + n
+    by_level = ", ".join(f"{levels[level]} {level}{'s' if levels[level] != 1 else ''}" for level in ("error", "warning", "note") if level in levels)
+    return f"Found {total} finding{'s' if total != 1 else ''} ({by_rule}): {by_level}; {files}{hidden}."
 
 
 def render(report: Report, options: RenderOptions) -> str:
