@@ -333,3 +333,15 @@ def test_several_outputs_in_one_run(tmp_path: Path) -> None:
     twice = cudalint("--no-cache", "--format", "json", "--format", "text", "a.go", cwd=tmp_path)
     assert twice.exit_code == 2 and "only one format can go to standard output" in twice.stderr
     assert cudalint("--no-cache", "--format", "yaml", "a.go", cwd=tmp_path).exit_code == 2
+
+
+def test_the_cache_lives_with_the_analysed_tree(tmp_path: Path) -> None:
+    tree, elsewhere = tmp_path / "service", tmp_path / "elsewhere"
+    (tree / ".git").mkdir(parents=True)
+    (tree / "gpu").mkdir()
+    (tree / "gpu" / "a.go").write_text(CGO_FILE)
+    elsewhere.mkdir()
+    assert cudalint(str(tree / "gpu"), cwd=elsewhere).exit_code == 1
+    assert (tree / ".cudalint_cache").is_dir() and not (elsewhere / ".cudalint_cache").exists()
+    assert cudalint("./...", cwd=tree / "gpu").exit_code == 1
+    assert (tree / "gpu" / ".cudalint_cache").is_dir()  # below the current directory: there, as before

@@ -243,7 +243,7 @@ def main(**values) -> None:
         sys.exit(EXIT_CLEAN)
     settings = Settings(
         base=cwd, enabled=enabled, jobs=options.jobs or default_jobs(), debug=options.debug, per_file=config.per_file(),
-        cache_dir=None if options.no_cache else (options.cache_dir or cwd / DEFAULT_CACHE),
+        cache_dir=None if options.no_cache else (options.cache_dir or _default_cache(files, cwd)),
         reported=frozenset(files) if context else None,
     )
     result = analyze(files + context, settings, knowledge)
@@ -518,6 +518,16 @@ def _check_wants(result: Result, files: list[Path], cwd: Path) -> NoReturn:
     click.echo(f"{wanted_total - sum(1 for d in differences if ' missing ' in d)} of {wanted_total} wanted findings reported, "
                f"{len(differences)} difference{'s' if len(differences) != 1 else ''}")
     sys.exit(EXIT_ERROR if result.internal_errors else EXIT_FINDINGS if differences else EXIT_CLEAN)
+
+
+def _default_cache(files: list[Path], cwd: Path) -> Path:
+    """The cache lives with the analysed tree: in the current directory when
+    the files are below it, else at the root of the repository (or the
+    common directory) that holds them."""
+    if all(cwd in path.parents for path in files):
+        return cwd / DEFAULT_CACHE
+    common = Path(os.path.commonpath([str(path.parent) for path in files]))
+    return repository_root(common) / DEFAULT_CACHE
 
 
 def _keep_new(revision: str, result: Result, cwd: Path) -> None:
