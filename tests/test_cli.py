@@ -345,3 +345,40 @@ def test_the_cache_lives_with_the_analysed_tree(tmp_path: Path) -> None:
     assert (tree / ".cudalint_cache").is_dir() and not (elsewhere / ".cudalint_cache").exists()
     assert cudalint("./...", cwd=tree / "gpu").exit_code == 1
     assert (tree / "gpu" / ".cudalint_cache").is_dir()  # below the current directory: there, as before
+
+
+def test_progress_shows_on_a_terminal_only(tmp_path: Path) -> None:
+    """On a terminal (a real pseudo-terminal here) a run that takes longer
+    than the threshold (lowered to 0 by CUDALINT_PROGRESS_AFTER) shows
+    `cudalint: N/M packages analysed` on stderr and clears it; in a pipe, or
+    with CI set, never."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    (tmp_path / "a.go").write_text(CGO_FILE)
+    main, secondary = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "CI"} | {"CUDALINT_PROGRESS_AFTER": "0", "TERM": "xterm"}
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "cudalint", "--no-cache", "a.go"], cwd=tmp_path, env=env,
+            stdout=subprocess.DEVNULL, stderr=secondary, timeout=120,
+        )
+        os.close(secondary)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(main)
+    assert b"cudalint: 1/1 packages analysed" in shown and b"\x1b[K" in shown
+    piped = subprocess.run(
+        [sys.executable, "-m", "cudalint", "--no-cache", "a.go"], cwd=tmp_path, env=env, capture_output=True, timeout=120,
+    )
+    assert b"packages analysed" not in piped.stderr

@@ -245,6 +245,7 @@ def main(**values) -> None:
         base=cwd, enabled=enabled, jobs=options.jobs or default_jobs(), debug=options.debug, per_file=config.per_file(),
         cache_dir=None if options.no_cache else (options.cache_dir or _default_cache(files, cwd)),
         reported=frozenset(files) if context else None,
+        progress_after=_progress_after(options),
     )
     result = analyze(files + context, settings, knowledge)
     result.notifications[:0] = notifications
@@ -518,6 +519,14 @@ def _check_wants(result: Result, files: list[Path], cwd: Path) -> NoReturn:
     click.echo(f"{wanted_total - sum(1 for d in differences if ' missing ' in d)} of {wanted_total} wanted findings reported, "
                f"{len(differences)} difference{'s' if len(differences) != 1 else ''}")
     sys.exit(EXIT_ERROR if result.internal_errors else EXIT_FINDINGS if differences else EXIT_CLEAN)
+
+
+def _progress_after(options: Options) -> float | None:
+    """Progress only for a person at a terminal: never in CI logs, pipes,
+    with --quiet or on a dumb terminal; after a second of work."""
+    if options.quiet or os.environ.get("CI") or os.environ.get("TERM") == "dumb" or not sys.stderr.isatty():
+        return None
+    return float(os.environ.get("CUDALINT_PROGRESS_AFTER", "1"))
 
 
 def _default_cache(files: list[Path], cwd: Path) -> Path:

@@ -66,6 +66,9 @@ class Settings:
     # The files to report on, when some files are read only for their
     # package's sake (None: report on every file read).
     reported: frozenset[Path] | None = None
+    # Show progress on standard error (a terminal, not CI) after this many
+    # seconds; None: never.
+    progress_after: float | None = None
 
     def enabled_for(self, path: Path) -> frozenset[str]:
         return self.per_file.enabled_for(path, self.enabled) if self.per_file else self.enabled
@@ -426,6 +429,30 @@ def _failed(paths: list[Path], settings: Settings, what: str) -> Result:
     )])
 
 
+class _Progress:
+    """`cudalint: 120/3000 packages` on standard error, rewritten in place,
+    once a run has taken longer than `after` seconds; cleared at the end."""
+
+    def __init__(self, total: int, after: float | None):
+        self.total, self.after, self.done, self.shown = total, after, 0, False
+        self.start = time.monotonic()
+
+    def tick(self) -> None:
+        self.done += 1
+        if self.after is not None and time.monotonic() - self.start >= self.after:
+            sys.stderr.write(f"\rcudalint: {self.done}/{self.total} packages analysed")
+            sys.stderr.flush()
+            self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+_progress = _Progress(0, None)
+
+
 def _run_pool(
     indices: list[int], misses: list[list[Path]], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...],
     jobs: int, results: dict[int, Result],
@@ -448,6 +475,7 @@ def _run_pool(
             i = futures[future]
             try:
                 results[i] = future.result()
+                _progress.tick()
             except BrokenProcessPool:
                 pass  # retried below
             except Exception as error:  # noqa: BLE001 - e.g. a result that could not be sent back
@@ -537,6 +565,8 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
         jobs = max(1, min(settings.jobs, default_jobs()))
         missed_files = sum(len(directory) for directory in misses)
         # Worker start-up costs more than a handful of packages take to analyse.
+        global _progress
+        _progress = _Progress(len(misses), settings.progress_after)
         if jobs > 1 and len(misses) > 1 and missed_files >= _PARALLEL_THRESHOLD:
             for part in _run_parallel(misses, settings, knowledge, needles, jobs):
                 total.extend(part)
@@ -544,6 +574,8 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
             _set_state(settings, knowledge, needles, cache, None)
             for index, miss in enumerate(misses):
                 total.extend(_work((index, miss)))
+                _progress.tick()
+        _progress.close()
         if cache is not None and misses:
             cache.evict()
     finally:
