@@ -194,3 +194,19 @@ def test_preview_key_must_be_a_boolean(repo: Path) -> None:
 def test_a_tool_table_in_cudalint_toml_gets_a_hint(repo: Path) -> None:
     (repo / ".cudalint.toml").write_text('[tool.cudalint]\nselect = ["CL3"]\n')
     assert "takes the keys at its top level; [tool.cudalint] belongs in pyproject.toml" in error(repo)
+
+
+def test_a_nested_modules_own_configuration_applies_to_its_files(tmp_path: Path) -> None:
+    """pre-commit runs from the repository root and names staged files; the
+    files of a nested module get that module's configuration."""
+    (tmp_path / ".cudalint.toml").write_text('select = ["CL3"]\n')
+    module = tmp_path / "svc"
+    module.mkdir()
+    (module / "go.mod").write_text("module example.com/svc\n\ngo 1.21\n")
+    (module / ".cudalint.toml").write_text('ignore = ["CL301"]\n')
+    (module / "a.go").write_text(SOURCE)
+    (tmp_path / "b.go").write_text(SOURCE)
+    assert {rule for _, rule, _ in findings(tmp_path, "--no-cache", "svc/a.go")} == {"CL302"}
+    assert {rule for _, rule, _ in findings(tmp_path, "--no-cache", "b.go")} == {"CL301", "CL302"}
+    both = findings(tmp_path, "--no-cache", "b.go", "svc/a.go")  # the root's configuration for both
+    assert {(path, rule) for path, rule, _ in both} == {("b.go", "CL301"), ("b.go", "CL302"), ("svc/a.go", "CL301"), ("svc/a.go", "CL302")}

@@ -74,6 +74,25 @@ def _load_config(config_file: Path | None, isolated: bool, cwd: Path) -> Config:
     return config
 
 
+def _nearer_config(options: Options, config: Config, files: list[Path], cwd: Path) -> Config | None:
+    """A nested module's own configuration: when every file analysed lies
+    under a directory with a configuration nearer than the one found from
+    the current directory (pre-commit runs from the repository root and
+    names the staged files of one module), that configuration applies."""
+    if options.config_file is not None or options.isolated or not files:
+        return None
+    common = Path(os.path.commonpath([str(path.parent) for path in files]))
+    path = find_config(common)
+    if path is None or (config.path is not None and path.resolve() == config.path.resolve()):
+        return None
+    if config.path is not None and config.path.resolve().parent not in path.resolve().parents:
+        return None  # not nested below the configuration already in force
+    try:
+        return load_config(path, [rule.id for rule in all_rules()], display_path(path.resolve(), cwd))
+    except ConfigError as error:
+        _fail(str(error))
+
+
 def _inside(path: Path, directory: Path) -> bool:
     try:
         path.resolve().relative_to(directory.resolve())
@@ -233,11 +252,15 @@ def main(**values) -> None:
     _check_combinations(options)
     cwd = Path.cwd()
     config = _load_config(options.config_file, options.isolated, cwd)
+    files, context, notifications = _inputs(options, config, cwd)
+    nearer = _nearer_config(options, config, files, cwd)
+    if nearer is not None:
+        config = nearer
+        files, context, notifications = _inputs(options, config, cwd)
     rules = all_rules()
     enabled = _enabled_rules(options, config, rules, cwd)
     knowledge = _load_knowledge(config, options)
     baseline = _load_baseline(options.baseline_file)
-    files, context, notifications = _inputs(options, config, cwd)
     if options.dump_cfg:
         click.echo(dump_cfgs(files, cwd, knowledge, options.dump_cfg), nl=False)
         sys.exit(EXIT_CLEAN)
