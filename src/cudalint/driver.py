@@ -20,7 +20,7 @@ import time
 import traceback
 from collections import defaultdict
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from itertools import groupby
@@ -32,7 +32,7 @@ from cudalint.cache import CacheRefused, ResultCache
 from cudalint.cfg import PackageCFGs, build_package_cfgs
 from cudalint.checks import CHECKS, all_rules
 from cudalint.config import PerFileIgnores
-from cudalint.analyses.summaries import Summaries, summarise
+from cudalint.analyses.summaries import ExportedSummary, Summaries, summaries_of, summarise
 from cudalint.discover import package_files, printable
 from cudalint.findings import Finding, Notification, NotificationKind, Result, assign_fingerprints
 from cudalint.module import in_module_imports, module_of
@@ -108,10 +108,13 @@ def _internal_error(path: str, what: str, error: BaseException, debug: bool, lin
 
 def analyze_directory(
     paths: list[Path], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...],
-    reads: list[SourceFile | Notification] | None = None,
+    reads: list[SourceFile | Notification] | None = None, known: Summaries | None = None,
 ) -> Result:
     """Analyse the Go files of one directory (one or two packages); `reads`:
-    the files already read, one per path (else they are read here)."""
+    the files already read, one per path (else they are read here); `known`:
+    summaries of dependencies already made by their own analysis (the others
+    are made here from their files). The result carries the summaries of
+    the package's own exported functions, for its importers."""
     result = Result()
     sources: list[SourceFile] = []
     dependencies: dict[Path, list[SourceFile]] = {}
@@ -128,9 +131,11 @@ def analyze_directory(
             sources.append(read)
     if not sources:
         return result
-    summaries = _summaries(dependencies, knowledge) if dependencies else {}
-    hands_out = any(summary.hands_out for functions in summaries.values() for summary in functions.values())
-    if settings.prefilter and not hands_out and not prefilter.may_match((s.data for s in sources), needles):
+    summaries = _summaries(dependencies, knowledge, known or {}) if dependencies else {}
+    # A package that calls a dependency's wrapper is analysed even where no
+    # API name occurs in it: the wrapper is the API there.
+    wraps = any(summaries.values())
+    if settings.prefilter and not wraps and not prefilter.may_match((s.data for s in sources), needles):
         result.files_skipped += len(sources)
         return result
     parsed_files = []
@@ -146,26 +151,47 @@ def analyze_directory(
         result.notifications.append(_internal_error(directory, "the functions stage", error, settings.debug))
         result.internal_errors += 1
         return result
+    module = module_of(own)
+    import_path = module.import_path(own) if module is not None else None
     for package in packages:
-        _analyze_package(package, settings, knowledge, result, summaries)
+        run = _analyze_package(package, settings, knowledge, result, summaries)
+        if run is not None and import_path is not None and not package.name.endswith("_test"):
+            result.summaries.extend(_exported(run, import_path))
     _findings_stage(result, parsed_files, settings)
     return result
+
+
+def _exported(run: PackageRun, import_path: str) -> list[ExportedSummary]:
+    """The package's summaries, read off the run the rules just made (a
+    failure here costs the importers their summaries, nothing else: they
+    make them from the files)."""
+    try:
+        found = summaries_of(run)
+    except Exception:  # noqa: BLE001 - the rules' own failures are reported already
+        return []
+    return [ExportedSummary(import_path, name, summary) for name, summary in sorted(found.items())]
 
 
 # Summaries of dependency packages computed in this process, by their bytes.
 _SUMMARY_CACHE: dict[tuple, dict] = {}
 
 
-def _summaries(dependencies: dict[Path, list[SourceFile]], knowledge: Knowledge) -> Summaries:
-    """The summaries of the module's packages a package imports, each
-    computed from its own imports' summaries (dependencies come bottom-up),
-    once per process and content. A dependency that cannot be summarised
-    says nothing (its calls stay hand-overs, as before summaries)."""
+def _summaries(dependencies: dict[Path, list[SourceFile]], knowledge: Knowledge, known: Summaries) -> Summaries:
+    """The summaries of the module's packages a package imports: those the
+    parent already has from the dependency's own analysis, else computed
+    from the dependency's files and its own imports' summaries (dependencies
+    come bottom-up), once per process and content. A dependency that cannot
+    be summarised says nothing (its calls stay hand-overs, as before
+    summaries)."""
     found: Summaries = {}
     for directory, sources in dependencies.items():
         module = module_of(directory)
         import_path = module.import_path(directory) if module is not None else None
         if import_path is None:
+            continue
+        if import_path in known:
+            if known[import_path]:
+                found[import_path] = known[import_path]
             continue
         # Its own imports come before it in every importer's list, the same
         # way: its bytes decide its summary.
@@ -239,14 +265,16 @@ def _unanalysed(package: Package, graphs: PackageCFGs, result: Result) -> None:
 
 def _analyze_package(
     package: Package, settings: Settings, knowledge: Knowledge, result: Result, summaries: Summaries | None = None,
-) -> None:
+) -> PackageRun | None:
+    """Run the enabled rules over one package; returns the run (its
+    analyses' results) unless the package's graphs could not be built."""
     where = package.files[0].display
     try:
         graphs = build_package_cfgs(package)
     except Exception as error:  # noqa: BLE001
         result.notifications.append(_internal_error(where, f"package {package.name}", error, settings.debug))
         result.internal_errors += 1
-        return
+        return None
     run = PackageRun(package, graphs, knowledge, settings.enabled, summaries=summaries or {})
     crashed: set[tuple[str, object]] = set()
     for rule in CHECKS:
@@ -262,6 +290,7 @@ def _analyze_package(
             _crash(result, settings, crashed, rule.id, unit.file.display, f"function {unit.name}", unit.node.start_point[0] + 1, error)
         result.findings.extend(pass_.findings)
     _unanalysed(package, graphs, result)
+    return run
 
 
 def _crash(
@@ -365,18 +394,18 @@ def _key(cache: ResultCache, paths: list[Path], reads: list[SourceFile | Notific
     return cache.key([(path, read.data if isinstance(read, SourceFile) else read) for path, read in zip(paths, reads)])
 
 
-def _work(job: tuple[int, list[Path]]) -> Result:
+def _work(job: tuple[int, list[Path], Summaries]) -> Result:
     """Analyse one directory (a cache miss): read its files once, analyse
     those bytes, and store the result under the key of those same bytes (a
     file edited during the run can then never lend its result to another
     content)."""
     assert _worker_state is not None
     settings, knowledge, needles, cache, states = _worker_state
-    index, paths = job
+    index, paths, known = job
     if states is not None:
         states[index] = _STARTED
     reads = _read(paths, settings)
-    result = _in_deep_stack(_guarded, paths, settings, knowledge, needles, reads)
+    result = _in_deep_stack(_guarded, paths, settings, knowledge, needles, reads, known)
     if cache is not None and result.internal_errors == 0:
         cache.put(_key(cache, paths, reads), result)
     if states is not None:
@@ -384,9 +413,11 @@ def _work(job: tuple[int, list[Path]]) -> Result:
     return result
 
 
-def _guarded(paths: list[Path], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...], reads=None) -> Result:
+def _guarded(
+    paths: list[Path], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...], reads=None, known=None,
+) -> Result:
     try:
-        return analyze_directory(paths, settings, knowledge, needles, reads)
+        return analyze_directory(paths, settings, knowledge, needles, reads, known)
     except Exception as error:  # noqa: BLE001 - last line of defence for one directory
         result = Result(internal_errors=1)
         where = display_path(paths[0].parent, settings.base)
@@ -453,50 +484,135 @@ class _Progress:
 _progress = _Progress(0, None)
 
 
+class _Schedule:
+    """Directories in dependency order. A directory whose package imports
+    packages analysed in this run waits until their jobs are done: their
+    results carry the summaries of their exported functions, which it then
+    receives instead of summarising those packages again (once per worker,
+    as it would otherwise). Jobs that could not finish, or an import cycle,
+    leave the waiting jobs to summarise from the files: the summaries are
+    the same either way, only the time differs."""
+
+    def __init__(self, misses: list[list[Path]], known: Summaries):
+        self.known = known
+        self.pending = set(range(len(misses)))
+        self.running: set[int] = set()
+        own = [paths[0].parent for paths in misses]
+        job_of = {directory: i for i, directory in enumerate(own)}
+        self.imports = [
+            sorted({p.parent for p in paths if p.parent != own[i]}, key=lambda d: d.as_posix()) for i, paths in enumerate(misses)
+        ]
+        self.waits_for = [{job_of[d] for d in self.imports[i] if d in job_of} for i in range(len(misses))]
+        self.size = [_directory_bytes(paths) for paths in misses]
+
+    def ready(self) -> list[int]:
+        """The jobs that may start now, largest first (the run lasts at least
+        as long as its biggest package, so that one must not start last)."""
+        ready = [i for i in self.pending if not (self.waits_for[i] & (self.pending | self.running))]
+        if not ready and not self.running:
+            ready = list(self.pending)  # a cycle: nothing to wait for any more
+        return sorted(ready, key=lambda i: (-self.size[i], i))
+
+    def start(self, i: int) -> Summaries:
+        self.pending.discard(i)
+        self.running.add(i)
+        return self.summaries_for(i)
+
+    def summaries_for(self, i: int) -> Summaries:
+        found: Summaries = {}
+        for directory in self.imports[i]:
+            path = _import_path(directory)
+            if path is not None and path in self.known:
+                found[path] = self.known[path]
+        return found
+
+    def finish(self, i: int, result: Result | None, directory: Path) -> None:
+        self.running.discard(i)
+        self.pending.discard(i)
+        if result is not None and result.internal_errors == 0:
+            record(self.known, directory, result)
+
+    def give_back(self, i: int) -> None:
+        self.running.discard(i)
+        self.pending.add(i)
+
+
+def _import_path(directory: Path) -> str | None:
+    module = module_of(directory)
+    return module.import_path(directory) if module is not None else None
+
+
+def record(known: Summaries, directory: Path, result: Result) -> None:
+    """File a directory's exported summaries (none is an answer too: the
+    package hands nothing out) under its import path."""
+    path = _import_path(directory)
+    if path is None:
+        return
+    functions = known.setdefault(path, {})
+    for exported in result.summaries:
+        if exported.import_path == path:
+            functions[exported.name] = exported.summary
+
+
 def _run_pool(
     indices: list[int], misses: list[list[Path]], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...],
-    jobs: int, results: dict[int, Result],
+    jobs: int, results: dict[int, Result], schedule: _Schedule,
 ) -> tuple[list[int], list[int]]:
-    """Run `indices` over a pool. Returns the jobs left unfinished because
-    a worker died, and among them those a dead worker was running."""
+    """Run `indices` over a pool, each as soon as the jobs it waits for are
+    done. Returns the jobs left unfinished because a worker died, and among
+    them those a dead worker was running."""
     context = multiprocessing.get_context()
     states = context.Array("b", len(misses), lock=False)
+    workers = min(jobs, len(indices))
     pool = ProcessPoolExecutor(
-        max_workers=min(jobs, len(indices)), mp_context=context,
+        max_workers=workers, mp_context=context,
         initializer=_init_worker, initargs=(settings, knowledge, needles, states, os.getpid()),
     )
+    futures: dict[Any, int] = {}
+    wanted = set(indices)
+    broken = False
     try:
-        # Largest directories first: the run lasts at least as long as its
-        # biggest package, so that one must not start last. Results are
-        # sorted at the end, so the order changes nothing else.
-        order = sorted(indices, key=lambda i: _directory_bytes(misses[i]), reverse=True)
-        futures = {pool.submit(_work, (i, misses[i])): i for i in order}
-        for future in as_completed(futures):
-            i = futures[future]
-            try:
-                results[i] = future.result()
-                _progress.tick()
-            except BrokenProcessPool:
-                pass  # retried below
-            except Exception as error:  # noqa: BLE001 - e.g. a result that could not be sent back
-                results[i] = _failed(misses[i], settings, f"{type(error).__name__}: {error}")
+        while not broken:
+            for i in [i for i in schedule.ready() if i in wanted]:
+                if len(futures) >= workers:
+                    break
+                futures[pool.submit(_work, (i, misses[i], schedule.start(i)))] = i
+            if not futures:
+                break
+            finished, _ = wait(futures, return_when=FIRST_COMPLETED)
+            for future in finished:
+                i = futures.pop(future)
+                try:
+                    results[i] = future.result()
+                    _progress.tick()
+                except BrokenProcessPool:
+                    broken = True  # retried below
+                    schedule.give_back(i)
+                    continue
+                except Exception as error:  # noqa: BLE001 - e.g. a result that could not be sent back
+                    results[i] = _failed(misses[i], settings, f"{type(error).__name__}: {error}")
+                schedule.finish(i, results[i], misses[i][0].parent)
     except BaseException:
         _stop(pool)
         raise
     pool.shutdown(wait=True, cancel_futures=True)
+    for i in futures.values():
+        schedule.give_back(i)
     unfinished = [i for i in indices if i not in results]
     running = [i for i in unfinished if states[i] == _STARTED]
     return unfinished, running or unfinished
 
 
-def _run_alone(index: int, paths: list[Path], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...]) -> Result | None:
+def _run_alone(
+    index: int, paths: list[Path], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...], known: Summaries,
+) -> Result | None:
     """One job in a worker of its own: None if that worker died too."""
     pool = ProcessPoolExecutor(
         max_workers=1, mp_context=multiprocessing.get_context(),
         initializer=_init_worker, initargs=(settings, knowledge, needles, None, os.getpid()),
     )
     try:
-        return pool.submit(_work, (index, paths)).result()
+        return pool.submit(_work, (index, paths, known)).result()
     except BrokenProcessPool:
         return None
     except Exception as error:  # noqa: BLE001
@@ -508,7 +624,10 @@ def _run_alone(index: int, paths: list[Path], settings: Settings, knowledge: Kno
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _run_parallel(misses: list[list[Path]], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...], jobs: int) -> list[Result]:
+def _run_parallel(
+    misses: list[list[Path]], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...], jobs: int,
+    schedule: _Schedule,
+) -> list[Result]:
     """Run every job over worker processes. A worker that dies (killed, out
     of memory, a crash in native code) takes the pool down with it: the jobs
     it was running are retried once, each in a worker of its own, and a job
@@ -520,16 +639,17 @@ def _run_parallel(misses: list[list[Path]], settings: Settings, knowledge: Knowl
     queue = list(range(len(misses)))
     while queue:
         for i in [i for i in queue if deaths.get(i)]:
-            outcome = _run_alone(i, misses[i], settings, knowledge, needles)
+            outcome = _run_alone(i, misses[i], settings, knowledge, needles, schedule.start(i))
             results[i] = outcome if outcome is not None else _failed(
                 misses[i], settings,
                 "the worker process analysing this directory died twice (killed by a signal, out of memory, or a "
                 "crash in native code)",
             )
+            schedule.finish(i, results[i], misses[i][0].parent)
         waiting = [i for i in queue if not deaths.get(i)]
         queue = []
         if waiting:
-            unfinished, running = _run_pool(waiting, misses, settings, knowledge, needles, jobs, results)
+            unfinished, running = _run_pool(waiting, misses, settings, knowledge, needles, jobs, results, schedule)
             for i in running:
                 deaths[i] = deaths.get(i, 0) + 1
             queue = unfinished
@@ -552,15 +672,19 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
         total.notifications.append(refused)
     try:
         misses: list[list[Path]] = []
+        summaries: Summaries = {}
         for directory in directories:
             if cache is not None:
-                known = [reads.get(path) for path in directory]
-                contents = known if None not in known else _read(directory, settings)
+                contents = [reads.get(path) for path in directory]
+                if None in contents:
+                    contents = _read(directory, settings)
                 cached = cache.get(_key(cache, directory, contents))
                 if cached is not None:
                     total.extend(cached)
+                    record(summaries, directory[0].parent, cached)
                     continue
             misses.append(directory)
+        schedule = _Schedule(misses, summaries)
         # More workers than CPUs only cost memory.
         jobs = max(1, min(settings.jobs, default_jobs()))
         missed_files = sum(len(directory) for directory in misses)
@@ -568,12 +692,15 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
         global _progress
         _progress = _Progress(len(misses), settings.progress_after)
         if jobs > 1 and len(misses) > 1 and missed_files >= _PARALLEL_THRESHOLD:
-            for part in _run_parallel(misses, settings, knowledge, needles, jobs):
+            for part in _run_parallel(misses, settings, knowledge, needles, jobs, schedule):
                 total.extend(part)
         else:
             _set_state(settings, knowledge, needles, cache, None)
-            for index, miss in enumerate(misses):
-                total.extend(_work((index, miss)))
+            while ready := schedule.ready():
+                index = ready[0]
+                part = _work((index, misses[index], schedule.start(index)))
+                schedule.finish(index, part, misses[index][0].parent)
+                total.extend(part)
                 _progress.tick()
         _progress.close()
         if cache is not None and misses:
@@ -582,6 +709,7 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
         if cache is not None:
             cache.close()
     total.sort()
+    total.summaries = []  # they served the importers; the report has no use for them
     _one_per_defect(total)
     if settings.reported is not None:
         _only_reported(total, {display_path(path, settings.base) for path in settings.reported})

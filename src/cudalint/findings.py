@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from typing import Any
 
 
 @dataclass(frozen=True, order=True)
@@ -200,6 +201,10 @@ class Result:
     files_analysed: int = 0
     files_skipped: int = 0
     internal_errors: int = 0
+    # What the analysed package tells the packages that import it
+    # (cudalint.analyses.summaries.ExportedSummary items): the parent hands
+    # them to importers, so that no worker summarises a dependency again.
+    summaries: list[Any] = field(default_factory=list)
 
     def extend(self, other: Result) -> None:
         self.findings.extend(other.findings)
@@ -208,6 +213,7 @@ class Result:
         self.files_analysed += other.files_analysed
         self.files_skipped += other.files_skipped
         self.internal_errors += other.internal_errors
+        self.summaries.extend(other.summaries)
 
     def sort(self) -> None:
         self.findings.sort(key=Finding.sort_key)

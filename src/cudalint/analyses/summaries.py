@@ -44,10 +44,30 @@ class FunctionSummary:
 Summaries = dict[str, dict[str, FunctionSummary]]
 
 
+@dataclass(frozen=True)
+class ExportedSummary:
+    """One exported function's summary as a package's analysis hands it to
+    its importers (plain data: it travels between processes and is cached
+    with the package's result)."""
+
+    import_path: str
+    name: str
+    summary: FunctionSummary
+
+
 def summarise(package: Package, knowledge: Knowledge, imported: Summaries) -> dict[str, FunctionSummary]:
     """The summaries of a package's exported functions that say something
-    (a function that hands nothing out and only borrows says nothing new)."""
-    run = PackageRun(package, PackageCFGs(package), knowledge, frozenset(), summaries=imported)
+    (a function that hands nothing out and only borrows says nothing new),
+    from a run of their own."""
+    return summaries_of(PackageRun(package, PackageCFGs(package), knowledge, frozenset(), summaries=imported))
+
+
+def summaries_of(run: PackageRun) -> dict[str, FunctionSummary]:
+    """The same summaries read off a run that the rules have already made
+    (its analyses are computed once per run). Functions of `_test.go` files
+    are left out: importers never see them, and a package's summary must
+    not depend on whether its tests were read, so that the summary made
+    while analysing the package equals the one made from its files alone."""
     lifetimes = Pass(run, requirements((LIFETIMES,))).result_of(LIFETIMES)
     found: dict[str, FunctionSummary] = {}
     # Only a function that calls the API, or a wrapper of it, can hand out,
@@ -55,6 +75,8 @@ def summarise(package: Package, knowledge: Knowledge, imported: Summaries) -> di
     # keeps the conservative default at its callers (a hand-over).
     for unit in lifetimes.units_with_acquisitions():
         if unit.kind is not UnitKind.FUNCTION or not unit.name[:1].isupper() or unit.body is None:
+            continue
+        if unit.file.source.path.name.endswith("_test.go"):
             continue
         hands_out = tuple(
             HandOut(
