@@ -91,6 +91,9 @@ class ResourceSpec:
     # Whether releasing it needs a current context, in a family whose releases
     # generally do (CL505): a context's own destroy does not.
     needs_context: bool = True
+    # A value of a Go type that holds this resource in a field and frees it
+    # in a method (an owning type, found by analysis, never by knowledge).
+    owns: ResourceSpec | None = None
 
     @property
     def handleless(self) -> bool:

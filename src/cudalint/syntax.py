@@ -276,6 +276,17 @@ def assignment_sides(statement: Node) -> list[tuple[list[Node], list[Node]]]:
     return []
 
 
+def return_statements(body: Node | None) -> Iterator[Node]:
+    """The return statements of a body, not those of its func literals."""
+    stack = [body] if body is not None else []
+    while stack:
+        node = stack.pop()
+        if node.type == "return_statement":
+            yield node
+        elif node.type != "func_literal":
+            stack.extend(node.children)
+
+
 def calls_in(root: Node) -> Iterator[Node]:
     """The calls evaluated by a piece of syntax, in source order (the bodies
     of func literals run elsewhere and are skipped)."""

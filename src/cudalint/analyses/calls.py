@@ -288,6 +288,19 @@ class CallIndex:
         type_name = self.type_of(operand)
         return self._method_of(type_name, method, set()) if type_name is not None else None
 
+    def local_type(self, symbol: Symbol | None) -> str | None:
+        """The package-declared type a variable is declared with (`b *Buffer`)."""
+        return _named_type(symbol.type_node) if symbol is not None and symbol.type_node is not None else None
+
+    def struct_types(self) -> list[str]:
+        """The names of the package's struct types, in declaration order."""
+        return list(self._types())
+
+    def methods_of_type(self, type_name: str) -> list[Unit]:
+        """The methods declared with receiver T or *T."""
+        wanted = (f"{type_name}.", f"(*{type_name}).")
+        return [unit for units in self._methods.values() for unit in units if unit.name.startswith(wanted)]
+
     def _method_of(self, type_name: str, method: str, seen: set[str]) -> Unit | None:
         if type_name in seen:
             return None

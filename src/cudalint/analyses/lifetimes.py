@@ -36,6 +36,7 @@ from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
+from cudalint.analyses.owners import OWNERS, Owners, owned_resource
 from cudalint.analyses.uses import USES, Use, UseKind, VariableUses
 from cudalint.cfg import CFG, Edge, ExitKind, NodeKind, PackageCFGs
 from cudalint.framework import Analysis
@@ -227,10 +228,11 @@ class _Walk:
 
 
 class Engine:
-    def __init__(self, cfgs: PackageCFGs, facts: CallIndex, uses: VariableUses):
+    def __init__(self, cfgs: PackageCFGs, facts: CallIndex, uses: VariableUses, owners: Owners):
         self.cfgs = cfgs
         self.facts = facts
         self.uses = uses
+        self.owners = owners
         self._summaries: dict[tuple[Unit, Symbol], Summary] = {}
         self._in_progress: set[tuple[Unit, Symbol]] = set()
         self._captures: dict[Unit, frozenset[Symbol]] = {}
@@ -280,6 +282,11 @@ class Engine:
             index = _returned_at(unit, origin.handle) if origin.handle else self._returned_directly(unit, origin)
             if index is not None:
                 handed.append((origin, index))
+                continue
+            constructed = self.owners.constructed(unit, origin.handle, origin.resource) if origin.handle else None
+            if constructed is not None:
+                index, owner = constructed
+                handed.append((replace(origin, resource=owned_resource(origin.resource, owner.type_name, owner.methods)), index))
         self._handing[unit] = handed
         return handed
 
@@ -462,6 +469,9 @@ class Engine:
             if found is None:
                 continue
             family, resource = found
+            if handed.owner:
+                qualifier = callee.written.rsplit(".", 1)[0]
+                resource = owned_resource(resource, f"{qualifier}.{handed.owner}", handed.methods)
             api = ApiFunction(family, callee.written, _WRAPPER_STATUS if handed.returns_error else None, False, (), (resource,))
             origins.append(Origin(
                 unit, n, call, callee.written, api, resource, CallRole(callee.written, f"result{handed.index}"), "",
@@ -982,9 +992,13 @@ class Engine:
         if origin is not None:
             return [origin.resource]
         found: list[ResourceSpec] = []
+        owner = self.owners.of(self.facts.local_type(symbol))
+        if owner is not None:
+            found.extend(owned_resource(resource, owner.type_name, owner.methods) for resource in owner.resources)
         declared = self.facts.package.resolution.declared_type(symbol)
         if declared is not None:
             path, type_name = declared
+            found.extend(self._owned_elsewhere(symbol, path, type_name))
             for family in self.facts.knowledge.families:
                 if family.import_path != path:
                     continue
@@ -995,6 +1009,20 @@ class Engine:
         fact = self.facts.calls.get(init) if init is not None else None
         if fact is not None and fact.api is not None:
             found.extend(resource for resource, _ in fact.api.roles("acquire"))
+        return found
+
+    def _owned_elsewhere(self, symbol: Symbol, path: str, type_name: str) -> list[ResourceSpec]:
+        """`b *gpu.Buffer`: the resources an owning type of another package of
+        the module holds, as its summary says."""
+        summary = self.facts.summaries.get(path, {}).get(type_name)
+        if summary is None or not summary.owns:
+            return []
+        qualifier = syntax.text(symbol.type_node).lstrip("*").rsplit(".", 1)[0]
+        found = []
+        for family_name, resource_name in summary.owns:
+            known = self.facts.knowledge.resource(family_name, resource_name)
+            if known is not None:
+                found.append(owned_resource(known[1], f"{qualifier}.{type_name}", summary.methods))
         return found
 
     def _is_release_method(self, origin: Origin | None, symbol: Symbol, method: str) -> bool:
@@ -1219,7 +1247,7 @@ def _returned_at(unit: Unit, handle: str) -> int | None:
     nil error (when the last result is an error); None otherwise."""
     index = None
     returns_error = unit.returns_error
-    for statement in _return_statements(unit.body):
+    for statement in syntax.return_statements(unit.body):
         values = next((c for c in statement.named_children if c.type == "expression_list"), None)
         expressions = syntax.expressions(values) if values is not None else []
         positions = [i for i, e in enumerate(expressions) if e.type == "identifier" and syntax.text(e) == handle]
@@ -1231,17 +1259,6 @@ def _returned_at(unit: Unit, handle: str) -> int | None:
             return None
         index = positions[0]
     return index
-
-
-def _return_statements(body: Node | None):
-    """The return statements of a body, not those of its func literals."""
-    stack = [body] if body is not None else []
-    while stack:
-        node = stack.pop()
-        if node.type == "return_statement":
-            yield node
-        elif node.type != "func_literal":
-            stack.extend(node.children)
 
 
 def _returned_error(statement: Node | None) -> str | None:
@@ -1277,6 +1294,6 @@ def _value_parent(node: Node, facts: CallIndex) -> tuple[Node, Node | None]:
 
 LIFETIMES: Analysis[Engine] = Analysis(
     "lifetimes", __doc__ or "",
-    lambda p: Engine(p.cfgs, p.result_of(CALLS), p.result_of(USES)),
-    requires=(CALLS, USES),
+    lambda p: Engine(p.cfgs, p.result_of(CALLS), p.result_of(USES), p.result_of(OWNERS)),
+    requires=(CALLS, USES, OWNERS),
 )

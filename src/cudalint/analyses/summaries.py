@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cudalint.analyses.lifetimes import LIFETIMES
+from cudalint.analyses.owners import owner_type
 from cudalint.cfg import PackageCFGs
 from cudalint.framework import PackageRun, Pass, requirements
 from cudalint.functions import Package, UnitKind
@@ -32,12 +33,21 @@ class HandOut:
     resource: str
     returns_error: bool
     via: str  # the acquisition inside, for messages: "C.cudaMalloc at line 12 of memory.go"
+    # A value of an owning type of the package holding the resource (`*Buffer`
+    # from NewBuffer), released by any of its `methods`; "" for the bare handle.
+    owner: str = ""
+    methods: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class FunctionSummary:
     hands_out: tuple[HandOut, ...] = ()
     params: tuple[str, ...] = ()  # per parameter: "releases", "retains" or "borrows"
+    # For an owning type (filed under the type's name, which no function of
+    # the package can share): the (family, resource) pairs it holds, and the
+    # methods that release them.
+    owns: tuple[tuple[str, str], ...] = ()
+    methods: tuple[str, ...] = ()
 
 
 # Import path -> exported function name -> summary.
@@ -78,14 +88,23 @@ def summaries_of(run: PackageRun) -> dict[str, FunctionSummary]:
             continue
         if unit.file.source.path.name.endswith("_test.go"):
             continue
-        hands_out = tuple(
-            HandOut(
-                index, origin.innermost.api.family.name, origin.resource.name, unit.returns_error,
-                f"{origin.innermost.written} at line {origin.innermost.line} of {origin.innermost.unit.file.source.path.name}",
-            )
-            for origin, index in lifetimes.handed_out(unit)
-        )
+        hands_out = tuple(_hand_out(origin, index, unit.returns_error) for origin, index in lifetimes.handed_out(unit))
         params = tuple(lifetimes.effect_of_argument(unit, i).value for i in range(len(unit.params)))
         if hands_out or any(effect != "retains" for effect in params):
             found[unit.name] = FunctionSummary(hands_out, params)
+    families = {resource: family for family in run.knowledge.families for resource in family.resources}
+    for owner in lifetimes.owners.exported():
+        owns = tuple((families[resource].name, resource.name) for resource in owner.resources if resource in families)
+        if owns:
+            found[owner.type_name] = FunctionSummary(owns=owns, methods=owner.methods)
     return found
+
+
+def _hand_out(origin, index: int, returns_error: bool) -> HandOut:
+    inner = origin.innermost
+    resource = origin.resource
+    via = f"{inner.written} at line {inner.line} of {inner.unit.file.source.path.name}"
+    if resource.owns is None:
+        return HandOut(index, inner.api.family.name, resource.name, returns_error, via)
+    methods = tuple(role.method for role in resource.release)
+    return HandOut(index, inner.api.family.name, resource.owns.name, returns_error, via, owner_type(resource), methods)
