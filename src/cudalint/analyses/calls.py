@@ -97,6 +97,13 @@ class CallIndex:
     _no_literal: set[Symbol] = field(default_factory=set, repr=False)
     _unwatched: dict[Node, CallFact | None] = field(default_factory=dict, repr=False)
 
+    def module_summary(self, fact: CallFact | None) -> Any:
+        """The summary of a function of another package of the module that
+        this call names (None for anything else)."""
+        if fact is None or fact.api is not None:
+            return None
+        return self.summaries.get(fact.import_path, {}).get(fact.name)
+
     def units_calling_module_wrappers(self) -> list[Unit]:
         """The functions that call a function of another package of the
         module that hands a resource out."""

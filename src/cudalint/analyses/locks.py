@@ -41,6 +41,9 @@ class Happening:
     target: Unit | None = None  # CALL: the callee
     spawned: bool = False  # CALL through `go`
     deferred: bool = False  # CALL through `defer`: its effect happens at return
+    # BOUND by a function of another package of the module that needs the
+    # thread locked: the thread-bound call inside it, for messages.
+    via: str = ""
 
 
 _RUNTIME = "runtime"
@@ -112,6 +115,14 @@ class LockStates:
             return None
         if fact is not None and fact.api is not None and fact.api.thread_bound:
             return Happening(Event.BOUND, call)
+        summary = self.calls.module_summary(fact)
+        if summary is not None:
+            if summary.needs_lock:
+                return Happening(Event.BOUND, call, via=summary.needs_lock)
+            if summary.thread == "lock" and statement != "defer_statement":
+                return Happening(Event.LOCK, call)
+            if summary.thread == "unlock":
+                return Happening(Event.DEFER_UNLOCK if statement == "defer_statement" else Event.UNLOCK, call)
         callee = self.calls.callee(call)
         if callee.kind is CalleeKind.LOCAL and callee.target is not None and callee.target.kind is not UnitKind.LITERAL:
             return Happening(
@@ -163,6 +174,11 @@ class LockStates:
             effect = Event.UNLOCK
         self.wrappers[unit] = effect
         return effect
+
+    def locks_always(self, unit: Unit) -> bool:
+        """A lock wrapper that returns with the thread locked on every path."""
+        on_return = self._locked_on_return(unit, 0, frozenset())
+        return on_return is not None and on_return >= 1
 
     def locks_on_success(self, unit: Unit, stack: frozenset[Unit] = frozenset()) -> bool:
         """A lock wrapper that reports failure: it returns with the thread
@@ -500,10 +516,7 @@ class LockStates:
         by_node = {u.node: u for u in self.package.units}
         pending = []
         for call, fact in self.calls.calls.items():
-            threads = (fact.import_path == _RUNTIME and fact.name in ("LockOSThread", "UnlockOSThread")) or (
-                fact.api is not None and fact.api.thread_bound
-            )
-            function = syntax.enclosing_function(call) if threads else None
+            function = syntax.enclosing_function(call) if _touches_threads(self.calls, fact) else None
             if function is not None and function in by_node:
                 pending.append(by_node[function])
         relevant: set[Unit] = set()
@@ -724,8 +737,15 @@ LOCKS: Analysis[LockStates] = Analysis("locks", __doc__ or "", _solved, requires
 def concerns_threads(calls: CallIndex) -> bool:
     """Whether the package locks, unlocks or makes a thread-bound call at
     all (else there is nothing to solve)."""
-    return any(
-        (fact.import_path == _RUNTIME and fact.name in ("LockOSThread", "UnlockOSThread"))
-        or (fact.api is not None and fact.api.thread_bound)
-        for fact in calls.calls.values()
-    )
+    return any(_touches_threads(calls, fact) for fact in calls.calls.values())
+
+
+def _touches_threads(calls: CallIndex, fact) -> bool:
+    """A lock, an unlock or a thread-bound call: of runtime, of the API, or
+    of another package of the module as its summary says."""
+    if fact.import_path == _RUNTIME:
+        return fact.name in ("LockOSThread", "UnlockOSThread")
+    if fact.api is not None:
+        return fact.api.thread_bound
+    summary = calls.module_summary(fact)
+    return summary is not None and bool(summary.needs_lock or summary.thread)

@@ -14,9 +14,12 @@ that they travel between processes and into the result cache.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from cudalint import syntax
+from cudalint.analyses.calls import CALLS
 from cudalint.analyses.lifetimes import LIFETIMES
+from cudalint.analyses.locks import LOCKS, Event, concerns_threads, exported
 from cudalint.analyses.owners import owner_type
 from cudalint.cfg import PackageCFGs
 from cudalint.framework import PackageRun, Pass, requirements
@@ -48,6 +51,12 @@ class FunctionSummary:
     # methods that release them.
     owns: tuple[tuple[str, str], ...] = ()
     methods: tuple[str, ...] = ()
+    # Threads: the thread-bound call the function reaches with no lock of its
+    # own before it on some path ("C.cudaSetDevice"; its callers must hold
+    # the lock), and "lock" for a function that returns with the thread
+    # locked on every path, "unlock" for one that only unlocks it.
+    needs_lock: str = ""
+    thread: str = ""
 
 
 # Import path -> exported function name -> summary.
@@ -92,11 +101,36 @@ def summaries_of(run: PackageRun) -> dict[str, FunctionSummary]:
         params = tuple(lifetimes.effect_of_argument(unit, i).value for i in range(len(unit.params)))
         if hands_out or any(effect != "retains" for effect in params):
             found[unit.name] = FunctionSummary(hands_out, params)
+    for unit, effects in _thread_effects(run).items():
+        found[unit] = replace(found.get(unit, FunctionSummary()), **effects)
     families = {resource: family for family in run.knowledge.families for resource in family.resources}
     for owner in lifetimes.owners.exported():
         owns = tuple((families[resource].name, resource.name) for resource in owner.resources if resource in families)
         if owns:
             found[owner.type_name] = FunctionSummary(owns=owns, methods=owner.methods)
+    return found
+
+
+def _thread_effects(run: PackageRun) -> dict[str, dict[str, str]]:
+    """What each exported function does to its caller's OS thread."""
+    calls = Pass(run, requirements((CALLS,))).result_of(CALLS)
+    if not concerns_threads(calls):
+        return {}
+    threads = Pass(run, requirements((LOCKS,))).result_of(LOCKS)
+    found: dict[str, dict[str, str]] = {}
+    for unit in threads.locked:
+        if unit.kind is not UnitKind.FUNCTION or not exported(unit) or unit.file.source.path.name.endswith("_test.go"):
+            continue
+        effects = {}
+        need = threads.needs_lock(unit)
+        if need is not None:
+            inner = threads.chain(need)[-1]
+            effects["needs_lock"] = inner.via or syntax.text(inner.call.child_by_field_name("function"))
+        wrapper = threads.wrapper(unit)
+        if wrapper is Event.UNLOCK or (wrapper is Event.LOCK and threads.locks_always(unit)):
+            effects["thread"] = wrapper.value
+        if effects:
+            found[unit.name] = effects
     return found
 
 

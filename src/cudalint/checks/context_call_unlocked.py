@@ -29,8 +29,10 @@ def check(p: Pass) -> None:
 
 def _message(unit: Unit, chain: list[Happening]) -> str:
     names = [syntax.text(h.call.child_by_field_name("function")) for h in chain]
+    if chain[-1].via:
+        names.append(chain[-1].via)
     where = "this goroutine" if unit.use is LiteralUse.GO else unit.name
-    what = names[0] if len(chain) == 1 else f"{names[0]} (through {' -> '.join(names[1:])})"
+    what = names[0] if len(names) == 1 else f"{names[0]} (through {' -> '.join(names[1:])})"
     return (
         f"{what} binds CUDA state to the current OS thread, but {where} has not called "
         f"runtime.LockOSThread on every path before it (nor have all its callers in this package): "
@@ -45,9 +47,11 @@ RULE = Rule(
     ## What it does
     Reports a call that binds CUDA state to the calling OS thread
     (`cudaSetDevice`, `cuCtxSetCurrent`, `cuCtxPushCurrent`, `cuCtxCreate`,
-    ... as `rules/*.toml` lists them under `[threads]`) in a function or `go`
+    ... as `rules/*.toml` lists them under `[threads]`, or an exported
+    function of another package of the module that reaches one unlocked) in a function or `go`
     literal that has not called `runtime.LockOSThread` on every path before
-    it, directly or through a function of the package that locks, and whose
+    it, directly or through a function of the package that locks (or of
+    another package of the module, as its summary says), and whose
     callers in the package have not either. A function nothing in the package
     calls (or only itself) counts as unlocked; a `go` literal starts unlocked,
     and so does a literal kept in a variable and started with `go v()`. A
