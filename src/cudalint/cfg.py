@@ -291,9 +291,15 @@ class ExitOracle:
     standard library's no-return functions, and functions of the same package
     whose bodies cannot return (decided on demand by PackageCFGs)."""
 
-    def __init__(self, resolution: Resolution, package_exits: Callable[[Symbol], frozenset[ExitKind] | None]):
+    def __init__(
+        self, resolution: Resolution, package_exits: Callable[[Symbol], frozenset[ExitKind] | None],
+        imported_exits: Mapping[tuple[str, str], frozenset[ExitKind]] | None = None,
+    ):
         self.resolution = resolution
         self.package_exits = package_exits
+        # Exported functions of other packages of the module that never
+        # return, as their summaries say: (import path, name) -> exits.
+        self.imported_exits = imported_exits or {}
 
     def exits_of(self, call: Node) -> frozenset[ExitKind] | None:
         """None if the call may return; otherwise how it ends the goroutine
@@ -319,7 +325,7 @@ class ExitOracle:
             path = res.package_of(operand)
             if path is not None:
                 kind = _NO_RETURN_FUNCS.get((path, name))
-                return frozenset({kind}) if kind is not None else None
+                return frozenset({kind}) if kind is not None else self.imported_exits.get((path, name))
             declared = res.declared_type(res.symbol(operand))
             if declared is not None:
                 kind = _NO_RETURN_METHODS.get(declared, {}).get(name)
@@ -650,8 +656,11 @@ class PackageCFGs:
     A function whose verdict is being decided while its own call chain asks
     again (recursion) is taken to return."""
 
-    def __init__(self, package: Package, capacity: int = 4096):
+    def __init__(
+        self, package: Package, capacity: int = 4096, imported_exits: Mapping[tuple[str, str], frozenset[ExitKind]] | None = None,
+    ):
         self.package = package
+        self.imported_exits = imported_exits or {}
         self.failures: dict[Unit, str] = {}
         self.no_return: dict[Symbol, frozenset[ExitKind] | None] = {}
         self.graphs = _LazyGraphs(self, capacity)
@@ -668,7 +677,7 @@ class PackageCFGs:
         if not self.analysable(unit):
             return None
         try:
-            graph = build_cfg(unit, ExitOracle(self.package.resolution, self.exits_of_function))
+            graph = build_cfg(unit, ExitOracle(self.package.resolution, self.exits_of_function, self.imported_exits))
         except NestingTooDeep:
             self.failures[unit] = f"nests deeper than {MAX_NESTING} levels"
             return None
@@ -737,8 +746,10 @@ class _LazyGraphs(Mapping):
         return sum(1 for _ in self)
 
 
-def build_package_cfgs(package: Package) -> PackageCFGs:
-    return PackageCFGs(package)
+def build_package_cfgs(
+    package: Package, imported_exits: Mapping[tuple[str, str], frozenset[ExitKind]] | None = None,
+) -> PackageCFGs:
+    return PackageCFGs(package, imported_exits=imported_exits)
 
 
 def _in_dead_code(unit: Unit, outer: CFG) -> bool:

@@ -32,7 +32,7 @@ from cudalint.cache import CacheRefused, ResultCache
 from cudalint.cfg import PackageCFGs, build_package_cfgs
 from cudalint.checks import CHECKS, all_rules
 from cudalint.config import PerFileIgnores
-from cudalint.analyses.summaries import ExportedSummary, Summaries, summaries_of, summarise
+from cudalint.analyses.summaries import ExportedSummary, Summaries, imported_exits, summaries_of, summarise
 from cudalint.discover import package_files, printable
 from cudalint.findings import Finding, Notification, NotificationKind, Result, assign_fingerprints
 from cudalint.module import in_module_imports, module_of
@@ -270,7 +270,7 @@ def _analyze_package(
     analyses' results) unless the package's graphs could not be built."""
     where = package.files[0].display
     try:
-        graphs = build_package_cfgs(package)
+        graphs = build_package_cfgs(package, imported_exits(summaries or {}))
     except Exception as error:  # noqa: BLE001
         result.notifications.append(_internal_error(where, f"package {package.name}", error, settings.debug))
         result.internal_errors += 1

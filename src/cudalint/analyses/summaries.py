@@ -21,7 +21,7 @@ from cudalint.analyses.calls import CALLS
 from cudalint.analyses.lifetimes import LIFETIMES
 from cudalint.analyses.locks import LOCKS, Event, concerns_threads, exported
 from cudalint.analyses.owners import owner_type
-from cudalint.cfg import PackageCFGs
+from cudalint.cfg import ExitKind, PackageCFGs
 from cudalint.framework import PackageRun, Pass, requirements
 from cudalint.functions import Package, UnitKind
 from cudalint.knowledge import Knowledge
@@ -57,6 +57,11 @@ class FunctionSummary:
     # locked on every path, "unlock" for one that only unlocks it.
     needs_lock: str = ""
     thread: str = ""
+    # Control: the function never returns (panics, exits or ends the
+    # goroutine on every path), and how it ends (ExitKind values; none: it
+    # blocks for ever).
+    never_returns: bool = False
+    exits: tuple[str, ...] = ()
 
 
 # Import path -> exported function name -> summary.
@@ -78,7 +83,17 @@ def summarise(package: Package, knowledge: Knowledge, imported: Summaries) -> di
     """The summaries of a package's exported functions that say something
     (a function that hands nothing out and only borrows says nothing new),
     from a run of their own."""
-    return summaries_of(PackageRun(package, PackageCFGs(package), knowledge, frozenset(), summaries=imported))
+    graphs = PackageCFGs(package, imported_exits=imported_exits(imported))
+    return summaries_of(PackageRun(package, graphs, knowledge, frozenset(), summaries=imported))
+
+
+def imported_exits(summaries: Summaries) -> dict[tuple[str, str], frozenset[ExitKind]]:
+    """(import path, name) -> how it ends, for the imported functions that
+    never return: the CFG builder ends a path at their calls."""
+    return {
+        (path, name): frozenset(ExitKind(kind) for kind in summary.exits)
+        for path, functions in summaries.items() for name, summary in functions.items() if summary.never_returns
+    }
 
 
 def summaries_of(run: PackageRun) -> dict[str, FunctionSummary]:
@@ -101,6 +116,8 @@ def summaries_of(run: PackageRun) -> dict[str, FunctionSummary]:
         params = tuple(lifetimes.effect_of_argument(unit, i).value for i in range(len(unit.params)))
         if hands_out or any(effect != "retains" for effect in params):
             found[unit.name] = FunctionSummary(hands_out, params)
+    for name, exits in _no_return(run).items():
+        found[name] = replace(found.get(name, FunctionSummary()), never_returns=True, exits=exits)
     for unit, effects in _thread_effects(run).items():
         found[unit] = replace(found.get(unit, FunctionSummary()), **effects)
     families = {resource: family for family in run.knowledge.families for resource in family.resources}
@@ -108,6 +125,29 @@ def summaries_of(run: PackageRun) -> dict[str, FunctionSummary]:
         owns = tuple((families[resource].name, resource.name) for resource in owner.resources if resource in families)
         if owns:
             found[owner.type_name] = FunctionSummary(owns=owns, methods=owner.methods)
+    return found
+
+
+# A function that never returns ends in one of these (or in a call of a
+# function that does, which the same words usually name).
+_ENDINGS = (b"panic(", b"Exit(", b"Fatal", b"Goexit(", b"FailNow(", b"Skip", b"for {", b"select {}")
+
+
+def _no_return(run: PackageRun) -> dict[str, tuple[str, ...]]:
+    """The exported functions whose body cannot return, and how they end.
+    Only bodies that name a way to end are asked (asking builds a graph)."""
+    found = {}
+    for unit in run.package.units:
+        if unit.kind is not UnitKind.FUNCTION or not unit.name[:1].isupper() or unit.body is None or unit.symbol is None:
+            continue
+        if unit.file.source.path.name.endswith("_test.go"):
+            continue
+        body = unit.file.source.data[unit.body.start_byte:unit.body.end_byte]
+        if not any(ending in body for ending in _ENDINGS):
+            continue
+        exits = run.cfgs.exits_of_function(unit.symbol)
+        if exits is not None:
+            found[unit.name] = tuple(sorted(kind.value for kind in exits))
     return found
 
 
