@@ -78,6 +78,11 @@ def test_cudaGetLastError_is_a_discardable_status_call() -> None:
         ({"family": "f", "description": "x", "import": "C", "keeps": [{"call": "C.k", "args": []}]}, "keeps[0].args: expected a non-empty list"),
         ({"family": "f", "description": "x", "import": "C", "keeps": [{"call": "k", "args": [1]}]}, "must be qualified"),
         ({"family": "f", "description": "x", "import": "C", "keeps": {"call": "C.k"}}, "expected an array of tables ([[keeps]])"),
+        ({"family": "f", "description": "x", "import": "g.io/nv", "results": {"Open": "nv.Dev"}}, "must be qualified with the family's package name 'nv'"),
+        ({"family": "f", "description": "x", "import": "g.io/nv", "results": {"nv.Open": "Dev"}}, "must be qualified"),
+        ({"family": "f", "description": "x", "import": "g.io/nv", "results": {"nv.Open": "nv.dev"}}, "expected an exported type of the package as nv.Type"),
+        ({"family": "f", "description": "x", "import": "g.io/nv", "results": {"nv.Open": "nv.A.B"}}, "expected an exported type"),
+        ({"family": "f", "description": "x", "import": "g.io/nv", "results": ["nv.Open"]}, "[results]: expected a table"),
     ],
 )
 def test_schema_errors_name_the_file_and_key(document: dict, message: str) -> None:
@@ -106,6 +111,18 @@ def test_bad_toml_is_a_clear_error(tmp_path: Path) -> None:
     broken.write_text("family = \n")
     with pytest.raises(KnowledgeError, match="broken.toml: not valid TOML"):
         load_knowledge((broken,))
+
+
+def test_result_types_make_methods_known() -> None:
+    knowledge = load_knowledge(())
+    path = "github.com/NVIDIA/go-nvml/pkg/nvml"
+    assert knowledge.result_type(path, "DeviceGetHandleByIndex") == "Device"
+    assert knowledge.result_type(path, "Device.GetGpuInstanceById") == "GpuInstance"
+    assert knowledge.result_type(path, "DeviceGetCount") is None
+    assert {"Device", "GpuInstance", "EventSet"} <= knowledge.method_types[path]
+    name = knowledge.lookup(path, "Device.GetName")
+    assert name is not None and name.status is not None and name.status.type == "nvml.Return"
+    assert knowledge.lookup(path, "Device.GetTemperatureV") is None  # returns a handler
 
 
 def test_kept_arguments_are_known() -> None:

@@ -134,6 +134,10 @@ class Family:
     # subscriber's context): (call, argument indexes). Passing a handle
     # there hands it over, whatever resource it is.
     keeps: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    # What a call's first result is, for calling methods on it: (call, type)
+    # (`device, ret := nvml.DeviceGetHandleByIndex(i)` makes device an
+    # nvml.Device, whose methods the status patterns can then name).
+    result_types: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -197,6 +201,7 @@ class Knowledge:
             for family in self.families:
                 names = [role.call for resource in family.resources for role in resource.acquire + resource.release + resource.transfer]
                 names += list(family.status_match) + list(family.thread_bound)
+                names += [f"{type_name}.Method" for _, type_name in family.result_types]
                 for name in names:
                     parts = name.split(".")
                     if len(parts) >= 3 and parts[0] == family.qualifier and parts[1][:1].isupper() and "*" not in parts[1]:
@@ -213,6 +218,16 @@ class Knowledge:
         """Import path -> package name, so `import "github.com/NVIDIA/go-nvml/pkg/nvml"`
         resolves `nvml.Init` without reading the imported package."""
         return {f.import_path: f.qualifier for f in self.families}
+
+    def result_type(self, import_path: str, name: str) -> str | None:
+        """The type (its name within its package: "Device") of the first
+        result of the call `name` of that package, where the knowledge says it."""
+        for family in self.families:
+            if family.import_path == import_path:
+                for call, type_name in family.result_types:
+                    if call == f"{family.qualifier}.{name}":
+                        return type_name.split(".", 1)[1]
+        return None
 
     def is_type(self, import_path: str, name: str) -> bool:
         key = (import_path, "type:" + name)
@@ -287,7 +302,7 @@ class Knowledge:
 
 _TOP_KEYS = {
     "schema", "family", "description", "import", "name", "docs", "status", "status_calls", "resource", "types",
-    "threads", "async", "keeps",
+    "threads", "async", "keeps", "results",
 }
 _KEEPS_KEYS = {"call", "args"}
 _THREAD_KEYS = {"bound", "context_setters", "releases_need_context"}
@@ -371,10 +386,29 @@ def parse_family(document: dict, source: str) -> Family:
     bound, setters, need_context = _threads(source, doc, qualifier)
     async_host = tuple(_async(source, f"async[{i}]", item, qualifier) for i, item in enumerate(_array(source, "async", doc)))
     keeps = tuple(_keeps(source, f"keeps[{i}]", item, qualifier) for i, item in enumerate(_array(source, "keeps", doc)))
+    results = _results(source, doc, qualifier)
     return Family(
         name, description, import_path, qualifier, source, docs, status,
-        match, except_, discardable, resources, types, bound, setters, need_context, async_host, keeps,
+        match, except_, discardable, resources, types, bound, setters, need_context, async_host, keeps, results,
     )
+
+
+def _results(source: str, doc: dict, qualifier: str) -> tuple[tuple[str, str], ...]:
+    """[results]: call = "pkg.Type", the type of the call's first result. Both
+    sides are names of the family's package (pkg.Func, pkg.Type.Method;
+    pkg.Type), else the entry could never match."""
+    table = doc.get("results", {})
+    if not isinstance(table, dict):
+        raise _fail(source, "[results]", "expected a table of call = \"pkg.Type\"")
+    found = []
+    for call, type_name in table.items():
+        where = f"[results].{call!r}"
+        (call,) = _qualified(source, where, (call,), qualifier)
+        (type_name,) = _qualified(source, where, (_string(source, where, type_name),), qualifier)
+        if type_name.count(".") != 1 or not type_name.split(".")[1][:1].isupper():
+            raise _fail(source, where, f"expected an exported type of the package as {qualifier}.Type, not {type_name!r}")
+        found.append((call, type_name))
+    return tuple(found)
 
 
 def _array(source: str, key: str, doc: dict) -> list:

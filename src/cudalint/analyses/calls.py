@@ -470,10 +470,15 @@ def _index_method_calls(facts: CallIndex, package: Package, knowledge: Knowledge
     if not types:
         return
     resolution = package.resolution
+    typed_results = {
+        family.import_path: [call.split(".", 1)[1] for call, _ in family.result_types]
+        for family in knowledge.families if family.result_types
+    }
     for parsed in package.files:
         spelled = {
             f"{knowledge.package_names.get(imported.path) or default_import_name(imported.path)}.{name}".encode(): imported.path
-            for imported in parsed.imports if imported.path in types for name in types[imported.path]
+            for imported in parsed.imports if imported.path in types
+            for name in (*types[imported.path], *typed_results.get(imported.path, ()))
         }
         if not spelled or not any(needle in parsed.source.data for needle in spelled):
             continue
@@ -487,7 +492,8 @@ def _index_method_calls(facts: CallIndex, package: Package, knowledge: Knowledge
             declaration = resolution.declaration_text_of(parsed.root, node)
             if declaration is None or not any(needle in declaration for needle in spelled):
                 continue
-            declared = resolution.declared_type(resolution.symbol(operand))
+            symbol = resolution.symbol(operand)
+            declared = resolution.declared_type(symbol) or _result_typed(facts, symbol)
             if declared is None or declared[0] not in types or declared[1] not in types[declared[0]]:
                 continue
             method = syntax.text(function.child_by_field_name("field"))
@@ -499,6 +505,20 @@ def _index_method_calls(facts: CallIndex, package: Package, knowledge: Knowledge
             enclosing = syntax.enclosing_function(node)
             if enclosing is not None:
                 facts.api_calls.setdefault(enclosing, []).append(node)
+
+
+def _result_typed(facts: CallIndex, symbol: Symbol | None) -> tuple[str, str] | None:
+    """(import path, type) of a variable declared from the first result of
+    a call whose result type the knowledge gives
+    (`device, ret := nvml.DeviceGetHandleByIndex(i)`), or of a method call
+    on such a variable (`gi, ret := device.GetGpuInstanceById(id)`)."""
+    if symbol is None or symbol.init is None or symbol.init_index != 0:
+        return None
+    fact = facts.calls.get(syntax.unparen(symbol.init))
+    if fact is None:
+        return None
+    type_name = facts.knowledge.result_type(fact.import_path, fact.name)
+    return (fact.import_path, type_name) if type_name is not None else None
 
 
 def unwrap(node: Node | None, facts: CallIndex) -> Node | None:

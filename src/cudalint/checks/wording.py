@@ -72,7 +72,9 @@ def success_hint(fact: CallFact) -> str:
     if status.kind == "error":
         return "check that it is nil and handle the failure"
     family = fact.api.family if fact.api is not None else None
-    written_package = fact.written.split(".", 1)[0]
+    # A method (`device.GetName()`) is written with its receiver, not its
+    # package: name the success value as the knowledge does.
+    written_package = fact.written.split(".", 1)[0] if "." not in fact.name else (family.qualifier if family else "")
     success = status.success[0]
     if family is not None and success.startswith(family.qualifier + "."):
         success = written_package + success[len(family.qualifier):]
