@@ -512,7 +512,7 @@ def _result_typed(facts: CallIndex, symbol: Symbol | None) -> tuple[str, str] | 
     a call whose result type the knowledge gives
     (`device, ret := nvml.DeviceGetHandleByIndex(i)`), or of a method call
     on such a variable (`gi, ret := device.GetGpuInstanceById(id)`)."""
-    if symbol is None or symbol.init is None or symbol.init_index != 0:
+    if symbol is None or symbol.init is None or symbol.init_index > 0:
         return None
     fact = facts.calls.get(syntax.unparen(symbol.init))
     if fact is None:
