@@ -295,6 +295,10 @@ class CallIndex:
         type_name = self.type_of(operand)
         return self._method_of(type_name, method, set()) if type_name is not None else None
 
+    def literal(self, node: Node | None) -> Unit | None:
+        """The unit of a func literal node."""
+        return self._literals.get(node) if node is not None else None
+
     def local_type(self, symbol: Symbol | None) -> str | None:
         """The package-declared type a variable is declared with (`b *Buffer`)."""
         return _named_type(symbol.type_node) if symbol is not None and symbol.type_node is not None else None

@@ -114,6 +114,11 @@ class Origin:
     # function of another package of the module: where it acquires, said.
     via: Origin | None = None
     via_text: str = ""
+    # Acquired inside a func literal into `captured`, a variable of this
+    # function, by the literal's run at the call `through` (the literal
+    # called in place, or passed to a function of the package that calls it).
+    captured: Symbol | None = None
+    through: Node | None = None
 
     @property
     def line(self) -> int:
@@ -194,6 +199,9 @@ class UnitLifetimes:
     double_releases: list[DoubleRelease] = field(default_factory=list)
     uses_after_release: list[UseAfterRelease] = field(default_factory=list)
     mismatches: list[Mismatch] = field(default_factory=list)
+    # (acquisition, variable of the enclosing function that holds it): what a
+    # func literal hands to the function around it.
+    handed_up: list[tuple[Origin, Symbol]] = field(default_factory=list)
 
 
 # -- the engine ---------------------------------------------------------------
@@ -311,6 +319,10 @@ class Engine:
         call of a function of the package that hands a resource out."""
         if self._acquiring is None:
             found = {unit.node: unit for unit in self.facts.units_calling_api() + self.facts.units_calling_module_wrappers()}
+            # A literal may hand what it acquires to the function around it.
+            for literal in list(found.values()):
+                if literal.kind is UnitKind.LITERAL and literal.parent is not None:
+                    found.setdefault(literal.parent.node, literal.parent)
             pending = list(found.values())
             by_node = {unit.node: unit for unit in self.facts.package.units}
             while pending:
@@ -410,7 +422,7 @@ class Engine:
         calls = self.facts.api_calls.get(unit.node, [])
         if graph is None:
             return result
-        for origin in self._wrapper_origins(unit, graph):
+        for origin in self._wrapper_origins(unit, graph) + self._literal_origins(unit, graph):
             self._follow(graph, origin, result)
         if not calls:
             return result
@@ -457,6 +469,52 @@ class Engine:
                 ))
         return origins
 
+    def _literal_origins(self, unit: Unit, graph: CFG) -> list[Origin]:
+        """Acquisitions a func literal makes into this function's variables,
+        where the literal runs at a known call and returns an error: called
+        in place (`func() error {...}()`) or passed to a function of the
+        package that calls it and returns an error (`retry(func() error
+        {...})`). The resource is held where that call's error is nil."""
+        if unit.body is None:
+            return []
+        origins = []
+        for call in syntax.calls_in(unit.body):
+            if syntax.enclosing_function(call) != unit.node:
+                continue
+            for literal in self._literals_run_by(call):
+                if literal.parent is not unit or not literal.returns_error:
+                    continue
+                n = graph.node_containing(call)
+                if n is None or not graph.reachable(n):
+                    continue
+                for inner, symbol in self.lifetimes(literal).handed_up:
+                    if symbol.function != unit.node:
+                        continue
+                    api = ApiFunction(inner.api.family, inner.written, _WRAPPER_STATUS, False, (), (inner.resource,))
+                    origins.append(Origin(
+                        unit, n, inner.call, inner.written, api, inner.resource, CallRole(inner.written, "captured"),
+                        symbol.name, captured=symbol, through=call,
+                    ))
+        return origins
+
+    def _literals_run_by(self, call: Node) -> list[Unit]:
+        function = syntax.unparen(call.child_by_field_name("function"))
+        if function is not None and function.type == "func_literal":
+            found = self.facts.literal(function)
+            return [found] if found is not None else []
+        callee = self.facts.callee(call)
+        target = callee.target
+        if callee.kind is not CalleeKind.LOCAL or target is None or not target.returns_error:
+            return []
+        literals = []
+        for index, argument in enumerate(syntax.children(call.child_by_field_name("arguments"))):
+            argument = syntax.unparen(argument)
+            if argument is not None and argument.type == "func_literal" and _calls_parameter(target, index):
+                found = self.facts.literal(argument)
+                if found is not None:
+                    literals.append(found)
+        return literals
+
     def _module_origins(self, unit: Unit, graph: CFG, call: Node, callee) -> list[Origin]:
         """`gpu.Alloc(n)` of another package of the module that hands out a
         resource: an acquisition here, as its summary says."""
@@ -490,10 +548,12 @@ class Engine:
             return
         if state is None:
             return  # transferred at birth (stored in a field, returned, ...)
-        if any(symbol.function is not None and symbol.function != origin.unit.node for symbol in state.names):
+        outer = [symbol for symbol in state.names if symbol.function is not None and symbol.function != origin.unit.node]
+        if outer:
             # A func literal acquiring into a variable of its enclosing
             # function hands the resource to that function, which reads the
             # variable after the literal has run.
+            result.handed_up.extend((origin, symbol) for symbol in outer)
             return
         walk = self._walk(graph, origin, origin.node, state, summary=False)
         self._collect(graph, origin, walk, result)
@@ -502,6 +562,8 @@ class Engine:
         """The state right after the acquiring call: who holds the handle and
         which variable carries the status. None: nothing to follow."""
         call, role = origin.call, origin.role
+        if origin.captured is not None:
+            return origin, State(Phase.HELD, frozenset({origin.captured}), self._proxy(replace(origin, call=origin.through))), None
         proxy = self._proxy(origin)
         if role.handle == "none":
             return origin, State(Phase.HELD, frozenset(), proxy), None
@@ -1267,6 +1329,24 @@ def _returned_error(statement: Node | None) -> str | None:
     values = next((c for c in statement.named_children if c.type == "expression_list"), None) if statement is not None else None
     expressions = syntax.expressions(values) if values is not None else []
     return syntax.text(expressions[-1]) if expressions else None
+
+
+def _calls_parameter(function: Unit, index: int) -> bool:
+    """Whether `function` calls its parameter `index` itself, on its own
+    goroutine (`f()`, not `go f()` nor inside a literal)."""
+    params = function.params
+    if index >= len(params) or function.body is None:
+        return False
+    parameter = params[index]
+    for call in syntax.calls_in(function.body):
+        callee = syntax.unparen(call.child_by_field_name("function"))
+        if (
+            callee is not None and callee.type == "identifier" and syntax.enclosing_function(call) == function.node
+            and syntax.statement_of_call(call) != "go_statement"
+            and function.resolution.symbol(callee) is parameter
+        ):
+            return True
+    return False
 
 
 def _is_deferred_call(call: Node) -> bool:
