@@ -956,8 +956,33 @@ class Engine:
         key = (unit, index, origin.api.family.name)
         if key not in self._converters:
             self._converters[key] = False  # recursion: not a converter
-            self._converters[key] = self._is_converter(unit, index, origin)
+            self._converters[key] = self._is_converter(unit, index, origin) or self._decided_in_c(unit, index)
         return self._converters[key]
+
+    def _decided_in_c(self, unit: Unit, index: int) -> bool:
+        """`return newErrorCStr(ctx, C.go_cuda_cu_err(e))`: every return hands
+        back what a call made of the status by way of a C function (a
+        preamble helper that maps success to NULL). The decision is made in
+        C, where the analysis does not look; such a function is taken for a
+        converter, since the alternative (a leak on the failure branch of
+        every acquisition checked through it) is what real bindings showed."""
+        if index >= len(unit.params) or not unit.returns_error or unit.body is None:
+            return False
+        status = unit.params[index]
+        returns = list(syntax.return_statements(unit.body))
+        for statement in returns:
+            values = next((c for c in statement.named_children if c.type == "expression_list"), None)
+            expressions = syntax.expressions(values) if values is not None else []
+            last = syntax.unparen(expressions[-1]) if expressions else None
+            if last is None or last.type != "call_expression" or not any(
+                self.facts.callee(call).written.startswith("C.") and any(
+                    argument.type == "identifier" and self.facts.package.resolution.symbol(argument) is status
+                    for argument in map(syntax.unparen, syntax.children(call.child_by_field_name("arguments")))
+                )
+                for call in syntax.calls_in(last)
+            ):
+                return False
+        return bool(returns)
 
     def _is_converter(self, unit: Unit, index: int, origin: Origin) -> bool:
         graph = self.cfgs.graphs.get(unit)
