@@ -108,7 +108,7 @@ def _internal_error(path: str, what: str, error: BaseException, debug: bool, lin
 
 def analyze_directory(
     paths: list[Path], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...],
-    reads: list[SourceFile | Notification] | None = None, known: Summaries | None = None,
+    reads: list[SourceFile | Notification] | None = None, known: Summaries | None = None, summarise_own: bool = True,
 ) -> Result:
     """Analyse the Go files of one directory (one or two packages); `reads`:
     the files already read, one per path (else they are read here); `known`:
@@ -153,9 +153,10 @@ def analyze_directory(
         return result
     module = module_of(own)
     import_path = module.import_path(own) if module is not None else None
+    result.summarised = summarise_own and import_path is not None
     for package in packages:
         run = _analyze_package(package, settings, knowledge, result, summaries)
-        if run is not None and import_path is not None and not package.name.endswith("_test"):
+        if run is not None and result.summarised and not package.name.endswith("_test"):
             result.summaries.extend(_exported(run, import_path))
     _findings_stage(result, parsed_files, settings)
     return result
@@ -394,18 +395,18 @@ def _key(cache: ResultCache, paths: list[Path], reads: list[SourceFile | Notific
     return cache.key([(path, read.data if isinstance(read, SourceFile) else read) for path, read in zip(paths, reads)])
 
 
-def _work(job: tuple[int, list[Path], Summaries]) -> Result:
+def _work(job: tuple[int, list[Path], Summaries, bool]) -> Result:
     """Analyse one directory (a cache miss): read its files once, analyse
     those bytes, and store the result under the key of those same bytes (a
     file edited during the run can then never lend its result to another
     content)."""
     assert _worker_state is not None
     settings, knowledge, needles, cache, states = _worker_state
-    index, paths, known = job
+    index, paths, known, summarise_own = job
     if states is not None:
         states[index] = _STARTED
     reads = _read(paths, settings)
-    result = _in_deep_stack(_guarded, paths, settings, knowledge, needles, reads, known)
+    result = _in_deep_stack(_guarded, paths, settings, knowledge, needles, reads, known, summarise_own)
     if cache is not None and result.internal_errors == 0:
         cache.put(_key(cache, paths, reads), result)
     if states is not None:
@@ -415,9 +416,10 @@ def _work(job: tuple[int, list[Path], Summaries]) -> Result:
 
 def _guarded(
     paths: list[Path], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...], reads=None, known=None,
+    summarise_own: bool = True,
 ) -> Result:
     try:
-        return analyze_directory(paths, settings, knowledge, needles, reads, known)
+        return analyze_directory(paths, settings, knowledge, needles, reads, known, summarise_own)
     except Exception as error:  # noqa: BLE001 - last line of defence for one directory
         result = Result(internal_errors=1)
         where = display_path(paths[0].parent, settings.base)
@@ -503,6 +505,8 @@ class _Schedule:
             sorted({p.parent for p in paths if p.parent != own[i]}, key=lambda d: d.as_posix()) for i, paths in enumerate(misses)
         ]
         self.waits_for = [{job_of[d] for d in self.imports[i] if d in job_of} for i in range(len(misses))]
+        # Only a package some job imports needs its summaries made.
+        self.imported = {job for waits in self.waits_for for job in waits}
         self.size = [_directory_bytes(paths) for paths in misses]
 
     def ready(self) -> list[int]:
@@ -513,10 +517,11 @@ class _Schedule:
             ready = list(self.pending)  # a cycle: nothing to wait for any more
         return sorted(ready, key=lambda i: (-self.size[i], i))
 
-    def start(self, i: int) -> Summaries:
+    def start(self, i: int) -> tuple[Summaries, bool]:
+        """The job's dependencies' summaries, and whether to make its own."""
         self.pending.discard(i)
         self.running.add(i)
-        return self.summaries_for(i)
+        return self.summaries_for(i), i in self.imported
 
     def summaries_for(self, i: int) -> Summaries:
         found: Summaries = {}
@@ -546,7 +551,7 @@ def record(known: Summaries, directory: Path, result: Result) -> None:
     """File a directory's exported summaries (none is an answer too: the
     package hands nothing out) under its import path."""
     path = _import_path(directory)
-    if path is None:
+    if path is None or not result.summarised:
         return
     functions = known.setdefault(path, {})
     for exported in result.summaries:
@@ -573,10 +578,16 @@ def _run_pool(
     broken = False
     try:
         while not broken:
+            # Jobs whose dependencies are done first; a worker that would
+            # otherwise idle takes a waiting job, which then summarises its
+            # dependencies from their files (the same summaries, made twice).
+            # Every job whose dependencies are done is queued at once. A job
+            # that waits is not started early to keep a worker busy: it would
+            # summarise its dependencies again, and on real trees (a large
+            # generated binding imported by a large package) that cost more
+            # CPU than the idle worker saved.
             for i in [i for i in schedule.ready() if i in wanted]:
-                if len(futures) >= workers:
-                    break
-                futures[pool.submit(_work, (i, misses[i], schedule.start(i)))] = i
+                futures[pool.submit(_work, (i, misses[i], *schedule.start(i)))] = i
             if not futures:
                 break
             finished, _ = wait(futures, return_when=FIRST_COMPLETED)
@@ -605,6 +616,7 @@ def _run_pool(
 
 def _run_alone(
     index: int, paths: list[Path], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...], known: Summaries,
+    summarise_own: bool,
 ) -> Result | None:
     """One job in a worker of its own: None if that worker died too."""
     pool = ProcessPoolExecutor(
@@ -612,7 +624,7 @@ def _run_alone(
         initializer=_init_worker, initargs=(settings, knowledge, needles, None, os.getpid()),
     )
     try:
-        return pool.submit(_work, (index, paths, known)).result()
+        return pool.submit(_work, (index, paths, known, summarise_own)).result()
     except BrokenProcessPool:
         return None
     except Exception as error:  # noqa: BLE001
@@ -639,7 +651,7 @@ def _run_parallel(
     queue = list(range(len(misses)))
     while queue:
         for i in [i for i in queue if deaths.get(i)]:
-            outcome = _run_alone(i, misses[i], settings, knowledge, needles, schedule.start(i))
+            outcome = _run_alone(i, misses[i], settings, knowledge, needles, *schedule.start(i))
             results[i] = outcome if outcome is not None else _failed(
                 misses[i], settings,
                 "the worker process analysing this directory died twice (killed by a signal, out of memory, or a "
@@ -698,7 +710,7 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
             _set_state(settings, knowledge, needles, cache, None)
             while ready := schedule.ready():
                 index = ready[0]
-                part = _work((index, misses[index], schedule.start(index)))
+                part = _work((index, misses[index], *schedule.start(index)))
                 schedule.finish(index, part, misses[index][0].parent)
                 total.extend(part)
                 _progress.tick()

@@ -205,6 +205,9 @@ class Result:
     # (cudalint.analyses.summaries.ExportedSummary items): the parent hands
     # them to importers, so that no worker summarises a dependency again.
     summaries: list[Any] = field(default_factory=list)
+    # Whether `summaries` was made (only where a package of the run imports
+    # this one): a result without them lends importers nothing.
+    summarised: bool = False
 
     def extend(self, other: Result) -> None:
         self.findings.extend(other.findings)

@@ -502,6 +502,9 @@ class Engine:
         if function is not None and function.type == "func_literal":
             found = self.facts.literal(function)
             return [found] if found is not None else []
+        arguments = call.child_by_field_name("arguments")
+        if arguments is None or not any(syntax.unparen(a).type == "func_literal" for a in syntax.children(arguments)):
+            return []  # nothing to run: spare classifying the call
         callee = self.facts.callee(call)
         target = callee.target
         if callee.kind is not CalleeKind.LOCAL or target is None or not target.returns_error:

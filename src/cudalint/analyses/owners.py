@@ -61,7 +61,12 @@ class Owners:
             return None
         if type_name not in self._owners:
             found: dict[str, tuple[ResourceSpec, ...]] = {}
-            for method in self.facts.methods_of_type(type_name):
+            methods = self.facts.methods_of_type(type_name)
+            # Some method must call a release itself (others may call it):
+            # asked first, it spares resolving the methods of every other type.
+            if not any(self._calls_a_release(method) for method in methods):
+                methods = []
+            for method in methods:
                 released = self._released_fields(method, set())
                 if released:
                     found[method.name.rsplit(".", 1)[-1]] = released
@@ -72,6 +77,9 @@ class Owners:
     def exported(self) -> list[Owner]:
         """The package's exported owning types, for its importers."""
         return [owner for name in self.facts.struct_types() if name[:1].isupper() and (owner := self.of(name)) is not None]
+
+    def _calls_a_release(self, method: Unit) -> bool:
+        return any(self.facts.calls[call].is_release for call in self.facts.api_calls.get(method.node, ()))
 
     def _released_fields(self, method: Unit, seen: set[Unit]) -> tuple[ResourceSpec, ...]:
         """The resources a method frees out of its receiver's fields: by an

@@ -143,12 +143,29 @@ def _no_return(run: PackageRun) -> dict[str, tuple[str, ...]]:
         if unit.file.source.path.name.endswith("_test.go"):
             continue
         body = unit.file.source.data[unit.body.start_byte:unit.body.end_byte]
-        if not any(ending in body for ending in _ENDINGS):
+        if not _ends_without_return(unit.body) or not any(ending in body for ending in _ENDINGS):
             continue
         exits = run.cfgs.exits_of_function(unit.symbol)
         if exits is not None:
             found[unit.name] = tuple(sorted(kind.value for kind in exits))
     return found
+
+
+def _ends_without_return(body) -> bool:
+    """Whether the body's last statement could be a terminating statement
+    that is not a return (a call, `for {}`, `select {}`, an if with an else,
+    a switch): a function ending otherwise returns, and its graph is not
+    worth building to find out."""
+    statements = syntax.statements(body)
+    if not statements:
+        return False
+    last = statements[-1]
+    if last.type == "if_statement":
+        return last.child_by_field_name("alternative") is not None
+    return last.type in (
+        "expression_statement", "for_statement", "select_statement", "expression_switch_statement",
+        "type_switch_statement", "block", "labeled_statement", "goto_statement",
+    )
 
 
 def _thread_effects(run: PackageRun) -> dict[str, dict[str, str]]:
