@@ -208,5 +208,29 @@ def test_a_nested_modules_own_configuration_applies_to_its_files(tmp_path: Path)
     (tmp_path / "b.go").write_text(SOURCE)
     assert {rule for _, rule, _ in findings(tmp_path, "--no-cache", "svc/a.go")} == {"CL302"}
     assert {rule for _, rule, _ in findings(tmp_path, "--no-cache", "b.go")} == {"CL301", "CL302"}
-    both = findings(tmp_path, "--no-cache", "b.go", "svc/a.go")  # the root's configuration for both
-    assert {(path, rule) for path, rule, _ in both} == {("b.go", "CL301"), ("b.go", "CL302"), ("svc/a.go", "CL301"), ("svc/a.go", "CL302")}
+    # Staged files of both modules in one run: each file gets its own.
+    both = findings(tmp_path, "--no-cache", "b.go", "svc/a.go")
+    assert {(path, rule) for path, rule, _ in both} == {("b.go", "CL301"), ("b.go", "CL302"), ("svc/a.go", "CL302")}
+    assert {(path, rule) for path, rule, _ in findings(tmp_path, "--no-cache", "./...", "svc/...")} == {
+        ("b.go", "CL301"), ("b.go", "CL302"), ("svc/a.go", "CL302"),
+    }
+
+
+def test_each_modules_configuration_applies_its_own_excludes_and_knowledge(tmp_path: Path) -> None:
+    """Two nested modules, each with its configuration: one excludes its
+    generated file, the other turns a rule off; a run from the root over
+    both honours each, and the root's configuration covers the rest."""
+    (tmp_path / ".cudalint.toml").write_text('ignore = ["CL302"]\n')
+    for name, config in (("a", 'exclude = ["gen_*.go"]\n'), ("b", 'ignore = ["CL3"]\n')):
+        module = tmp_path / name
+        module.mkdir()
+        (module / "go.mod").write_text(f"module example.com/{name}\n\ngo 1.21\n")
+        (module / ".cudalint.toml").write_text(config)
+        (module / "x.go").write_text(SOURCE)
+        (module / "gen_x.go").write_text(SOURCE.replace("func f", "func g"))
+    (tmp_path / "root.go").write_text(SOURCE)
+    found = {(path, rule) for path, rule, _ in findings(tmp_path, "--no-cache", "--all-modules", "./...")}
+    assert ("root.go", "CL301") in found and ("root.go", "CL302") not in found
+    assert ("a/x.go", "CL301") in found and ("a/x.go", "CL302") in found  # a's own configuration: nothing ignored
+    assert not any(path == "a/gen_x.go" for path, _ in found)  # a excludes it
+    assert not any(path.startswith("b/") for path, _ in found)  # b ignores CL3

@@ -74,23 +74,46 @@ def _load_config(config_file: Path | None, isolated: bool, cwd: Path) -> Config:
     return config
 
 
-def _nearer_config(options: Options, config: Config, files: list[Path], cwd: Path) -> Config | None:
-    """A nested module's own configuration: when every file analysed lies
-    under a directory with a configuration nearer than the one found from
-    the current directory (pre-commit runs from the repository root and
-    names the staged files of one module), that configuration applies."""
-    if options.config_file is not None or options.isolated or not files:
-        return None
-    common = Path(os.path.commonpath([str(path.parent) for path in files]))
-    path = find_config(common)
-    if path is None or (config.path is not None and path.resolve() == config.path.resolve()):
-        return None
-    if config.path is not None and config.path.resolve().parent not in path.resolve().parents:
-        return None  # not nested below the configuration already in force
-    try:
-        return load_config(path, [rule.id for rule in all_rules()], display_path(path.resolve(), cwd))
-    except ConfigError as error:
-        _fail(str(error))
+def _config_groups(
+    options: Options, config: Config, files: list[Path], context: list[Path], cwd: Path,
+) -> list[tuple[Config, list[Path], list[Path]]]:
+    """The files by the configuration that applies to each: the nearest one
+    at or above its directory, where that is nested below the configuration
+    found from the current directory (pre-commit runs from the repository
+    root and names staged files of several modules, each with its own
+    configuration, as ruff resolves one per file). Excludes are each
+    configuration's own, unless --exclude is given."""
+    if options.config_file is not None or options.isolated:
+        return [(config, files, context)]
+    nearest: dict[Path, Config] = {}
+    loaded: dict[Path, Config] = {}
+
+    def config_of(directory: Path) -> Config:
+        if directory not in nearest:
+            path = find_config(directory)
+            if path is None or (config.path is not None and path.resolve() == config.path.resolve()):
+                found = config
+            elif config.path is not None and config.path.resolve().parent not in path.resolve().parents:
+                found = config  # not nested below the configuration in force
+            else:
+                key = path.resolve()
+                if key not in loaded:
+                    try:
+                        loaded[key] = load_config(path, [rule.id for rule in all_rules()], display_path(key, cwd))
+                    except ConfigError as error:
+                        _fail(str(error))
+                found = loaded[key]
+            nearest[directory] = found
+        return nearest[directory]
+
+    groups: dict[int, tuple[Config, list[Path], list[Path]]] = {}
+    for path, is_context in [(path, False) for path in files] + [(path, True) for path in context]:
+        owner = config_of(path.parent)
+        if owner is not config and not options.excludes and PathGlobs.compile(owner.root, owner.exclude).match(path) is not None:
+            continue
+        group = groups.setdefault(id(owner), (owner, [], []))
+        group[2 if is_context else 1].append(path)
+    return [group for group in groups.values() if group[1]] or [(config, files, context)]
 
 
 def _inside(path: Path, directory: Path) -> bool:
@@ -253,24 +276,25 @@ def main(**values) -> None:
     cwd = Path.cwd()
     config = _load_config(options.config_file, options.isolated, cwd)
     files, context, notifications = _inputs(options, config, cwd)
-    nearer = _nearer_config(options, config, files, cwd)
-    if nearer is not None:
-        config = nearer
-        files, context, notifications = _inputs(options, config, cwd)
+    groups = _config_groups(options, config, files, context, cwd)
+    if len(groups) == 1:
+        config = groups[0][0]  # the files' own configuration (one nested module), or the one found here
     rules = all_rules()
-    enabled = _enabled_rules(options, config, rules, cwd)
-    knowledge = _load_knowledge(config, options)
     baseline = _load_baseline(options.baseline_file)
     if options.dump_cfg:
+        knowledge = _load_knowledge(config, options)
         click.echo(dump_cfgs(files, cwd, knowledge, options.dump_cfg), nl=False)
         sys.exit(EXIT_CLEAN)
-    settings = Settings(
-        base=cwd, enabled=enabled, jobs=options.jobs or default_jobs(), debug=options.debug, per_file=config.per_file(),
-        cache_dir=None if options.no_cache else (options.cache_dir or _default_cache(files, cwd)),
-        reported=frozenset(files) if context else None,
-        progress_after=_progress_after(options),
-    )
-    result = analyze(files + context, settings, knowledge)
+    result = Result()
+    for group_config, group_files, group_context in groups:
+        settings = Settings(
+            base=cwd, enabled=_enabled_rules(options, group_config, rules, cwd), jobs=options.jobs or default_jobs(),
+            debug=options.debug, per_file=group_config.per_file(),
+            cache_dir=None if options.no_cache else (options.cache_dir or _default_cache(files, cwd)),
+            reported=frozenset(group_files) if group_context else None,
+            progress_after=_progress_after(options),
+        )
+        result.extend(analyze(group_files + group_context, settings, _load_knowledge(group_config, options)))
     result.notifications[:0] = notifications
     result.sort()
     # Notes on directives that name a retired rule: printed, neither findings nor suppressed ones.
