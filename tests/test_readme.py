@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -158,3 +159,38 @@ def test_example_output_in_the_readme_is_what_cudalint_prints() -> None:
     run = cudalint("--no-cache", "--color", "never", "examples/...", cwd=ROOT)
     assert run.exit_code == 1
     assert run.stdout == shown
+
+
+def _feature_runs(readme: str) -> list[tuple[str, str]]:
+    """(command, shown output) of each `$ cudalint ...` block between the
+    features markers."""
+    section = readme[readme.index("<!-- features:start -->"):readme.index("<!-- features:end -->")]
+    runs = []
+    for block in section.split("```text\n")[1:]:
+        body = block[:block.index("```")]
+        command, _, shown = body.partition("\n")
+        assert command.startswith("$ cudalint "), command
+        runs.append((command[2:], shown))
+    return runs
+
+
+def test_the_ci_options_shown_on_the_example_project_print_what_the_readme_says(tmp_path: Path) -> None:
+    """Statistics, the exit policy, several formats in one run and
+    --new-from-rev, run as the README shows them, in a fresh git checkout of
+    the example project."""
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    git = ["git", "-c", "user.email=ci@example.com", "-c", "user.name=ci"]
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "example"]):
+        subprocess.run(git + command, cwd=tmp_path, check=True, capture_output=True, env=clean_env())
+    runs = _feature_runs((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert len(runs) == 4
+    for command, shown in runs:
+        bin_dir = str(Path(sys.executable).parent)
+        run = subprocess.run(
+            ["bash", "-c", command + " 2>&1"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+            env=clean_env(PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""), CUDALINT_NO_CACHE="1", NO_COLOR="1"),
+        )
+        assert run.stdout == shown, command
+    assert json.loads((tmp_path / "gl-code-quality.json").read_text())[0]["check_name"].startswith("CL3")
+    assert (tmp_path / "checkstyle.xml").read_text().startswith("<?xml")
+    assert "<testsuite" in (tmp_path / "junit.xml").read_text()
