@@ -223,6 +223,12 @@ class CallIndex:
                 self._no_literal.add(symbol)
         return found
 
+    def qualified(self, call: Node) -> CallFact | None:
+        """What `pkg.F(...)` names (import path and name), watched package
+        or not: `fmt.Errorf` as well as `C.cudaMalloc`."""
+        self.callee(call)
+        return self.calls.get(call) or self._unwatched.get(call)
+
     def callee(self, call: Node) -> Callee:
         found = self._callees.get(call)
         if found is None:

@@ -21,6 +21,7 @@ from cudalint.analyses.calls import CALLS
 from cudalint.analyses.lifetimes import LIFETIMES
 from cudalint.analyses.locks import LOCKS, Event, concerns_threads, exported
 from cudalint.analyses.owners import owner_type
+from cudalint.analyses.wrappers import WRAPPERS
 from cudalint.cfg import ExitKind, PackageCFGs
 from cudalint.framework import PackageRun, Pass, requirements
 from cudalint.functions import Package, UnitKind
@@ -62,6 +63,10 @@ class FunctionSummary:
     # blocks for ever).
     never_returns: bool = False
     exits: tuple[str, ...] = ()
+    # A status wrapper: its error comes from this status call ("" if none),
+    # a release's where release_wrapper is set.
+    status_wrapper: str = ""
+    release_wrapper: bool = False
 
 
 # Import path -> exported function name -> summary.
@@ -116,6 +121,10 @@ def summaries_of(run: PackageRun) -> dict[str, FunctionSummary]:
         params = tuple(lifetimes.effect_of_argument(unit, i).value for i in range(len(unit.params)))
         if hands_out or any(effect != "retains" for effect in params):
             found[unit.name] = FunctionSummary(hands_out, params)
+    wrappers = Pass(run, requirements((WRAPPERS,))).result_of(WRAPPERS)
+    for unit, wrapped in wrappers.found():
+        if unit.kind is UnitKind.FUNCTION and exported(unit) and not unit.file.source.path.name.endswith("_test.go"):
+            found[unit.name] = replace(found.get(unit.name, FunctionSummary()), status_wrapper=wrapped.inner, release_wrapper=wrapped.release)
     for name, exits in _no_return(run).items():
         found[name] = replace(found.get(name, FunctionSummary()), never_returns=True, exits=exits)
     for unit, effects in _thread_effects(run).items():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS
+from cudalint.analyses.wrappers import WRAPPERS
 from cudalint.catalog import Level, Rule
 from cudalint.checks.wording import imports_of, status_what
 from cudalint.framework import Pass
@@ -26,6 +27,16 @@ def check(p: Pass) -> None:
                     f"{status_what(fact)} is discarded; a release also reports errors of earlier asynchronous work: "
                     f"check it, or write `_ = {syntax.text(fact.node)}` to discard it on purpose",
                 )
+    for unit, call, wrapped in p.result_of(WRAPPERS).call_sites():
+        statement = call.parent
+        if wrapped.release and statement is not None and statement.type == "expression_statement":
+            name = syntax.text(call.child_by_field_name("function"))
+            with p.isolating(unit):
+                p.report(
+                    unit, call,
+                    f"the error returned by {name} (from the release {wrapped.inner} inside it) is discarded; a release also "
+                    f"reports errors of earlier asynchronous work: check it, or write `_ = {syntax.text(call)}` to discard it on purpose",
+                )
 
 
 RULE = Rule(
@@ -40,7 +51,9 @@ RULE = Rule(
     call's result has nowhere to go, as is an explicit `_ = C.cudaFree(p)`;
     `go C.cudaFree(p)` drops the status too and is reported.
     Releases returning `void` (`C.free`, `nppiFree`) are never reported. A
-    release is never reported as CL301.
+    release is never reported as CL301. A status wrapper of the module
+    whose status comes from a release (`Free(p)` returning
+    `check(C.cudaFree(p))`) is a release too.
 
     ## Why is this bad?
     It is a note, not an error: releases rarely fail on their own. But
@@ -65,6 +78,6 @@ RULE = Rule(
     """,
     tags=("error-handling",),
     check=check,
-    requires=(CALLS,),
+    requires=(CALLS, WRAPPERS),
     needles=lambda knowledge: imports_of(knowledge, lambda family: family.status is not None),
 )

@@ -6,6 +6,7 @@ from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CallFact, CallIndex
+from cudalint.analyses.wrappers import WRAPPERS
 from cudalint.catalog import Level, Rule
 from cudalint.checks.wording import imports_of, status_what, success_hint
 from cudalint.framework import Pass
@@ -18,6 +19,12 @@ def check(p: Pass) -> None:
         with p.isolating(unit):
             for n in graph.statement_nodes():
                 _check_statement(p, calls, unit.file, unit.name, graph.ast(n))
+    for unit, call, wrapped in p.result_of(WRAPPERS).call_sites():
+        if not wrapped.release and _error_blank(call):
+            name = syntax.text(call.child_by_field_name("function"))
+            with p.isolating(unit):
+                p.report(unit, call, f"the error returned by {name} (from {wrapped.inner} inside it) is assigned to _; "
+                         f"check that it is nil and handle the failure")
     # Package-level initializers run too (in the package's init).
     for parsed in p.package.files:
         for declaration in syntax.children(parsed.root):
@@ -30,6 +37,16 @@ def _check_statement(p: Pass, calls: CallIndex, file: ParsedFile, function: str,
         for target, fact in calls.status_targets(left, right):
             if target.type == "identifier" and syntax.text(target) == "_" and _blank_worthy(fact):
                 p.report_in(file, function, fact.node, f"{status_what(fact)} is assigned to _; {success_hint(fact)}")
+
+
+def _error_blank(call: Node) -> bool:
+    """`_ = wrapper()`, `n, _ := wrapper()`: the error, its last result, goes to _."""
+    values = call.parent
+    holder = values.parent if values is not None and values.type == "expression_list" else None
+    if holder is None or holder.type not in ("assignment_statement", "short_var_declaration") or len(syntax.children(values)) != 1:
+        return False
+    left = syntax.expressions(holder.child_by_field_name("left"))
+    return bool(left) and syntax.text(left[-1]) == "_"
 
 
 def _blank_worthy(fact: CallFact) -> bool:
@@ -45,7 +62,8 @@ RULE = Rule(
     ## What it does
     Reports an assignment or declaration that puts the status result of a call
     into `_`: `_ = C.cudaMemset(p, 0, n)`, `_, _ = C.cudaMalloc(&p, n)` (cgo's
-    errno form), `buf, _ := cu.MemAlloc(n)` for a wrapper that returns an `error`.
+    errno form), `buf, _ := cu.MemAlloc(n)` for a wrapper that returns an `error`,
+    `_ = Sync()` for a status wrapper of the module (as CL301 defines them).
 
     Releases (`_ = C.cudaFree(p)`) are not reported: writing `_` is an explicit
     decision about a release's status.
@@ -73,6 +91,6 @@ RULE = Rule(
     """,
     tags=("correctness", "error-handling"),
     check=check,
-    requires=(CALLS,),
+    requires=(CALLS, WRAPPERS),
     needles=lambda knowledge: imports_of(knowledge, lambda family: family.status is not None),
 )

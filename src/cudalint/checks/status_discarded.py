@@ -7,6 +7,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallFact, CallIndex
 from cudalint.analyses.lifetimes import LIFETIMES, Engine
+from cudalint.analyses.wrappers import WRAPPERS
 from cudalint.catalog import Level, Rule
 from cudalint.checks.wording import imports_of, status_what, success_hint
 from cudalint.framework import Pass
@@ -32,6 +33,25 @@ def check(p: Pass) -> None:
                         f"the error {name} makes of {status_what(inner)} is discarded; "
                         f"check it: `if err := {syntax.text(converter)}; err != nil {{ ... }}`",
                     )
+    wrappers = p.result_of(WRAPPERS)
+    for unit, call, wrapped in wrappers.call_sites():
+        if not wrapped.release and _bare(call):
+            name = syntax.text(call.child_by_field_name("function"))
+            with p.isolating(unit):
+                p.report(
+                    unit, call,
+                    f"the error returned by {name} (from {wrapped.inner} inside it) is discarded; "
+                    f"check that it is nil and handle the failure",
+                )
+
+
+def _bare(call: Node) -> bool:
+    """A call whose result is dropped: a statement of its own (not deferred,
+    not started with go)."""
+    parent = call.parent
+    while parent is not None and parent.type == "parenthesized_expression":
+        parent = parent.parent
+    return parent is not None and parent.type == "expression_statement"
 
 
 def _converted_and_dropped(calls: CallIndex, lifetimes: Engine, statement: Node) -> tuple[Node, CallFact] | None:
@@ -77,7 +97,12 @@ RULE = Rule(
     calls that return `void` or a pointer (`cudaGetErrorString`) are never
     reported, nor are releases such as `cudaFree`: a release's status is a
     separate, lesser concern (it also reports errors of earlier asynchronous
-    work), left to a rule of its own.
+    work), left to a rule of its own. A status wrapper of the module counts
+    too (`Sync()` returning `check(C.cudaDeviceSynchronize())`): a function
+    whose every non-nil error comes from a status (a converter's error, an
+    API call's `error`, another wrapper's, or any error returned where a
+    status test failed); one that also returns errors of its own making
+    (validation) is not a wrapper: this is not errcheck.
 
     ## Why is this bad?
     A CUDA call reports failure only through its return value. Dropping it hides
@@ -102,6 +127,6 @@ RULE = Rule(
     """,
     tags=("correctness", "error-handling"),
     check=check,
-    requires=(CALLS, LIFETIMES),
+    requires=(CALLS, LIFETIMES, WRAPPERS),
     needles=lambda knowledge: imports_of(knowledge, lambda family: family.status is not None),
 )

@@ -1,0 +1,218 @@
+"""Status wrappers: functions of the module that return an `error` made from
+a CUDA-family status (`func Sync() error { return check(C.cudaDeviceSynchronize()) }`).
+
+A call of such a wrapper is a status call for the status rules: dropping
+its error drops the status inside (CL301, CL302), and a wrapper of a
+release is a release (CL304). This is not errcheck: a function counts only
+when every non-nil error it returns comes from a status (a converter's
+error, an API call's `error`, another wrapper's, directly, through a
+variable it was assigned to, or wrapped by `fmt.Errorf` / `errors.Wrap`); a
+function that also returns an error of its own making (a validation error)
+is not a wrapper. Wrappers of other packages of the module come from their
+summaries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex
+from cudalint.analyses.lifetimes import LIFETIMES, Engine
+from cudalint.framework import Analysis
+from cudalint.functions import Unit, UnitKind
+
+# Calls that wrap an error they are given into another one.
+_WRAPPING = frozenset({("fmt", "Errorf"), ("github.com/pkg/errors", "Wrap"), ("github.com/pkg/errors", "Wrapf")})
+
+
+@dataclass(frozen=True)
+class Wrapped:
+    """What a wrapper's error comes from: the status call inside, as written
+    (`C.cudaDeviceSynchronize`), and whether that call is a release."""
+
+    inner: str
+    release: bool
+
+
+class StatusWrappers:
+    def __init__(self, calls: CallIndex, lifetimes: Engine):
+        self.calls = calls
+        self.lifetimes = lifetimes
+        self._found: dict[Unit, Wrapped | None] = {}
+        self._sites: list[tuple[Unit, Node, Wrapped]] | None = None
+
+    def of(self, unit: Unit) -> Wrapped | None:
+        """The wrapped status, if `unit` is a status wrapper of the package."""
+        if unit in self._found:
+            return self._found[unit]
+        self._found[unit] = None  # recursion: not a wrapper
+        found = self._wrapper(unit)
+        self._found[unit] = found
+        return found
+
+    def at(self, call: Node) -> Wrapped | None:
+        """The wrapped status of a call of a wrapper (of this package or,
+        through its summary, of another package of the module)."""
+        callee = self.calls.callee(call)
+        if callee.kind is CalleeKind.LOCAL and callee.target is not None and callee.target.kind is not UnitKind.LITERAL:
+            return self.of(callee.target)
+        summary = callee.summary if callee.kind is CalleeKind.MODULE else None
+        if summary is not None and summary.status_wrapper:
+            return Wrapped(summary.status_wrapper, summary.release_wrapper)
+        return None
+
+    def call_sites(self) -> list[tuple[Unit, Node, Wrapped]]:
+        """(caller, call, wrapped status) for every call of a wrapper in the
+        package: wrappers are found among the functions that call the API
+        or another wrapper, their calls by name."""
+        if self._sites is None:
+            by_node = {unit.node: unit for unit in self.calls.package.units}
+            sites: dict[Node, tuple[Unit, Node, Wrapped]] = {}
+            pending = [unit for unit in self.calls.units_calling_api() if unit.kind is not UnitKind.LITERAL]
+            seen = set(pending)
+            while pending:
+                wrapper = pending.pop()
+                wrapped = self.of(wrapper)
+                if wrapped is None:
+                    continue
+                for call in self.calls.calls_of(wrapper):
+                    caller = by_node.get(syntax.enclosing_function(call))
+                    if caller is None:
+                        continue
+                    sites[call] = (caller, call, wrapped)
+                    if caller not in seen and caller.kind is not UnitKind.LITERAL:
+                        seen.add(caller)
+                        pending.append(caller)
+            for call, fact in self.calls.calls.items():
+                summary = self.calls.module_summary(fact)
+                if summary is not None and summary.status_wrapper:
+                    caller = by_node.get(syntax.enclosing_function(call))
+                    if caller is not None:
+                        sites[call] = (caller, call, Wrapped(summary.status_wrapper, summary.release_wrapper))
+            self._sites = sorted(sites.values(), key=lambda site: site[1].start_byte)
+        return self._sites
+
+    def found(self) -> list[tuple[Unit, Wrapped]]:
+        """Every wrapper of the package (those called in it and the rest)."""
+        self.call_sites()
+        return [(unit, wrapped) for unit, wrapped in self._found.items() if wrapped is not None]
+
+    def _wrapper(self, unit: Unit) -> Wrapped | None:
+        if not unit.returns_error or unit.body is None:
+            return None
+        found: list[Wrapped] = []
+        for statement in syntax.return_statements(unit.body):
+            values = next((c for c in statement.named_children if c.type == "expression_list"), None)
+            expressions = syntax.expressions(values) if values is not None else []
+            if not expressions:
+                return None  # a bare return of named results: cannot tell
+            last = syntax.unparen(expressions[-1])
+            if last is not None and syntax.text(last) == "nil":
+                continue
+            if len(expressions) == 1 and unit.result_count > 1:
+                return None  # `return f()` of several results
+            wrapped = self._derived(unit, last, 0) or self._on_failure_branch(unit, statement)
+            if wrapped is None:
+                return None
+            found.append(wrapped)
+        if not found:
+            return None
+        return Wrapped(found[0].inner, all(w.release for w in found))
+
+    def _derived(self, unit: Unit, expression: Node | None, depth: int) -> Wrapped | None:
+        """Whether this error expression comes from a status."""
+        expression = syntax.unparen(expression)
+        if expression is None or depth > 8:
+            return None
+        if expression.type == "identifier":
+            symbol = self.calls.package.resolution.symbol(expression)
+            if symbol is None or symbol.init is None or symbol.function != unit.node:
+                return None
+            init = syntax.unparen(symbol.init)
+            if init is None or init.type != "call_expression":
+                return None
+            return self._derived(unit, init, depth + 1)
+        if expression.type != "call_expression":
+            return None
+        fact = self.calls.status_call(expression)
+        if fact is not None and fact.status is not None and fact.status.kind == "error":
+            return Wrapped(fact.written, fact.is_release)
+        callee = self.calls.callee(expression)
+        arguments = syntax.children(expression.child_by_field_name("arguments"))
+        if callee.kind is CalleeKind.LOCAL and callee.target is not None:
+            nested = self.of(callee.target) if callee.target is not unit else None
+            if nested is not None:
+                return nested
+            return self._converted(callee.target, arguments)
+        if callee.kind is CalleeKind.MODULE and callee.summary is not None and callee.summary.status_wrapper:
+            return Wrapped(callee.summary.status_wrapper, callee.summary.release_wrapper)
+        called = self.calls.qualified(expression)
+        if called is not None and (called.import_path, called.name) in _WRAPPING:
+            for argument in arguments:
+                wrapped = self._derived(unit, argument, depth + 1)
+                if wrapped is not None:
+                    return wrapped
+        return None
+
+    def _on_failure_branch(self, unit: Unit, statement: Node) -> Wrapped | None:
+        """`if st := C.cudaFree(p); st != C.cudaSuccess { return errCUDA }`:
+        an error of any making, returned where a status test failed."""
+        child, parent = statement, statement.parent
+        while parent is not None and parent != unit.body:
+            if parent.type == "if_statement" and parent.child_by_field_name("consequence") == child:
+                condition = syntax.unparen(parent.child_by_field_name("condition"))
+                found = self._failed_test(unit, condition)
+                if found is not None:
+                    return found
+            if parent.type in ("func_literal", "function_declaration", "method_declaration"):
+                return None
+            child, parent = parent, parent.parent
+        return None
+
+    def _failed_test(self, unit: Unit, condition: Node | None) -> Wrapped | None:
+        """`st != C.cudaSuccess`, `C.cudaFree(p) != 0`: true where the status
+        says failure."""
+        if condition is None or condition.type != "binary_expression" or syntax.text(condition.child_by_field_name("operator")) != "!=":
+            return None
+        sides = [syntax.unparen(condition.child_by_field_name(side)) for side in ("left", "right")]
+        for subject, other in (sides, sides[::-1]):
+            if subject is None or other is None:
+                continue
+            if subject.type == "identifier":
+                symbol = self.calls.package.resolution.symbol(subject)
+                subject = syntax.unparen(symbol.init) if symbol is not None and symbol.init is not None and symbol.function == unit.node else None
+            fact = self.calls.status_call(subject)
+            if fact is not None and fact.status is not None and fact.status.kind != "error" and _is_success(other, fact):
+                return Wrapped(fact.written, fact.is_release)
+        return None
+
+    def _converted(self, converter: Unit, arguments: list[Node]) -> Wrapped | None:
+        """`check(C.cudaMemcpy(...))`, or `check(st)` with `st := C.cudaMemcpy(...)`."""
+        for index, argument in enumerate(arguments):
+            argument = syntax.unparen(argument)
+            if argument is not None and argument.type == "identifier":
+                symbol = self.calls.package.resolution.symbol(argument)
+                argument = syntax.unparen(symbol.init) if symbol is not None and symbol.init is not None else None
+            inner = self.calls.status_call(argument)
+            if inner is not None and inner.status is not None and inner.status.kind != "error":
+                if self.lifetimes.converts_status_of(converter, index, inner.node):
+                    return Wrapped(inner.written, inner.is_release)
+        return None
+
+
+def _is_success(value: Node, fact) -> bool:
+    """A success value of the call's status, as this file writes it
+    (`C.cudaSuccess`, `0`; `nvml.SUCCESS` through the file's own name for
+    the package)."""
+    text = syntax.text(value)
+    qualifier = fact.written.split(".", 1)[0]
+    family = fact.api.family.qualifier if fact.api is not None else qualifier
+    return any(text == success or text == qualifier + success[len(family):] for success in fact.status.success)
+
+
+WRAPPERS: Analysis[StatusWrappers] = Analysis(
+    "wrappers", __doc__ or "", lambda p: StatusWrappers(p.result_of(CALLS), p.result_of(LIFETIMES)), requires=(CALLS, LIFETIMES),
+)
