@@ -6,7 +6,7 @@ from cudalint import syntax
 from cudalint.analyses.calls import CALLS
 from cudalint.analyses.wrappers import WRAPPERS
 from cudalint.catalog import Level, Rule
-from cudalint.checks.wording import imports_of, status_what
+from cudalint.checks.wording import imports_of, status_what, wrapper_what
 from cudalint.framework import Pass
 
 
@@ -30,13 +30,9 @@ def check(p: Pass) -> None:
     for unit, call, wrapped in p.result_of(WRAPPERS).call_sites():
         statement = call.parent
         if wrapped.release and statement is not None and statement.type == "expression_statement":
-            name = syntax.text(call.child_by_field_name("function"))
             with p.isolating(unit):
-                p.report(
-                    unit, call,
-                    f"the error returned by {name} (from the release {wrapped.inner} inside it) is discarded; a release also "
-                    f"reports errors of earlier asynchronous work: check it, or write `_ = {syntax.text(call)}` to discard it on purpose",
-                )
+                p.report(unit, call, f"{wrapper_what(call, wrapped.inner, True)} is discarded; a release also reports errors of "
+                         f"earlier asynchronous work: check it, or write `_ = {syntax.text(call)}` to discard it on purpose")
 
 
 RULE = Rule(

@@ -8,7 +8,7 @@ from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CallFact, CallIndex
 from cudalint.analyses.wrappers import WRAPPERS
 from cudalint.catalog import Level, Rule
-from cudalint.checks.wording import imports_of, status_what, success_hint
+from cudalint.checks.wording import imports_of, status_what, success_hint, wrapper_what
 from cudalint.framework import Pass
 from cudalint.parse import ParsedFile
 
@@ -21,10 +21,8 @@ def check(p: Pass) -> None:
                 _check_statement(p, calls, unit.file, unit.name, graph.ast(n))
     for unit, call, wrapped in p.result_of(WRAPPERS).call_sites():
         if not wrapped.release and _error_blank(call):
-            name = syntax.text(call.child_by_field_name("function"))
             with p.isolating(unit):
-                p.report(unit, call, f"the error returned by {name} (from {wrapped.inner} inside it) is assigned to _; "
-                         f"check that it is nil and handle the failure")
+                p.report(unit, call, f"{wrapper_what(call, wrapped.inner, False)} is assigned to _; check that it is nil and handle the failure")
     # Package-level initializers run too (in the package's init).
     for parsed in p.package.files:
         for declaration in syntax.children(parsed.root):

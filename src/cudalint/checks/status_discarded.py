@@ -9,7 +9,7 @@ from cudalint.analyses.calls import CALLS, CalleeKind, CallFact, CallIndex
 from cudalint.analyses.lifetimes import LIFETIMES, Engine
 from cudalint.analyses.wrappers import WRAPPERS
 from cudalint.catalog import Level, Rule
-from cudalint.checks.wording import imports_of, status_what, success_hint
+from cudalint.checks.wording import imports_of, status_what, success_hint, wrapper_what
 from cudalint.framework import Pass
 
 
@@ -33,16 +33,10 @@ def check(p: Pass) -> None:
                         f"the error {name} makes of {status_what(inner)} is discarded; "
                         f"check it: `if err := {syntax.text(converter)}; err != nil {{ ... }}`",
                     )
-    wrappers = p.result_of(WRAPPERS)
-    for unit, call, wrapped in wrappers.call_sites():
+    for unit, call, wrapped in p.result_of(WRAPPERS).call_sites():
         if not wrapped.release and _bare(call):
-            name = syntax.text(call.child_by_field_name("function"))
             with p.isolating(unit):
-                p.report(
-                    unit, call,
-                    f"the error returned by {name} (from {wrapped.inner} inside it) is discarded; "
-                    f"check that it is nil and handle the failure",
-                )
+                p.report(unit, call, f"{wrapper_what(call, wrapped.inner, False)} is discarded; check that it is nil and handle the failure")
 
 
 def _bare(call: Node) -> bool:

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tree_sitter import Node
+
+from cudalint import syntax
 from cudalint.analyses.calls import CallFact
 from cudalint.analyses.lifetimes import Origin
 from cudalint.knowledge import Family, Knowledge, ResourceSpec
@@ -56,6 +59,12 @@ def release_statement(origin: Origin) -> str:
 
 def where_to_fix(origin: Origin) -> str:
     return "after the error check" if origin.status is not None else "right after the acquisition"
+
+
+def wrapper_what(call: Node, inner: str, release: bool) -> str:
+    """"the error returned by Sync (from C.cudaDeviceSynchronize inside it)"."""
+    name = syntax.text(call.child_by_field_name("function"))
+    return f"the error returned by {name} (from {'the release ' if release else ''}{inner} inside it)"
 
 
 def status_what(fact: CallFact) -> str:
