@@ -517,6 +517,46 @@ def _index_method_calls(facts: CallIndex, package: Package, knowledge: Knowledge
                 facts.api_calls.setdefault(enclosing, []).append(node)
 
 
+def _index_module_methods(facts: CallIndex, package: Package) -> None:
+    """`dev.Alloc(n)` with `dev *gpu.Device` (declared, or made by a function
+    of gpu whose summary gives its result's type): a method of another
+    package of the module, named `Device.Alloc` in that package's summary."""
+    if not any("." in name for functions in facts.summaries.values() for name in functions):
+        return
+    resolution = package.resolution
+    for parsed in package.files:
+        if not any(imported.path in facts.summaries for imported in parsed.imports):
+            continue
+        for node in parsed.index.qualified_calls:
+            if node in facts.calls:
+                continue
+            function = syntax.unparen(node.child_by_field_name("function"))
+            operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None else None
+            if operand is None or operand.type != "identifier":
+                continue
+            resolution.ensure(parsed.root, node)
+            symbol = resolution.symbol(operand)
+            typed = resolution.declared_type(symbol) or _module_result_typed(facts, symbol)
+            if typed is None or typed[0] not in facts.summaries:
+                continue
+            name = f"{typed[1]}.{syntax.text(function.child_by_field_name('field'))}"
+            if name in facts.summaries[typed[0]]:
+                facts.calls[node] = CallFact(node, typed[0], name, syntax.text(function), None)
+
+
+def _module_result_typed(facts: CallIndex, symbol: Symbol | None) -> tuple[str, str] | None:
+    """(import path, type) of a variable made by a function of another
+    package of the module whose summary types that result."""
+    if symbol is None or symbol.init is None:
+        return None
+    fact = facts.calls.get(syntax.unparen(symbol.init))
+    summary = facts.module_summary(fact)
+    index = max(symbol.init_index, 0)
+    if summary is None or index >= len(summary.results) or not summary.results[index]:
+        return None
+    return fact.import_path, summary.results[index]
+
+
 def _result_typed(facts: CallIndex, symbol: Symbol | None) -> tuple[str, str] | None:
     """(import path, type) of a variable declared from the first result of
     a call whose result type the knowledge gives
@@ -580,6 +620,7 @@ def index_calls(package: Package, knowledge: Knowledge, summaries: dict[str, dic
                     if enclosing is not None:
                         facts.api_calls.setdefault(enclosing, []).append(node)
     _index_method_calls(facts, package, knowledge)
+    _index_module_methods(facts, package)
     for unit in package.units:
         facts._literals[unit.node] = unit
         if unit.symbol is not None:

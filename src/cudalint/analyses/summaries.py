@@ -19,12 +19,12 @@ from dataclasses import dataclass, replace
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS
 from cudalint.analyses.lifetimes import LIFETIMES
-from cudalint.analyses.locks import LOCKS, Event, concerns_threads, exported
+from cudalint.analyses.locks import LOCKS, Event, concerns_threads
 from cudalint.analyses.owners import owner_type
 from cudalint.analyses.wrappers import WRAPPERS
 from cudalint.cfg import ExitKind, PackageCFGs
 from cudalint.framework import PackageRun, Pass, requirements
-from cudalint.functions import Package, UnitKind
+from cudalint.functions import Package, Unit, UnitKind
 from cudalint.knowledge import Knowledge
 
 
@@ -67,6 +67,10 @@ class FunctionSummary:
     # a release's where release_wrapper is set.
     status_wrapper: str = ""
     release_wrapper: bool = False
+    # Per result, the package's own type it is declared with ("" for others),
+    # where that type has summarised methods: `dev, err := gpu.Open(0)`
+    # makes dev a gpu.Device in the importer.
+    results: tuple[str, ...] = ()
 
 
 # Import path -> exported function name -> summary.
@@ -113,23 +117,28 @@ def summaries_of(run: PackageRun) -> dict[str, FunctionSummary]:
     # release or use a handle in a way the knowledge describes; any other
     # keeps the conservative default at its callers (a hand-over).
     for unit in lifetimes.units_with_acquisitions():
-        if unit.kind is not UnitKind.FUNCTION or not unit.name[:1].isupper() or unit.body is None:
-            continue
-        if unit.file.source.path.name.endswith("_test.go"):
+        name = summary_name(unit)
+        if name is None or unit.body is None:
             continue
         hands_out = tuple(_hand_out(origin, index, unit.returns_error) for origin, index in lifetimes.handed_out(unit))
         params = tuple(lifetimes.effect_of_argument(unit, i).value for i in range(len(unit.params)))
         if hands_out or any(effect != "retains" for effect in params):
-            found[unit.name] = FunctionSummary(hands_out, params)
+            found[name] = FunctionSummary(hands_out, params)
     wrappers = Pass(run, requirements((WRAPPERS,))).result_of(WRAPPERS)
     for unit, wrapped in wrappers.found():
-        if unit.kind is UnitKind.FUNCTION and exported(unit) and not unit.file.source.path.name.endswith("_test.go"):
-            found[unit.name] = replace(found.get(unit.name, FunctionSummary()), status_wrapper=wrapped.inner, release_wrapper=wrapped.release)
+        name = summary_name(unit)
+        if name is not None:
+            found[name] = replace(found.get(name, FunctionSummary()), status_wrapper=wrapped.inner, release_wrapper=wrapped.release)
     for name, exits in _no_return(run).items():
         found[name] = replace(found.get(name, FunctionSummary()), never_returns=True, exits=exits)
     for unit, effects in _thread_effects(run).items():
         found[unit] = replace(found.get(unit, FunctionSummary()), **effects)
     families = {resource: family for family in run.knowledge.families for resource in family.resources}
+    typed = {name.split(".", 1)[0] for name in found if "." in name}
+    for unit in run.package.units:
+        results = _result_types(unit) if unit.kind is UnitKind.FUNCTION and summary_name(unit) is not None else ()
+        if any(result in typed for result in results):
+            found[unit.name] = replace(found.get(unit.name, FunctionSummary()), results=results)
     for owner in lifetimes.owners.exported():
         owns = tuple((families[resource].name, resource.name) for resource in owner.resources if resource in families)
         if owns:
@@ -160,6 +169,41 @@ def _no_return(run: PackageRun) -> dict[str, tuple[str, ...]]:
     return found
 
 
+def summary_name(unit: Unit) -> str | None:
+    """The name importers call a function or method by: `Alloc`, and
+    `Device.Alloc` for a method of Device or *Device (both exported); None
+    for what importers cannot call, and for functions of `_test.go` files."""
+    if unit.file.source.path.name.endswith("_test.go") or unit.kind is UnitKind.LITERAL:
+        return None
+    if unit.kind is UnitKind.FUNCTION:
+        return unit.name if unit.name[:1].isupper() else None
+    receiver, _, method = unit.name.rpartition(".")
+    type_name = receiver.removeprefix("(*").removesuffix(")")
+    return f"{type_name}.{method}" if type_name[:1].isupper() and method[:1].isupper() else None
+
+
+def _result_types(unit: Unit) -> tuple[str, ...]:
+    """Per result, the package's own type it is declared with (`*Device`
+    gives "Device"), "" for any other: importers type their variables by it."""
+    result = unit.node.child_by_field_name("result")
+    if result is None:
+        return ()
+    if result.type != "parameter_list":
+        return (_local_type(result),)
+    found: list[str] = []
+    for declaration in syntax.children(result):
+        names = declaration.children_by_field_name("name")
+        found.extend([_local_type(declaration.child_by_field_name("type"))] * max(1, len(names)))
+    return tuple(found)
+
+
+def _local_type(node) -> str:
+    while node is not None and node.type in ("pointer_type", "parenthesized_type"):
+        inner = syntax.children(node)
+        node = inner[-1] if inner else None
+    return syntax.text(node) if node is not None and node.type == "type_identifier" else ""
+
+
 def _ends_without_return(body) -> bool:
     """Whether the body's last statement could be a terminating statement
     that is not a return (a call, `for {}`, `select {}`, an if with an else,
@@ -185,7 +229,8 @@ def _thread_effects(run: PackageRun) -> dict[str, dict[str, str]]:
     threads = Pass(run, requirements((LOCKS,))).result_of(LOCKS)
     found: dict[str, dict[str, str]] = {}
     for unit in threads.locked:
-        if unit.kind is not UnitKind.FUNCTION or not exported(unit) or unit.file.source.path.name.endswith("_test.go"):
+        name = summary_name(unit)
+        if name is None:
             continue
         effects = {}
         need = threads.needs_lock(unit)
@@ -196,7 +241,7 @@ def _thread_effects(run: PackageRun) -> dict[str, dict[str, str]]:
         if wrapper is Event.UNLOCK or (wrapper is Event.LOCK and threads.locks_always(unit)):
             effects["thread"] = wrapper.value
         if effects:
-            found[unit.name] = effects
+            found[name] = effects
     return found
 
 
