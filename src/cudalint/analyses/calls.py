@@ -492,13 +492,7 @@ def _index_method_calls(facts: CallIndex, package: Package, knowledge: Knowledge
         }
         if not spelled or not any(needle in parsed.source.data for needle in spelled):
             continue
-        for node in parsed.index.qualified_calls:
-            if node in facts.calls:
-                continue
-            function = syntax.unparen(node.child_by_field_name("function"))
-            operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None else None
-            if operand is None or operand.type != "identifier":
-                continue
+        for node, function, operand in _calls_on_variables(facts, parsed):
             declaration = resolution.declaration_text_of(parsed.root, node)
             if declaration is None or not any(needle in declaration for needle in spelled):
                 continue
@@ -517,6 +511,18 @@ def _index_method_calls(facts: CallIndex, package: Package, knowledge: Knowledge
                 facts.api_calls.setdefault(enclosing, []).append(node)
 
 
+def _calls_on_variables(facts: CallIndex, parsed) -> Iterator[tuple[Node, Node, Node]]:
+    """(call, selector, variable) for each `x.M(...)` on a plain variable
+    that nothing has classified yet."""
+    for node in parsed.index.qualified_calls:
+        if node in facts.calls:
+            continue
+        function = syntax.unparen(node.child_by_field_name("function"))
+        operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None else None
+        if operand is not None and operand.type == "identifier":
+            yield node, function, operand
+
+
 def _index_module_methods(facts: CallIndex, package: Package) -> None:
     """`dev.Alloc(n)` with `dev *gpu.Device` (declared, or made by a function
     of gpu whose summary gives its result's type): a method of another
@@ -527,13 +533,7 @@ def _index_module_methods(facts: CallIndex, package: Package) -> None:
     for parsed in package.files:
         if not any(imported.path in facts.summaries for imported in parsed.imports):
             continue
-        for node in parsed.index.qualified_calls:
-            if node in facts.calls:
-                continue
-            function = syntax.unparen(node.child_by_field_name("function"))
-            operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None else None
-            if operand is None or operand.type != "identifier":
-                continue
+        for node, function, operand in _calls_on_variables(facts, parsed):
             resolution.ensure(parsed.root, node)
             symbol = resolution.symbol(operand)
             typed = resolution.declared_type(symbol) or _module_result_typed(facts, symbol)
