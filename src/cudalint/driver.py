@@ -135,7 +135,11 @@ def analyze_directory(
     # A package that calls a dependency's wrapper is analysed even where no
     # API name occurs in it: the wrapper is the API there.
     wraps = any(summaries.values())
-    if settings.prefilter and not wraps and not prefilter.may_match((s.data for s in sources), needles):
+    module = module_of(own)
+    import_path = module.import_path(own) if module is not None else None
+    # The package a knowledge file describes calls its own API unqualified.
+    described = import_path is not None and import_path in knowledge.import_paths
+    if settings.prefilter and not wraps and not described and not prefilter.may_match((s.data for s in sources), needles):
         result.files_skipped += len(sources)
         return result
     parsed_files = []
@@ -151,10 +155,10 @@ def analyze_directory(
         result.notifications.append(_internal_error(directory, "the functions stage", error, settings.debug))
         result.internal_errors += 1
         return result
-    module = module_of(own)
-    import_path = module.import_path(own) if module is not None else None
     result.summarised = summarise_own and import_path is not None
     for package in packages:
+        if not package.name.endswith("_test"):
+            package.import_path = import_path
         run = _analyze_package(package, settings, knowledge, result, summaries)
         if run is not None and result.summarised and not package.name.endswith("_test"):
             result.summaries.extend(_exported(run, import_path))
@@ -203,6 +207,7 @@ def _summaries(dependencies: dict[Path, list[SourceFile]], knowledge: Knowledge,
                 packages = collect_packages(parsed, directory.as_posix(), knowledge.package_names) if parsed else []
                 summary: dict = {}
                 for package in packages:
+                    package.import_path = import_path
                     summary.update(summarise(package, knowledge, found))
             except Exception:  # noqa: BLE001 - a dependency's trouble is reported where it is analysed
                 summary = {}

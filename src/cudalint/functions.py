@@ -123,6 +123,9 @@ class Package:
     files: list[ParsedFile]
     resolution: Resolution
     units: list[Unit]
+    # Its import path in its module (None outside a module, and for an
+    # external `_test` package): set by the driver, which knows the module.
+    import_path: str | None = None
 
 
 def _receiver_type(method: Node) -> str:

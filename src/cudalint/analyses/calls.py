@@ -511,6 +511,47 @@ def _index_method_calls(facts: CallIndex, package: Package, knowledge: Knowledge
                 facts.api_calls.setdefault(enclosing, []).append(node)
 
 
+def _index_own_api(facts: CallIndex, package: Package, knowledge: Knowledge) -> None:
+    """Inside the package a knowledge file describes (analysing
+    gorgonia.org/cu itself), `MemAlloc(n)` is the API `cu.MemAlloc` and
+    `hStream.Destroy()` on a Stream is `cu.Stream.Destroy`."""
+    path = package.import_path
+    if path is None or path not in knowledge.import_paths:
+        return
+    resolution = package.resolution
+    for parsed in package.files:
+        for name, calls in syntax.calls_by_name(parsed.index).items():
+            for node in calls:
+                if node in facts.calls:
+                    continue
+                function = syntax.unparen(node.child_by_field_name("function"))
+                if function is None:
+                    continue
+                resolution.ensure(parsed.root, node)
+                if function.type == "identifier":
+                    symbol = resolution.symbol(function)
+                    if symbol is None or symbol.kind is not SymbolKind.FUNC or symbol.is_local:
+                        continue
+                    qualified = name
+                elif function.type == "selector_expression":
+                    # Only the types the knowledge names methods of, as
+                    # outside the package (a glob such as cu.[A-Z]* is no
+                    # description of every method of every type).
+                    type_name = facts.type_of(function.child_by_field_name("operand"))
+                    if type_name not in knowledge.method_types.get(path, ()):
+                        continue
+                    qualified = f"{type_name}.{name}"
+                else:
+                    continue
+                api = knowledge.lookup(path, qualified)
+                if api is None:
+                    continue
+                facts.calls[node] = CallFact(node, path, qualified, syntax.text(function), api)
+                enclosing = syntax.enclosing_function(node)
+                if enclosing is not None:
+                    facts.api_calls.setdefault(enclosing, []).append(node)
+
+
 def _calls_on_variables(facts: CallIndex, parsed) -> Iterator[tuple[Node, Node, Node]]:
     """(call, selector, variable) for each `x.M(...)` on a plain variable
     that nothing has classified yet."""
@@ -621,6 +662,7 @@ def index_calls(package: Package, knowledge: Knowledge, summaries: dict[str, dic
                         facts.api_calls.setdefault(enclosing, []).append(node)
     _index_method_calls(facts, package, knowledge)
     _index_module_methods(facts, package)
+    _index_own_api(facts, package, knowledge)
     for unit in package.units:
         facts._literals[unit.node] = unit
         if unit.symbol is not None:

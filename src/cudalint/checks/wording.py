@@ -32,8 +32,10 @@ def spelled(origin: Origin, qualified: str) -> str:
     origin = origin.innermost
     if origin.via_text:
         return qualified  # acquired in another package: named as the knowledge names it
-    package = origin.written.split(".", 1)[0]
     qualifier = origin.api.family.qualifier
+    if "." not in origin.written and qualified.startswith(qualifier + "."):
+        return qualified[len(qualifier) + 1:]  # inside the described package: unqualified
+    package = origin.written.split(".", 1)[0]
     return package + qualified[len(qualifier):] if qualified.startswith(qualifier + ".") else qualified
 
 
@@ -46,7 +48,7 @@ def release_statement(origin: Origin) -> str:
         return ""
     role = resource.release[0]
     if role.handle == "receiver":
-        return f"defer {origin.handle}.{role.method}()"
+        return f"defer {origin.handle or 'x'}.{role.method}()"
     call = spelled(origin, role.call)
     if role.handle == "none":
         return f"defer {call}(...)"
