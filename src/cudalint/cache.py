@@ -77,7 +77,7 @@ def code_fingerprint() -> str:
             digest.update(b"unreadable")
     from importlib import metadata
 
-    for distribution in ("tree-sitter", "tree-sitter-go"):
+    for distribution in ("tree-sitter", "tree-sitter-go", "tree-sitter-c"):
         try:
             version = metadata.version(distribution)
         except metadata.PackageNotFoundError:  # pragma: no cover - installed with cudalint

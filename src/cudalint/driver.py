@@ -40,6 +40,8 @@ from cudalint.framework import AnalysisFailure, PackageRun, Pass, requirements
 from cudalint.functions import SYNTAX_ERROR, Package, collect_packages
 from cudalint.knowledge import Knowledge
 from cudalint.parse import ParsedFile, parse
+from cudalint.cside import MAX_C_BYTES
+from cudalint.safeio import InputFileError, read_regular
 from cudalint.source import SourceFile, display_path, read_source
 
 T = TypeVar("T")
@@ -397,7 +399,26 @@ def _read(paths: list[Path], settings: Settings) -> list[SourceFile | Notificati
 
 
 def _key(cache: ResultCache, paths: list[Path], reads: list[SourceFile | Notification]) -> str:
-    return cache.key([(path, read.data if isinstance(read, SourceFile) else read) for path, read in zip(paths, reads)])
+    """The key of a directory's result: the bytes of its Go files and of the
+    packages it imports, and of the C files beside them (the C side of cgo
+    reads them)."""
+    entries = [(path, read.data if isinstance(read, SourceFile) else read) for path, read in zip(paths, reads)]
+    return cache.key(entries + _c_files(paths[0].parent))
+
+
+def _c_files(directory: Path) -> list[tuple[Path, bytes]]:
+    found = []
+    try:
+        names = sorted(entry.name for entry in directory.iterdir() if entry.suffix in (".c", ".h"))
+    except OSError:
+        return []
+    for name in names:
+        try:
+            found.append((directory / name, read_regular(directory / name, MAX_C_BYTES)))
+        except (OSError, InputFileError):
+            found.append((directory / name, b"unreadable"))
+    return found
+
 
 
 def _work(job: tuple[int, list[Path], Summaries, bool]) -> Result:

@@ -155,6 +155,9 @@ class ApiFunction:
     context_setter: bool = False
     async_host_args: tuple[int, ...] = ()
     kept_args: tuple[int, ...] = ()
+    # A project's own C helper that wraps an API call: its roles, the API
+    # call's moved to the helper's parameters ((kind, resource, role)).
+    helper_roles: tuple[tuple[str, ResourceSpec, CallRole], ...] = ()
 
     @property
     def is_release(self) -> bool:
@@ -162,7 +165,7 @@ class ApiFunction:
 
     def roles(self, kind: str) -> list[tuple[ResourceSpec, CallRole]]:
         """(resource, role) pairs of this call for kind "acquire", "release" or "transfer"."""
-        found = []
+        found = [(resource, role) for role_kind, resource, role in self.helper_roles if role_kind == kind]
         for resource in (self.acquires if kind == "acquire" else self.releases if kind == "release" else self.transfers):
             for role in getattr(resource, kind):
                 if role.call == self.name:

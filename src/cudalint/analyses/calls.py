@@ -22,7 +22,8 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.framework import Analysis
 from cudalint.functions import Package, Unit, UnitKind
-from cudalint.knowledge import ApiFunction, Knowledge, StatusSpec
+from cudalint.cside import CView, view_of
+from cudalint.knowledge import ApiFunction, CallRole, Knowledge, StatusSpec
 from cudalint.scope import Symbol, SymbolKind, default_import_name
 
 # Standard-library packages whose functions only read their arguments
@@ -96,6 +97,8 @@ class CallIndex:
     _literals_by_parent: dict[Node, list[Unit]] = field(default_factory=dict, repr=False)
     _no_literal: set[Symbol] = field(default_factory=set, repr=False)
     _unwatched: dict[Node, CallFact | None] = field(default_factory=dict, repr=False)
+    # The package's own C (preambles, local headers and C files), if it uses cgo.
+    c_view: CView | None = field(default=None, repr=False)
 
     def module_summary(self, fact: CallFact | None) -> Any:
         """The summary of a function of another package of the module that
@@ -250,7 +253,10 @@ class CallIndex:
         if fact is not None:
             if fact.api is not None:
                 return Callee(CalleeKind.API, written, fact.api)
-            if self.knowledge.is_type(fact.import_path, fact.name) or (fact.import_path, fact.name) in _CONVERSIONS:
+            if (
+                self.knowledge.is_type(fact.import_path, fact.name) or (fact.import_path, fact.name) in _CONVERSIONS
+                or (fact.import_path == "C" and self.c_view is not None and self.c_view.is_type(fact.name))
+            ):
                 return Callee(CalleeKind.CONVERSION, written)
             if fact.import_path in self.knowledge.import_paths:
                 return Callee(CalleeKind.FAMILY, written)
@@ -511,6 +517,87 @@ def _index_method_calls(facts: CallIndex, package: Package, knowledge: Knowledge
                 facts.api_calls.setdefault(enclosing, []).append(node)
 
 
+def _c_helper_api(view: CView, name: str, knowledge: Knowledge, known: ApiFunction | None) -> ApiFunction | None | bool:
+    """What the package's own C says of `C.name`: the ApiFunction of a
+    helper that wraps an API call (its status, and the call's acquisitions
+    and releases moved to the helper's parameters), or of a function whose
+    return type is a family's status type; None where its return type says
+    it returns no status (void, a pointer, another type: the knowledge's
+    pattern matched a name that is no status call); False where the C says
+    nothing (the knowledge stands)."""
+    function = view.functions.get(name)
+    if function is None:
+        return False
+    if function.wraps:
+        inner = knowledge.lookup("C", function.wraps)
+        if inner is not None:
+            return _wrapping(inner, function, f"C.{name}")
+    returned = view.resolved_return(name)
+    if returned is None:
+        return False
+    type_names, pointer = returned
+    for family in knowledge.families:
+        if family.import_path == "C" and family.status is not None and not pointer and family.status.type in type_names:
+            if known is not None and known.status is not None:
+                return known
+            return ApiFunction(family, f"C.{name}", family.status, False, (), ())
+    if known is not None and known.status is not None and not known.releases and not known.acquires:
+        return None  # e.g. a helper named like the API that returns void
+    return False
+
+
+def _wrapping(inner: ApiFunction, helper, written: str) -> ApiFunction:
+    roles = []
+    for kind in ("acquire", "release", "transfer"):
+        for resource, role in inner.roles(kind):
+            if role.handle in ("none",) or role.is_result:
+                roles.append((kind, resource, CallRole(written, role.handle)))
+                continue
+            index = role.index
+            if 0 <= index < len(helper.wrapped_args) and helper.wrapped_args[index] >= 0:
+                prefix = "out" if role.is_out else "arg"
+                roles.append((kind, resource, CallRole(written, f"{prefix}{helper.wrapped_args[index]}")))
+    return ApiFunction(
+        inner.family, written, inner.status, inner.discardable,
+        tuple(r for k, r, _ in roles if k == "release"), tuple(r for k, r, _ in roles if k == "acquire"),
+        tuple(r for k, r, _ in roles if k == "transfer"), helper_roles=tuple(roles),
+    )
+
+
+def _index_c_side(facts: CallIndex, package: Package, knowledge: Knowledge) -> None:
+    """Calls of C functions the package's own C declares (cside.py)."""
+    if not any(imported.path == "C" for parsed in package.files for imported in parsed.imports):
+        return
+    view = view_of(package.files, package.files[0].source.path.parent)
+    facts.c_view = view
+    if not view.functions:
+        return
+    for parsed in package.files:
+        for node in parsed.index.qualified_calls:
+            function = syntax.unparen(node.child_by_field_name("function"))
+            operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None else None
+            if operand is None or syntax.text(operand) != "C":
+                continue
+            name = syntax.text(function.child_by_field_name("field"))
+            known = facts.calls.get(node)
+            api = _c_helper_api(view, name, knowledge, known.api if known is not None else None)
+            if api is False:
+                continue
+            written = f"C.{name}"
+            inner = view.functions[name].wraps
+            if inner and api is not None and api.name == written:
+                written = f"C.{name} (wraps {inner})"
+            facts.calls[node] = CallFact(node, "C", name, written, api)
+            enclosing = syntax.enclosing_function(node)
+            if enclosing is None:
+                continue
+            calls = facts.api_calls.setdefault(enclosing, [])
+            if api is None and node in calls:
+                calls.remove(node)  # the C says it returns no status: not the API the pattern took it for
+            elif api is not None and node not in calls:
+                calls.append(node)
+
+
 def _index_own_api(facts: CallIndex, package: Package, knowledge: Knowledge) -> None:
     """Inside the package a knowledge file describes (analysing
     gorgonia.org/cu itself), `MemAlloc(n)` is the API `cu.MemAlloc` and
@@ -663,6 +750,7 @@ def index_calls(package: Package, knowledge: Knowledge, summaries: dict[str, dic
     _index_method_calls(facts, package, knowledge)
     _index_module_methods(facts, package)
     _index_own_api(facts, package, knowledge)
+    _index_c_side(facts, package, knowledge)
     for unit in package.units:
         facts._literals[unit.node] = unit
         if unit.symbol is not None:

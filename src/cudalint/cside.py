@@ -1,0 +1,266 @@
+"""The C side of cgo: what the C functions a package calls return.
+
+cudalint knows the CUDA API from the knowledge files; a project's own C
+helpers (`static inline cudaError_t dev_alloc(void **p, size_t n) { return
+cudaMalloc(p, n); }` in the cgo preamble, a `gpu.h`/`gpu.c` beside the Go
+files) are invisible to them, and every leak and dropped status behind such
+a helper with them. This stage reads, with tree-sitter-c, the C a package
+sees of its own: the preamble of each cgo file, the headers it includes by
+relative path (resolved against the package directory and the `-I${SRCDIR}/...`
+of `#cgo CFLAGS`), and the package directory's `.c` and `.h` files. It
+extracts each function's return type, resolved through the typedefs it saw,
+and, for a helper whose body returns what a single call returned
+(`return cudaMalloc(p, n);`), that call and how its arguments map to the
+helper's parameters. Nothing is compiled, preprocessed or executed: macros
+are not expanded (a helper defined through a macro is not seen), `#if`
+branches are all read, and system headers are not read here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from tree_sitter import Language, Node, Parser
+
+from cudalint.parse import ParsedFile
+
+# A header or C file larger than this is not read (generated tables, amalgamations).
+MAX_C_BYTES = 2 * 1024 * 1024
+_INCLUDE = re.compile(rb'^\s*#\s*include\s+"([^"]+)"', re.M)
+_CFLAGS_INCLUDE = re.compile(rb"^\s*#cgo\b[^:\n]*CFLAGS:(.*)$", re.M)
+
+
+@dataclass(frozen=True)
+class CFunction:
+    """A C function the package defines or declares."""
+
+    name: str
+    returns: str  # the return type as written, qualifiers dropped: "cudaError_t", "void", "int"
+    pointer: bool  # returns a pointer
+    params: tuple[str, ...]  # parameter names ("" where unnamed)
+    # For a helper whose every return returns one call's result: that call's
+    # name and, per argument of it, the index of the helper parameter passed
+    # there as is or by address-of-dereference (-1: something else).
+    wraps: str = ""
+    wrapped_args: tuple[int, ...] = ()
+
+
+@dataclass
+class CView:
+    """The C functions and typedefs a package's own C declares."""
+
+    functions: dict[str, CFunction] = field(default_factory=dict)
+    typedefs: dict[str, str] = field(default_factory=dict)
+
+    def resolved_return(self, name: str) -> tuple[tuple[str, ...], bool] | None:
+        """The names a function's return type goes by, through the typedefs
+        of the package's own C (`gpu_status`, then `cudaError_t`), and
+        whether it is a pointer; None for a function this C does not declare."""
+        function = self.functions.get(name)
+        if function is None:
+            return None
+        names, pointer = [function.returns], function.pointer
+        while names[-1] in self.typedefs:
+            target = self.typedefs[names[-1]]
+            pointer = pointer or target.endswith("*")
+            target = target.rstrip("*").strip()
+            if target in names:
+                break
+            names.append(target)
+        return tuple(names), pointer
+
+    def is_type(self, name: str) -> bool:
+        return name in self.typedefs
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Parser:
+    import tree_sitter_c
+
+    return Parser(Language(tree_sitter_c.language()))
+
+
+def preamble(parsed: ParsedFile) -> bytes:
+    """The cgo preamble: the comments right before `import "C"` (with no
+    blank line between them and it)."""
+    data = parsed.source.data
+    for declaration in parsed.root.named_children:
+        if declaration.type != "import_declaration" or b'"C"' not in data[declaration.start_byte:declaration.end_byte]:
+            continue
+        comments: list[bytes] = []
+        following = declaration
+        previous = declaration.prev_sibling
+        while previous is not None and previous.type == "comment" and previous.end_point[0] + 1 >= following.start_point[0]:
+            comments.append(_uncomment(data[previous.start_byte:previous.end_byte]))
+            following, previous = previous, previous.prev_sibling
+        return b"\n".join(reversed(comments))
+    return b""
+
+
+def _uncomment(text: bytes) -> bytes:
+    if text.startswith(b"/*"):
+        return text[2:-2]
+    return text[2:] if text.startswith(b"//") else text
+
+
+def view_of(files: list[ParsedFile], directory: Path) -> CView:
+    """The C the package's cgo files see of their own."""
+    view = CView()
+    sources: list[bytes] = []
+    include_dirs = [directory]
+    for parsed in files:
+        text = preamble(parsed)
+        if not text:
+            continue
+        sources.append(text)
+        for flags in _CFLAGS_INCLUDE.findall(text):
+            for flag in flags.split():
+                if flag.startswith(b"-I${SRCDIR}"):
+                    include_dirs.append(directory / flag[len(b"-I${SRCDIR}"):].decode("utf-8", "replace").lstrip("/"))
+    if not sources:
+        return view
+    read: set[Path] = set()
+    pending = [directory / name for name in _local_c_files(directory)]
+    for text in list(sources):
+        pending.extend(_includes(text, include_dirs))
+    while pending:
+        path = pending.pop()
+        try:
+            key = path.resolve()
+        except (OSError, RuntimeError):  # a symbolic link loop
+            continue
+        if key in read:
+            continue
+        read.add(key)
+        data = _read(path)
+        if data is None:
+            continue
+        sources.append(data)
+        pending.extend(_includes(data, [path.parent, *include_dirs]))
+    for text in sources:
+        _collect(_parser().parse(text).root_node, view)
+    return view
+
+
+def _local_c_files(directory: Path) -> list[str]:
+    try:
+        return sorted(entry.name for entry in directory.iterdir() if entry.suffix in (".c", ".h") and entry.is_file())
+    except OSError:
+        return []
+
+
+def _includes(text: bytes, directories: list[Path]) -> list[Path]:
+    found = []
+    for name in _INCLUDE.findall(text):
+        relative = name.decode("utf-8", "replace")
+        for directory in directories:
+            candidate = directory / relative
+            if candidate.is_file():
+                found.append(candidate)
+                break
+    return found
+
+
+def _read(path: Path) -> bytes | None:
+    """A regular file's bytes, bounded; None for anything else (a FIFO named
+    x.h never blocks the run, a huge generated header is skipped)."""
+    from cudalint.safeio import InputFileError, read_regular
+
+    try:
+        return read_regular(path, MAX_C_BYTES)
+    except (OSError, InputFileError):
+        return None
+
+
+def _text(node: Node | None) -> str:
+    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
+
+
+def _collect(root: Node, view: CView) -> None:
+    for node in root.named_children:
+        if node.type in ("preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif", "linkage_specification", "declaration_list"):
+            _collect(node, view)
+        elif node.type == "type_definition":
+            _typedef(node, view)
+        elif node.type in ("function_definition", "declaration"):
+            function = _function(node)
+            if function is not None and (function.name not in view.functions or node.type == "function_definition"):
+                view.functions[function.name] = function
+
+
+def _typedef(node: Node, view: CView) -> None:
+    base = node.child_by_field_name("type")
+    for declarator in node.children_by_field_name("declarator"):
+        pointer = False
+        while declarator is not None and declarator.type == "pointer_declarator":
+            pointer = True
+            declarator = declarator.child_by_field_name("declarator")
+        if declarator is not None and declarator.type == "type_identifier":
+            # `typedef enum {...} cublasStatus_t;` names an anonymous type:
+            # the typedef's own name is the type's name.
+            target = _base_name(base) or _text(declarator)
+            view.typedefs[_text(declarator)] = target + ("*" if pointer else "")
+
+
+def _base_name(node: Node | None) -> str:
+    """`cudaError_t`, `int`, `enum cudaError` (as `cudaError`), `struct x` (as `x`)."""
+    if node is None:
+        return ""
+    if node.type in ("enum_specifier", "struct_specifier", "union_specifier"):
+        return _text(node.child_by_field_name("name"))
+    return _text(node)
+
+
+def _function(node: Node) -> CFunction | None:
+    declarator = node.child_by_field_name("declarator")
+    pointer = False
+    while declarator is not None and declarator.type == "pointer_declarator":
+        pointer = True
+        declarator = declarator.child_by_field_name("declarator")
+    if declarator is None or declarator.type != "function_declarator":
+        return None
+    name_node = declarator.child_by_field_name("declarator")
+    if name_node is None or name_node.type != "identifier":
+        return None
+    params = []
+    for parameter in (declarator.child_by_field_name("parameters") or node).named_children:
+        if parameter.type != "parameter_declaration":
+            continue
+        inner = parameter.child_by_field_name("declarator")
+        while inner is not None and inner.type in ("pointer_declarator", "array_declarator"):
+            inner = inner.child_by_field_name("declarator")
+        params.append(_text(inner) if inner is not None and inner.type == "identifier" else "")
+    function = CFunction(_text(name_node), _base_name(node.child_by_field_name("type")), pointer, tuple(params))
+    body = node.child_by_field_name("body") if node.type == "function_definition" else None
+    return _with_wrapped(function, body) if body is not None else function
+
+
+def _with_wrapped(function: CFunction, body: Node) -> CFunction:
+    """A helper whose every return returns the same call's result."""
+    calls = []
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if node.type == "return_statement":
+            value = next(iter(node.named_children), None)
+            while value is not None and value.type in ("parenthesized_expression", "cast_expression"):
+                value = value.named_children[-1] if value.named_children else None
+            if value is None or value.type != "call_expression":
+                return function
+            calls.append(value)
+        else:
+            stack.extend(node.named_children)
+    names = {_text(call.child_by_field_name("function")) for call in calls}
+    if len(calls) == 0 or len(names) != 1:
+        return function
+    call = calls[0]
+    mapping = []
+    for argument in (call.child_by_field_name("arguments") or call).named_children:
+        while argument.type in ("parenthesized_expression", "cast_expression"):
+            argument = argument.named_children[-1]
+        text = _text(argument)
+        mapping.append(function.params.index(text) if text in function.params and text else -1)
+    return CFunction(function.name, function.returns, function.pointer, function.params, names.pop(), tuple(mapping))
