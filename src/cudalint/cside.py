@@ -30,7 +30,20 @@ from cudalint.parse import ParsedFile
 # A header or C file larger than this is not read (generated tables, amalgamations).
 MAX_C_BYTES = 2 * 1024 * 1024
 _INCLUDE = re.compile(rb'^\s*#\s*include\s+"([^"]+)"', re.M)
+_SYSTEM_INCLUDE = re.compile(rb'^\s*#\s*include\s+[<"]([^>"]+)[>"]', re.M)
+# Attribute and calling-convention macros of the CUDA headers, blanked before
+# parsing (no preprocessor runs): `extern __host__ cudaError_t CUDARTAPI
+# cudaMalloc(void **devPtr, size_t size);` then parses as a declaration.
+_ATTRIBUTES = re.compile(
+    rb"\b(?:__host__|__device__|__device_builtin__|__cudart_builtin__|__forceinline__|CUDARTAPI|CUDAAPI|CUDART_CB|CUDA_CB|CUPTIAPI|CUDNNWINAPI|"
+    rb"CUBLASWINAPI|CUFFTAPI|CURANDAPI|NCCL_API|DECLDIR|CUDART_DEPRECATED|__CUDA_DEPRECATED)\b"
+    rb"|\b__dv\([^)]*\)|\b__attribute__\(\([^)]*\)\)"
+)
+# Where the CUDA headers usually are, read when present.
+CUDA_INCLUDE_DIRS = (Path("/usr/local/cuda/include"), Path("/opt/cuda/include"), Path("/usr/include"))
 _CFLAGS_INCLUDE = re.compile(rb"^\s*#cgo\b[^:\n]*CFLAGS:(.*)$", re.M)
+# A system header and those it includes, parsed once per process and content.
+_HEADER_CACHE: dict[tuple[Path, int, int], CView] = {}
 
 
 @dataclass(frozen=True)
@@ -54,6 +67,8 @@ class CView:
 
     functions: dict[str, CFunction] = field(default_factory=dict)
     typedefs: dict[str, str] = field(default_factory=dict)
+    # The headers a header includes (names as written), for system headers.
+    includes: list[bytes] = field(default_factory=list)
 
     def resolved_return(self, name: str) -> tuple[tuple[str, ...], bool] | None:
         """The names a function's return type goes by, through the typedefs
@@ -111,6 +126,7 @@ def view_of(files: list[ParsedFile], directory: Path) -> CView:
     view = CView()
     sources: list[bytes] = []
     include_dirs = [directory]
+    system_dirs: list[Path] = []
     for parsed in files:
         text = preamble(parsed)
         if not text:
@@ -120,6 +136,8 @@ def view_of(files: list[ParsedFile], directory: Path) -> CView:
             for flag in flags.split():
                 if flag.startswith(b"-I${SRCDIR}"):
                     include_dirs.append(directory / flag[len(b"-I${SRCDIR}"):].decode("utf-8", "replace").lstrip("/"))
+                elif flag.startswith(b"-I/"):
+                    system_dirs.append(Path(flag[2:].decode("utf-8", "replace")))
     if not sources:
         return view
     read: set[Path] = set()
@@ -142,7 +160,50 @@ def view_of(files: list[ParsedFile], directory: Path) -> CView:
         pending.extend(_includes(data, [path.parent, *include_dirs]))
     for text in sources:
         _collect(_parser().parse(text).root_node, view)
+    system = _system_view(sources, system_dirs + [d for d in CUDA_INCLUDE_DIRS if d.is_dir()])
+    for name, function in system.functions.items():
+        view.functions.setdefault(name, function)
+    for name, target in system.typedefs.items():
+        view.typedefs.setdefault(name, target)
     return view
+
+
+def _system_view(sources: list[bytes], directories: list[Path]) -> CView:
+    """The declarations of the headers the package's C includes with <...>
+    (and those they include), found in `directories`: the CUDA headers."""
+    view = CView()
+    seen: set[Path] = set()
+    pending = [name for text in sources for name in _SYSTEM_INCLUDE.findall(text)]
+    while pending:
+        name = pending.pop().decode("utf-8", "replace")
+        path = next((d / name for d in directories if (d / name).is_file()), None)
+        if path is None or path in seen:
+            continue
+        seen.add(path)
+        header = _header(path)
+        if header is None:
+            continue
+        view.functions.update({k: v for k, v in header.functions.items() if k not in view.functions})
+        view.typedefs.update({k: v for k, v in header.typedefs.items() if k not in view.typedefs})
+        pending.extend(header.includes)
+    return view
+
+
+def _header(path: Path) -> CView | None:
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    key = (path, status.st_size, status.st_mtime_ns)
+    if key not in _HEADER_CACHE:
+        data = _read(path)
+        if data is None:
+            return None
+        view = CView()
+        _collect(_parser().parse(_ATTRIBUTES.sub(lambda m: b" " * len(m.group(0)), data)).root_node, view)
+        view.includes = _SYSTEM_INCLUDE.findall(data)
+        _HEADER_CACHE[key] = view
+    return _HEADER_CACHE[key]
 
 
 def _local_c_files(directory: Path) -> list[str]:

@@ -527,7 +527,7 @@ def _c_helper_api(view: CView, name: str, knowledge: Knowledge, known: ApiFuncti
     nothing (the knowledge stands)."""
     function = view.functions.get(name)
     if function is None:
-        return False
+        return None if view.is_type(name) else False  # `C.cudaStream_t(x)` converts
     if function.wraps:
         inner = knowledge.lookup("C", function.wraps)
         if inner is not None:
@@ -578,13 +578,17 @@ def _index_c_side(facts: CallIndex, package: Package, knowledge: Knowledge) -> N
             operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None else None
             if operand is None or syntax.text(operand) != "C":
                 continue
+            package.resolution.ensure(parsed.root, node)
+            if package.resolution.package_of(operand) != "C":
+                continue  # a variable named C, in a file that does not import "C"
             name = syntax.text(function.child_by_field_name("field"))
             known = facts.calls.get(node)
             api = _c_helper_api(view, name, knowledge, known.api if known is not None else None)
             if api is False:
                 continue
             written = f"C.{name}"
-            inner = view.functions[name].wraps
+            function = view.functions.get(name)
+            inner = function.wraps if function is not None else ""
             if inner and api is not None and api.name == written:
                 written = f"C.{name} (wraps {inner})"
             facts.calls[node] = CallFact(node, "C", name, written, api)

@@ -1,0 +1,92 @@
+"""The C side of cgo: what cside.py reads of a package's C, and the CUDA
+headers making the knowledge files' `except` lists a fallback."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from cudalint import api, cside
+from cudalint.parse import parse
+from cudalint.source import read_source
+from conftest import FIXTURES
+from test_fixtures import _package_dirs, declared_rules, expectations, run_fixture
+
+HEADERS = Path("/usr/local/cuda/include")
+
+
+def _view(directory: Path, go: str) -> cside.CView:
+    (directory / "a.go").write_text(go)
+    return cside.view_of([parse(read_source(directory / "a.go", "a.go"))[0]], directory)
+
+
+def test_preamble_local_header_and_c_file(tmp_path: Path) -> None:
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "gpu.h").write_text("typedef int gpu_status;\ngpu_status gpu_sync(void);\nvoid *gpu_buffer(int n);\n")
+    (tmp_path / "gpu.c").write_text('#include "gpu.h"\nint gpu_twice(int x) { return gpu_sync() + x; }\n')
+    view = _view(tmp_path, (
+        'package a\n\n// #cgo CFLAGS: -I${SRCDIR}/inc\n// #include "gpu.h"\n'
+        '// static int wrap(void **p, int n) { return alloc_it(n, p); }\nimport "C"\n'
+    ))
+    assert view.resolved_return("gpu_sync") == (("gpu_status", "int"), False)
+    assert view.resolved_return("gpu_buffer") == (("void",), True)
+    assert view.functions["wrap"].wraps == "alloc_it" and view.functions["wrap"].wrapped_args == (1, 0)
+    assert view.functions["gpu_twice"].wraps == ""  # returns more than one call's result
+    assert view.is_type("gpu_status") and not view.is_type("gpu_sync")
+
+
+def test_a_preamble_separated_by_a_blank_line_is_no_preamble(tmp_path: Path) -> None:
+    view = _view(tmp_path, 'package a\n\n// int helper(void);\n\nimport "C"\n')
+    assert view.functions == {}
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_hostile_c_files_are_skipped_not_waited_for(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.h")
+    (tmp_path / "loop.h").symlink_to(tmp_path / "loop.h")
+    (tmp_path / "bad.c").write_bytes(b"\xff\xfe int broken(( {")
+    view = _view(tmp_path, 'package a\n\n// #include "pipe.h"\n// #include "loop.h"\n// int ok(void);\nimport "C"\n')
+    assert "ok" in view.functions
+
+
+def _strip_excepts(knowledge, families: set[str]):
+    return dataclasses.replace(knowledge, families=tuple(
+        dataclasses.replace(family, status_except=()) if family.name in families else family for family in knowledge.families
+    ), _cache={}, _method_types=None, _status_globs={}, _role_index={})
+
+
+def _findings(result) -> list[tuple[str, int, str, str]]:
+    return [(f.path, f.span.start.line, f.rule_id, f.message) for f in result.findings]
+
+
+@pytest.mark.skipif(not (HEADERS / "cuda.h").is_file(), reason=f"no CUDA headers in {HEADERS}: the fallback is all there is")
+def test_with_the_cuda_headers_the_except_lists_are_a_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """cuda-runtime's and cuda-driver's `except` lists removed (the families
+    whose headers this machine has), every fixture gives the same findings:
+    the headers say which names return no status or are types."""
+    with_lists = {directory: _findings(run_fixture(directory)) for directory in _package_dirs()}
+    real = api.load_knowledge
+    monkeypatch.setattr(api, "load_knowledge", lambda files: _strip_excepts(real(files), {"cuda-runtime", "cuda-driver"}))
+    stripped = _strip_excepts(real(()), {"cuda-runtime", "cuda-driver"})
+    assert stripped.lookup("C", "cudaGetErrorString") is not None  # the pattern alone takes it for a status call
+    for directory, expected in with_lists.items():
+        assert _findings(run_fixture(directory)) == expected, directory.relative_to(FIXTURES)
+
+
+def test_without_headers_the_except_lists_still_apply(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No CUDA headers anywhere: the fixtures that call the runtime and the
+    driver still give exactly their wanted findings, from the lists."""
+    monkeypatch.setattr(cside, "CUDA_INCLUDE_DIRS", ())
+    cside._HEADER_CACHE.clear()
+    try:
+        for name in ("status/runtime", "status/negatives", "status/driver", "resources/acquire"):
+            directory = FIXTURES / name
+            result = run_fixture(directory, declared_rules(directory))
+            wanted, _ = expectations(directory)
+            assert Counter((f.path, f.span.start.line, f.rule_id) for f in result.findings) == +wanted, name
+    finally:
+        cside._HEADER_CACHE.clear()
