@@ -293,6 +293,16 @@ class _UnitCollector:
             open_units.append(unit)
 
 
+def innermost_unit(units: list[Unit], node: Node) -> Unit | None:
+    """The innermost function or literal of `units` whose text holds `node`."""
+    found = None
+    for unit in units:
+        if unit.node.start_byte <= node.start_byte < unit.node.end_byte:
+            if found is None or unit.node.start_byte >= found.node.start_byte:
+                found = unit
+    return found
+
+
 def collect_packages(files: list[ParsedFile], directory: str, package_names: dict[str, str]) -> list[Package]:
     """Group a directory's files by package clause (a directory may hold `x`
     and `x_test`) and collect the units of each package."""

@@ -17,6 +17,7 @@ from cudalint.checks import (
     finalizer_double_release,
     finalizer_no_context,
     finalizer_only_release,
+    go_c_width,
     go_memory_async,
     leak_on_path,
     lock_without_unlock,
@@ -57,6 +58,7 @@ CHECKS: tuple[Rule, ...] = (
     slice_header.RULE,
     go_memory_async.RULE,
     finalizer_no_context.RULE,
+    go_c_width.RULE,
     finalizer_double_release.RULE,
     finalizer_only_release.RULE,
 )

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.catalog import Level, Rule
 from cudalint.framework import Pass
-from cudalint.functions import Unit
+from cudalint.functions import innermost_unit
 
 
 def check(p: Pass) -> None:
@@ -30,21 +29,12 @@ def check(p: Pass) -> None:
                 continue
             if node.type == "selector_expression" and resolution.symbol(package) is not imported:
                 continue  # a local variable named reflect
-            unit = _innermost(units, node)
+            unit = innermost_unit(units, node)
             replacement = "unsafe.Slice / unsafe.SliceData" if header == "SliceHeader" else "unsafe.String / unsafe.StringData"
             p.report_in(
                 parsed, unit.name if unit is not None else "", node,
                 f"reflect.{header} hides the data pointer from the GC and is deprecated; use {replacement}",
             )
-
-
-def _innermost(units: list[Unit], node: Node) -> Unit | None:
-    found = None
-    for unit in units:
-        if unit.node.start_byte <= node.start_byte < unit.node.end_byte:
-            if found is None or unit.node.start_byte >= found.node.start_byte:
-                found = unit
-    return found
 
 
 RULE = Rule(

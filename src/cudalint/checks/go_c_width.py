@@ -1,0 +1,156 @@
+"""CL506: a Go slice or array reinterpreted as a C array of another element size."""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.catalog import Level, Rule
+from cudalint.framework import Pass
+from cudalint.functions import innermost_unit
+from cudalint.scope import SymbolKind
+
+# Element sizes on the 64-bit platforms CUDA supports (LP64).
+_GO_SIZES = {
+    "int": 8, "uint": 8, "uintptr": 8, "int64": 8, "uint64": 8, "float64": 8, "complex64": 8,
+    "int32": 4, "uint32": 4, "float32": 4, "rune": 4, "int16": 2, "uint16": 2, "complex128": 16,
+}
+_C_SIZES = {
+    "short": 2, "ushort": 2, "int": 4, "uint": 4, "float": 4, "long": 8, "ulong": 8, "longlong": 8,
+    "ulonglong": 8, "double": 8, "size_t": 8, "ssize_t": 8, "intptr_t": 8, "uintptr_t": 8,
+    "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4, "int64_t": 8, "uint64_t": 8,
+}
+
+
+def check(p: Pass) -> None:
+    for parsed in p.package.files:
+        if b"unsafe.Pointer" not in parsed.source.data or not any(i.path == "C" for i in parsed.imports):
+            continue
+        units = [unit for unit in p.package.units if unit.file is parsed]
+        for node in syntax.walk(parsed.root):
+            if node.type != "call_expression":
+                continue
+            found = _mismatch(p, node)
+            if found is None:
+                continue
+            name, go_type, go_size, c_type, c_size = found
+            unit = innermost_unit(units, node)
+            p.report_in(
+                parsed, unit.name if unit is not None else "", node,
+                f"{name} is []{go_type} ({go_size}-byte elements) but is passed as *C.{c_type} ({c_size}-byte "
+                f"elements): C reads each element with the wrong width; declare {name} as []C.{c_type}, or copy it "
+                f"into a []C.{c_type}",
+            )
+
+
+def _mismatch(p: Pass, call: Node) -> tuple[str, str, int, str, int] | None:
+    """`(*C.int)(unsafe.Pointer(&dims[0]))`: (variable, Go element type,
+    size, C element type, size) where both sizes are known and differ."""
+    function = call.child_by_field_name("function")
+    if function is None or function.type != "parenthesized_expression":
+        return None
+    target = syntax.unparen(function)
+    if target is None or target.type not in ("pointer_type", "unary_expression"):
+        return None
+    element = syntax.children(target)[-1] if syntax.children(target) else None
+    if element is None or element.type not in ("qualified_type", "selector_expression") or not syntax.text(element).startswith("C."):
+        return None
+    c_type = syntax.text(element)[2:]
+    arguments = syntax.children(call.child_by_field_name("arguments"))
+    inner = syntax.unparen(arguments[0]) if len(arguments) == 1 else None
+    if inner is None or inner.type != "call_expression" or syntax.text(inner.child_by_field_name("function")) != "unsafe.Pointer":
+        return None
+    pointed = syntax.children(inner.child_by_field_name("arguments"))
+    variable = _backing_variable(syntax.unparen(pointed[0])) if len(pointed) == 1 else None
+    if variable is None:
+        return None
+    symbol = p.package.resolution.symbol(variable)
+    if symbol is None or symbol.kind is not SymbolKind.VAR:
+        return None
+    go_type = _element_type(symbol)
+    if go_type is None:
+        return None
+    go_size = _GO_SIZES.get(go_type) or (_C_SIZES.get(go_type[2:]) if go_type.startswith("C.") else None)
+    c_size = _C_SIZES.get(c_type)
+    if go_size is None or c_size is None or go_size == c_size:
+        return None
+    return syntax.text(variable), go_type, go_size, c_type, c_size
+
+
+def _backing_variable(node: Node | None) -> Node | None:
+    """`&s[0]`, `&s[i]`, `&arr` (an array), `unsafe.SliceData(s)`: the variable."""
+    if node is None:
+        return None
+    if node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
+        operand = syntax.unparen(node.child_by_field_name("operand"))
+        if operand is not None and operand.type == "index_expression":
+            operand = syntax.unparen(operand.child_by_field_name("operand"))
+        return operand if operand is not None and operand.type == "identifier" else None
+    if node.type == "call_expression" and syntax.text(node.child_by_field_name("function")) == "unsafe.SliceData":
+        arguments = syntax.children(node.child_by_field_name("arguments"))
+        argument = syntax.unparen(arguments[0]) if arguments else None
+        return argument if argument is not None and argument.type == "identifier" else None
+    return None
+
+
+def _element_type(symbol) -> str | None:
+    """The element type of a slice or array variable, from its declared type
+    or its initialiser (`make([]int, n)`, `[]int{...}`, `[4]int{}`)."""
+    declared = symbol.type_node
+    if declared is None and symbol.init is not None and symbol.init_index < 0:
+        init = syntax.unparen(symbol.init)
+        if init is not None and init.type == "composite_literal":
+            declared = init.child_by_field_name("type")
+        elif init is not None and init.type == "call_expression" and syntax.text(init.child_by_field_name("function")) == "make":
+            arguments = syntax.children(init.child_by_field_name("arguments"))
+            declared = arguments[0] if arguments else None
+    if declared is None or declared.type not in ("slice_type", "array_type", "implicit_length_array_type"):
+        return None
+    element = declared.child_by_field_name("element")
+    if element is None or element.type not in ("type_identifier", "qualified_type"):
+        return None
+    return syntax.text(element)
+
+
+RULE = Rule(
+    "CL506", "go-c-width-mismatch", Level.ERROR,
+    "A Go slice or array reinterpreted as a C array whose element has another size.",
+    """
+    ## What it does
+    Reports a conversion `(*C.T)(unsafe.Pointer(&s[0]))` (also `&s[i]`,
+    `&arr` for an array, `unsafe.SliceData(s)`) where the Go element type of
+    `s` and the C type `T` have different sizes on the 64-bit platforms CUDA
+    runs on: `[]int` (8 bytes) as `*C.int` (4), `[]float64` as `*C.float`,
+    `[]int32` as `*C.long`. The element type comes from the variable's
+    declaration or initialiser (`make([]int, n)`, `[]int{...}`); a type the
+    rule cannot size (a struct, a named type, a C typedef it does not know,
+    `byte` buffers) is not reported. Reported at the conversion.
+
+    ## Why is this bad?
+    C reads the Go memory with its own element width: a `[]int{2, 3}` read as
+    `int *` is `{2, 0, 3, 0}` on little-endian machines, so a cuFFT plan or a
+    cuDNN descriptor gets garbage dimensions, with no error from the
+    compiler or from cgo.
+
+    ## Example
+    ```go
+    dims := []int{nx, ny}
+    if r := C.cufftPlanMany(&plan, 2, (*C.int)(unsafe.Pointer(&dims[0])), nil, 1, 0, nil, 1, 0, C.CUFFT_C2C, batch); r != C.CUFFT_SUCCESS {
+        return errPlan
+    }
+    ```
+
+    ## Use instead
+    ```go
+    dims := []C.int{C.int(nx), C.int(ny)}
+    if r := C.cufftPlanMany(&plan, 2, &dims[0], nil, 1, 0, nil, 1, 0, C.CUFFT_C2C, batch); r != C.CUFFT_SUCCESS {
+        return errPlan
+    }
+    ```
+    """,
+    tags=("correctness", "memory-safety"),
+    since="0.2.0",
+    preview=True,
+    check=check,
+    needles=lambda knowledge: frozenset({b"unsafe.Pointer"}),
+)
