@@ -31,7 +31,7 @@ def check(p: Pass) -> None:
             if node.type != "call_expression":
                 continue
             found = _mismatch(p, node)
-            if found is None:
+            if found is None or _size_checked(node):
                 continue
             name, go_type, go_size, c_type, c_size = found
             unit = innermost_unit(units, node)
@@ -75,6 +75,19 @@ def _mismatch(p: Pass, call: Node) -> tuple[str, str, int, str, int] | None:
     if go_size is None or c_size is None or go_size == c_size:
         return None
     return syntax.text(variable), go_type, go_size, c_type, c_size
+
+
+def _size_checked(node: Node) -> bool:
+    """Inside `if cintsize == gointsize { ... }` (or an `unsafe.Sizeof`
+    comparison): the code checked the widths before reinterpreting."""
+    child, parent = node, node.parent
+    while parent is not None and parent.type not in ("function_declaration", "method_declaration", "func_literal"):
+        if parent.type == "if_statement" and parent.child_by_field_name("consequence") == child:
+            condition = syntax.text(parent.child_by_field_name("condition")).lower()
+            if "==" in condition and ("size" in condition or "sizeof" in condition):
+                return True
+        child, parent = parent, parent.parent
+    return False
 
 
 def _backing_variable(node: Node | None) -> Node | None:
@@ -124,7 +137,9 @@ RULE = Rule(
     `[]int32` as `*C.long`. The element type comes from the variable's
     declaration or initialiser (`make([]int, n)`, `[]int{...}`); a type the
     rule cannot size (a struct, a named type, a C typedef it does not know,
-    `byte` buffers) is not reported. Reported at the conversion.
+    `byte` buffers) is not reported, nor is a conversion under a check of
+    the sizes (`if cintsize == gointsize { ... }`). Reported at the
+    conversion.
 
     ## Why is this bad?
     C reads the Go memory with its own element width: a `[]int{2, 3}` read as
