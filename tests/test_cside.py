@@ -90,3 +90,21 @@ def test_without_headers_the_except_lists_still_apply(monkeypatch: pytest.Monkey
             assert Counter((f.path, f.span.start.line, f.rule_id) for f in result.findings) == +wanted, name
     finally:
         cside._HEADER_CACHE.clear()
+
+
+def test_a_dlopen_loader_makes_its_trampolines_wrappers(tmp_path: Path) -> None:
+    view = _view(tmp_path, (
+        "package a\n\n/*\n#include <dlfcn.h>\n"
+        "static int (*sync_ptr)(void);\nstatic struct { int (*free)(void *); } *api;\n"
+        "static void load(void *lib) {\n"
+        '\t*(void **)(&sync_ptr) = dlsym(lib, "cudaDeviceSynchronize");\n'
+        '\tapi->free = dlsym(lib, "cudaFree");\n}\n'
+        "static int sync_wrap(void) { return sync_ptr(); }\n"
+        "static int free_wrap(void *p) { return (api->free)(p); }\n"
+        "static int other(void) { return not_loaded(); }\n"
+        '*/\nimport "C"\n'
+    ))
+    assert view.wrapped(view.functions["sync_wrap"]) == "cudaDeviceSynchronize"
+    assert view.wrapped(view.functions["free_wrap"]) == "cudaFree"
+    assert view.functions["free_wrap"].wrapped_args == (0,)
+    assert view.wrapped(view.functions["other"]) == "not_loaded"

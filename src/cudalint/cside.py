@@ -69,6 +69,14 @@ class CView:
     typedefs: dict[str, str] = field(default_factory=dict)
     # The headers a header includes (names as written), for system headers.
     includes: list[bytes] = field(default_factory=list)
+    # Function pointers a dlopen loader filled: `cudaMalloc_ptr`, `api.malloc`
+    # -> the symbol dlsym looked up ("cudaMalloc").
+    loaded: dict[str, str] = field(default_factory=dict)
+
+    def wrapped(self, function: CFunction) -> str:
+        """The API a helper wraps: the call it returns, or the symbol a
+        function pointer it calls through was loaded from."""
+        return self.loaded.get(function.wraps, function.wraps)
 
     def resolved_return(self, name: str) -> tuple[tuple[str, ...], bool] | None:
         """The names a function's return type goes by, through the typedefs
@@ -240,7 +248,40 @@ def _text(node: Node | None) -> str:
     return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
 
 
+def _pointer_name(node: Node | None) -> str:
+    """`cudaMalloc_ptr`, `api.malloc`, `api->malloc`, `*(void **)(&ptr)`: the
+    function pointer's name, as calls through it are matched."""
+    while node is not None and node.type in ("pointer_expression", "cast_expression", "parenthesized_expression"):
+        if node.type == "pointer_expression":
+            node = node.child_by_field_name("argument")
+        else:
+            node = node.named_children[-1] if node.named_children else None
+    if node is None or node.type not in ("identifier", "field_expression"):
+        return ""
+    return _text(node).replace("->", ".").replace(" ", "")
+
+
+def _loads(root: Node, view: CView) -> None:
+    """`ptr = (cast)dlsym(lib, "cudaMalloc")` anywhere: ptr is cudaMalloc."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "assignment_expression":
+            value = node.child_by_field_name("right")
+            while value is not None and value.type in ("cast_expression", "parenthesized_expression"):
+                value = value.named_children[-1] if value.named_children else None
+            if value is not None and value.type == "call_expression" and _text(value.child_by_field_name("function")) == "dlsym":
+                arguments = (value.child_by_field_name("arguments") or value).named_children
+                symbol = arguments[1] if len(arguments) == 2 and arguments[1].type == "string_literal" else None
+                name = _pointer_name(node.child_by_field_name("left"))
+                if symbol is not None and name:
+                    view.loaded[name] = _text(symbol).strip('"')
+        stack.extend(node.named_children)
+
+
 def _collect(root: Node, view: CView) -> None:
+    if b"dlsym" in (root.text or b""):
+        _loads(root, view)
     for node in root.named_children:
         if node.type in ("preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif", "linkage_specification", "declaration_list"):
             _collect(node, view)
@@ -314,7 +355,7 @@ def _with_wrapped(function: CFunction, body: Node) -> CFunction:
             calls.append(value)
         else:
             stack.extend(node.named_children)
-    names = {_text(call.child_by_field_name("function")) for call in calls}
+    names = {_pointer_name(call.child_by_field_name("function")) for call in calls}
     if len(calls) == 0 or len(names) != 1:
         return function
     call = calls[0]

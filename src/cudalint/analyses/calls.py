@@ -529,7 +529,7 @@ def _c_helper_api(view: CView, name: str, knowledge: Knowledge, known: ApiFuncti
     if function is None:
         return None if view.is_type(name) else False  # `C.cudaStream_t(x)` converts
     if function.wraps:
-        inner = knowledge.lookup("C", function.wraps)
+        inner = knowledge.lookup("C", view.wrapped(function))
         if inner is not None:
             return _wrapping(inner, function, f"C.{name}")
     returned = view.resolved_return(name)
@@ -588,7 +588,7 @@ def _index_c_side(facts: CallIndex, package: Package, knowledge: Knowledge) -> N
                 continue
             written = f"C.{name}"
             function = view.functions.get(name)
-            inner = function.wraps if function is not None else ""
+            inner = view.wrapped(function) if function is not None else ""
             if inner and api is not None and api.name == written:
                 written = f"C.{name} (wraps {inner})"
             facts.calls[node] = CallFact(node, "C", name, written, api)
