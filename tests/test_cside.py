@@ -17,6 +17,8 @@ from conftest import FIXTURES
 from test_fixtures import _package_dirs, declared_rules, expectations, run_fixture
 
 HEADERS = Path("/usr/local/cuda/include")
+# The families whose headers this machine has (cuda_runtime_api.h, cuda.h, cupti.h).
+STRIPPED = {"cuda-runtime", "cuda-driver", "cupti"}
 
 
 def _view(directory: Path, go: str) -> cside.CView:
@@ -65,13 +67,13 @@ def _findings(result) -> list[tuple[str, int, str, str]]:
 
 @pytest.mark.skipif(not (HEADERS / "cuda.h").is_file(), reason=f"no CUDA headers in {HEADERS}: the fallback is all there is")
 def test_with_the_cuda_headers_the_except_lists_are_a_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
-    """cuda-runtime's and cuda-driver's `except` lists removed (the families
+    """The `except` lists of cuda-runtime, cuda-driver and cupti removed (the families
     whose headers this machine has), every fixture gives the same findings:
     the headers say which names return no status or are types."""
     with_lists = {directory: _findings(run_fixture(directory)) for directory in _package_dirs()}
     real = api.load_knowledge
-    monkeypatch.setattr(api, "load_knowledge", lambda files: _strip_excepts(real(files), {"cuda-runtime", "cuda-driver"}))
-    stripped = _strip_excepts(real(()), {"cuda-runtime", "cuda-driver"})
+    monkeypatch.setattr(api, "load_knowledge", lambda files: _strip_excepts(real(files), STRIPPED))
+    stripped = _strip_excepts(real(()), STRIPPED)
     assert stripped.lookup("C", "cudaGetErrorString") is not None  # the pattern alone takes it for a status call
     for directory, expected in with_lists.items():
         assert _findings(run_fixture(directory)) == expected, directory.relative_to(FIXTURES)
@@ -108,3 +110,15 @@ def test_a_dlopen_loader_makes_its_trampolines_wrappers(tmp_path: Path) -> None:
     assert view.wrapped(view.functions["free_wrap"]) == "cudaFree"
     assert view.functions["free_wrap"].wrapped_args == (0,)
     assert view.wrapped(view.functions["other"]) == "not_loaded"
+
+
+def test_a_helper_returning_a_local_wraps_the_call_that_set_it(tmp_path: Path) -> None:
+    view = _view(tmp_path, (
+        "package a\n\n/*\n"
+        "static int checked_alloc(void **p, int n) {\n\tint st = cudaMalloc(p, n);\n\tif (st != 0) {\n\t\tlog_failure(st);\n\t}\n\treturn st;\n}\n"
+        "static int twice(void **p) {\n\tint st = first(p);\n\tst = second(p);\n\treturn st;\n}\n"
+        '*/\nimport "C"\n'
+    ))
+    assert view.wrapped(view.functions["checked_alloc"]) == "cudaMalloc"
+    assert view.functions["checked_alloc"].wrapped_args == (0, 1)
+    assert view.wrapped(view.functions["twice"]) == ""  # given two values: no single wrapped call

@@ -248,6 +248,26 @@ def _text(node: Node | None) -> str:
     return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
 
 
+def _assigned_call(body: Node, name: str) -> Node | None:
+    """The call a local variable is given, if it is given exactly one value
+    in the body (`cudaError_t st = cudaMalloc(p, n);` or `st = ...;`)."""
+    values = []
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if node.type == "init_declarator" and _text(node.child_by_field_name("declarator")) == name:
+            values.append(node.child_by_field_name("value"))
+        elif node.type == "assignment_expression" and _text(node.child_by_field_name("left")) == name:
+            values.append(node.child_by_field_name("right"))
+        stack.extend(node.named_children)
+    if len(values) != 1 or values[0] is None:
+        return None
+    value = values[0]
+    while value.type in ("parenthesized_expression", "cast_expression") and value.named_children:
+        value = value.named_children[-1]
+    return value if value.type == "call_expression" else None
+
+
 def _pointer_name(node: Node | None) -> str:
     """`cudaMalloc_ptr`, `api.malloc`, `api->malloc`, `*(void **)(&ptr)`: the
     function pointer's name, as calls through it are matched."""
@@ -350,6 +370,8 @@ def _with_wrapped(function: CFunction, body: Node) -> CFunction:
             value = next(iter(node.named_children), None)
             while value is not None and value.type in ("parenthesized_expression", "cast_expression"):
                 value = value.named_children[-1] if value.named_children else None
+            if value is not None and value.type == "identifier":
+                value = _assigned_call(body, _text(value))  # `cudaError_t st = cudaMalloc(p, n); ... return st;`
             if value is None or value.type != "call_expression":
                 return function
             calls.append(value)
