@@ -40,7 +40,7 @@ _ATTRIBUTES = re.compile(
     rb"|\b__dv\([^)]*\)|\b__attribute__\(\([^)]*\)\)"
 )
 # Where the CUDA headers usually are, read when present.
-CUDA_INCLUDE_DIRS = (Path("/usr/local/cuda/include"), Path("/opt/cuda/include"), Path("/usr/include"))
+CUDA_INCLUDE_DIRS = (Path("/usr/local/cuda/include"), Path("/opt/cuda/include"))
 _CFLAGS_INCLUDE = re.compile(rb"^\s*#cgo\b[^:\n]*CFLAGS:(.*)$", re.M)
 # A system header and those it includes, parsed once per process and content.
 _HEADER_CACHE: dict[tuple[Path, int, int], CView] = {}
