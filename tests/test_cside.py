@@ -122,3 +122,28 @@ def test_a_helper_returning_a_local_wraps_the_call_that_set_it(tmp_path: Path) -
     assert view.wrapped(view.functions["checked_alloc"]) == "cudaMalloc"
     assert view.functions["checked_alloc"].wrapped_args == (0, 1)
     assert view.wrapped(view.functions["twice"]) == ""  # given two values: no single wrapped call
+
+
+def test_a_configured_include_directory_is_read(tmp_path: Path) -> None:
+    """`c-include` in the configuration: headers outside the usual places
+    (a vendored toolkit) type the package's calls."""
+    vendor = tmp_path / "vendor"
+    vendor.mkdir()
+    (vendor / "mylib.h").write_text("typedef enum { MY_OK = 0 } cudaError_t;\ncudaError_t my_sync(void);\nvoid my_log(void);\n")
+    project = tmp_path / "project"
+    (project / "gpu").mkdir(parents=True)
+    (project / ".cudalint.toml").write_text('c-include = ["../vendor"]\n')
+    (project / "gpu" / "gpu.go").write_text(
+        'package gpu\n\n// #include <mylib.h>\nimport "C"\n\nfunc f() {\n\tC.my_sync()\n\tC.my_log()\n}\n'
+    )
+    from clirun import cudalint
+
+    run = cudalint("--no-cache", "--format", "json", "./...", cwd=project)
+    import json
+
+    findings = json.loads(run.stdout)["findings"]
+    assert [(f["rule"], f["line"]) for f in findings] == [("CL301", 7)]
+    bad = project / ".cudalint.toml"
+    bad.write_text('c-include = ["../nowhere"]\n')
+    failed = cudalint("--no-cache", "./...", cwd=project)
+    assert failed.exit_code == 2 and "c-include" in failed.stderr and "no such directory" in failed.stderr

@@ -292,7 +292,7 @@ def main(**values) -> None:
             debug=options.debug, per_file=group_config.per_file(),
             cache_dir=None if options.no_cache else (options.cache_dir or _default_cache(files, cwd)),
             reported=frozenset(group_files) if group_context else None,
-            progress_after=_progress_after(options),
+            progress_after=_progress_after(options), c_include=group_config.c_include,
         )
         result.extend(analyze(group_files + group_context, settings, _load_knowledge(group_config, options)))
     result.notifications[:0] = notifications

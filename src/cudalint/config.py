@@ -7,6 +7,7 @@ a pyproject.toml without a `[tool.cudalint]` table is passed over.
     ignore = ["CL302"]                  # rule-ID prefixes to disable
     exclude = ["third_party", "**/*_gen.go"]
     knowledge = ["ci/our-wrappers.toml"]  # extra API knowledge files (older spelling: rules)
+    c-include = ["/opt/nvidia/cuda/include"]  # C headers (the CUDA toolkit's) not in a usual place
     preview = false                     # also run preview rules
     [tool.cudalint.level]               # per-rule level: error, warning or note
     CL201 = "error"
@@ -39,7 +40,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 CONFIG_FILE = ".cudalint.toml"
 PYPROJECT = "pyproject.toml"
 # `rules` is the older spelling of `knowledge` (API knowledge files, not lint rules).
-KEYS = ("exclude", "ignore", "knowledge", "level", "per-file-ignores", "preview", "rules", "select")
+KEYS = ("c-include", "exclude", "ignore", "knowledge", "level", "per-file-ignores", "preview", "rules", "select")
 LEVELS = tuple(level.value for level in Level)
 
 
@@ -275,6 +276,8 @@ class Config:
     rules: tuple[Path, ...] = ()  # API knowledge files (the `knowledge` key)
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     preview: bool = False
+    # Directories of C headers (the CUDA toolkit's, where it is not in a usual place).
+    c_include: tuple[Path, ...] = ()
 
     @property
     def root(self) -> Path:
@@ -437,7 +440,13 @@ def _check(table: dict[str, Any], root: Path, rule_ids: list[str], at, path: Pat
         for pattern, rules_value in value.items():
             (pattern,) = globs("per-file-ignores", [pattern])
             per_file.append((pattern, prefixes(f"per-file-ignores.{pattern!r}", rules_value)))
-    return Config(path.resolve(), select, ignore, levels, exclude, tuple(rules), tuple(per_file), preview)
+    c_include: list[Path] = []
+    for item in strings("c-include", table.get("c-include", []), '["/opt/nvidia/cuda-13/include"]'):
+        directory = (root / item) if not Path(item).is_absolute() else Path(item)
+        if not directory.is_dir():
+            fail("c-include", f"{item!r}: no such directory (paths are relative to {path.name}'s directory, {root})")
+        c_include.append(directory)
+    return Config(path.resolve(), select, ignore, levels, exclude, tuple(rules), tuple(per_file), preview, tuple(c_include))
 
 
 def _check_private_rules(file: Path, root: Path, where: str) -> None:

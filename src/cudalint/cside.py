@@ -129,8 +129,9 @@ def _uncomment(text: bytes) -> bytes:
     return text[2:] if text.startswith(b"//") else text
 
 
-def view_of(files: list[ParsedFile], directory: Path) -> CView:
-    """The C the package's cgo files see of their own."""
+def view_of(files: list[ParsedFile], directory: Path, configured: tuple[Path, ...] = ()) -> CView:
+    """The C the package's cgo files see of their own, and of the headers
+    they include from the configured directories and the usual CUDA ones."""
     view = CView()
     sources: list[bytes] = []
     include_dirs = [directory]
@@ -168,12 +169,32 @@ def view_of(files: list[ParsedFile], directory: Path) -> CView:
         pending.extend(_includes(data, [path.parent, *include_dirs]))
     for text in sources:
         _collect(_parser().parse(text).root_node, view)
-    system = _system_view(sources, system_dirs + [d for d in CUDA_INCLUDE_DIRS if d.is_dir()])
+    system = _system_view(sources, system_dirs + list(configured) + [d for d in CUDA_INCLUDE_DIRS if d.is_dir()])
     for name, function in system.functions.items():
         view.functions.setdefault(name, function)
     for name, target in system.typedefs.items():
         view.typedefs.setdefault(name, target)
     return view
+
+
+def headers_signature(configured: tuple[Path, ...] = ()) -> tuple:
+    """What the system headers' contents are taken to be, for cache keys: the
+    name, size and modification time of each header in the directories read
+    (a CUDA upgrade changes it, and with it every key)."""
+    found = []
+    for directory in (*configured, *CUDA_INCLUDE_DIRS):
+        try:
+            entries = sorted(directory.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.suffix == ".h":
+                try:
+                    status = entry.stat()
+                except OSError:
+                    continue
+                found.append((str(entry), status.st_size, status.st_mtime_ns))
+    return tuple(found)
 
 
 def _system_view(sources: list[bytes], directories: list[Path]) -> CView:

@@ -40,7 +40,7 @@ from cudalint.framework import AnalysisFailure, PackageRun, Pass, requirements
 from cudalint.functions import SYNTAX_ERROR, Package, collect_packages
 from cudalint.knowledge import Knowledge
 from cudalint.parse import ParsedFile, parse
-from cudalint.cside import MAX_C_BYTES
+from cudalint.cside import MAX_C_BYTES, headers_signature
 from cudalint.safeio import InputFileError, read_regular
 from cudalint.source import SourceFile, display_path, read_source
 
@@ -71,6 +71,8 @@ class Settings:
     # Show progress on standard error (a terminal, not CI) after this many
     # seconds; None: never.
     progress_after: float | None = None
+    # Directories of C headers besides the usual CUDA locations (configuration).
+    c_include: tuple[Path, ...] = ()
 
     def enabled_for(self, path: Path) -> frozenset[str]:
         return self.per_file.enabled_for(path, self.enabled) if self.per_file else self.enabled
@@ -159,6 +161,7 @@ def analyze_directory(
         return result
     result.summarised = summarise_own and import_path is not None
     for package in packages:
+        package.c_include = settings.c_include
         if not package.name.endswith("_test"):
             package.import_path = import_path
         run = _analyze_package(package, settings, knowledge, result, summaries)
@@ -332,7 +335,10 @@ _PARENT_POLL_SECONDS = 0.5
 
 def _salt(settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...]) -> str:
     """Everything else a result depends on: rules, configuration, knowledge."""
-    return repr((settings.base, sorted(settings.enabled), settings.prefilter, settings.per_file, knowledge.families, needles))
+    return repr((
+        settings.base, sorted(settings.enabled), settings.prefilter, settings.per_file, knowledge.families, needles,
+        headers_signature(settings.c_include),
+    ))
 
 
 def _open_cache(settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...]) -> tuple[ResultCache | None, Notification | None]:

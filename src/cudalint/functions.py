@@ -126,6 +126,8 @@ class Package:
     # Its import path in its module (None outside a module, and for an
     # external `_test` package): set by the driver, which knows the module.
     import_path: str | None = None
+    # Directories of C headers the configuration names (cside.py).
+    c_include: tuple = ()
 
 
 def _receiver_type(method: Node) -> str:

@@ -568,7 +568,7 @@ def _index_c_side(facts: CallIndex, package: Package, knowledge: Knowledge) -> N
     """Calls of C functions the package's own C declares (cside.py)."""
     if not any(imported.path == "C" for parsed in package.files for imported in parsed.imports):
         return
-    view = view_of(package.files, package.files[0].source.path.parent)
+    view = view_of(package.files, package.files[0].source.path.parent, package.c_include)
     facts.c_view = view
     if not view.functions:
         return
