@@ -105,7 +105,7 @@ def test_json_output(project: Path) -> None:
         "rule": "CL301", "name": "status-discarded", "level": "error", "path": "a/a.go",
         "line": 7, "column": 2, "end_line": 7, "end_column": 27, "function": "sync",
         "message": first["message"], "steps": [],
-        "fingerprint": first["fingerprint"], "suppression": None,
+        "fingerprint": first["fingerprint"], "suppression": None, "fixes": [],
     }
     assert re.fullmatch(r"[0-9a-f]{16}:1", first["fingerprint"])
     assert document["summary"]["by_rule"] == {"CL301": 1, "CL302": 1}

@@ -8,6 +8,7 @@ file, and an internal error that left the result incomplete).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from typing import NoReturn
 import click
 
 from cudalint import __version__
+from cudalint import fixes
 from cudalint.driver import Settings, analyze, default_jobs, dump_cfgs
 from cudalint.baseline import Baseline, BaselineError
 from cudalint.baseline import render as render_baseline
@@ -225,6 +227,9 @@ def _write_report(path: Path, text: str) -> None:
 @click.option("--check-wants", is_flag=True,
               help='Test knowledge files against annotated code: compare the findings with the `// want "CL101"` comments of '
                    'the analysed files, print every difference and exit 1 if there is one (see rules/README.md).')
+@click.option("--diff", is_flag=True, help="Print the unified diff of the fixes --fix would make, and exit (1 if there is any).")
+@click.option("--fix", is_flag=True, help="Apply the safe fixes ([*] in the text format), analyse again and report what remains.")
+@click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff, also the fixes that need a human look.")
 @click.option("--statistics", is_flag=True, help="Print the number of findings per rule instead of the findings (text format).")
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, no notifications.")
 @click.option("--list-rules", is_flag=True, help="List the rules and exit.")
@@ -285,16 +290,25 @@ def main(**values) -> None:
         knowledge = _load_knowledge(config, options)
         click.echo(dump_cfgs(files, cwd, knowledge, options.dump_cfg), nl=False)
         sys.exit(EXIT_CLEAN)
-    result = Result()
-    for group_config, group_files, group_context in groups:
-        settings = Settings(
-            base=cwd, enabled=_enabled_rules(options, group_config, rules, cwd), jobs=options.jobs or default_jobs(),
-            debug=options.debug, per_file=group_config.per_file(),
-            cache_dir=None if options.no_cache else (options.cache_dir or _default_cache(files, cwd)),
-            reported=frozenset(group_files) if group_context else None,
-            progress_after=_progress_after(options), c_include=group_config.c_include,
-        )
-        result.extend(analyze(group_files + group_context, settings, _load_knowledge(group_config, options)))
+    def run_analysis() -> Result:
+        found = Result()
+        for group_config, group_files, group_context in groups:
+            settings = Settings(
+                base=cwd, enabled=_enabled_rules(options, group_config, rules, cwd), jobs=options.jobs or default_jobs(),
+                debug=options.debug, per_file=group_config.per_file(),
+                cache_dir=None if options.no_cache else (options.cache_dir or _default_cache(files, cwd)),
+                reported=frozenset(group_files) if group_context else None,
+                progress_after=_progress_after(options), c_include=group_config.c_include,
+            )
+            found.extend(analyze(group_files + group_context, settings, _load_knowledge(group_config, options)))
+        found.sort()
+        return found
+
+    result = run_analysis()
+    if options.diff:
+        _show_diff(options, result, cwd)
+    if options.fix:
+        result = _fix(options, result, cwd, run_analysis)
     result.notifications[:0] = notifications
     result.sort()
     # Notes on directives that name a retired rule: printed, neither findings nor suppressed ones.
@@ -346,6 +360,9 @@ class Options:
     fail_on: str
     exit_zero: bool
     statistics: bool
+    diff: bool
+    fix: bool
+    unsafe_fixes: bool
     new_from_rev: str | None
     check_wants: bool
     debug: bool
@@ -552,6 +569,61 @@ _RANK = {"note": 0, "warning": 1, "error": 2}
 def _levels(config: Config, rules: list) -> dict[str, str]:
     """Each rule's level after the configuration."""
     return {rule.id: config.level_for(rule.id, rule.level).value for rule in rules}
+
+
+def _show_diff(options: Options, result: Result, cwd: Path) -> NoReturn:
+    """--diff: the unified diff of the fixes `--fix` would write; exit 1 if
+    there is one, 0 if not."""
+    plan = fixes.plan(result.findings, options.unsafe_fixes)
+    texts = []
+    for path, edits in sorted(plan.edits.items()):
+        try:
+            old = fixes.file_of(path, cwd).read_bytes()
+        except OSError as error:
+            _fail(f"cannot read {path}: {error.strerror or error}")
+        new = fixes.apply(old, edits)
+        if new is not None and new != old:
+            texts.append(fixes.unified_diff(path, old, new))
+    click.echo("".join(texts), nl=False)
+    if not options.quiet:
+        click.echo(f"cudalint: {plan.fixes} fix{'es' if plan.fixes != 1 else ''} in {len(texts)} file{'s' if len(texts) != 1 else ''}", err=True)
+    sys.exit(EXIT_FINDINGS if texts else EXIT_CLEAN)
+
+
+# Rounds of --fix: fixes that overlapped wait for the next round.
+_FIX_ROUNDS = 4
+
+
+def _fix(options: Options, result: Result, cwd: Path, run_analysis: Callable[[], Result]) -> Result:
+    """--fix: write the fixes, re-analyse, and again while fixes applied
+    (overlapping ones wait a round), up to a bound; what remains is reported.
+    A file whose bytes changed since it was read is left alone."""
+    total = 0
+    for _ in range(_FIX_ROUNDS):
+        plan = fixes.plan(result.findings, options.unsafe_fixes)
+        written = 0
+        for path, edits in sorted(plan.edits.items()):
+            target = fixes.file_of(path, cwd)
+            try:
+                old = target.read_bytes()
+            except OSError as error:
+                _fail(f"cannot read {path}: {error.strerror or error}")
+            new = fixes.apply(old, edits)
+            if new is None:
+                click.echo(f"cudalint: {path} changed since it was analysed: not fixed", err=True)
+                continue
+            try:
+                _write_report(target, new.decode("utf-8", "surrogateescape"))
+            except OSError as error:
+                _fail(f"cannot write {path}: {error.strerror or error}")
+            written += 1
+        if not written:
+            break
+        total += plan.fixes
+        result = run_analysis()
+    if not options.quiet:
+        click.echo(f"cudalint: fixed {total} finding{'s' if total != 1 else ''}", err=True)
+    return result
 
 
 def _check_wants(result: Result, files: list[Path], cwd: Path) -> NoReturn:

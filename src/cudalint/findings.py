@@ -88,6 +88,29 @@ class Suppression:
 
 
 @dataclass(frozen=True)
+class TextEdit:
+    """Replace the bytes [start, end) of the finding's file with `text`.
+    `original` is what those bytes were when the analysis read them: a file
+    changed since is never written. `span` says where, for SARIF."""
+
+    start: int
+    end: int
+    text: str
+    original: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Fix:
+    """An edit a rule proposes for its finding: `safe` where behaviour on
+    every path the rule reasons about is unchanged except the defect."""
+
+    message: str
+    safe: bool
+    edits: tuple[TextEdit, ...]
+
+
+@dataclass(frozen=True)
 class Finding:
     rule_id: str
     path: str
@@ -103,6 +126,7 @@ class Finding:
     # "<16 hex digits>:<n>", see assign_fingerprints; set by the analysis.
     fingerprint: str = ""
     suppression: Suppression | None = None
+    fixes: tuple[Fix, ...] = ()
 
     def sort_key(self) -> tuple:
         return (self.path, self.span.start.line, self.span.start.column, self.rule_id, self.message)

@@ -176,12 +176,13 @@ class Pass:
             self.crashes.append((unit, error))
 
     def report(
-        self, unit: Unit, node: Node, message: str, *, steps: tuple[Step, ...] = (), **refs: Ref,
+        self, unit: Unit, node: Node, message: str, *, steps: tuple[Step, ...] = (), fixes: tuple[Fix, ...] = (), **refs: Ref,
     ) -> None:
-        self.report_in(unit.file, unit.name, node, message, steps=steps, **refs)
+        self.report_in(unit.file, unit.name, node, message, steps=steps, fixes=fixes, **refs)
 
     def report_in(
-        self, file: ParsedFile, function: str, node: Node, message: str, *, steps: tuple[Step, ...] = (), **refs: Ref,
+        self, file: ParsedFile, function: str, node: Node, message: str, *, steps: tuple[Step, ...] = (),
+        fixes: tuple[Fix, ...] = (), **refs: Ref,
     ) -> None:
         """Report for this pass's rule, outside any function too (a
         package-level initializer). `message` may name related locations as
@@ -211,5 +212,5 @@ class Pass:
             template = ""
         self.findings.append(Finding(
             self.rule.id, source.display, span, text, function,
-            source.line_text(span.start.line), steps, tuple(related), template,
+            source.line_text(span.start.line), steps, tuple(related), template, fixes=fixes,
         ))

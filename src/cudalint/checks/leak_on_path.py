@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+from tree_sitter import Node
+
 from cudalint import syntax
-from cudalint.analyses.calls import CALLS
+from cudalint.analyses.calls import CALLS, CalleeKind
 from cudalint.analyses.lifetimes import LIFETIMES, Engine, Leak, Lost
 from cudalint.analyses.uses import UseKind
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
 from cudalint.checks.wording import imports_of, release_statement, release_verb, where_to_fix
-from cudalint.findings import Step
+from cudalint.findings import Fix, Step, TextEdit
 from cudalint.framework import Pass, Ref
 from cudalint.functions import Unit
 
 
 def check(p: Pass) -> None:
     lifetimes = p.result_of(LIFETIMES)
+
+    fixed: set = set()
 
     def visit(unit: Unit, graph: CFG) -> None:
         found = lifetimes.lifetimes(unit)
@@ -24,7 +28,10 @@ def check(p: Pass) -> None:
             if leak.origin in overwritten:
                 continue  # reported once, as CL103
             message, refs = _message(lifetimes, leak, graph)
-            p.report(unit, leak.origin.call, message, steps=_path(leak, graph), **refs)
+            fix = _defer_fix(lifetimes, leak, graph) if leak.origin not in fixed else None
+            if fix is not None:
+                fixed.add(leak.origin)
+            p.report(unit, leak.origin.call, message, steps=_path(leak, graph), fixes=(fix,) if fix else (), **refs)
 
     p.visit_graphs(lifetimes.units_with_acquisitions(), visit)
 
@@ -78,6 +85,94 @@ def _message(lifetimes: Engine, leak: Leak, graph: CFG) -> tuple[str, dict[str, 
     else:
         advice = f"add `{remedy}` {where_to_fix(origin)}"
     return f"{what} is not {verb} on {where} {place}; {advice}", refs
+
+
+def _defer_fix(lifetimes: Engine, leak: Leak, graph: CFG) -> Fix | None:
+    """The safe fix of the plainest leak: a function that never releases the
+    handle and never hands it on gets `defer <release>` right after the
+    acquisition's success check (or the acquisition, for a call with no
+    status), indented as the acquisition, in the file's spelling of the
+    release. Any other use of the handle than an API call that borrows it
+    (a helper, a method, a store, a return) means no fix is offered."""
+    origin = leak.origin
+    if leak.how is not Lost.RETURN or leak.other_defer is not None or origin.role.handle == "none" or not origin.handle:
+        return None
+    remedy = release_statement(origin)
+    if not remedy.startswith("defer ") or "..." in remedy or _handed_out(lifetimes, leak):
+        return None
+    file = origin.unit.file
+    if "unsafe.Pointer(" in remedy and not any(imported.path == "unsafe" for imported in file.imports):
+        return None
+    statement = _statement(origin.call)
+    if statement is None or not _only_borrowed(lifetimes, origin):
+        return None
+    anchor = statement
+    if origin.status is not None and statement.type != "if_statement":
+        anchor = statement.next_named_sibling
+        while anchor is not None and anchor.type == "comment":
+            anchor = anchor.next_named_sibling
+        checked = _assigned_names(statement)
+        if anchor is None or anchor.type != "if_statement" or not any(
+            name in checked for name in _identifiers(anchor.child_by_field_name("condition"))
+        ):
+            return None
+    data = file.source.data
+    line_start = data.rfind(b"\n", 0, statement.start_byte) + 1
+    indent = data[line_start:statement.start_byte].decode("utf-8", "replace")
+    if indent.strip():
+        return None
+    # The edit rewrites the check with the defer after it, so that a file
+    # whose check changed since it was read is never written.
+    original = data[anchor.start_byte:anchor.end_byte].decode("utf-8", "replace")
+    edit = TextEdit(anchor.start_byte, anchor.end_byte, f"{original}\n{indent}{remedy}", original, file.source.span(anchor))
+    return Fix(f"add `{remedy}` {where_to_fix(origin)}", True, (edit,))
+
+
+def _statement(node: Node) -> Node | None:
+    """The statement of a block that holds the node."""
+    while node.parent is not None and node.parent.type != "statement_list":
+        node = node.parent
+    return node if node.parent is not None else None
+
+
+def _assigned_names(statement: Node) -> set[str]:
+    return {syntax.text(target) for left, _ in syntax.assignment_sides(statement) for target in left}
+
+
+def _identifiers(node: Node | None) -> set[str]:
+    return {syntax.text(n) for n in syntax.walk(node) if n.type == "identifier"} if node is not None else set()
+
+
+def _only_borrowed(lifetimes: Engine, origin) -> bool:
+    """Whether every use of the handle in the function, besides its
+    acquisition, is a comparison or an argument of an API call that does
+    not release it."""
+    for node in syntax.walk(origin.unit.body):
+        if node.type != "identifier" or syntax.text(node) != origin.handle or node.start_byte < origin.call.end_byte:
+            continue  # uses before it (its declaration) and in it do not matter
+        if node.parent is not None and node.parent.type == "binary_expression":
+            continue  # `p == nil`: a read
+        call = _argument_of(lifetimes, node)
+        callee = lifetimes.facts.callee(call) if call is not None else None
+        if callee is None or callee.kind is not CalleeKind.API or callee.api is None or callee.api.is_release:
+            return False
+    return True
+
+
+def _argument_of(lifetimes: Engine, node: Node) -> Node | None:
+    """The call the node is an argument of, through conversions, `&` and
+    parentheses (`C.cudaMemset(unsafe.Pointer(p), ...)`)."""
+    child, parent = node, node.parent
+    while parent is not None:
+        if parent.type in ("argument_list", "parenthesized_expression", "unary_expression"):
+            child, parent = parent, parent.parent
+        elif parent.type == "call_expression" and child.type == "argument_list":
+            if lifetimes.facts.callee(parent).kind is not CalleeKind.CONVERSION:
+                return parent
+            child, parent = parent, parent.parent
+        else:
+            return None
+    return None
 
 
 def _through(origin) -> str:

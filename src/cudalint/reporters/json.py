@@ -40,6 +40,13 @@ def _finding(report: Report, f: Finding) -> dict:
         "steps": [{**_span(s.span), "message": s.message} for s in f.steps],
         "fingerprint": f.fingerprint,
         "suppression": _suppression(f.suppression),
+        "fixes": [
+            {
+                "message": fix.message, "safety": "safe" if fix.safe else "unsafe",
+                "edits": [{"start": e.start, "end": e.end, **_span(e.span), "text": e.text} for e in fix.edits],
+            }
+            for fix in f.fixes
+        ],
     }
 
 

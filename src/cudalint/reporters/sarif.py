@@ -171,11 +171,27 @@ def _result(report: Report, finding: Finding, index: dict[str, int]) -> om.Resul
         code_flows=_code_flows(report, finding),
         related_locations=related[:MAX_RELATED] or None,
         suppressions=[_suppression(report, finding.suppression)] if finding.suppression else None,
+        fixes=[_fix(report, finding.path, fix) for fix in finding.fixes] or None,
     )
     if report.baseline is not None:
         in_baseline = finding.suppression is not None and finding.suppression.kind is SuppressionKind.EXTERNAL
         result.baseline_state = "unchanged" if in_baseline else "new"
     return result
+
+
+def _fix(report: Report, path: str, fix) -> om.Fix:
+    """A proposed fix: its replacements, each a deleted region (lines and
+    UTF-16 columns, empty for an insertion) and the content inserted."""
+    return om.Fix(
+        description=om.Message(text=fix.message + ("" if fix.safe else " (unsafe: needs a look)")),
+        artifact_changes=[om.ArtifactChange(
+            artifact_location=artifact(report, path),
+            replacements=[
+                om.Replacement(deleted_region=_region(edit.span), inserted_content=om.ArtifactContent(text=edit.text))
+                for edit in fix.edits
+            ],
+        )],
+    )
 
 
 def render_sarif(report: Report) -> str:

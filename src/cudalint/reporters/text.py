@@ -55,7 +55,8 @@ def render_text(report: Report, *, color: bool, quiet: bool, show_paths: bool = 
         path = safe_path(finding.path)
         where = f"{path}:{finding.span.start.line}:{finding.span.start.column}:"
         level_color = _LEVEL_COLORS.get(report.level(finding.rule_id), "cyan")
-        line = f"{style(where, bold=True)} {style(escape(finding.rule_id), fg=level_color, bold=True)} {escape(finding.message)}"
+        fixable = " " + style("[*]", fg="green", bold=True) if any(fix.safe for fix in finding.fixes) else ""
+        line = f"{style(where, bold=True)} {style(escape(finding.rule_id), fg=level_color, bold=True)}{fixable} {escape(finding.message)}"
         if finding.suppression is not None:
             line += " " + style(f"[suppressed: {escape(finding.suppression.justification)}]", dim=True)
         lines.append(line)
@@ -149,7 +150,9 @@ def summary(report: Report) -> str:
         level = report.level(rule_id)
         levels[level] = levels.get(level, 0) + n
     by_level = ", ".join(f"{levels[level]} {level}{'s' if levels[level] != 1 else ''}" for level in ("error", "warning", "note") if level in levels)
-    return f"Found {total} finding{'s' if total != 1 else ''} ({by_rule}): {by_level}; {files}{hidden}."
+    fixable = sum(1 for finding in report.findings() if finding.suppression is None and any(fix.safe for fix in finding.fixes))
+    fixes = f"; {fixable} fixable with --fix ([*])" if fixable else ""
+    return f"Found {total} finding{'s' if total != 1 else ''} ({by_rule}): {by_level}; {files}{hidden}{fixes}."
 
 
 def render(report: Report, options: RenderOptions) -> str:

@@ -1,0 +1,73 @@
+"""Fixes: the edits rules propose, planned, applied and shown as diffs.
+
+A finding may carry fixes (findings.Fix), each a set of byte-range edits of
+the finding's file. `--diff` shows the safe ones as a unified diff, `--fix`
+writes them (and `--unsafe-fixes` adds the others). Edits that overlap an
+edit already planned are left for a later round (`--fix` runs the analysis
+again after writing, up to a bound); a file whose bytes differ from what
+the analysis read is never written.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+
+from cudalint.findings import Finding, TextEdit
+
+
+@dataclass
+class Plan:
+    """Edits by file path (as the findings name them), and how many fixes."""
+
+    edits: dict[str, list[TextEdit]]
+    fixes: int
+
+
+def plan(findings: list[Finding], unsafe: bool = False) -> Plan:
+    """One round of edits: each finding's first applicable fix, unless it
+    overlaps an edit already planned in that file (then it waits)."""
+    edits: dict[str, list[TextEdit]] = {}
+    count = 0
+    for finding in findings:
+        if finding.suppression is not None:
+            continue
+        fix = next((fix for fix in finding.fixes if fix.safe or unsafe), None)
+        if fix is None:
+            continue
+        planned = edits.setdefault(finding.path, [])
+        if any(_overlaps(edit, other) for edit in fix.edits for other in planned):
+            continue
+        planned.extend(fix.edits)
+        count += 1
+    return Plan({path: sorted(found, key=lambda e: (e.start, e.end)) for path, found in edits.items() if found}, count)
+
+
+def _overlaps(a: TextEdit, b: TextEdit) -> bool:
+    if a.start == a.end == b.start == b.end:
+        return True  # two insertions at one place: their order would be a guess
+    return a.start < b.end and b.start < a.end
+
+
+def apply(data: bytes, edits: list[TextEdit]) -> bytes | None:
+    """The file's new bytes, or None if any edit's original text is not
+    there any more (the file changed since it was read)."""
+    out = data
+    for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+        if out[edit.start:edit.end] != edit.original.encode():
+            return None
+        out = out[:edit.start] + edit.text.encode() + out[edit.end:]
+    return out
+
+
+def unified_diff(path: str, old: bytes, new: bytes) -> str:
+    lines = difflib.unified_diff(
+        old.decode("utf-8", "replace").splitlines(keepends=True), new.decode("utf-8", "replace").splitlines(keepends=True),
+        fromfile=f"a/{path}", tofile=f"b/{path}",
+    )
+    return "".join(lines)
+
+
+def file_of(path: str, base: Path) -> Path:
+    return base / path
