@@ -41,12 +41,27 @@ def test_fix_gives_the_golden_file_and_leaves_nothing_to_fix(copy: Path) -> None
     assert (copy / "leaks.go").read_text() == (LEAKS / "leaks.go.golden").read_text()
 
 
-def test_the_golden_file_is_gofmt_clean() -> None:
+def test_the_golden_files_are_gofmt_clean(tmp_path: Path) -> None:
     gofmt = shutil.which("gofmt")
     if gofmt is None:
-        pytest.skip("gofmt is not installed (Debian: golang-go): the golden file's formatting is not checked")
-    done = subprocess.run([gofmt, "-l", str(LEAKS / "leaks.go.golden")], capture_output=True, text=True)
-    assert done.returncode == 0 and done.stdout == ""
+        pytest.skip("gofmt is not installed (Debian: golang-go): the golden files' formatting is not checked")
+    for golden in sorted((FIXTURES / "fixes").rglob("*.go.golden")):
+        copy = tmp_path / golden.name.removesuffix(".golden")
+        copy.write_bytes(golden.read_bytes())
+        done = subprocess.run([gofmt, "-l", str(copy)], capture_output=True, text=True)
+        assert done.returncode == 0 and done.stdout == "", golden
+
+
+def test_a_defer_registered_too_early_moves_after_the_check(tmp_path: Path) -> None:
+    """CL202's fix: the defer (and its trailing comment) leaves its line and
+    follows the acquisition's success check; the CL101 it caused goes too."""
+    source = FIXTURES / "fixes" / "defers"
+    target = tmp_path / "defers"
+    target.mkdir()
+    shutil.copy(source / "defers.go", target / "defers.go")
+    run = cudalint("--isolated", "--no-cache", "--fix", "defers.go", cwd=target)
+    assert "fixed 2 findings" in run.stderr and run.exit_code == 0
+    assert (target / "defers.go").read_text() == (source / "defers.go.golden").read_text()
 
 
 def test_diff_shows_the_fixes_and_exits_one_then_zero(copy: Path) -> None:

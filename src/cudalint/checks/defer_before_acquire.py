@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from tree_sitter import Node
+
 from cudalint import syntax
 from cudalint.analyses.defers import DEFERS, DeferredReleases
 from cudalint.analyses.uses import UseKind
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
+from cudalint.checks.placement import after_success_check, delete_line, indent_of, insert_after
 from cudalint.checks.wording import imports_of
+from cudalint.findings import Fix
 from cudalint.framework import Pass, Ref
 from cudalint.functions import Unit
 from cudalint.scope import Role, Symbol
@@ -39,13 +43,32 @@ def _check_defer(p: Pass, defers: DeferredReleases, graph: CFG, n: int) -> None:
             continue
         first = min(later, key=lambda o: o.line)
         deferred = syntax.text(use.call) if use.call is not None else syntax.text(graph.ast(n))
+        move = _move_fix(graph.ast(n), first, symbol.name)
         p.report(
             graph.unit, graph.ast(n),
             f"defer {deferred} is registered before {symbol.name} is acquired by {first.written} "
             f"at @acquired: its arguments are evaluated now, so it releases the old value of "
             f"{symbol.name} (nil); move it to right after the acquisition's error check",
+            fixes=(move,) if move is not None else (),
             acquired=Ref(first.call, f"{symbol.name} acquired here"),
         )
+
+
+def _move_fix(defer: Node, origin, handle: str) -> Fix | None:
+    """Move the defer to right after the acquisition's success check: safe
+    where both are statements of one block and the deferred call names
+    nothing but the handle (so moving it evaluates the same thing later)."""
+    anchor = after_success_check(origin.call, origin.status is not None)
+    source = origin.unit.file.source
+    if anchor is None or anchor.parent != defer.parent or anchor.start_byte < defer.end_byte:
+        return None
+    names = {syntax.text(node) for node in syntax.walk(defer) if node.type == "identifier"} - {"C", "unsafe"}
+    indent = indent_of(defer, source.data)
+    removal = delete_line(defer, source)
+    if names != {handle} or indent is None or removal is None:
+        return None
+    text = syntax.text(defer)
+    return Fix(f"move `{text}` to right after the acquisition's error check", True, (removal, insert_after(anchor, source, indent, text)))
 
 
 def _assigned_before(defers: DeferredReleases, graph: CFG, symbol: Symbol, n: int) -> bool:

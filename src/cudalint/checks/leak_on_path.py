@@ -10,8 +10,9 @@ from cudalint.analyses.lifetimes import LIFETIMES, Engine, Leak, Lost
 from cudalint.analyses.uses import UseKind
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
+from cudalint.checks.placement import after_success_check, indent_of, insert_after, statement_of
 from cudalint.checks.wording import imports_of, release_statement, release_verb, where_to_fix
-from cudalint.findings import Fix, Step, TextEdit
+from cudalint.findings import Fix, Step
 from cudalint.framework import Pass, Ref
 from cudalint.functions import Unit
 
@@ -103,44 +104,14 @@ def _defer_fix(lifetimes: Engine, leak: Leak, graph: CFG) -> Fix | None:
     file = origin.unit.file
     if "unsafe.Pointer(" in remedy and not any(imported.path == "unsafe" for imported in file.imports):
         return None
-    statement = _statement(origin.call)
-    if statement is None or not _only_borrowed(lifetimes, origin):
+    if not _only_borrowed(lifetimes, origin):
         return None
-    anchor = statement
-    if origin.status is not None and statement.type != "if_statement":
-        anchor = statement.next_named_sibling
-        while anchor is not None and anchor.type == "comment":
-            anchor = anchor.next_named_sibling
-        checked = _assigned_names(statement)
-        if anchor is None or anchor.type != "if_statement" or not any(
-            name in checked for name in _identifiers(anchor.child_by_field_name("condition"))
-        ):
-            return None
-    data = file.source.data
-    line_start = data.rfind(b"\n", 0, statement.start_byte) + 1
-    indent = data[line_start:statement.start_byte].decode("utf-8", "replace")
-    if indent.strip():
+    anchor = after_success_check(origin.call, origin.status is not None)
+    statement = statement_of(origin.call)
+    indent = indent_of(statement, file.source.data) if statement is not None else None
+    if anchor is None or indent is None:
         return None
-    # The edit rewrites the check with the defer after it, so that a file
-    # whose check changed since it was read is never written.
-    original = data[anchor.start_byte:anchor.end_byte].decode("utf-8", "replace")
-    edit = TextEdit(anchor.start_byte, anchor.end_byte, f"{original}\n{indent}{remedy}", original, file.source.span(anchor))
-    return Fix(f"add `{remedy}` {where_to_fix(origin)}", True, (edit,))
-
-
-def _statement(node: Node) -> Node | None:
-    """The statement of a block that holds the node."""
-    while node.parent is not None and node.parent.type != "statement_list":
-        node = node.parent
-    return node if node.parent is not None else None
-
-
-def _assigned_names(statement: Node) -> set[str]:
-    return {syntax.text(target) for left, _ in syntax.assignment_sides(statement) for target in left}
-
-
-def _identifiers(node: Node | None) -> set[str]:
-    return {syntax.text(n) for n in syntax.walk(node) if n.type == "identifier"} if node is not None else set()
+    return Fix(f"add `{remedy}` {where_to_fix(origin)}", True, (insert_after(anchor, file.source, indent, remedy),))
 
 
 def _only_borrowed(lifetimes: Engine, origin) -> bool:

@@ -1,0 +1,64 @@
+"""Where a fix puts a statement: the acquisition's success check, and the
+indentation of the block it is in. Shared by the rules whose fixes add or
+move a `defer` (CL101, CL202)."""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.findings import TextEdit
+from cudalint.source import SourceFile
+
+
+def statement_of(node: Node) -> Node | None:
+    """The statement of a block that holds the node."""
+    while node.parent is not None and node.parent.type != "statement_list":
+        node = node.parent
+    return node if node.parent is not None else None
+
+
+def after_success_check(acquisition: Node, has_status: bool) -> Node | None:
+    """The statement after which the acquisition has succeeded: the `if`
+    that holds it (`if st := C.cudaMalloc(...); st != ...`), the `if` right
+    after it that tests what it assigned, or the acquisition itself for a
+    call with no status; None where no such check is found."""
+    statement = statement_of(acquisition)
+    if statement is None or not has_status or statement.type == "if_statement":
+        return statement
+    following = statement.next_named_sibling
+    while following is not None and following.type == "comment":
+        following = following.next_named_sibling
+    assigned = {syntax.text(target) for left, _ in syntax.assignment_sides(statement) for target in left}
+    condition = following.child_by_field_name("condition") if following is not None and following.type == "if_statement" else None
+    if condition is None or not any(n.type == "identifier" and syntax.text(n) in assigned for n in syntax.walk(condition)):
+        return None
+    return following
+
+
+def indent_of(statement: Node, data: bytes) -> str | None:
+    """The indentation of the statement's line; None if something precedes
+    it on the line."""
+    start = data.rfind(b"\n", 0, statement.start_byte) + 1
+    indent = data[start:statement.start_byte].decode("utf-8", "replace")
+    return indent if not indent.strip() else None
+
+
+def insert_after(anchor: Node, source: SourceFile, indent: str, line: str) -> TextEdit:
+    """A new line after the statement. The edit rewrites the statement with
+    the line after it, so that a file whose statement changed since it was
+    read is never written."""
+    original = source.data[anchor.start_byte:anchor.end_byte].decode("utf-8", "replace")
+    return TextEdit(anchor.start_byte, anchor.end_byte, f"{original}\n{indent}{line}", original, source.span(anchor))
+
+
+def delete_line(statement: Node, source: SourceFile) -> TextEdit | None:
+    """Remove the statement's whole line (it must be alone on it)."""
+    data = source.data
+    start = data.rfind(b"\n", 0, statement.start_byte) + 1
+    end = data.find(b"\n", statement.end_byte)
+    rest = data[statement.end_byte:end].strip()
+    if end < 0 or data[start:statement.start_byte].strip() or (rest and not rest.startswith(b"//")):
+        return None  # something else shares the line (a trailing comment goes with it)
+    original = data[start:end + 1].decode("utf-8", "replace")
+    return TextEdit(start, end + 1, "", original, source.span(statement))
