@@ -168,3 +168,22 @@ def test_a_file_changed_since_it_was_read_is_not_written() -> None:
     edit = _edit(0, 4, "ABCD", "abcd")
     assert fixes.apply(b"abcd", [edit]) == b"ABCD"
     assert fixes.apply(b"wxyz", [edit]) is None
+
+
+def test_a_loop_body_is_wrapped_only_with_unsafe_fixes(tmp_path: Path) -> None:
+    """CL201's fix is unsafe (the body's defers move, captures change): --fix
+    alone leaves the file alone, --unsafe-fixes wraps the body that does not
+    jump and leaves the one with `continue`."""
+    source = FIXTURES / "fixes" / "loops"
+    target = tmp_path / "loops"
+    target.mkdir()
+    shutil.copy(source / "loops.go", target / "loops.go")
+    text = cudalint("--isolated", "--no-cache", "--color", "never", "loops.go", cwd=target).stdout
+    assert "[*]" not in text
+    cudalint("--isolated", "--no-cache", "--fix", "loops.go", cwd=target)
+    assert (target / "loops.go").read_text() == (source / "loops.go").read_text()
+    run = cudalint("--isolated", "--no-cache", "--fix", "--unsafe-fixes", "loops.go", cwd=target)
+    assert "fixed 1 finding" in run.stderr
+    assert (target / "loops.go").read_text() == (source / "loops.go.golden").read_text()
+    remaining = json.loads(cudalint("--isolated", "--no-cache", "--format", "json", "--select", "CL2", "loops.go", cwd=target).stdout)
+    assert [f["line"] for f in remaining["findings"]] == [32]  # skipFailures: no fix, still reported

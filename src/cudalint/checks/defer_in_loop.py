@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tree_sitter import Node
+
 from cudalint import syntax
 from cudalint.analyses.calls import unwrap
 from cudalint.analyses.defers import DEFERS, DeferredReleases
@@ -9,6 +11,7 @@ from cudalint.analyses.uses import UseKind
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
 from cudalint.checks.wording import imports_of
+from cudalint.findings import Fix, TextEdit
 from cudalint.framework import Pass
 from cudalint.functions import Unit
 
@@ -25,14 +28,54 @@ def check(p: Pass) -> None:
                 continue  # CL203's
             if _kept_beyond_iteration(defers, graph, n):
                 continue
+            wrap = _wrap_fix(graph.ast(n), unit.file.source)
             p.report(
                 unit, graph.ast(n),
                 f"defer {released} inside a loop runs only when {unit.name} returns: every iteration's "
                 f"resource stays held until then; release it at the end of the iteration, or move the "
                 f"loop body into its own function",
+                fixes=(wrap,) if wrap is not None else (),
             )
 
     p.visit_graphs(defers.units(), visit)
+
+
+# Statements that mean something else inside a func literal than in the loop.
+_JUMPS = frozenset({"return_statement", "break_statement", "continue_statement", "goto_statement", "labeled_statement"})
+
+
+def _wrap_fix(defer: Node, source) -> Fix | None:
+    """Wrap the loop body in a func literal called in place, so each
+    iteration's defer runs at the end of the iteration (unsafe: the body's
+    other defers move too, and a closure captures differently). Not
+    offered where the body jumps (`return`, `break`, `continue`, `goto`, a
+    label), or holds a multi-line raw string that re-indenting would change."""
+    body = defer.parent
+    while body is not None and not (body.type == "block" and body.parent is not None and body.parent.type == "for_statement"):
+        body = body.parent
+    if body is None:
+        return None
+    stack = list(body.named_children)
+    while stack:
+        node = stack.pop()
+        if node.type in _JUMPS or (node.type == "raw_string_literal" and b"\n" in (node.text or b"")):
+            return None
+        if node.type != "func_literal":
+            stack.extend(node.named_children)
+    data = source.data
+    line_start = data.rfind(b"\n", 0, body.parent.start_byte) + 1
+    indent = data[line_start:body.parent.start_byte].decode("utf-8", "replace")
+    if indent.strip():
+        return None
+    inner = data[body.start_byte + 1:body.end_byte - 1].decode("utf-8", "replace")
+    lines = inner.split("\n")
+    shifted = [("\t" + line) if line.strip() else line for line in lines[1:-1]]
+    text = "{\n" + indent + "\tfunc() {\n" + "\n".join(shifted) + "\n" + indent + "\t}()\n" + indent + "}"
+    original = data[body.start_byte:body.end_byte].decode("utf-8", "replace")
+    if lines[0].strip() or lines[-1].strip():
+        return None  # the body shares a line with its braces
+    edit = TextEdit(body.start_byte, body.end_byte, text, original, source.span(body))
+    return Fix("move the loop body into a func literal called in place, so that the defer runs each iteration", False, (edit,))
 
 
 def _kept_beyond_iteration(defers: DeferredReleases, graph: CFG, n: int) -> bool:
