@@ -11,9 +11,14 @@ of `#cgo CFLAGS`), and the package directory's `.c` and `.h` files. It
 extracts each function's return type, resolved through the typedefs it saw,
 and, for a helper whose body returns what a single call returned
 (`return cudaMalloc(p, n);`), that call and how its arguments map to the
-helper's parameters. Nothing is compiled, preprocessed or executed: macros
-are not expanded (a helper defined through a macro is not seen), `#if`
-branches are all read, and system headers are not read here.
+helper's parameters, and the function pointers a `dlopen` loader fills
+with `dlsym`. The system headers the package's C includes with `<...>` are
+read where they are found (the absolute `-I` of `#cgo CFLAGS`, the
+configuration's `c-include`, the usual CUDA locations), once per process
+and content. Nothing is compiled, preprocessed or executed: attribute
+macros of the CUDA headers are blanked, other macros are not expanded (a
+helper defined through a macro is not seen), and `#if` branches are all
+read.
 """
 
 from __future__ import annotations
@@ -150,7 +155,7 @@ def view_of(files: list[ParsedFile], directory: Path, configured: tuple[Path, ..
     if not sources:
         return view
     read: set[Path] = set()
-    pending = [directory / name for name in _local_c_files(directory)]
+    pending = local_c_files(directory)
     for text in list(sources):
         pending.extend(_includes(text, include_dirs))
     while pending:
@@ -162,7 +167,7 @@ def view_of(files: list[ParsedFile], directory: Path, configured: tuple[Path, ..
         if key in read:
             continue
         read.add(key)
-        data = _read(path)
+        data = read_c(path)
         if data is None:
             continue
         sources.append(data)
@@ -225,7 +230,7 @@ def _header(path: Path) -> CView | None:
         return None
     key = (path, status.st_size, status.st_mtime_ns)
     if key not in _HEADER_CACHE:
-        data = _read(path)
+        data = read_c(path)
         if data is None:
             return None
         view = CView()
@@ -235,9 +240,11 @@ def _header(path: Path) -> CView | None:
     return _HEADER_CACHE[key]
 
 
-def _local_c_files(directory: Path) -> list[str]:
+def local_c_files(directory: Path) -> list[Path]:
+    """The package directory's `.c` and `.h` files (what this stage reads of
+    it, and what the driver keys a package's cached result by)."""
     try:
-        return sorted(entry.name for entry in directory.iterdir() if entry.suffix in (".c", ".h") and entry.is_file())
+        return sorted(entry for entry in directory.iterdir() if entry.suffix in (".c", ".h") and entry.is_file())
     except OSError:
         return []
 
@@ -254,7 +261,7 @@ def _includes(text: bytes, directories: list[Path]) -> list[Path]:
     return found
 
 
-def _read(path: Path) -> bytes | None:
+def read_c(path: Path) -> bytes | None:
     """A regular file's bytes, bounded; None for anything else (a FIFO named
     x.h never blocks the run, a huge generated header is skipped)."""
     from cudalint.safeio import InputFileError, read_regular

@@ -40,8 +40,7 @@ from cudalint.framework import AnalysisFailure, PackageRun, Pass, requirements
 from cudalint.functions import SYNTAX_ERROR, Package, collect_packages
 from cudalint.knowledge import Knowledge
 from cudalint.parse import ParsedFile, parse
-from cudalint.cside import MAX_C_BYTES, headers_signature
-from cudalint.safeio import InputFileError, read_regular
+from cudalint.cside import headers_signature, local_c_files, read_c
 from cudalint.source import SourceFile, display_path, read_source
 
 T = TypeVar("T")
@@ -413,18 +412,12 @@ def _key(cache: ResultCache, paths: list[Path], reads: list[SourceFile | Notific
 
 
 def _c_files(directory: Path) -> list[tuple[Path, bytes]]:
+    """The bytes of the C files the C side reads in the directory."""
     found = []
-    try:
-        names = sorted(entry.name for entry in directory.iterdir() if entry.suffix in (".c", ".h"))
-    except OSError:
-        return []
-    for name in names:
-        try:
-            found.append((directory / name, read_regular(directory / name, MAX_C_BYTES)))
-        except (OSError, InputFileError):
-            found.append((directory / name, b"unreadable"))
+    for path in local_c_files(directory):
+        data = read_c(path)
+        found.append((path, data if data is not None else b"\0unreadable"))
     return found
-
 
 
 def _work(job: tuple[int, list[Path], Summaries, bool]) -> Result:
