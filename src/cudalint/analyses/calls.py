@@ -100,6 +100,16 @@ class CallIndex:
     # The package's own C (preambles, local headers and C files), if it uses cgo.
     c_view: CView | None = field(default=None, repr=False)
 
+    def record(self, fact: CallFact) -> None:
+        """Classify a call: a call the knowledge describes joins the calls
+        of the function whose body holds it."""
+        self.calls[fact.node] = fact
+        enclosing = syntax.enclosing_function(fact.node) if fact.api is not None else None
+        if enclosing is not None:
+            calls = self.api_calls.setdefault(enclosing, [])
+            if fact.node not in calls:
+                calls.append(fact.node)
+
     def module_summary(self, fact: CallFact | None) -> Any:
         """The summary of a function of another package of the module that
         this call names (None for anything else)."""
@@ -313,7 +323,7 @@ class CallIndex:
 
     def local_type(self, symbol: Symbol | None) -> str | None:
         """The package-declared type a variable is declared with (`b *Buffer`)."""
-        return _named_type(symbol.type_node) if symbol is not None and symbol.type_node is not None else None
+        return named_type(symbol.type_node) if symbol is not None and symbol.type_node is not None else None
 
     def struct_types(self) -> list[str]:
         """The names of the package's struct types, in declaration order."""
@@ -346,16 +356,16 @@ class CallIndex:
         if node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) in ("&", "*"):
             return self.type_of(node.child_by_field_name("operand"), depth + 1)
         if node.type == "composite_literal":
-            return _named_type(node.child_by_field_name("type"))
+            return named_type(node.child_by_field_name("type"))
         if node.type == "identifier":
             symbol = self.package.resolution.symbol(node)
             if symbol is None or symbol.kind is not SymbolKind.VAR:
                 return None
             if symbol.type_node is not None:
-                return _named_type(symbol.type_node)
+                return named_type(symbol.type_node)
             ranged = self._range_element(symbol)
             if ranged is not None:
-                return _named_type(ranged)
+                return named_type(ranged)
             if symbol.init is not None and symbol.init_index < 0:
                 return self.type_of(symbol.init, depth + 1)
             if symbol.init is not None and symbol.init_index == 0:
@@ -365,7 +375,7 @@ class CallIndex:
             function = syntax.unparen(node.child_by_field_name("function"))
             if function is not None and function.type == "identifier" and syntax.text(function) == "new":
                 arguments = syntax.children(node.child_by_field_name("arguments"))
-                return _named_type(arguments[0]) if arguments else None
+                return named_type(arguments[0]) if arguments else None
             return self._result_type(node, depth)
         if node.type == "selector_expression":
             owner = self.type_of(node.child_by_field_name("operand"), depth + 1)
@@ -373,7 +383,7 @@ class CallIndex:
                 return None
             fields, _ = self._types().get(owner, ({}, []))
             field_type = fields.get(syntax.text(node.child_by_field_name("field")))
-            return _named_type(field_type) if field_type is not None else None
+            return named_type(field_type) if field_type is not None else None
         return None
 
     def _range_element(self, symbol: Symbol) -> Node | None:
@@ -416,7 +426,7 @@ class CallIndex:
         if result.type == "parameter_list":
             declarations = syntax.children(result)
             result = declarations[0].child_by_field_name("type") if declarations else None
-        return _named_type(result)
+        return named_type(result)
 
     def _types(self) -> dict[str, tuple[dict[str, Node], list[str]]]:
         """Struct types of the package: field name -> type node, and the
@@ -441,7 +451,7 @@ class CallIndex:
                             for field_name in names:
                                 fields[syntax.text(field_name)] = type_node
                             if not names and type_node is not None:
-                                embedded_name = _named_type(type_node)
+                                embedded_name = named_type(type_node)
                                 if embedded_name is not None:
                                     embedded.append(embedded_name)
                                     fields[embedded_name] = type_node
@@ -449,7 +459,7 @@ class CallIndex:
         return self._type_index
 
 
-def _named_type(type_node: Node | None) -> str | None:
+def named_type(type_node: Node | None) -> str | None:
     """T for T, *T, T[K]: a type declared in this package (a qualified type
     belongs to another package)."""
     while type_node is not None and type_node.type in ("pointer_type", "parenthesized_type", "unary_expression"):
@@ -511,10 +521,7 @@ def _index_method_calls(facts: CallIndex, package: Package, knowledge: Knowledge
             api = knowledge.lookup(declared[0], name)
             if api is None:
                 continue
-            facts.calls[node] = CallFact(node, declared[0], name, f"{syntax.text(operand)}.{method}", api)
-            enclosing = syntax.enclosing_function(node)
-            if enclosing is not None:
-                facts.api_calls.setdefault(enclosing, []).append(node)
+            facts.record(CallFact(node, declared[0], name, f"{syntax.text(operand)}.{method}", api))
 
 
 def _c_helper_api(view: CView, name: str, knowledge: Knowledge, known: ApiFunction | None) -> ApiFunction | None | bool:
@@ -550,7 +557,7 @@ def _wrapping(inner: ApiFunction, helper, written: str) -> ApiFunction:
     roles = []
     for kind in ("acquire", "release", "transfer"):
         for resource, role in inner.roles(kind):
-            if role.handle in ("none",) or role.is_result:
+            if role.handle == "none" or role.is_result:
                 roles.append((kind, resource, CallRole(written, role.handle)))
                 continue
             index = role.index
@@ -591,15 +598,10 @@ def _index_c_side(facts: CallIndex, package: Package, knowledge: Knowledge) -> N
             inner = view.wrapped(function) if function is not None else ""
             if inner and api is not None and api.name == written:
                 written = f"C.{name} (wraps {inner})"
-            facts.calls[node] = CallFact(node, "C", name, written, api)
             enclosing = syntax.enclosing_function(node)
-            if enclosing is None:
-                continue
-            calls = facts.api_calls.setdefault(enclosing, [])
-            if api is None and node in calls:
-                calls.remove(node)  # the C says it returns no status: not the API the pattern took it for
-            elif api is not None and node not in calls:
-                calls.append(node)
+            if api is None and enclosing is not None and node in facts.api_calls.get(enclosing, ()):
+                facts.api_calls[enclosing].remove(node)  # the C says it returns no status: not the API the pattern took it for
+            facts.record(CallFact(node, "C", name, written, api))
 
 
 def _index_own_api(facts: CallIndex, package: Package, knowledge: Knowledge) -> None:
@@ -637,10 +639,7 @@ def _index_own_api(facts: CallIndex, package: Package, knowledge: Knowledge) -> 
                 api = knowledge.lookup(path, qualified)
                 if api is None:
                     continue
-                facts.calls[node] = CallFact(node, path, qualified, syntax.text(function), api)
-                enclosing = syntax.enclosing_function(node)
-                if enclosing is not None:
-                    facts.api_calls.setdefault(enclosing, []).append(node)
+                facts.record(CallFact(node, path, qualified, syntax.text(function), api))
 
 
 def _calls_on_variables(facts: CallIndex, parsed) -> Iterator[tuple[Node, Node, Node]]:
@@ -746,11 +745,7 @@ def index_calls(package: Package, knowledge: Knowledge, summaries: dict[str, dic
             resolution.ensure(parsed.root, node)
             fact = _qualified_call(node, package, knowledge)
             if fact is not None:
-                facts.calls[node] = fact
-                if fact.api is not None:
-                    enclosing = syntax.enclosing_function(node)
-                    if enclosing is not None:
-                        facts.api_calls.setdefault(enclosing, []).append(node)
+                facts.record(fact)
     _index_method_calls(facts, package, knowledge)
     _index_module_methods(facts, package)
     _index_own_api(facts, package, knowledge)

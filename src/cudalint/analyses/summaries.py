@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from cudalint import syntax
-from cudalint.analyses.calls import CALLS
+from cudalint.analyses.calls import CALLS, named_type
 from cudalint.analyses.lifetimes import LIFETIMES
 from cudalint.analyses.locks import LOCKS, Event, concerns_threads
 from cudalint.analyses.owners import owner_type
@@ -189,19 +189,12 @@ def _result_types(unit: Unit) -> tuple[str, ...]:
     if result is None:
         return ()
     if result.type != "parameter_list":
-        return (_local_type(result),)
+        return (named_type(result) or "",)
     found: list[str] = []
     for declaration in syntax.children(result):
         names = declaration.children_by_field_name("name")
-        found.extend([_local_type(declaration.child_by_field_name("type"))] * max(1, len(names)))
+        found.extend([named_type(declaration.child_by_field_name("type")) or ""] * max(1, len(names)))
     return tuple(found)
-
-
-def _local_type(node) -> str:
-    while node is not None and node.type in ("pointer_type", "parenthesized_type"):
-        inner = syntax.children(node)
-        node = inner[-1] if inner else None
-    return syntax.text(node) if node is not None and node.type == "type_identifier" else ""
 
 
 def _ends_without_return(body) -> bool:
