@@ -10,6 +10,7 @@ from cudalint.analyses.defers import DEFERS, DeferredReleases
 from cudalint.analyses.uses import UseKind
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
+from cudalint.checks.placement import indent_of
 from cudalint.checks.wording import imports_of
 from cudalint.findings import Fix, TextEdit
 from cudalint.framework import Pass
@@ -63,9 +64,8 @@ def _wrap_fix(defer: Node, source) -> Fix | None:
         if node.type != "func_literal":
             stack.extend(node.named_children)
     data = source.data
-    line_start = data.rfind(b"\n", 0, body.parent.start_byte) + 1
-    indent = data[line_start:body.parent.start_byte].decode("utf-8", "replace")
-    if indent.strip():
+    indent = indent_of(body.parent, data)
+    if indent is None:
         return None
     inner = data[body.start_byte + 1:body.end_byte - 1].decode("utf-8", "replace")
     lines = inner.split("\n")
