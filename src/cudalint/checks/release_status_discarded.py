@@ -28,8 +28,7 @@ def check(p: Pass) -> None:
                     f"check it, or write `_ = {syntax.text(fact.node)}` to discard it on purpose",
                 )
     for unit, call, wrapped in p.result_of(WRAPPERS).call_sites():
-        statement = call.parent
-        if wrapped.release and statement is not None and statement.type == "expression_statement":
+        if wrapped.release and syntax.statement_of_call(call) == "expression_statement":
             with p.isolating(unit):
                 p.report(unit, call, f"{wrapper_what(call, wrapped.inner, True)} is discarded; a release also reports errors of "
                          f"earlier asynchronous work: check it, or write `_ = {syntax.text(call)}` to discard it on purpose")

@@ -34,18 +34,9 @@ def check(p: Pass) -> None:
                         f"check it: `if err := {syntax.text(converter)}; err != nil {{ ... }}`",
                     )
     for unit, call, wrapped in p.result_of(WRAPPERS).call_sites():
-        if not wrapped.release and _bare(call):
+        if not wrapped.release and syntax.statement_of_call(call) == "expression_statement":
             with p.isolating(unit):
                 p.report(unit, call, f"{wrapper_what(call, wrapped.inner, False)} is discarded; check that it is nil and handle the failure")
-
-
-def _bare(call: Node) -> bool:
-    """A call whose result is dropped: a statement of its own (not deferred,
-    not started with go)."""
-    parent = call.parent
-    while parent is not None and parent.type == "parenthesized_expression":
-        parent = parent.parent
-    return parent is not None and parent.type == "expression_statement"
 
 
 def _converted_and_dropped(calls: CallIndex, lifetimes: Engine, statement: Node) -> tuple[Node, CallFact] | None:
