@@ -156,6 +156,11 @@ class Leak:
     # before the acquisition (it released the old value), or never reached.
     other_defer: int | None = None  # its CFG node
     defer_too_early: bool = False
+    # Every statement after which a path leaves the function with the
+    # handle held (the first is `node`), and whether some path leaves
+    # through one of them with it released: where a release could go.
+    held_at: tuple[int, ...] = ()
+    released_through_held: bool = False
 
 
 @dataclass(frozen=True)
@@ -227,6 +232,7 @@ class _Walk:
 
     held_exits: list[tuple[int, ExitKind, tuple[int, ...]]] = field(default_factory=list)
     released_exits: int = 0
+    released_after: set[int] = field(default_factory=set)  # the statements those exits leave from
     transferred: int = 0
     lost_in_scope: list[tuple[int, int, tuple[int, ...]]] = field(default_factory=list)  # (node, line, path)
     overwrites: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)
@@ -733,6 +739,9 @@ class Engine:
     def _at_exit(self, graph, walk: _Walk, origin, state: State, kind: ExitKind, parents, previous, exit_node) -> None:
         if kind not in (ExitKind.RETURN, ExitKind.GOEXIT):
             return
+        if state.phase is Phase.RELEASED or self._covered(state):
+            if previous is not None:
+                walk.released_after.add(previous[0])
         if state.phase is Phase.RELEASED:
             walk.released_exits += 1
             if state.released_at is not None:
@@ -1264,7 +1273,9 @@ class Engine:
             return
         if walk.held_exits:
             exit_node, kind, path = walk.held_exits[0]
-            result.leaks.append(self._leak(graph, origin, kind, path))
+            leak = self._leak(graph, origin, kind, path)
+            held_at = tuple(dict.fromkeys(path[-2] for _, _, path in walk.held_exits if len(path) >= 2))
+            result.leaks.append(replace(leak, held_at=held_at, released_through_held=bool(walk.released_after & set(held_at))))
         elif walk.lost_in_scope:
             node, line, path = walk.lost_in_scope[0]
             result.leaks.append(Leak(origin, Lost.SCOPE, node, line, path))

@@ -6,11 +6,11 @@ from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CalleeKind
-from cudalint.analyses.lifetimes import LIFETIMES, Engine, Leak, Lost
+from cudalint.analyses.lifetimes import LIFETIMES, Engine, Leak, Lost, Origin
 from cudalint.analyses.uses import UseKind
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
-from cudalint.checks.placement import after_success_check, indent_of, insert_after, statement_of
+from cudalint.checks.placement import after_success_check, indent_of, insert_after, insert_before, statement_of
 from cudalint.checks.wording import imports_of, release_statement, release_verb, where_to_fix
 from cudalint.findings import Fix, Step
 from cudalint.framework import Pass, Ref
@@ -29,7 +29,7 @@ def check(p: Pass) -> None:
             if leak.origin in overwritten:
                 continue  # reported once, as CL103
             message, refs = _message(lifetimes, leak, graph)
-            fix = _defer_fix(lifetimes, leak, graph) if leak.origin not in fixed else None
+            fix = _fix(lifetimes, leak, graph) if leak.origin not in fixed else None
             if fix is not None:
                 fixed.add(leak.origin)
             p.report(unit, leak.origin.call, message, steps=_path(leak, graph), fixes=(fix,) if fix else (), **refs)
@@ -79,8 +79,9 @@ def _message(lifetimes: Engine, leak: Leak, graph: CFG) -> tuple[str, dict[str, 
             advice = f"the defer at @defer is not registered on this path: move it to right {fix_place}"
     elif _handed_out(lifetimes, leak):
         # A constructor: a defer would release what it returns on success.
+        release = _immediate_release(lifetimes, origin) or remedy.removeprefix("defer ")
         advice = (
-            f"release it before this return (`{remedy.removeprefix('defer ')}`): {origin.unit.name} hands it on "
+            f"release it before this return (`{release}`): {origin.unit.name} hands it on "
             f"when it succeeds, so a deferred release would free what it hands on"
         )
     else:
@@ -88,7 +89,28 @@ def _message(lifetimes: Engine, leak: Leak, graph: CFG) -> tuple[str, dict[str, 
     return f"{what} is not {verb} on {where} {place}; {advice}", refs
 
 
-def _defer_fix(lifetimes: Engine, leak: Leak, graph: CFG) -> Fix | None:
+def _fix(lifetimes: Engine, leak: Leak, graph: CFG) -> Fix | None:
+    origin = leak.origin
+    if leak.how is not Lost.RETURN or leak.other_defer is not None or origin.role.handle == "none" or not origin.handle:
+        return None
+    if _handed_out(lifetimes, leak):
+        return _release_before_returns_fix(lifetimes, leak, graph)
+    return _defer_fix(lifetimes, leak)
+
+
+def _release_call(origin: Origin) -> str | None:
+    """`C.cudaFree(d)` as this file spells it; None where it cannot be
+    written out: more arguments than the handle, or `unsafe.Pointer(cs)` in
+    a file that does not import unsafe."""
+    remedy = release_statement(origin)
+    if not remedy.startswith("defer ") or "..." in remedy:
+        return None
+    if "unsafe.Pointer(" in remedy and not any(imported.path == "unsafe" for imported in origin.unit.file.imports):
+        return None
+    return remedy.removeprefix("defer ")
+
+
+def _defer_fix(lifetimes: Engine, leak: Leak) -> Fix | None:
     """The safe fix of the plainest leak: a function that never releases the
     handle and never hands it on gets `defer <release>` right after the
     acquisition's success check (or the acquisition, for a call with no
@@ -96,22 +118,66 @@ def _defer_fix(lifetimes: Engine, leak: Leak, graph: CFG) -> Fix | None:
     release. Any other use of the handle than an API call that borrows it
     (a helper, a method, a store, a return) means no fix is offered."""
     origin = leak.origin
-    if leak.how is not Lost.RETURN or leak.other_defer is not None or origin.role.handle == "none" or not origin.handle:
+    release = _release_call(origin)
+    if release is None or not _only_borrowed(lifetimes, origin):
         return None
-    remedy = release_statement(origin)
-    if not remedy.startswith("defer ") or "..." in remedy or _handed_out(lifetimes, leak):
-        return None
+    remedy = f"defer {release}"
     file = origin.unit.file
-    if "unsafe.Pointer(" in remedy and not any(imported.path == "unsafe" for imported in file.imports):
-        return None
-    if not _only_borrowed(lifetimes, origin):
-        return None
     anchor = after_success_check(origin.call, origin.status is not None)
     statement = statement_of(origin.call)
     indent = indent_of(statement, file.source.data) if statement is not None else None
     if anchor is None or indent is None:
         return None
     return Fix(f"add `{remedy}` {where_to_fix(origin)}", True, (insert_after(anchor, file.source, indent, remedy),))
+
+
+def _immediate_release(lifetimes: Engine, origin: Origin) -> str | None:
+    """The release as a statement of its own: `_ = C.cudaFree(d)` where it
+    returns a status (a bare one is CL304), `C.free(unsafe.Pointer(cs))`
+    where it returns nothing; None for a method or an unknown release."""
+    release = _release_call(origin)
+    if release is None or not origin.resource.release or origin.resource.any_use_releases:
+        return None
+    role = origin.resource.release[0]
+    family = origin.innermost.api.family
+    if role.handle == "receiver" or not role.call.startswith(family.qualifier + "."):
+        return None
+    api = lifetimes.facts.knowledge.lookup(family.import_path, role.call[len(family.qualifier) + 1:])
+    if api is None:
+        return None
+    return f"_ = {release}" if api.status is not None and not api.discardable else release
+
+
+def _release_before_returns_fix(lifetimes: Engine, leak: Leak, graph: CFG) -> Fix | None:
+    """The unsafe fix of a constructor's leak: the release, as a statement
+    of its own, before each return that leaks the handle. Unsafe because the
+    analysis may not see every path that reaches such a return (one where
+    the acquisition failed, a `goto`); offered only where no path leaves
+    through one of them with the handle released and no return names it."""
+    origin = leak.origin
+    release = _immediate_release(lifetimes, origin)
+    if release is None or leak.released_through_held or not leak.held_at:
+        return None
+    source = origin.unit.file.source
+    edits = []
+    for n in leak.held_at:
+        statement = graph.ast(n)
+        if statement is None or statement.type != "return_statement":
+            return None
+        if any(node.type == "identifier" and syntax.text(node) == origin.handle for node in syntax.walk(statement)):
+            return None
+        indent = indent_of(statement, source.data)
+        if indent is None:
+            return None
+        edits.append(insert_before(statement, source, indent, release))
+    lines = sorted(edit.span.start.line for edit in edits)
+    where = f"the return at line {lines[0]}" if len(lines) == 1 else f"the returns at lines {_listed(lines)}"
+    return Fix(f"add `{release}` before {where}", False, tuple(edits))
+
+
+def _listed(numbers: list[int]) -> str:
+    words = [str(n) for n in numbers]
+    return ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def _only_borrowed(lifetimes: Engine, origin) -> bool:

@@ -52,6 +52,13 @@ def insert_after(anchor: Node, source: SourceFile, indent: str, line: str) -> Te
     return TextEdit(anchor.start_byte, anchor.end_byte, f"{original}\n{indent}{line}", original, source.span(anchor))
 
 
+def insert_before(anchor: Node, source: SourceFile, indent: str, line: str) -> TextEdit:
+    """A new line before the statement (which must begin its line), kept
+    as insert_after keeps it."""
+    original = source.data[anchor.start_byte:anchor.end_byte].decode("utf-8", "replace")
+    return TextEdit(anchor.start_byte, anchor.end_byte, f"{line}\n{indent}{original}", original, source.span(anchor))
+
+
 def delete_line(statement: Node, source: SourceFile) -> TextEdit | None:
     """Remove the statement's whole line (it must be alone on it)."""
     data = source.data
