@@ -6,8 +6,11 @@ edits; a fix is offered only where it is safe."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -19,26 +22,68 @@ from conftest import FIXTURES
 from test_sarif import validate
 
 LEAKS = FIXTURES / "fixes" / "leaks"
+FIX_FIXTURES = sorted({golden.parent for golden in (FIXTURES / "fixes").rglob("*.go.golden")})
+# Each fixture's doc names the command its golden files come from.
+_COMMAND = re.compile(r"`cudalint (--fix(?: --unsafe-fixes)?)`")
+
+
+def _fix_command(directory: Path) -> list[str]:
+    found = {m.group(1) for path in directory.glob("*.go") for m in _COMMAND.finditer(path.read_text())}
+    assert len(found) == 1, f"{directory}: say once which `cudalint --fix ...` makes the golden files"
+    return found.pop().split()
+
+
+def _go_mod(directory: Path) -> Path:
+    """The go.mod the fixture belongs to (fixes depend on its go version)."""
+    return next(parent / "go.mod" for parent in (directory, *directory.parents) if (parent / "go.mod").is_file())
+
+
+def _copy_fixture(directory: Path, target: Path) -> Path:
+    target.mkdir()
+    for path in directory.iterdir():
+        if path.suffix in (".go", ".toml"):
+            shutil.copy(path, target / path.name)
+    shutil.copy(_go_mod(directory), target / "go.mod")
+    return target
+
+
+def _findings(directory: Path) -> list[dict]:
+    run = cudalint("--isolated", "--no-cache", "--preview", "--format", "json", ".", cwd=directory)
+    return json.loads(run.stdout)["findings"]
+
+
+def _kind(finding: dict) -> tuple[str, str, str]:
+    """A finding apart from where it is: line numbers move when fixes add lines."""
+    return finding["path"], finding["rule"], re.sub(r"\d+", "N", finding["message"])
 
 
 @pytest.fixture
 def copy(tmp_path: Path) -> Path:
-    target = tmp_path / "leaks"
-    shutil.copytree(LEAKS, target)
-    (target / "leaks.go.golden").unlink()
-    return target
+    return _copy_fixture(LEAKS, tmp_path / "leaks")
 
 
-def test_fix_gives_the_golden_file_and_leaves_nothing_to_fix(copy: Path) -> None:
-    run = cudalint("--isolated", "--no-cache", "--fix", "leaks.go", cwd=copy)
-    assert "fixed 3 findings" in run.stderr
-    assert run.exit_code == 0, run.stdout
-    assert (copy / "leaks.go").read_text() == (LEAKS / "leaks.go.golden").read_text()
-    again = cudalint("--isolated", "--no-cache", "--format", "json", "leaks.go", cwd=copy)
-    assert json.loads(again.stdout)["findings"] == []
-    twice = cudalint("--isolated", "--no-cache", "--fix", "leaks.go", cwd=copy)
-    assert "fixed 0 findings" in twice.stderr  # idempotent
-    assert (copy / "leaks.go").read_text() == (LEAKS / "leaks.go.golden").read_text()
+@pytest.mark.parametrize("directory", FIX_FIXTURES, ids=lambda d: d.name)
+def test_fixes_give_the_golden_files_and_no_new_finding(directory: Path, tmp_path: Path) -> None:
+    """As analysistest.RunWithSuggestedFixes: each file after the fixes is
+    its golden copy; analysed again, the fixed findings are gone and nothing
+    new appears; fixing again changes nothing."""
+    command = _fix_command(directory)
+    target = _copy_fixture(directory, tmp_path / directory.name)
+    before = _findings(target)
+    unsafe = "--unsafe-fixes" in command
+    fixable = [f for f in before if any(fix["safety"] == "safe" or unsafe for fix in f["fixes"])]
+    run = cudalint("--isolated", "--no-cache", "--preview", *command, ".", cwd=target)
+    fixed = int(re.search(r"fixed (\d+) findings?", run.stderr).group(1))
+    assert fixed == len(fixable) > 0, run.stderr
+    for path in sorted(directory.glob("*.go")):
+        golden = path.with_name(path.name + ".golden")
+        expected = golden.read_text() if golden.exists() else path.read_text()
+        assert (target / path.name).read_text() == expected, path.name
+    after = Counter(map(_kind, _findings(target)))
+    assert after <= Counter(map(_kind, before)) - Counter(map(_kind, fixable)), after
+    again = cudalint("--isolated", "--no-cache", "--preview", *command, ".", cwd=target)
+    assert "fixed 0 findings" in again.stderr
+    assert all((target / p.name.removesuffix(".golden")).read_text() == p.read_text() for p in directory.glob("*.go.golden"))
 
 
 def test_the_golden_files_are_gofmt_clean(tmp_path: Path) -> None:
@@ -52,16 +97,40 @@ def test_the_golden_files_are_gofmt_clean(tmp_path: Path) -> None:
         assert done.returncode == 0 and done.stdout == "", golden
 
 
-def test_a_defer_registered_too_early_moves_after_the_check(tmp_path: Path) -> None:
-    """CL202's fix: the defer (and its trailing comment) leaves its line and
-    follows the acquisition's success check; the CL101 it caused goes too."""
-    source = FIXTURES / "fixes" / "defers"
-    target = tmp_path / "defers"
-    target.mkdir()
-    shutil.copy(source / "defers.go", target / "defers.go")
-    run = cudalint("--isolated", "--no-cache", "--fix", "defers.go", cwd=target)
-    assert "fixed 2 findings" in run.stderr and run.exit_code == 0
-    assert (target / "defers.go").read_text() == (source / "defers.go.golden").read_text()
+CUDA_INCLUDE = Path("/usr/local/cuda/include")
+
+
+def _go_version(go: str) -> tuple[int, int]:
+    printed = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True).stdout
+    match = re.match(r"go(\d+)\.(\d+)", printed)
+    return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
+
+
+@pytest.mark.parametrize("directory", FIX_FIXTURES, ids=lambda d: d.name)
+def test_the_fixed_files_pass_go_vet(directory: Path, tmp_path: Path) -> None:
+    """The golden files type-check with their cgo preambles against the CUDA
+    headers, and go vet finds nothing in them."""
+    go = shutil.which("go")
+    if go is None or shutil.which("gcc") is None:
+        pytest.skip("go or gcc is not installed (Debian: golang-go, gcc): the golden files are not type-checked")
+    if not (CUDA_INCLUDE / "cuda_runtime_api.h").is_file():
+        pytest.skip(f"no CUDA headers in {CUDA_INCLUDE}: the golden files' cgo is not type-checked")
+    go_mod = _go_mod(directory).read_text()
+    needed = re.search(r"^go (\d+)\.(\d+)", go_mod, re.MULTILINE)
+    if needed and _go_version(go) < (int(needed.group(1)), int(needed.group(2))):
+        pytest.skip(f"the fixture needs {needed.group(0)}, the installed Go is older: not type-checked")
+    module = tmp_path / "module"
+    module.mkdir()
+    (module / "go.mod").write_text(go_mod)
+    for path in directory.glob("*.go"):
+        golden = path.with_name(path.name + ".golden")
+        shutil.copy(golden if golden.exists() else path, module / path.name)
+    env = {
+        **os.environ, "CGO_ENABLED": "1", "CGO_CFLAGS": f"-I{CUDA_INCLUDE}", "GOFLAGS": "-mod=mod", "GOPROXY": "off",
+        "GOCACHE": str(tmp_path / "cache"), "GOPATH": str(tmp_path / "gopath"),
+    }
+    done = subprocess.run([go, "vet", "."], cwd=module, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
 
 
 def test_diff_shows_the_fixes_and_exits_one_then_zero(copy: Path) -> None:
@@ -127,7 +196,8 @@ def test_no_fix_where_a_defer_could_change_behaviour(tmp_path: Path) -> None:
     (tmp_path / "p.go").write_text(UNSAFE_TO_FIX)
     document = json.loads(cudalint("--isolated", "--no-cache", "--format", "json", "p.go", cwd=tmp_path).stdout)
     assert sorted(f["line"] for f in document["findings"] if f["rule"] == "CL101") == [19, 32, 43]
-    assert all(f["fixes"] == [] for f in document["findings"])
+    assert not any(fix["safety"] == "safe" for f in document["findings"] for fix in f["fixes"])
+    assert [f["line"] for f in document["findings"] if f["fixes"]] == [32]  # the constructor's: unsafe
     assert cudalint("--isolated", "--no-cache", "--diff", "p.go", cwd=tmp_path).exit_code == 0
 
 
