@@ -161,6 +161,7 @@ def analyze_directory(
     result.summarised = summarise_own and import_path is not None
     for package in packages:
         package.c_include = settings.c_include
+        package.go_version = module.go_version if module is not None else None
         if not package.name.endswith("_test"):
             package.import_path = import_path
         run = _analyze_package(package, settings, knowledge, result, summaries)
@@ -408,7 +409,16 @@ def _key(cache: ResultCache, paths: list[Path], reads: list[SourceFile | Notific
     packages it imports, and of the C files beside them (the C side of cgo
     reads them)."""
     entries = [(path, read.data if isinstance(read, SourceFile) else read) for path, read in zip(paths, reads)]
-    return cache.key(entries + _c_files(paths[0].parent))
+    return cache.key(entries + _c_files(paths[0].parent) + _module_entry(paths[0].parent))
+
+
+def _module_entry(directory: Path) -> list[tuple[Path, bytes]]:
+    """What a result takes from the module's go.mod: its path (import
+    paths) and go version (which fixes are offered)."""
+    module = module_of(directory)
+    if module is None:
+        return []
+    return [(module.root / "go.mod", f"module {module.path}\ngo {module.go_version}".encode())]
 
 
 def _c_files(directory: Path) -> list[tuple[Path, bytes]]:

@@ -1,7 +1,8 @@
 """Fixes: the edits rules propose, planned, applied and shown as diffs.
 
 A finding may carry fixes (findings.Fix), each a set of byte-range edits of
-the finding's file. `--diff` shows the safe ones as a unified diff, `--fix`
+the finding's file; fixes may share an edit (each CL503 fix that takes the
+last use of reflect removes its import), which is made once. `--diff` shows the safe ones as a unified diff, `--fix`
 writes them (and `--unsafe-fixes` adds the others). Edits that overlap an
 edit already planned are left for a later round (`--fix` runs the analysis
 again after writing, up to a bound); a file whose bytes differ from what
@@ -37,9 +38,10 @@ def plan(findings: list[Finding], unsafe: bool = False) -> Plan:
         if fix is None:
             continue
         planned = edits.setdefault(finding.path, [])
-        if any(_overlaps(edit, other) for edit in fix.edits for other in planned):
+        new = [edit for edit in fix.edits if edit not in planned]  # an edit two fixes share is made once
+        if any(_overlaps(edit, other) for edit in new for other in planned):
             continue
-        planned.extend(fix.edits)
+        planned.extend(new)
         count += 1
     return Plan({path: sorted(found, key=lambda e: (e.start, e.end)) for path, found in edits.items() if found}, count)
 

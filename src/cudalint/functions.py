@@ -128,6 +128,9 @@ class Package:
     import_path: str | None = None
     # Directories of C headers the configuration names (cside.py).
     c_include: tuple = ()
+    # The language version its module's go.mod states (None outside a
+    # module): fixes use no newer feature.
+    go_version: tuple[int, int] | None = None
 
 
 def _receiver_type(method: Node) -> str:

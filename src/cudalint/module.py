@@ -25,6 +25,7 @@ _IMPORT_LINE = re.compile(rb"^import\s+(?:[\w.]+\s+)?\"([^\"]+)\"", re.MULTILINE
 _QUOTED = re.compile(rb"\"([^\"]+)\"")
 _COMMENT = re.compile(rb"//[^\n]*")
 _GO_MOD_BYTES = 1 << 20
+_GO_DIRECTIVE = re.compile(rb"^\s*go\s+(\d+)\.(\d+)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,9 @@ class Module:
     path: str
     # Local replacements: import path prefix -> directory.
     replacements: tuple[tuple[str, Path], ...] = field(default=())
+    # The language version of its `go` directive; Go reads a go.mod without
+    # one as go 1.16.
+    go_version: tuple[int, int] = (1, 16)
 
     def import_path(self, directory: Path) -> str | None:
         try:
@@ -80,7 +84,9 @@ def _parse_go_mod(root: Path, data: bytes) -> Module | None:
         for replaced in _REPLACE_LINE.finditer(chunk):
             target = Path(os.path.normpath(root / os.fsdecode(replaced.group(2))))
             replacements.append((os.fsdecode(replaced.group(1)), target))
-    return Module(root, os.fsdecode(match.group(1)), tuple(replacements))
+    version = _GO_DIRECTIVE.search(data)
+    go_version = (int(version.group(1)), int(version.group(2))) if version else (1, 16)
+    return Module(root, os.fsdecode(match.group(1)), tuple(replacements), go_version)
 
 
 _AFTER_IMPORTS = re.compile(rb"^(?:func|type|var|const)[\s(]", re.MULTILINE)

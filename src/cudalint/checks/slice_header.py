@@ -6,7 +6,9 @@ from __future__ import annotations
 from cudalint import syntax
 from cudalint.catalog import Level, Rule
 from cudalint.framework import Pass
+from cudalint.checks.header_rewrite import Rewriter, without_import
 from cudalint.functions import innermost_unit
+from cudalint.parse import ParsedFile
 
 
 def check(p: Pass) -> None:
@@ -16,6 +18,8 @@ def check(p: Pass) -> None:
             continue
         file_scope = resolution.file_scopes.get(parsed.root)
         units = [u for u in p.package.units if u.file is parsed]
+        rewriter = Rewriter(parsed.source, resolution, p.package.go_version)
+        reports = []
         for node in syntax.header_references(parsed.root):
             if node.type == "qualified_type":
                 package, name = node.child_by_field_name("package"), node.child_by_field_name("name")
@@ -29,12 +33,29 @@ def check(p: Pass) -> None:
                 continue
             if node.type == "selector_expression" and resolution.symbol(package) is not imported:
                 continue  # a local variable named reflect
+            reports.append((node, header, imported, rewriter.fix(node, header)))
+        if reports and all(fix is not None for *_, fix in reports) and _only_uses(parsed, reports):
+            # The fixes take every use of reflect: each removes the import (the same edit, made once).
+            spec = next(i.node for i in parsed.imports if i.path == "reflect")
+            reports = [(node, header, imported, without_import(fix, spec, parsed.source)) for node, header, imported, fix in reports]
+        for node, header, _, fix in reports:
             unit = innermost_unit(units, node)
             replacement = "unsafe.Slice / unsafe.SliceData" if header == "SliceHeader" else "unsafe.String / unsafe.StringData"
             p.report_in(
                 parsed, unit.name if unit is not None else "", node,
                 f"reflect.{header} hides the data pointer from the GC and is deprecated; use {replacement}",
+                fixes=(fix,) if fix is not None else (),
             )
+
+
+def _only_uses(parsed: ParsedFile, reports: list) -> bool:
+    """Whether the header references are the file's only uses of reflect."""
+    name = syntax.text(reports[0][0].child_by_field_name("package") or reports[0][0].child_by_field_name("operand"))
+    uses = [
+        n for declaration in syntax.children(parsed.root) if declaration.type != "import_declaration"
+        for n in syntax.walk(declaration) if n.type in ("identifier", "package_identifier") and syntax.text(n) == name
+    ]
+    return len(uses) == len(reports)
 
 
 RULE = Rule(
