@@ -9,7 +9,7 @@ from cudalint.analyses.defers import DEFERS, DeferredReleases
 from cudalint.analyses.uses import UseKind
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
-from cudalint.checks.placement import after_success_check, delete_line, indent_of, insert_after
+from cudalint.checks.placement import after_success_check, move_defer
 from cudalint.checks.wording import imports_of
 from cudalint.findings import Fix
 from cudalint.framework import Pass, Ref
@@ -59,16 +59,12 @@ def _move_fix(defer: Node, origin, handle: str) -> Fix | None:
     where both are statements of one block and the deferred call names
     nothing but the handle (so moving it evaluates the same thing later)."""
     anchor = after_success_check(origin.call, origin.status is not None)
-    source = origin.unit.file.source
-    if anchor is None or anchor.parent != defer.parent or anchor.start_byte < defer.end_byte:
+    if anchor is None or anchor.start_byte < defer.end_byte:
         return None
-    names = {syntax.text(node) for node in syntax.walk(defer) if node.type == "identifier"} - {"C", "unsafe"}
-    indent = indent_of(defer, source.data)
-    removal = delete_line(defer, source)
-    if names != {handle} or indent is None or removal is None:
+    edits = move_defer(defer, anchor, origin.unit.file.source, handle)
+    if edits is None:
         return None
-    text = syntax.text(defer)
-    return Fix(f"move `{text}` to right after the acquisition's error check", True, (removal, insert_after(anchor, source, indent, text)))
+    return Fix(f"move `{syntax.text(defer)}` to right after the acquisition's error check", True, edits)
 
 
 def _assigned_before(defers: DeferredReleases, graph: CFG, symbol: Symbol, n: int) -> bool:

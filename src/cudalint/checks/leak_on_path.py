@@ -10,7 +10,7 @@ from cudalint.analyses.lifetimes import LIFETIMES, Engine, Leak, Lost, Origin
 from cudalint.analyses.uses import UseKind
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
-from cudalint.checks.placement import after_success_check, indent_of, insert_after, insert_before, statement_of
+from cudalint.checks.placement import after_success_check, indent_of, insert_after, insert_before, move_defer, statement_of
 from cudalint.checks.wording import imports_of, release_statement, release_verb, where_to_fix
 from cudalint.findings import Fix, Step
 from cudalint.framework import Pass, Ref
@@ -91,11 +91,35 @@ def _message(lifetimes: Engine, leak: Leak, graph: CFG) -> tuple[str, dict[str, 
 
 def _fix(lifetimes: Engine, leak: Leak, graph: CFG) -> Fix | None:
     origin = leak.origin
-    if leak.how is not Lost.RETURN or leak.other_defer is not None or origin.role.handle == "none" or not origin.handle:
+    if leak.how is not Lost.RETURN or origin.role.handle == "none" or not origin.handle:
         return None
+    if leak.other_defer is not None:
+        return None if leak.defer_too_early else _earlier_defer_fix(lifetimes, leak, graph)
     if _handed_out(lifetimes, leak):
         return _release_before_returns_fix(lifetimes, leak, graph)
     return _defer_fix(lifetimes, leak)
+
+
+def _earlier_defer_fix(lifetimes: Engine, leak: Leak, graph: CFG) -> Fix | None:
+    """The safe fix of a defer registered too late (after a return that
+    leaks): move it to right after the success check. Safe where nothing
+    between the check and the defer uses the handle but API calls that
+    borrow it (no release, no hand-over, no new value) and no other defer
+    is registered there (whose order against this one would change)."""
+    origin = leak.origin
+    defer = graph.ast(leak.other_defer)
+    anchor = after_success_check(origin.call, origin.status is not None)
+    if defer is None or anchor is None or anchor.end_byte > defer.start_byte or anchor.parent != defer.parent:
+        return None
+    between = [s for s in syntax.children(anchor.parent) if anchor.end_byte <= s.start_byte and s.end_byte <= defer.start_byte]
+    if any(node.type == "defer_statement" for statement in between for node in syntax.walk(statement)):
+        return None
+    if not _only_borrowed(lifetimes, origin, between):
+        return None
+    edits = move_defer(defer, anchor, origin.unit.file.source, origin.handle)
+    if edits is None:
+        return None
+    return Fix(f"move `{syntax.text(defer)}` to right {where_to_fix(origin).removeprefix('right ')}", True, edits)
 
 
 def _release_call(origin: Origin) -> str | None:
@@ -180,11 +204,12 @@ def _listed(numbers: list[int]) -> str:
     return ", ".join(words[:-1]) + " and " + words[-1]
 
 
-def _only_borrowed(lifetimes: Engine, origin) -> bool:
-    """Whether every use of the handle in the function, besides its
-    acquisition, is a comparison or an argument of an API call that does
-    not release it."""
-    for node in syntax.walk(origin.unit.body):
+def _only_borrowed(lifetimes: Engine, origin: Origin, statements: list[Node] | None = None) -> bool:
+    """Whether every use of the handle in the function (or in the given
+    statements), besides its acquisition, is a comparison or an argument of
+    an API call that does not release it."""
+    within = statements if statements is not None else [origin.unit.body]
+    for node in (node for statement in within for node in syntax.walk(statement)):
         if node.type != "identifier" or syntax.text(node) != origin.handle or node.start_byte < origin.call.end_byte:
             continue  # uses before it (its declaration) and in it do not matter
         if node.parent is not None and node.parent.type == "binary_expression":

@@ -1,6 +1,6 @@
 """Where a fix puts a statement: the acquisition's success check, and the
 indentation of the block it is in. Shared by the rules whose fixes add or
-move a `defer` (CL101, CL202)."""
+move a `defer` (CL101, CL202) or add a statement (CL101)."""
 
 from __future__ import annotations
 
@@ -59,6 +59,22 @@ def insert_before(anchor: Node, source: SourceFile, indent: str, line: str) -> T
     return TextEdit(anchor.start_byte, anchor.end_byte, f"{line}\n{indent}{original}", original, source.span(anchor))
 
 
+def move_defer(defer: Node, anchor: Node, source: SourceFile, handle: str) -> tuple[TextEdit, TextEdit] | None:
+    """The edits that move a `defer` to right after the anchor, a statement
+    of the same block: safe to offer only where the deferred call names
+    nothing but the handle (so it evaluates the same thing where it goes)."""
+    if anchor.parent != defer.parent:
+        return None
+    names = {syntax.text(node) for node in syntax.walk(defer) if node.type == "identifier"} - {"C", "unsafe"}
+    indent = indent_of(defer, source.data)
+    removal = delete_line(defer, source)
+    if names != {handle} or indent is None or removal is None:
+        return None
+    line_end = source.data.find(b"\n", defer.end_byte)
+    comment = source.data[defer.end_byte:line_end].decode("utf-8", "replace").strip()  # goes along
+    return removal, insert_after(anchor, source, indent, f"{syntax.text(defer)} {comment}".rstrip())
+
+
 def delete_line(statement: Node, source: SourceFile) -> TextEdit | None:
     """Remove the statement's whole line (it must be alone on it)."""
     data = source.data
@@ -67,5 +83,10 @@ def delete_line(statement: Node, source: SourceFile) -> TextEdit | None:
     rest = data[statement.end_byte:end].strip()
     if end < 0 or data[start:statement.start_byte].strip() or (rest and not rest.startswith(b"//")):
         return None  # something else shares the line (a trailing comment goes with it)
-    original = data[start:end + 1].decode("utf-8", "replace")
-    return TextEdit(start, end + 1, "", original, source.span(statement))
+    end += 1
+    previous = data[data.rfind(b"\n", 0, max(start - 1, 0)) + 1:max(start - 1, 0)]
+    following = data[end:data.find(b"\n", end) + 1]
+    if start > 0 and not previous.strip() and following.endswith(b"\n") and not following.strip():
+        end += len(following)  # between two blank lines: keep one, as gofmt would
+    original = data[start:end].decode("utf-8", "replace")
+    return TextEdit(start, end, "", original, source.span(statement))
