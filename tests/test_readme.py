@@ -175,15 +175,15 @@ def _feature_runs(readme: str) -> list[tuple[str, str]]:
 
 
 def test_the_ci_options_shown_on_the_example_project_print_what_the_readme_says(tmp_path: Path) -> None:
-    """Statistics, the exit policy, several formats in one run and
-    --new-from-rev, run as the README shows them, in a fresh git checkout of
-    the example project."""
+    """Statistics, the exit policy, several formats in one run,
+    --new-from-rev, --diff and --fix, run as the README shows them, in a
+    fresh git checkout of the example project."""
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     git = ["git", "-c", "user.email=ci@example.com", "-c", "user.name=ci"]
     for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "example"]):
         subprocess.run(git + command, cwd=tmp_path, check=True, capture_output=True, env=clean_env())
     runs = _feature_runs((ROOT / "README.md").read_text(encoding="utf-8"))
-    assert len(runs) == 4
+    assert len(runs) == 6
     for command, shown in runs:
         bin_dir = str(Path(sys.executable).parent)
         run = subprocess.run(
@@ -194,3 +194,5 @@ def test_the_ci_options_shown_on_the_example_project_print_what_the_readme_says(
     assert json.loads((tmp_path / "gl-code-quality.json").read_text())[0]["check_name"].startswith("CL3")
     assert (tmp_path / "checkstyle.xml").read_text().startswith("<?xml")
     assert "<testsuite" in (tmp_path / "junit.xml").read_text()
+    fixed = (tmp_path / "examples" / "internal" / "gpu" / "diag.go").read_text()
+    assert fixed.index("defer C.cudaFree(d)") < fixed.index("C.cudaMemset(d, pattern, n)")

@@ -115,6 +115,11 @@ RULE = Rule(
     or, if the defer must come first, a closure, which reads `p` when it runs:
     `defer func() { C.cudaFree(p) }()`.
 
+
+    ## Fix safety
+    Safe: the defer (with its trailing comment) moves to right after the
+    acquisition's success check, where the deferred call names nothing but
+    the handle and both are statements of one block. Otherwise no fix.
     """,
     tags=("correctness", "resource-leak"),
     check=check,

@@ -152,6 +152,13 @@ RULE = Rule(
         }
     }
     ```
+
+    ## Fix safety
+    With `--unsafe-fixes`, a loop body that does not jump (no `break`,
+    `continue`, `return`, `goto` or label) is wrapped in a func literal
+    called in place, so that its defers run at the end of each iteration.
+    Unsafe: every defer of the body moves, and the body's variables are now
+    captured by a closure.
     """,
     tags=("correctness", "resource-leak"),
     check=check,

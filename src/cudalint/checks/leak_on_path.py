@@ -333,6 +333,20 @@ RULE = Rule(
         return errMemset
     }
     ```
+
+    ## Fix safety
+    Safe, where the function never releases the handle and never hands it
+    on, and uses it only as an argument of API calls that borrow it: `defer`
+    of the release, in the file's spelling, right after the success check.
+    Safe, where a `defer` of the release is registered after a return that
+    leaks: the defer moves to right after the success check, when only API
+    calls that borrow the handle, and no other `defer`, sit between.
+    Unsafe (`--unsafe-fixes`), in a constructor that hands the handle on when
+    it succeeds: the release as a statement of its own (`_ = C.cudaFree(d)`
+    where it returns a status) before each return that leaks it, when no
+    path reaches one of those returns with the handle released and no such
+    return names it; a path the analysis does not see (a `goto`, a failed
+    acquisition reaching the same return) would need a look.
     """,
     tags=("correctness", "resource-leak"),
     check=check,

@@ -83,6 +83,20 @@ RULE = Rule(
     s := unsafe.Slice((*float32)(p), n)
     ```
     (and `unsafe.String` / `unsafe.StringData` for strings).
+
+    ## Fix safety
+    Safe, for the shapes recognised exactly, and only with what the
+    module's `go` directive allows (`unsafe.Slice` needs go 1.17;
+    `unsafe.String`, `unsafe.SliceData` and `unsafe.StringData` need 1.20):
+    `(*reflect.SliceHeader)(unsafe.Pointer(&s)).Data` of a slice variable
+    becomes `unsafe.SliceData(s)` (`.Len` becomes `len(s)`); a header
+    literal converted to `[]T` or `string`, in place or through a variable
+    declared right before and used nowhere else, becomes `unsafe.Slice` or
+    `unsafe.String`; an overlay filled in field by field right after it is
+    made, on a variable declared `var s []T`, becomes
+    `s = unsafe.Slice((*T)(p), n)`. Len and Cap must be the same expression
+    without calls, and the data an `unsafe.Pointer`. The `reflect` import
+    goes with its last use. Anything else gets no fix.
     """,
     tags=("correctness", "memory-safety"),
     check=check,
