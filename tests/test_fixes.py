@@ -17,7 +17,7 @@ import pytest
 
 from cudalint import fixes
 from cudalint.findings import Fix, Finding, Position, Span, TextEdit
-from clirun import cudalint
+from clirun import cudalint, cudalint_process
 from conftest import FIXTURES
 from test_sarif import validate
 
@@ -260,3 +260,36 @@ def test_a_loop_body_is_wrapped_only_with_unsafe_fixes(tmp_path: Path) -> None:
     assert (target / "loops.go").read_text() == (source / "loops.go.golden").read_text()
     remaining = json.loads(cudalint("--isolated", "--no-cache", "--format", "json", "--select", "CL2", "loops.go", cwd=target).stdout)
     assert [f["line"] for f in remaining["findings"]] == [32]  # skipFailures: no fix, still reported
+
+
+HEADER_VIEW = """package p
+
+import (
+	"reflect"
+	"unsafe"
+)
+
+func view(p unsafe.Pointer, n int) []float32 {
+	return *(*[]float32)(unsafe.Pointer(&reflect.SliceHeader{Data: uintptr(p), Len: n, Cap: n}))
+}
+"""
+
+
+def test_header_fixes_follow_the_go_version_of_go_mod_even_through_the_cache(tmp_path: Path) -> None:
+    """unsafe.Slice is Go 1.17: a module that says less (or a go.mod with no
+    go directive, which Go reads as 1.16) gets no fix, and raising the
+    version is seen by a cached run."""
+    (tmp_path / "p.go").write_text(HEADER_VIEW)
+    cache = ["--isolated", "--cache-dir", str(tmp_path / "cache"), "--format", "json", "."]
+
+    def fixes() -> list:
+        return json.loads(cudalint_process(*cache, cwd=tmp_path).stdout)["findings"][0]["fixes"]
+
+    (tmp_path / "go.mod").write_text("module example.com/p\n")
+    assert fixes() == []
+    (tmp_path / "go.mod").write_text("module example.com/p\n\ngo 1.16\n")
+    assert fixes() == []
+    (tmp_path / "go.mod").write_text("module example.com/p\n\ngo 1.17\n")
+    (fix,) = fixes()
+    assert fix["safety"] == "safe" and fix["message"] == "use `unsafe.Slice((*float32)(p), n)`"
+    assert fix["edits"][-1]["text"] == ""  # the reflect import goes with its only use

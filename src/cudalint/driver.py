@@ -406,8 +406,9 @@ def _read(paths: list[Path], settings: Settings) -> list[SourceFile | Notificati
 
 def _key(cache: ResultCache, paths: list[Path], reads: list[SourceFile | Notification]) -> str:
     """The key of a directory's result: the bytes of its Go files and of the
-    packages it imports, and of the C files beside them (the C side of cgo
-    reads them)."""
+    packages it imports, of the C files beside them (the C side of cgo
+    reads them), and its module's path and go version (fixes use no newer
+    Go)."""
     entries = [(path, read.data if isinstance(read, SourceFile) else read) for path, read in zip(paths, reads)]
     return cache.key(entries + _c_files(paths[0].parent) + _module_entry(paths[0].parent))
 
