@@ -57,6 +57,12 @@ def _kind(finding: dict) -> tuple[str, str, str]:
     return finding["path"], finding["rule"], re.sub(r"\d+", "N", finding["message"])
 
 
+def _offset(path: Path, line: int, column: int) -> int:
+    """The byte offset of a 1-based line and byte column."""
+    lines = path.read_bytes().split(b"\n")
+    return sum(len(text) + 1 for text in lines[:line - 1]) + column - 1
+
+
 @pytest.fixture
 def copy(tmp_path: Path) -> Path:
     return _copy_fixture(LEAKS, tmp_path / "leaks")
@@ -72,6 +78,11 @@ def test_fixes_give_the_golden_files_and_no_new_finding(directory: Path, tmp_pat
     before = _findings(target)
     unsafe = "--unsafe-fixes" in command
     fixable = [f for f in before if any(fix["safety"] == "safe" or unsafe for fix in f["fixes"])]
+    for finding in fixable:
+        for edit in (edit for fix in finding["fixes"] for edit in fix["edits"]):
+            assert _offset(target / finding["path"], edit["line"], edit["column"]) == edit["start"], edit
+            assert _offset(target / finding["path"], edit["end_line"], edit["end_column"]) == edit["end"], edit
+    validate(json.loads(cudalint("--isolated", "--no-cache", "--preview", "--format", "sarif", ".", cwd=target).stdout))
     run = cudalint("--isolated", "--no-cache", "--preview", *command, ".", cwd=target)
     fixed = int(re.search(r"fixed (\d+) findings?", run.stderr).group(1))
     assert fixed == len(fixable) > 0, run.stderr

@@ -10,9 +10,9 @@ from cudalint.analyses.defers import DEFERS, DeferredReleases
 from cudalint.analyses.uses import UseKind
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
-from cudalint.checks.placement import indent_of
+from cudalint.checks.placement import indent_of, replacement
 from cudalint.checks.wording import imports_of
-from cudalint.findings import Fix, TextEdit
+from cudalint.findings import Fix
 from cudalint.framework import Pass
 from cudalint.functions import Unit
 
@@ -71,10 +71,9 @@ def _wrap_fix(defer: Node, source) -> Fix | None:
     lines = inner.split("\n")
     shifted = [("\t" + line) if line.strip() else line for line in lines[1:-1]]
     text = "{\n" + indent + "\tfunc() {\n" + "\n".join(shifted) + "\n" + indent + "\t}()\n" + indent + "}"
-    original = data[body.start_byte:body.end_byte].decode("utf-8", "replace")
     if lines[0].strip() or lines[-1].strip():
         return None  # the body shares a line with its braces
-    edit = TextEdit(body.start_byte, body.end_byte, text, original, source.span(body))
+    edit = replacement(source, body.start_byte, body.end_byte, text)
     return Fix("move the loop body into a func literal called in place, so that the defer runs each iteration", False, (edit,))
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.checks.placement import delete_line
+from cudalint.checks.placement import delete_line, replacement
 from cudalint.findings import Fix, TextEdit
 from cudalint.scope import Resolution, Symbol
 from cudalint.source import SourceFile
@@ -120,7 +120,7 @@ class Rewriter:
             if len(comments) > 1 or _trailing_comment(following) is not None:
                 return None
             at = following.end_byte
-            edits.append(TextEdit(at, at, " " + syntax.text(comments[0]), "", self.source.span(following)))
+            edits.append(replacement(self.source, at, at, " " + syntax.text(comments[0])))
         return Fix(f"use `{conversion[1]}`", True, tuple(edits))
 
     def _overlay(self, reference: Node, header: str) -> Fix | None:
@@ -149,16 +149,15 @@ class Rewriter:
         before = declaration.prev_named_sibling
         if before is not None and _declares_only(before, target) and _trailing_comment(before) is None:
             start, assignment = before, f"{syntax.text(target)} :="
-        replacement = f"{assignment} {made[1]}"
+        text = f"{assignment} {made[1]}"
         end = last.end_byte
         comments = [c for c in map(_trailing_comment, _statements(start, last)) if c is not None]
         if len(comments) > 1:
             return None
         if comments:  # kept, at the end of the new line
-            replacement += " " + syntax.text(comments[0])
+            text += " " + syntax.text(comments[0])
             end = max(end, comments[0].end_byte)
-        original = self.source.data[start.start_byte:end].decode("utf-8", "replace")
-        return Fix(f"use `{replacement}`", True, (TextEdit(start.start_byte, end, replacement, original, self.source.span(start)),))
+        return Fix(f"use `{text}`", True, (replacement(self.source, start.start_byte, end, text),))
 
     # -- the parts --------------------------------------------------------------
 
@@ -278,8 +277,7 @@ class Rewriter:
         return Fix(f"use `{text}`", True, (self._edit(node, text),))
 
     def _edit(self, node: Node, text: str) -> TextEdit:
-        original = self.source.data[node.start_byte:node.end_byte].decode("utf-8", "replace")
-        return TextEdit(node.start_byte, node.end_byte, text, original, self.source.span(node))
+        return replacement(self.source, node.start_byte, node.end_byte, text)
 
 
 def without_import(fix: Fix, import_spec: Node, source: SourceFile) -> Fix:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.findings import TextEdit
+from cudalint.findings import Span, TextEdit
 from cudalint.source import SourceFile
 
 
@@ -44,19 +44,26 @@ def indent_of(statement: Node, data: bytes) -> str | None:
     return indent if not indent.strip() else None
 
 
+def replacement(source: SourceFile, start: int, end: int, text: str) -> TextEdit:
+    """Replace the bytes [start, end) with text: the edit keeps what they
+    were (a file changed since is never written) and says where they are
+    (SARIF's deleted region is exactly those bytes)."""
+    original = source.data[start:end].decode("utf-8", "replace")
+    return TextEdit(start, end, text, original, Span(source.offset_position(start), source.offset_position(end)))
+
+
 def insert_after(anchor: Node, source: SourceFile, indent: str, line: str) -> TextEdit:
     """A new line after the statement. The edit rewrites the statement with
     the line after it, so that a file whose statement changed since it was
     read is never written."""
-    original = source.data[anchor.start_byte:anchor.end_byte].decode("utf-8", "replace")
-    return TextEdit(anchor.start_byte, anchor.end_byte, f"{original}\n{indent}{line}", original, source.span(anchor))
+    original = syntax.text(anchor)
+    return replacement(source, anchor.start_byte, anchor.end_byte, f"{original}\n{indent}{line}")
 
 
 def insert_before(anchor: Node, source: SourceFile, indent: str, line: str) -> TextEdit:
     """A new line before the statement (which must begin its line), kept
     as insert_after keeps it."""
-    original = source.data[anchor.start_byte:anchor.end_byte].decode("utf-8", "replace")
-    return TextEdit(anchor.start_byte, anchor.end_byte, f"{line}\n{indent}{original}", original, source.span(anchor))
+    return replacement(source, anchor.start_byte, anchor.end_byte, f"{line}\n{indent}{syntax.text(anchor)}")
 
 
 def move_defer(defer: Node, anchor: Node, source: SourceFile, handle: str) -> tuple[TextEdit, TextEdit] | None:
@@ -88,5 +95,4 @@ def delete_line(statement: Node, source: SourceFile) -> TextEdit | None:
     following = data[end:data.find(b"\n", end) + 1]
     if start > 0 and not previous.strip() and following.endswith(b"\n") and not following.strip():
         end += len(following)  # between two blank lines: keep one, as gofmt would
-    original = data[start:end].decode("utf-8", "replace")
-    return TextEdit(start, end, "", original, source.span(statement))
+    return replacement(source, start, end, "")
