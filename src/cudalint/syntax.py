@@ -101,6 +101,11 @@ def call_name(call: Node) -> tuple[str | None, str] | None:
     return None
 
 
+def is_call_of(node: Node | None, callee: str) -> bool:
+    """Whether the node calls `callee` as written: `unsafe.Pointer(x)`, `uintptr(p)`."""
+    return node is not None and node.type == "call_expression" and text(node.child_by_field_name("function")) == callee
+
+
 def value_specs(declaration: Node) -> list[Node]:
     """The var_spec / const_spec nodes of a declaration, grouped or not (never
     those of a func literal nested inside an initializer)."""

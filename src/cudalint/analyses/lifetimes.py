@@ -739,22 +739,18 @@ class Engine:
     def _at_exit(self, graph, walk: _Walk, origin, state: State, kind: ExitKind, parents, previous, exit_node) -> None:
         if kind not in (ExitKind.RETURN, ExitKind.GOEXIT):
             return
-        if state.phase is Phase.RELEASED or self._covered(state):
-            if previous is not None:
-                walk.released_after.add(previous[0])
-        if state.phase is Phase.RELEASED:
-            walk.released_exits += 1
-            if state.released_at is not None:
-                if state.deferred_release is not None:
-                    walk.double_releases.append((state.deferred_release, state.released_at, True))
-                for symbol, defer_node in state.closure_always:
-                    if symbol in state.names:
-                        walk.double_releases.append((defer_node, state.released_at, True))
+        if state.phase is not Phase.RELEASED and not self._covered(state):
+            walk.held_exits.append((exit_node, kind, _path(parents, previous) + (exit_node,)))
             return
-        if self._covered(state):
-            walk.released_exits += 1
-            return
-        walk.held_exits.append((exit_node, kind, _path(parents, previous) + (exit_node,)))
+        walk.released_exits += 1
+        if previous is not None:
+            walk.released_after.add(previous[0])
+        if state.phase is Phase.RELEASED and state.released_at is not None:
+            if state.deferred_release is not None:
+                walk.double_releases.append((state.deferred_release, state.released_at, True))
+            for symbol, defer_node in state.closure_always:
+                if symbol in state.names:
+                    walk.double_releases.append((defer_node, state.released_at, True))
 
     def through_edge(self, origin: Origin | None, state: State, edge: Edge) -> State | None:
         """The state on the far side of an edge; None where the edge cannot

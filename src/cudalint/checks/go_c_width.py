@@ -58,7 +58,7 @@ def _mismatch(p: Pass, call: Node) -> tuple[str, str, int, str, int] | None:
     c_type = syntax.text(element)[2:]
     arguments = syntax.children(call.child_by_field_name("arguments"))
     inner = syntax.unparen(arguments[0]) if len(arguments) == 1 else None
-    if inner is None or inner.type != "call_expression" or syntax.text(inner.child_by_field_name("function")) != "unsafe.Pointer":
+    if inner is None or not syntax.is_call_of(inner, "unsafe.Pointer"):
         return None
     pointed = syntax.children(inner.child_by_field_name("arguments"))
     variable = _backing_variable(syntax.unparen(pointed[0])) if len(pointed) == 1 else None

@@ -72,7 +72,7 @@ class Rewriter:
             return None
         data = f"unsafe.{'SliceData' if header == SLICE else 'StringData'}({name})"
         outer = _enclosing(read)
-        if outer is not None and outer.type == "argument_list" and len(syntax.children(outer)) == 1 and _is_unsafe_pointer(outer.parent):
+        if outer is not None and outer.type == "argument_list" and len(syntax.children(outer)) == 1 and syntax.is_call_of(outer.parent, "unsafe.Pointer"):
             return self._replace(outer.parent, f"unsafe.Pointer({data})")
         return self._replace(read, f"uintptr(unsafe.Pointer({data}))")
 
@@ -165,7 +165,7 @@ class Rewriter:
         """s in `(*reflect.SliceHeader)(unsafe.Pointer(&s))`, where s is a
         variable declared as a slice (a string for StringHeader)."""
         arguments = syntax.children(overlay.child_by_field_name("arguments"))
-        if len(arguments) != 1 or not _is_unsafe_pointer(arguments[0]):
+        if len(arguments) != 1 or not syntax.is_call_of(arguments[0], "unsafe.Pointer"):
             return None
         inner = syntax.children(arguments[0].child_by_field_name("arguments"))
         address = inner[0] if len(inner) == 1 else None
@@ -253,13 +253,13 @@ class Rewriter:
     def _pointer(self, data: Node) -> str | None:
         """p from `uintptr(p)`, where p is an unsafe.Pointer."""
         data = syntax.unparen(data)
-        if data is None or data.type != "call_expression" or syntax.text(data.child_by_field_name("function")) != "uintptr":
+        if not syntax.is_call_of(data, "uintptr"):
             return None
         arguments = syntax.children(data.child_by_field_name("arguments"))
         inner = syntax.unparen(arguments[0]) if len(arguments) == 1 else None
         if inner is None:
             return None
-        if _is_unsafe_pointer(inner):
+        if syntax.is_call_of(inner, "unsafe.Pointer"):
             return syntax.text(inner)
         if inner.type == "identifier":
             symbol = self.resolution.symbol(inner)
@@ -307,16 +307,9 @@ def _enclosing(node: Node) -> Node | None:
     return parent
 
 
-def _is_unsafe_pointer(node: Node | None) -> bool:
-    return (
-        node is not None and node.type == "call_expression"
-        and syntax.text(node.child_by_field_name("function")) == "unsafe.Pointer"
-    )
-
-
 def _is_argument_of_unsafe_pointer(node: Node) -> bool:
     arguments = node.parent
-    return arguments is not None and arguments.type == "argument_list" and len(syntax.children(arguments)) == 1 and _is_unsafe_pointer(arguments.parent)
+    return arguments is not None and arguments.type == "argument_list" and len(syntax.children(arguments)) == 1 and syntax.is_call_of(arguments.parent, "unsafe.Pointer")
 
 
 def _overlay_call(reference: Node) -> Node | None:
