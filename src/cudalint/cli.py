@@ -18,7 +18,7 @@ from typing import NoReturn
 import click
 
 from cudalint import __version__
-from cudalint import fixes
+from cudalint import fixes, rewrite
 from cudalint.driver import Settings, analyze, default_jobs, dump_cfgs
 from cudalint.baseline import Baseline, BaselineError
 from cudalint.baseline import render as render_baseline
@@ -281,6 +281,7 @@ def main(**values) -> None:
     cwd = Path.cwd()
     config = _load_config(options.config_file, options.isolated, cwd)
     files, context, notifications = _inputs(options, config, cwd)
+    _check_outputs(options, files + context)
     groups = _config_groups(options, config, files, context, cwd)
     if len(groups) == 1:
         config = groups[0][0]  # the files' own configuration (one nested module), or the one found here
@@ -299,6 +300,7 @@ def main(**values) -> None:
                 cache_dir=None if options.no_cache else (options.cache_dir or _default_cache(files, cwd)),
                 reported=frozenset(group_files) if group_context else None,
                 progress_after=_progress_after(options), c_include=group_config.c_include,
+                fixing=options.fix or options.diff,
             )
             found.extend(analyze(group_files + group_context, settings, _load_knowledge(group_config, options)))
         found.sort()
@@ -306,9 +308,9 @@ def main(**values) -> None:
 
     result = run_analysis()
     if options.diff:
-        _show_diff(options, result, cwd)
+        _show_diff(options, result, cwd, files)
     if options.fix:
-        result = _fix(options, result, cwd, run_analysis)
+        result = _fix(options, result, cwd, files, run_analysis)
     result.notifications[:0] = notifications
     result.sort()
     # Notes on directives that name a retired rule: printed, neither findings nor suppressed ones.
@@ -384,6 +386,18 @@ def _formats(values: tuple[str, ...]) -> tuple[str, tuple[tuple[str, Path], ...]
     if len(plain) > 1:
         raise click.BadParameter("only one format can go to standard output (or --output); give the others a file: FORMAT:FILE", param_hint="--format")
     return (plain[0] if plain else "text"), tuple(to_files)
+
+
+def _check_outputs(options: Options, analysed: list[Path]) -> None:
+    """A report or a baseline never replaces a Go source file the run
+    analyses (`-o x.go` where `-o x.json` was meant, or an argument that
+    slipped in): a usage error, before anything is written."""
+    sources = {os.path.realpath(path) for path in analysed}
+    outputs = [(f"--output {options.output}", options.output), (f"--write-baseline {options.write_baseline}", options.write_baseline)]
+    outputs += [(f"--format {fmt}:{path}", path) for fmt, path in options.extra_outputs]
+    for given, path in outputs:
+        if path is not None and str(path) != "-" and os.path.realpath(path) in sources:
+            raise click.UsageError(f"{given} names a Go source file this run analyses; cudalint never replaces one with a report")
 
 
 def _answer_questions(options: Options) -> None:
@@ -571,14 +585,20 @@ def _levels(config: Config, rules: list) -> dict[str, str]:
     return {rule.id: config.level_for(rule.id, rule.level).value for rule in rules}
 
 
-def _show_diff(options: Options, result: Result, cwd: Path) -> NoReturn:
+def _show_diff(options: Options, result: Result, cwd: Path, files: list[Path]) -> NoReturn:
     """--diff: the unified diff of the fixes `--fix` would write; exit 1 if
-    there is one, 0 if not."""
+    there is one, 0 if not. A fix for a file --fix would not write is left
+    out, with the reason."""
     plan = fixes.plan(result.findings, options.unsafe_fixes)
+    analysed, root = _fixable(files, cwd)
     texts = []
     for path, edits in sorted(plan.edits.items()):
         try:
-            old = fixes.file_of(path, cwd).read_bytes()
+            target = rewrite.target(path, analysed, root)
+            old = target.read_bytes()
+        except rewrite.Refused as why:
+            click.echo(safe_line(f"cudalint: {path} {why}: no fix shown"), err=True)
+            continue
         except OSError as error:
             _fail(f"cannot read {path}: {error.strerror or error}")
         new = fixes.apply(old, edits)
@@ -594,36 +614,64 @@ def _show_diff(options: Options, result: Result, cwd: Path) -> NoReturn:
 _FIX_ROUNDS = 4
 
 
-def _fix(options: Options, result: Result, cwd: Path, run_analysis: Callable[[], Result]) -> Result:
+def _fixable(files: list[Path], cwd: Path) -> tuple[dict[str, Path], Path]:
+    """The files a fix may name, by the path findings display, and the root
+    they must lie under."""
+    return {display_path(path, cwd): path for path in files}, _analysed_root(files, cwd)
+
+
+def _fix(options: Options, result: Result, cwd: Path, files: list[Path], run_analysis: Callable[[], Result]) -> Result:
     """--fix: write the fixes, re-analyse, and again while fixes applied
     (overlapping ones wait a round), up to a bound; what remains is reported.
-    A file whose bytes changed since it was read is left alone."""
+    A file is written only as rewrite.py allows (one of the analysed files,
+    under the root, unchanged since it was read...); if the run stops after
+    writing, it says which files it rewrote."""
+    analysed, root = _fixable(files, cwd)
+    rewritten: list[str] = []
     total = 0
-    for _ in range(_FIX_ROUNDS):
-        plan = fixes.plan(result.findings, options.unsafe_fixes)
-        written = 0
-        for path, edits in sorted(plan.edits.items()):
-            target = fixes.file_of(path, cwd)
-            try:
-                old = target.read_bytes()
-            except OSError as error:
-                _fail(f"cannot read {path}: {error.strerror or error}")
-            new = fixes.apply(old, edits)
-            if new is None:
-                click.echo(f"cudalint: {path} changed since it was analysed: not fixed", err=True)
-                continue
-            try:
-                _write_report(target, new.decode("utf-8", "surrogateescape"))
-            except OSError as error:
-                _fail(f"cannot write {path}: {error.strerror or error}")
-            written += 1
-        if not written:
-            break
-        total += plan.fixes
-        result = run_analysis()
+    try:
+        for _ in range(_FIX_ROUNDS):
+            plan = fixes.plan(result.findings, options.unsafe_fixes)
+            written = 0
+            for path, edits in sorted(plan.edits.items()):
+                if _rewrite(path, edits, analysed, root):
+                    written += 1
+                    if path not in rewritten:
+                        rewritten.append(path)
+            if not written:
+                break
+            total += plan.fixes
+            # What the cache had to say (an entry dropped) stays said.
+            said = [note for note in result.notifications if note.kind is NotificationKind.CACHE]
+            result = run_analysis()
+            result.notifications += [note for note in said if note not in result.notifications]
+    except BaseException:
+        _say_rewritten(rewritten)
+        raise
     if not options.quiet:
         click.echo(f"cudalint: fixed {total} finding{'s' if total != 1 else ''}", err=True)
     return result
+
+
+def _rewrite(path: str, edits: list, analysed: dict[str, Path], root: Path) -> bool:
+    """One file's edits: True if it was written; a refusal is said, an I/O
+    error ends the run."""
+    try:
+        return rewrite.rewrite(rewrite.target(path, analysed, root), edits)
+    except rewrite.Refused as why:
+        click.echo(safe_line(f"cudalint: {path} {why}: not fixed"), err=True)
+        return False
+    except OSError as error:
+        _fail(f"cannot write {path}: {error.strerror or error}")
+
+
+def _say_rewritten(rewritten: list[str]) -> None:
+    """Before a run that wrote fixes stops without a report: what it wrote."""
+    if rewritten:
+        count = len(rewritten)
+        click.echo(safe_line(
+            f"cudalint: --fix rewrote {count} file{'s' if count != 1 else ''} before it stopped: {', '.join(rewritten)}"
+        ), err=True)
 
 
 def _check_wants(result: Result, files: list[Path], cwd: Path) -> NoReturn:
@@ -648,14 +696,19 @@ def _progress_after(options: Options) -> float | None:
     return float(os.environ.get("CUDALINT_PROGRESS_AFTER", "1"))
 
 
-def _default_cache(files: list[Path], cwd: Path) -> Path:
-    """The cache lives with the analysed tree: in the current directory when
-    the files are below it, else at the root of the repository (or the
-    common directory) that holds them."""
+def _analysed_root(files: list[Path], cwd: Path) -> Path:
+    """The tree a run is about: the current directory when the files are
+    below it, else the root of the repository (or the common directory)
+    that holds them."""
     if all(cwd in path.parents for path in files):
-        return cwd / DEFAULT_CACHE
+        return cwd
     common = Path(os.path.commonpath([str(path.parent) for path in files]))
-    return repository_root(common) / DEFAULT_CACHE
+    return repository_root(common)
+
+
+def _default_cache(files: list[Path], cwd: Path) -> Path:
+    """The cache lives with the analysed tree."""
+    return _analysed_root(files, cwd) / DEFAULT_CACHE
 
 
 def _keep_new(revision: str, result: Result, cwd: Path) -> None:

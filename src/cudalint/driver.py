@@ -72,6 +72,9 @@ class Settings:
     progress_after: float | None = None
     # Directories of C headers besides the usual CUDA locations (configuration).
     c_include: tuple[Path, ...] = ()
+    # The run writes fixes (--fix, --diff): a cached result that carries
+    # fixes is analysed again, so that no cache entry can direct a write.
+    fixing: bool = False
 
     def enabled_for(self, path: Path) -> frozenset[str]:
         return self.per_file.enabled_for(path, self.enabled) if self.per_file else self.enabled
@@ -726,7 +729,7 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
                 contents = [reads.get(path) for path in directory]
                 if None in contents:
                     contents = _read(directory, settings)
-                cached = cache.get(_key(cache, directory, contents))
+                cached = _trusted(cache.get(_key(cache, directory, contents)), directory, settings, total)
                 if cached is not None:
                     total.extend(cached)
                     record(summaries, directory[0].parent, cached)
@@ -762,6 +765,27 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
     if settings.reported is not None:
         _only_reported(total, {display_path(path, settings.base) for path in settings.reported})
     return total
+
+
+def _trusted(cached: Result | None, directory: list[Path], settings: Settings, total: Result) -> Result | None:
+    """A cached result, unless it names a file other than the directory's
+    own (an altered entry: said in a notification) or carries fixes while
+    this run writes fixes; then the directory is analysed again, and its
+    entry replaced."""
+    if cached is None:
+        return None
+    own = {display_path(path, settings.base) for path in directory if path.parent == directory[0].parent}
+    foreign = sorted({f.path for f in (*cached.findings, *cached.suppressed)} - own)
+    if foreign:
+        total.notifications.append(Notification(
+            NotificationKind.CACHE, display_path(directory[0].parent, settings.base),
+            f"a cached result names {printable(foreign[0])}, which is not a file of this directory; "
+            "the entry was dropped and the directory analysed again",
+        ))
+        return None
+    if settings.fixing and any(finding.fixes for finding in cached.findings):
+        return None
+    return cached
 
 
 def _with_dependencies(

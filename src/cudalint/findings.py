@@ -90,14 +90,16 @@ class Suppression:
 @dataclass(frozen=True)
 class TextEdit:
     """Replace the bytes [start, end) of the finding's file with `text`.
-    `original` is what those bytes were when the analysis read them: a file
-    changed since is never written. `span` says where, for SARIF."""
+    `original` is what those bytes were when the analysis read them, and
+    `digest` the SHA-256 (hex) of the whole file then: a file changed since,
+    anywhere, is never written. `span` says where, for SARIF."""
 
     start: int
     end: int
     text: str
     original: str
     span: Span
+    digest: str = ""
 
 
 @dataclass(frozen=True)

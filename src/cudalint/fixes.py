@@ -6,14 +6,14 @@ last use of reflect removes its import), which is made once. `--diff` shows the 
 writes them (and `--unsafe-fixes` adds the others). Edits that overlap an
 edit already planned are left for a later round (`--fix` runs the analysis
 again after writing, up to a bound); a file whose bytes differ from what
-the analysis read is never written.
+the analysis read is never written (rewrite.py writes them).
 """
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 from dataclasses import dataclass
-from pathlib import Path
 
 from cudalint.findings import Finding, TextEdit
 
@@ -53,8 +53,12 @@ def _overlaps(a: TextEdit, b: TextEdit) -> bool:
 
 
 def apply(data: bytes, edits: list[TextEdit]) -> bytes | None:
-    """The file's new bytes, or None if any edit's original text is not
-    there any more (the file changed since it was read)."""
+    """The file's new bytes, or None if the file is not the one analysed:
+    its whole content differs from the bytes the edits were made for (their
+    digest), or an edit's original text is not there any more."""
+    digest = hashlib.sha256(data).hexdigest()
+    if any(edit.digest and edit.digest != digest for edit in edits):
+        return None
     out = data
     for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
         if out[edit.start:edit.end] != edit.original.encode():
@@ -69,7 +73,3 @@ def unified_diff(path: str, old: bytes, new: bytes) -> str:
         fromfile=f"a/{path}", tofile=f"b/{path}",
     )
     return "".join(lines)
-
-
-def file_of(path: str, base: Path) -> Path:
-    return base / path

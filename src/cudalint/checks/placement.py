@@ -4,6 +4,10 @@ move a `defer` (CL101, CL202) or add a statement (CL101)."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import re
+
 from tree_sitter import Node
 
 from cudalint import syntax
@@ -46,10 +50,32 @@ def indent_of(statement: Node, data: bytes) -> str | None:
 
 def replacement(source: SourceFile, start: int, end: int, text: str) -> TextEdit:
     """Replace the bytes [start, end) with text: the edit keeps what they
-    were (a file changed since is never written) and says where they are
-    (SARIF's deleted region is exactly those bytes)."""
+    were and the digest of the whole file (a file changed since is never
+    written) and says where they are (SARIF's deleted region is exactly
+    those bytes). A new line ends as the line it is written in ends: CRLF
+    in a file of CRLF lines."""
     original = source.data[start:end].decode("utf-8", "replace")
-    return TextEdit(start, end, text, original, Span(source.offset_position(start), source.offset_position(end)))
+    if _ends_in_crlf(source.data, end):
+        text = _BARE_LF.sub("\r\n", text)
+    where = Span(source.offset_position(start), source.offset_position(end))
+    return TextEdit(start, end, text, original, where, _digest(source.data))
+
+
+_BARE_LF = re.compile(r"(?<!\r)\n")
+
+
+def _ends_in_crlf(data: bytes, offset: int) -> bool:
+    """Whether the line holding the offset ends in CRLF (the last line, with
+    no newline of its own, is read as the one before it)."""
+    end = data.find(b"\n", offset)
+    if end < 0:
+        end = data.rfind(b"\n", 0, offset)
+    return end > 0 and data[end - 1:end] == b"\r"
+
+
+@functools.lru_cache(maxsize=8)
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def insert_after(anchor: Node, source: SourceFile, indent: str, line: str) -> TextEdit:
