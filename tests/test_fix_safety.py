@@ -290,3 +290,18 @@ def test_a_report_never_replaces_an_analysed_go_file(project: Path, option: list
     assert run.exit_code == 2
     assert "names a Go source file this run analyses; cudalint never replaces one with a report" in run.stderr
     assert (project / "leaks.go").read_bytes() == (LEAKS / "leaks.go").read_bytes()
+
+
+# -- a deferred release that would run before an earlier defer using the handle -----------------
+
+
+def test_no_release_where_an_earlier_defer_uses_the_handle_even_unsafe(tmp_path: Path) -> None:
+    """fixes/earlier: the deferred closures and the owner's deferred method
+    would run after a release; only the two other leaks are fixed, also with
+    --unsafe-fixes (no `_ = C.cudaFree(d)` before ownerOnExit's return)."""
+    target = tmp_path / "earlier"
+    target.mkdir()
+    shutil.copy(FIXTURES / "fixes" / "earlier" / "earlier.go", target / "earlier.go")
+    diff = cudalint("--isolated", "--no-cache", "--diff", "--unsafe-fixes", ".", cwd=target).stdout
+    added = [line for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    assert added == ["+\tdefer C.cudaFree(d)"] * 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from tree_sitter import Node
 
 from cudalint import syntax
@@ -84,9 +86,25 @@ def _message(lifetimes: Engine, leak: Leak, graph: CFG) -> tuple[str, dict[str, 
             f"release it before this return (`{release}`): {origin.unit.name} hands it on "
             f"when it succeeds, so a deferred release would free what it hands on"
         )
+    elif (user := _earlier_user(leak, graph)) is not None:
+        refs["user"] = Ref(user, f"this defer uses {origin.handle}")
+        advice = (
+            f"the defer at @user uses {origin.handle} and would run after `{remedy}` added here "
+            f"(the last registered runs first): release {origin.handle} at the end of that defer"
+        )
     else:
         advice = f"add `{remedy}` {where_to_fix(origin)}"
     return f"{what} is not {verb} on {where} {place}; {advice}", refs
+
+
+def _earlier_user(leak: Leak, graph: CFG) -> Node | None:
+    """A defer registered before the place a deferred release would go,
+    that uses the handle (see earlier_defer_using)."""
+    origin = leak.origin
+    if leak.how is not Lost.RETURN or not origin.handle:
+        return None
+    anchor = after_success_check(origin.call, origin.status is not None)
+    return earlier_defer_using(origin, anchor.end_byte if anchor is not None else origin.call.end_byte)
 
 
 def _fix(lifetimes: Engine, leak: Leak, graph: CFG) -> Fix | None:
@@ -150,7 +168,7 @@ def _defer_fix(lifetimes: Engine, leak: Leak) -> Fix | None:
     anchor = after_success_check(origin.call, origin.status is not None)
     statement = statement_of(origin.call)
     indent = indent_of(statement, file.source.data) if statement is not None else None
-    if anchor is None or indent is None:
+    if anchor is None or indent is None or earlier_defer_using(origin, anchor.end_byte) is not None:
         return None
     return Fix(f"add `{remedy}` {where_to_fix(origin)}", True, (insert_after(anchor, file.source, indent, remedy),))
 
@@ -190,6 +208,8 @@ def _release_before_returns_fix(lifetimes: Engine, leak: Leak, graph: CFG) -> Fi
             return None
         if any(node.type == "identifier" and syntax.text(node) == origin.handle for node in syntax.walk(statement)):
             return None
+        if earlier_defer_using(origin, statement.start_byte) is not None:
+            return None  # it would run after the release
         indent = indent_of(statement, source.data)
         if indent is None:
             return None
@@ -197,6 +217,36 @@ def _release_before_returns_fix(lifetimes: Engine, leak: Leak, graph: CFG) -> Fi
     lines = sorted(edit.span.start.line for edit in edits)
     where = f"the return at line {lines[0]}" if len(lines) == 1 else f"the returns at lines {_listed(lines)}"
     return Fix(f"add `{release}` before {where}", False, tuple(edits))
+
+
+def earlier_defer_using(origin: Origin, before: int) -> Node | None:
+    """A `defer` of the function, registered before the offset, that can
+    use the handle when it runs: its call or closure names the handle's
+    variable, or a variable given the handle's address or a closure over it
+    before then (`s := scratch{&d, n}` then `defer s.clear()`). A release
+    deferred after it runs first (LIFO), so it would use what was freed."""
+    body = origin.unit.body
+    if body is None:
+        return None
+    tied = {_variable(origin.handle)}
+    early = [node for node in syntax.walk(body, into_functions=False) if node.start_byte < before]
+    for node in early:  # in source order: a variable is tied by what it was given before
+        if node.type in ("short_var_declaration", "assignment_statement", "var_spec"):
+            value = node.child_by_field_name("right") or node.child_by_field_name("value")
+            if value is not None and _names(value) & tied:
+                left = node.child_by_field_name("left")
+                tied |= _names(left) if left is not None else {syntax.text(n) for n in node.children_by_field_name("name")}
+    return next((node for node in early if node.type == "defer_statement" and _names(node) & tied), None)
+
+
+def _variable(handle: str) -> str:
+    """The variable a handle lives in: b for `b.d`, d for `d`."""
+    match = re.match(r"[*&(]*([A-Za-z_]\w*)", handle)
+    return match.group(1) if match else handle
+
+
+def _names(node: Node) -> set[str]:
+    return {syntax.text(n) for n in syntax.walk(node) if n.type == "identifier"}
 
 
 def _listed(numbers: list[int]) -> str:
@@ -338,15 +388,20 @@ RULE = Rule(
     Safe, where the function never releases the handle and never hands it
     on, and uses it only as an argument of API calls that borrow it: `defer`
     of the release, in the file's spelling, right after the success check.
+    No fix where a `defer` registered before that point can use the handle
+    (a deferred closure naming it, a deferred method of a value given its
+    address): deferred calls run last-registered first, so it would run
+    after the release.
     Safe, where a `defer` of the release is registered after a return that
     leaks: the defer moves to right after the success check, when only API
     calls that borrow the handle, and no other `defer`, sit between.
     Unsafe (`--unsafe-fixes`), in a constructor that hands the handle on when
     it succeeds: the release as a statement of its own (`_ = C.cudaFree(d)`
     where it returns a status) before each return that leaks it, when no
-    path reaches one of those returns with the handle released and no such
-    return names it; a path the analysis does not see (a `goto`, a failed
-    acquisition reaching the same return) would need a look.
+    path reaches one of those returns with the handle released, no such
+    return names it and no `defer` registered before it uses the handle; a
+    path the analysis does not see (a `goto`, a failed acquisition reaching
+    the same return) would need a look.
     """,
     tags=("correctness", "resource-leak"),
     check=check,
