@@ -8,6 +8,7 @@ file, and an internal error that left the result incomplete).
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable
 import sys
 import tempfile
@@ -27,7 +28,7 @@ from cudalint.catalog import select_rules
 from cudalint.changes import ChangesError, changed_lines, is_new
 from cudalint.wants import compare, wanted
 from cudalint.config import Config, ConfigError, PathGlobs, find_config, load_config
-from cudalint.discover import discover
+from cudalint.discover import Discovery, discover
 from cudalint.findings import Finding, NotificationKind, Result
 from cudalint.knowledge import Knowledge, KnowledgeError, load_knowledge
 from cudalint.checks import all_rules, rule_by_id
@@ -126,19 +127,56 @@ def _inside(path: Path, directory: Path) -> bool:
         return False
 
 
-def _nothing_analysed(discovered: int, config: Config, excludes: tuple[str, ...], cwd: Path) -> None:
-    """Every file found was excluded: say so, and by what."""
+def _nothing_analysed(
+    discovery: Discovery, exclude: PathGlobs, config: Config, excludes: tuple[str, ...], cwd: Path,
+) -> None:
+    """No file is left to analyse: say why, naming each cause that left
+    files out (git's ignore rules, the exclude list) and the rule or glob
+    behind it, or that there was no Go file to begin with."""
+    causes: list[tuple[int, str]] = []
+    if discovery.ignored:
+        rules = Counter(
+            f"{display_path(ignored.rule.source, cwd)}:{ignored.rule.line}:{ignored.rule.pattern}"
+            for ignored in discovery.ignored
+        )
+        causes.append((len(discovery.ignored), f"untracked and ignored by git ({_tally(rules)})"))
+    if discovery.files:
+        globs = Counter(exclude.match(path) or "" for path in discovery.files)
+        causes.append((len(discovery.files), f"excluded by {_exclude_source(config, excludes, cwd)} ({_tally(globs)})"))
+    found = sum(count for count, _ in causes)
+    if not causes:
+        why = "no Go files found"
+    elif len(causes) == 1:
+        why = f"all {found} Go file{'s' if found != 1 else ''} found {_verb(found)} {causes[0][1]}"
+    else:
+        why = f"of the {found} Go files found, " + " and ".join(f"{_are(count)} {text}" for count, text in causes)
+    if discovery.ignored:
+        why += "; tracked files, and files named one by one, are always analysed"
+    click.echo(safe_line(f"cudalint: warning: nothing analysed: {why}"), err=True)
+
+
+def _exclude_source(config: Config, excludes: tuple[str, ...], cwd: Path) -> str:
     if excludes:
-        source = "--exclude"
-    elif config.path is not None:
-        source = f"the exclude list of {display_path(config.path, cwd)}"
-    else:  # pragma: no cover - nothing else excludes
-        source = "the exclude list"
-    click.echo(
-        f"cudalint: warning: nothing analysed: all {discovered} Go file{'s' if discovered != 1 else ''} found "
-        f"{'are' if discovered != 1 else 'is'} excluded by {source}",
-        err=True,
-    )
+        return "--exclude"
+    if config.path is not None:
+        return f"the exclude list of {display_path(config.path, cwd)}"
+    return "the exclude list"  # pragma: no cover - nothing else excludes
+
+
+def _are(count: int) -> str:
+    return f"{count} {_verb(count)}"
+
+
+def _verb(count: int) -> str:
+    return "is" if count == 1 else "are"
+
+
+def _tally(counts: Counter[str], shown: int = 3) -> str:
+    """'2 by A, 1 by B', the most frequent first, with how many more."""
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    text = ", ".join(f"{count} by {what}" for what, count in ranked[:shown])
+    more = len(ranked) - shown
+    return text + (f" and {more} more" if more > 0 else "")
 
 
 def _use_color(mode: str, fmt: str, output: Path | None) -> bool:
@@ -494,7 +532,7 @@ def _inputs(options: Options, config: Config, cwd: Path) -> tuple[list[Path], li
     # every staged file, and a pattern whose files are all excluded is fine.
     files = [path for path in discovery.files if exclude.match(path) is None]
     if not files and not options.quiet:
-        _nothing_analysed(len(discovery.files), config, options.excludes, cwd)
+        _nothing_analysed(discovery, exclude, config, options.excludes, cwd)
     context = [path for path in discovery.context if exclude.match(path) is None]
     return files, context, list(discovery.notifications)
 
