@@ -26,9 +26,11 @@ reflect, it removes the import too.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from tree_sitter import Node
 
-from cudalint import syntax
+from cudalint import gofmt, syntax
 from cudalint.checks.placement import delete_line, replacement
 from cudalint.findings import Fix, TextEdit
 from cudalint.scope import Resolution, Symbol
@@ -37,6 +39,26 @@ from cudalint.source import SourceFile
 SLICE, STRING = "SliceHeader", "StringHeader"
 _FIELDS = {SLICE: ("Data", "Len", "Cap"), STRING: ("Data", "Len")}
 _PURE_CALLS = frozenset({"len", "cap", "int", "int32", "int64", "uint", "uint32", "uint64", "uintptr"})
+
+
+@dataclass(frozen=True)
+class Made:
+    """What a header describes: `function((*element)(pointer), length)`,
+    the element None until the conversion says it."""
+
+    function: str
+    element: str | None
+    pointer: Node
+    length: Node
+
+    def text(self, depth: int, element: str | None = None) -> str | None:
+        """As gofmt prints it at `depth`: the pointer and the length are
+        re-spaced for the arguments of a two-argument call (`n / 2` is
+        `n/2` there). None where either spans lines."""
+        pointer, length = gofmt.expression(self.pointer, depth + 1), gofmt.expression(self.length, depth + 1)
+        if pointer is None or length is None or (element or self.element) is None:
+            return None
+        return f"{self.function}((*{element or self.element})({pointer}), {length})"
 
 
 class Rewriter:
@@ -92,7 +114,7 @@ class Rewriter:
             return self._replace(*conversion) if conversion is not None else None
         return self._through_variable(pointer, header, made)
 
-    def _through_variable(self, value: Node, header: str, made: tuple[str, str]) -> Fix | None:
+    def _through_variable(self, value: Node, header: str, made: Made) -> Fix | None:
         """`hdr := reflect.SliceHeader{...}` then `s := *(*[]T)(unsafe.Pointer(&hdr))`."""
         declaration = _single_declaration(value)
         following = _next_statement(declaration) if declaration is not None else None
@@ -149,7 +171,10 @@ class Rewriter:
         before = declaration.prev_named_sibling
         if before is not None and _declares_only(before, target) and _trailing_comment(before) is None:
             start, assignment = before, f"{syntax.text(target)} :="
-        text = f"{assignment} {made[1]}"
+        made_text = made.text(1)  # the value of a one-variable assignment
+        if made_text is None:
+            return None
+        text = f"{assignment} {made_text}"
         end = last.end_byte
         comments = [c for c in map(_trailing_comment, _statements(start, last)) if c is not None]
         if len(comments) > 1:
@@ -209,7 +234,7 @@ class Rewriter:
             result = declarations[0].child_by_field_name("type") if declarations else None
         return result
 
-    def _made(self, literal: Node, header: str) -> tuple[str, str] | None:
+    def _made(self, literal: Node, header: str) -> Made | None:
         body = literal.child_by_field_name("body")
         elements = syntax.children(body) if body is not None else []
         values: dict[str, Node] = {}
@@ -228,9 +253,10 @@ class Rewriter:
             return None
         return self._made_from(values, header, None)
 
-    def _made_from(self, values: dict[str, Node], header: str, declared: Node | None) -> tuple[str, str] | None:
-        """("unsafe.Slice", "unsafe.Slice((*T)(p), n)"), T left as "{}" where
-        the slice type is not known yet (the conversion says it)."""
+    def _made_from(self, values: dict[str, Node], header: str, declared: Node | None) -> Made | None:
+        """unsafe.Slice((*T)(p), n) or unsafe.String((*byte)(p), n) from the
+        header's fields, T left open where the slice type is not known yet
+        (the conversion says it)."""
         length = values["Len"]
         if header == SLICE and syntax.text(values["Cap"]) != syntax.text(length):
             return None
@@ -242,15 +268,14 @@ class Rewriter:
         if header == STRING:
             if self.go_version < (1, 20):
                 return None
-            return "unsafe.String", f"unsafe.String((*byte)({pointer}), {syntax.text(length)})"
+            return Made("unsafe.String", "byte", pointer, length)
         if declared is not None:
             if declared.type != "slice_type":
                 return None
-            element = syntax.text(declared.child_by_field_name("element"))
-            return "unsafe.Slice", f"unsafe.Slice((*{element})({pointer}), {syntax.text(length)})"
-        return "unsafe.Slice", f"unsafe.Slice((*{{}})({pointer}), {syntax.text(length)})"
+            return Made("unsafe.Slice", syntax.text(declared.child_by_field_name("element")), pointer, length)
+        return Made("unsafe.Slice", None, pointer, length)
 
-    def _pointer(self, data: Node) -> str | None:
+    def _pointer(self, data: Node) -> Node | None:
         """p from `uintptr(p)`, where p is an unsafe.Pointer."""
         data = syntax.unparen(data)
         if not syntax.is_call_of(data, "uintptr"):
@@ -260,11 +285,11 @@ class Rewriter:
         if inner is None:
             return None
         if syntax.is_call_of(inner, "unsafe.Pointer"):
-            return syntax.text(inner)
+            return inner
         if inner.type == "identifier":
             symbol = self.resolution.symbol(inner)
             if symbol is not None and symbol.type_node is not None and syntax.text(symbol.type_node) == "unsafe.Pointer":
-                return syntax.text(inner)
+                return inner
         return None
 
     def _references(self, symbol: Symbol | None) -> int:
@@ -322,7 +347,7 @@ def _overlay_call(reference: Node) -> Node | None:
     return call
 
 
-def _converted(pointer_call: Node, header: str, made: tuple[str, str]) -> tuple[Node, str] | None:
+def _converted(pointer_call: Node, header: str, made: Made) -> tuple[Node, str] | None:
     """The `*(*[]T)(pointer_call)` (or `*(*string)(...)`) around the call,
     and what replaces it."""
     parent = pointer_call.parent
@@ -346,10 +371,12 @@ def _converted(pointer_call: Node, header: str, made: tuple[str, str]) -> tuple[
     if target is None or whole is None:
         return None
     if header == STRING:
-        return (whole, made[1]) if syntax.text(target) == "string" else None
-    if target.type != "slice_type":
-        return None
-    return whole, made[1].replace("{}", syntax.text(target.child_by_field_name("element")), 1)
+        text = made.text(gofmt.depth_of(whole)) if syntax.text(target) == "string" else None
+    elif target.type == "slice_type":
+        text = made.text(gofmt.depth_of(whole), syntax.text(target.child_by_field_name("element")))
+    else:
+        text = None
+    return (whole, text) if text is not None else None
 
 
 def _single_declaration(value: Node) -> Node | None:
