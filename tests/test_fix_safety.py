@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -173,6 +174,51 @@ def test_a_file_edited_anywhere_during_the_run_is_not_written(project: Path, mon
     run = cudalint("--isolated", "--no-cache", "--fix", ".", cwd=project)
     assert (project / "leaks.go").read_text() == edited
     assert "cudalint: leaks.go changed since it was analysed: not fixed" in run.stderr
+
+
+def _slow_package(directory: Path) -> Path:
+    """ONE_LEAK and functions that take the analysis a few seconds."""
+    functions = []
+    for k in range(40):
+        body = "\n".join(f"\tif x == {i} {{\n\t\t_ = C.cudaMemset(d, 0, 1)\n\t}}" for i in range(100))
+        functions.append(
+            f"func slow{k}(x int) int {{\n\tvar d unsafe.Pointer\n"
+            f"\tif st := C.cudaMalloc(&d, 1); st != C.cudaSuccess {{\n\t\treturn -1\n\t}}\n"
+            f"\tdefer C.cudaFree(d)\n{body}\n\treturn x\n}}\n"
+        )
+    path = directory / "p.go"
+    path.write_text(ONE_LEAK + "\n" + "\n".join(functions))
+    return path
+
+
+def _start_fix(directory: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "cudalint", "--isolated", "--no-cache", "--select", "CL101", "--fix", "."],
+        cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def test_two_runs_at_once_add_one_release(tmp_path: Path) -> None:
+    """`cudalint --fix ./... & cudalint --fix ./...` on a slow package: one
+    run writes the release, the other finds the file changed (or nothing
+    left to fix); never two `defer C.cudaFree(d)` (a double free)."""
+    path = _slow_package(tmp_path)
+    runs = [_start_fix(tmp_path), _start_fix(tmp_path)]
+    outputs = [run.communicate(timeout=300)[1] for run in runs]
+    assert path.read_text().startswith(ONE_LEAK_FIXED + "\nfunc slow0"), outputs
+
+
+def test_a_real_sigint_after_writing_names_the_rewritten_file(tmp_path: Path) -> None:
+    path = _slow_package(tmp_path)
+    run = _start_fix(tmp_path)
+    deadline = time.monotonic() + 120
+    while not path.read_text().startswith(ONE_LEAK_FIXED) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    run.send_signal(signal.SIGINT)  # during the analysis that follows the fix
+    _, stderr = run.communicate(timeout=120)
+    assert run.returncode == 2
+    assert "cudalint: --fix rewrote 1 file before it stopped: p.go\n" in stderr
+    assert "interrupted (SIGINT); no report" in stderr
 
 
 def test_a_run_waits_for_the_lock_another_holds_on_the_file(tmp_path: Path) -> None:
