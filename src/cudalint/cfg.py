@@ -25,7 +25,7 @@ from typing import TypeVar
 
 from tree_sitter import Node
 
-from cudalint import syntax
+from cudalint import fixpoint, syntax
 from cudalint.findings import Span
 from cudalint.functions import Package, Unit, UnitKind
 from cudalint.lazy import networkx as nx
@@ -653,18 +653,16 @@ class PackageCFGs:
     Whether a function of the package can return is decided on demand too,
     when a caller's graph needs it: every variant of the function (one per
     platform file, build constraints being ignored) must be unable to return.
-    A function whose verdict is being decided while its own call chain asks
-    again (recursion) is taken to return."""
+    A function of a recursive cycle is taken to return."""
 
     def __init__(
-        self, package: Package, capacity: int = 4096, imported_exits: Mapping[tuple[str, str], frozenset[ExitKind]] | None = None,
+        self, package: Package, node_budget: int = 250_000, imported_exits: Mapping[tuple[str, str], frozenset[ExitKind]] | None = None,
     ):
         self.package = package
         self.imported_exits = imported_exits or {}
         self.failures: dict[Unit, str] = {}
         self.no_return: dict[Symbol, frozenset[ExitKind] | None] = {}
-        self.graphs = _LazyGraphs(self, capacity)
-        self._deciding: set[Symbol] = set()
+        self.graphs = _LazyGraphs(self, node_budget)
         self._variants: dict[Symbol, list[Unit]] = {}
         for unit in package.units:
             if unit.kind is UnitKind.FUNCTION and unit.symbol is not None:
@@ -692,31 +690,50 @@ class PackageCFGs:
 
     def exits_of_function(self, symbol: Symbol) -> frozenset[ExitKind] | None:
         """None if a call of this package function may return; otherwise how
-        it ends the goroutine (empty: it blocks for ever)."""
-        if symbol in self.no_return:
-            return self.no_return[symbol]
-        if symbol in self._deciding:
-            return None
-        self._deciding.add(symbol)
-        try:
-            variants = [self.graphs.get(unit) for unit in self._variants.get(symbol, [])]
-            verdict = None
-            if variants and all(g is not None and not g.exit_reachable(ExitKind.RETURN) for g in variants):
-                verdict = frozenset(
-                    k for k in ExitKind if k is not ExitKind.RETURN and any(g.exit_reachable(k) for g in variants)
-                )
-        finally:
-            self._deciding.discard(symbol)
-        self.no_return[symbol] = verdict
-        return verdict
+        it ends the goroutine (empty: it blocks for ever). Decided callees
+        first (a function's graph needs its callees' verdicts), so that a
+        chain of calls is never a chain of nested graph builds; functions of
+        a recursive cycle may return."""
+        if symbol not in self.no_return:
+            fixpoint.solve([symbol], self._called_functions, self._verdict, self.no_return, lambda _: None, rounds=0)
+        return self.no_return[symbol]
+
+    def _called_functions(self, symbol: Symbol) -> list[Symbol]:
+        """The package functions called by name in the bodies of symbol's
+        definitions (literals' bodies are graphs of their own)."""
+        resolution = self.package.resolution
+        found = []
+        for unit in self._variants.get(symbol, []):
+            if not self.analysable(unit):
+                continue
+            for call in syntax.calls_in(unit.body):
+                function = syntax.unparen(call.child_by_field_name("function"))
+                called = resolution.symbol(function) if function is not None and function.type == "identifier" else None
+                if called is not None and called.kind is SymbolKind.FUNC and called in self._variants:
+                    found.append(called)
+        return found
+
+    def _verdict(self, symbol: Symbol) -> frozenset[ExitKind] | None:
+        variants = [self.graphs.get(unit) for unit in self._variants.get(symbol, [])]
+        if variants and all(g is not None and not g.exit_reachable(ExitKind.RETURN) for g in variants):
+            return frozenset(
+                k for k in ExitKind if k is not ExitKind.RETURN and any(g.exit_reachable(k) for g in variants)
+            )
+        return None
 
 
 class _LazyGraphs(Mapping):
-    """unit -> CFG, built when first asked for, least recently used evicted."""
+    """unit -> CFG, built when first asked for, least recently used evicted.
 
-    def __init__(self, owner: PackageCFGs, capacity: int):
+    The bound is on graph nodes, not graphs: rules visit every function in
+    turn, and a bound by count smaller than a package of many small functions
+    (generated bindings) evicts each graph just before it is asked for again,
+    rebuilding every graph for every rule."""
+
+    def __init__(self, owner: PackageCFGs, node_budget: int):
         self._owner = owner
-        self._capacity = capacity
+        self._budget = node_budget
+        self._held = 0
         self._cache: OrderedDict[Unit, CFG] = OrderedDict()
 
     def __getitem__(self, unit: Unit) -> CFG:
@@ -728,8 +745,10 @@ class _LazyGraphs(Mapping):
         if graph is None:
             raise KeyError(unit)
         self._cache[unit] = graph
-        if len(self._cache) > self._capacity:
-            self._cache.popitem(last=False)
+        self._held += graph.graph.number_of_nodes()
+        while self._held > self._budget and len(self._cache) > 1:
+            _, evicted = self._cache.popitem(last=False)
+            self._held -= evicted.graph.number_of_nodes()
         return graph
 
     def __contains__(self, unit: object) -> bool:

@@ -34,7 +34,7 @@ from enum import Enum
 
 from tree_sitter import Node
 
-from cudalint import syntax
+from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
 from cudalint.analyses.owners import OWNERS, Owners, owned_resource
 from cudalint.analyses.uses import USES, Use, UseKind, VariableUses
@@ -94,6 +94,15 @@ class Summary:
         if self.hands_over or self.releases_on_some_path:
             return Effect.RETAINS
         return Effect.BORROWS
+
+
+# What a walk assumes of a value it cannot follow (a body not analysed, or
+# recursion): the function keeps it.
+_KEEPS = Summary(False, False, True)
+
+
+def _keeps_all(unit: Unit) -> tuple[Summary, ...]:
+    return tuple(_KEEPS for _ in unit.params)
 
 
 # -- outcomes -----------------------------------------------------------------
@@ -256,6 +265,7 @@ class Engine:
         self._budget: int | None = None  # path states left for the function being analysed
         self._analysing: set[Unit] = set()
         self._handing: dict[Unit, list[tuple[Origin, int]]] = {}
+        self._by_parameter: dict[Unit, tuple[Summary, ...]] = {}
         self._acquiring: list[Unit] | None = None
 
     # -- public ----------------------------------------------------------------
@@ -286,7 +296,28 @@ class Engine:
             return self._handing[unit]
         if unit in self._analysing or unit.kind is UnitKind.LITERAL or unit.body is None:
             return []  # recursion, or not a function its callers name
-        self._handing[unit] = []
+        # Callees first; a recursive wrapper hands out nothing (the answer
+        # its callers got before it was known), so nothing in a cycle is
+        # analysed under an assumption that changes afterwards.
+        fixpoint.solve([unit], self.local_callees, self._hand_outs, self._handing, lambda _: [], rounds=0)
+        return self._handing[unit]
+
+    def local_callees(self, unit: Unit) -> list[Unit]:
+        """The named functions of the package called anywhere in unit's body,
+        its func literals included (their analysis is part of unit's)."""
+        if unit.body is None:
+            return []
+        found = []
+        for node in syntax.walk(unit.body):
+            if node.type == "call_expression":
+                target = self.facts.callee(node).target
+                if target is not None and target.kind is not UnitKind.LITERAL:
+                    found.append(target)
+        return found
+
+    def _hand_outs(self, unit: Unit) -> list[tuple[Origin, int]]:
+        if unit.kind is UnitKind.LITERAL or unit.body is None:
+            return []
         found = self.lifetimes(unit)
         lost = {leak.origin for leak in found.leaks} | {overwrite.origin for overwrite in found.overwrites}
         handed = []
@@ -301,7 +332,6 @@ class Engine:
             if constructed is not None:
                 index, owner = constructed
                 handed.append((replace(origin, resource=owned_resource(origin.resource, owner.type_name, owner.methods)), index))
-        self._handing[unit] = handed
         return handed
 
     def _returned_directly(self, unit: Unit, origin: Origin) -> int | None:
@@ -352,9 +382,22 @@ class Engine:
         key = (unit, symbol)
         if key in self._summaries:
             return self._summaries[key]
+        if unit.kind is not UnitKind.LITERAL and symbol in unit.params and key not in self._in_progress:
+            # A parameter: solved with every function unit reaches, callees
+            # first, so that a chain of calls handing a pointer on is no
+            # chain of nested walks.
+            fixpoint.solve([unit], self.local_callees, self._parameter_summaries, self._by_parameter, _keeps_all)
+            return self._by_parameter[unit][unit.params.index(symbol)]
+        return self._walk_summary(unit, symbol)
+
+    def _parameter_summaries(self, unit: Unit) -> tuple[Summary, ...]:
+        return tuple(self._walk_summary(unit, param, memo=False) for param in unit.params)
+
+    def _walk_summary(self, unit: Unit, symbol: Symbol, memo: bool = True) -> Summary:
+        key = (unit, symbol)
         if key in self._in_progress or unit not in self.cfgs.graphs:
             # Recursion, or a body we could not analyse: assume it keeps it.
-            return Summary(False, False, True)
+            return _KEEPS
         self._in_progress.add(key)
         try:
             graph = self.cfgs.graphs[unit]
@@ -366,7 +409,8 @@ class Engine:
             releases_on_every_path=walk.released_exits > 0 and not walk.held_exits and not walk.transferred,
             hands_over=walk.transferred > 0,
         )
-        self._summaries[key] = summary
+        if memo:
+            self._summaries[key] = summary
         return summary
 
     def effect_of_use(self, use: Use) -> Effect:

@@ -25,7 +25,10 @@ def check(p: Pass) -> None:
                     continue
                 if happening.event is Event.UNLOCK and unlocked_before(threads, graph, entry, n, happening):
                     p.report(unit, happening.call, _message(unit.name))
-                elif happening.event is Event.DEFER_UNLOCK and not lock_follows(threads, graph, n):
+                elif (
+                    happening.event in (Event.DEFER_UNLOCK, Event.DEFER_CLOSURE) and threads.defers_unlock(happening)
+                    and not lock_follows(threads, graph, n)
+                ):
                     p.report(unit, happening.call, _message(unit.name))
 
 
