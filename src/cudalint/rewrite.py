@@ -89,10 +89,10 @@ def _locked(file: Path) -> int:
     while True:
         try:
             fd = os.open(file, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC)
-        except OSError as error:
-            if _O_NOFOLLOW and os.path.islink(file):
+        except OSError:
+            if os.path.islink(file):  # made a link since target() looked
                 raise Refused("is a symbolic link") from None
-            raise error
+            raise
         try:
             if not _lock(fd, deadline):
                 raise Refused(f"stayed locked by another process for {LOCK_WAIT_SECONDS:.0f} s")
