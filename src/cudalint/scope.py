@@ -193,13 +193,25 @@ class Resolution:
         found = self.refs.get(identifier)
         if found is None and self._pending and identifier.id not in self._misses:
             self._misses.add(identifier.id)
-            declaration = identifier
-            while declaration is not None and declaration not in self._pending:
-                declaration = declaration.parent
+            declaration = self._pending_around(identifier)
             if declaration is not None:
                 _resolve_declaration(self, declaration, self._pending.pop(declaration))
                 found = self.refs.get(identifier)
         return found
+
+    def _pending_around(self, node: Node) -> Node | None:
+        """The unresolved top-level declaration holding node: found by
+        position in each file's declarations, and confirmed to be in the same
+        tree. Never by walking up: tree-sitter finds a parent by descending
+        from the root, so walking up from 10,000 nested literals costs the
+        square of the depth, for each identifier."""
+        for file in self._files.values():
+            declaration = file.declaration_at(node)
+            if declaration is not None and declaration in self._pending and (
+                declaration == node or declaration.child_with_descendant(node) is not None
+            ):
+                return declaration
+        return None
 
     def package_of(self, identifier: Node | None) -> str | None:
         """The import path an identifier names, if it names an imported package."""

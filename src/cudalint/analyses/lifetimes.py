@@ -305,14 +305,11 @@ class Engine:
     def local_callees(self, unit: Unit) -> list[Unit]:
         """The named functions of the package called anywhere in unit's body,
         its func literals included (their analysis is part of unit's)."""
-        if unit.body is None:
-            return []
         found = []
-        for node in syntax.walk(unit.body):
-            if node.type == "call_expression":
-                target = self.facts.callee(node).target
-                if target is not None and target.kind is not UnitKind.LITERAL:
-                    found.append(target)
+        for call in self.facts.named_calls_in(unit):
+            target = self.facts.callee(call).target
+            if target is not None and target.kind is not UnitKind.LITERAL:
+                found.append(target)
         return found
 
     def _hand_outs(self, unit: Unit) -> list[tuple[Origin, int]]:
