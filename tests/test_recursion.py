@@ -122,7 +122,16 @@ def _unlocked_chain(i: int, n: int) -> str:
     return _chain(i, n)
 
 
+def _embedded_types(i: int, n: int) -> str:
+    """Each type embeds the next; the last one's method is promoted through
+    all of them (found level by level, not by recursion)."""
+    if i == n - 1:
+        return f"type E{i} struct {{\n\tp unsafe.Pointer\n}}\n\nfunc (e *E{i}) Sync() {{\n\tC.cudaDeviceSynchronize()\n}}\n\n"
+    return f"type E{i} struct {{\n\tE{i + 1}\n}}\n\n"
+
+
 TRAILERS = {
+    "embedded-types": "func use(e *E0) {\n\te.Sync()\n}\n",
     "chain": "func Run() {\n\truntime.LockOSThread()\n\tdefer runtime.UnlockOSThread()\n\tf0()\n}\n",
     "unlocked-chain": "func start() {\n\tf0()\n}\n\nfunc Run() {\n\tgo start()\n}\n",
     "methods": "type S struct{}\n",
@@ -139,6 +148,7 @@ SHAPES = {
     "func-values": (_func_values, lambda n: {}),
     "methods": (_methods, lambda n: {}),
     "chain": (_chain, lambda n: {}),
+    "embedded-types": (_embedded_types, lambda n: {"CL301": 1}),
     "unlocked-chain": (_unlocked_chain, lambda n: {"CL401": 1}),
 }
 
@@ -212,3 +222,18 @@ def test_ten_thousand_nested_closures_end_in_a_notification_at_once(tmp_path: Pa
     assert [(n["kind"], n["line"]) for n in report["notifications"]] == [("too-complex", 6)]
     assert [(f["rule"], f["function"]) for f in report["findings"]] == [("CL301", "g")]
     assert seconds < 30
+
+
+@pytest.mark.slow
+def test_sixty_thousand_nested_ifdefs_in_a_preamble(tmp_path: Path) -> None:
+    """The C side read conditional blocks recursively (RecursionError in the
+    call index, which every rule needs) and re-read each block's text."""
+    depth = 60_000
+    preamble = "".join(f"#ifdef X{i}\n" for i in range(depth)) + "int helper(void);\n" + "#endif\n" * depth
+    (tmp_path / "go.mod").write_text("module example.com/p\n\ngo 1.21\n")
+    (tmp_path / "p.go").write_text(
+        "package p\n\n/*\n" + preamble + '*/\nimport "C"\n\nfunc f() {\n\tC.cudaDeviceSynchronize()\n}\n'
+    )
+    report, _, seconds = _run(tmp_path, timeout=30)
+    assert report["notifications"] == []
+    assert [(f["rule"], f["function"]) for f in report["findings"]] == [("CL301", "f")]

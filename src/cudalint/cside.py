@@ -327,12 +327,20 @@ def _loads(root: Node, view: CView) -> None:
         stack.extend(node.named_children)
 
 
+_CONTAINERS = frozenset({"preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif", "linkage_specification", "declaration_list"})
+
+
 def _collect(root: Node, view: CView) -> None:
+    """The declarations of a translation unit, in order, looking into
+    conditional blocks and extern "C" without recursing (a header may nest
+    #ifdefs deeper than Python's stack)."""
     if b"dlsym" in (root.text or b""):
         _loads(root, view)
-    for node in root.named_children:
-        if node.type in ("preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif", "linkage_specification", "declaration_list"):
-            _collect(node, view)
+    stack = list(reversed(root.named_children))
+    while stack:
+        node = stack.pop()
+        if node.type in _CONTAINERS:
+            stack.extend(reversed(node.named_children))
         elif node.type == "type_definition":
             _typedef(node, view)
         elif node.type in ("function_definition", "declaration"):

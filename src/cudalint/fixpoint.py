@@ -71,14 +71,20 @@ def solve(
     rounds: int = ROUNDS,
 ) -> None:
     """Fill memo for the roots and everything they reach. compute(k) may
-    read memo for k's callees (they are there); it must not recurse."""
+    read memo for k's callees (they are there); it must not recurse. While
+    k is computed, memo holds the assumption for it."""
     graph = reachable(roots, callees, memo)
     if graph.number_of_nodes() == 1 and graph.number_of_edges() == 0:
         (only,) = graph.nodes
+        memo[only] = assumed(only)
         memo[only] = compute(only)
         return
     for members in components_callees_first(graph):
         if len(members) == 1 and not graph.has_edge(members[0], members[0]):
+            # Seeded all the same: a question that reaches it back through an
+            # edge callees() does not list (a literal asking for the function
+            # around it) gets the assumption, not a second computation.
+            memo[members[0]] = assumed(members[0])
             memo[members[0]] = compute(members[0])
             continue
         for member in members:

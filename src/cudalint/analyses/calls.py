@@ -202,6 +202,17 @@ class CallIndex:
         high = bisect.bisect_left(starts, body.end_byte)
         return calls[low:high]
 
+    def local_callees(self, unit: Unit) -> list[Unit]:
+        """The named functions and methods of the package called anywhere in
+        unit's body, its func literals included: the edges along which the
+        per-function facts of the analyses are solved, callees first."""
+        found = []
+        for call in self.named_calls_in(unit):
+            target = self.callee(call).target
+            if target is not None and target.kind is not UnitKind.LITERAL:
+                found.append(target)
+        return found
+
     def method_values(self, unit: Unit) -> list[Node]:
         """`d.pushForJob` used as a value (not called): a method handed on."""
         if self._selectors is None:
@@ -338,7 +349,7 @@ class CallIndex:
         if not self._methods.get(method) or operand is None:
             return None
         type_name = self.type_of(operand)
-        return self._method_of(type_name, method, set()) if type_name is not None else None
+        return self._method_of(type_name, method) if type_name is not None else None
 
     def literal(self, node: Node | None) -> Unit | None:
         """The unit of a func literal node."""
@@ -357,17 +368,23 @@ class CallIndex:
         wanted = (f"{type_name}.", f"(*{type_name}).")
         return [unit for units in self._methods.values() for unit in units if unit.name.startswith(wanted)]
 
-    def _method_of(self, type_name: str, method: str, seen: set[str]) -> Unit | None:
-        if type_name in seen:
-            return None
-        seen.add(type_name)
-        for unit in self._methods.get(method, []):
-            if unit.name in (f"{type_name}.{method}", f"(*{type_name}).{method}"):
-                return unit
-        for embedded in self._types().get(type_name, ({}, []))[1]:
-            found = self._method_of(embedded, method, seen)
-            if found is not None:
-                return found
+    def _method_of(self, type_name: str, method: str) -> Unit | None:
+        """The method of a type or, promoted, of the types it embeds (the
+        shallowest, as Go selects it), without recursing along the chain."""
+        seen = {type_name}
+        level = [type_name]
+        while level:
+            for name in level:
+                for unit in self._methods.get(method, []):
+                    if unit.name in (f"{name}.{method}", f"(*{name}).{method}"):
+                        return unit
+            following = []
+            for name in level:
+                for embedded in self._types().get(name, ({}, []))[1]:
+                    if embedded not in seen:
+                        seen.add(embedded)
+                        following.append(embedded)
+            level = following
         return None
 
     def type_of(self, expression: Node | None, depth: int = 0) -> str | None:

@@ -38,7 +38,7 @@ from enum import Enum
 
 from tree_sitter import Node
 
-from cudalint import syntax
+from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
 from cudalint.cfg import CFG, ExitKind, NodeKind
 from cudalint.framework import Analysis, Pass
@@ -259,7 +259,6 @@ class _Builder:
             if unit.parent is not None:
                 self.children.setdefault(unit.parent, []).append(unit)
         self._summaries: dict[Unit, list[Release]] = {}
-        self._in_progress: set[Unit] = set()
         self._registration_args: set[Node] = set()
         self._by_node: dict[Node, Unit] = {u.node: u for u in p.package.units}
         self._feasible_nodes: dict[Unit, set[int]] = {}
@@ -332,19 +331,13 @@ class _Builder:
     def summary(self, unit: Unit) -> list[Release]:
         """The releases `unit` makes, on access paths from its variables
         (and those it captures), with the guards around each."""
-        if unit in self._summaries:
-            return self._summaries[unit]
-        if unit in self._in_progress or unit.problem is not None or unit.body is None:
-            return []
-        self._in_progress.add(unit)
-        try:
-            found = self._summarise(unit)
-        finally:
-            self._in_progress.discard(unit)
-        self._summaries[unit] = found
-        return found
+        if unit not in self._summaries:
+            fixpoint.solve([unit], self.calls.local_callees, self._summarise, self._summaries, lambda _: [])
+        return self._summaries[unit]
 
     def _summarise(self, unit: Unit) -> list[Release]:
+        if unit.problem is not None or unit.body is None:
+            return []
         raw: list[tuple[Node, Release]] = []  # (node in unit the guards are computed at, release)
         for call in syntax.calls_in(unit.body):
             raw.extend((call, r) for r in self._releases_of_call(unit, call))

@@ -299,18 +299,8 @@ class Engine:
         # Callees first; a recursive wrapper hands out nothing (the answer
         # its callers got before it was known), so nothing in a cycle is
         # analysed under an assumption that changes afterwards.
-        fixpoint.solve([unit], self.local_callees, self._hand_outs, self._handing, lambda _: [], rounds=0)
+        fixpoint.solve([unit], self.facts.local_callees, self._hand_outs, self._handing, lambda _: [], rounds=0)
         return self._handing[unit]
-
-    def local_callees(self, unit: Unit) -> list[Unit]:
-        """The named functions of the package called anywhere in unit's body,
-        its func literals included (their analysis is part of unit's)."""
-        found = []
-        for call in self.facts.named_calls_in(unit):
-            target = self.facts.callee(call).target
-            if target is not None and target.kind is not UnitKind.LITERAL:
-                found.append(target)
-        return found
 
     def _hand_outs(self, unit: Unit) -> list[tuple[Origin, int]]:
         if unit.kind is UnitKind.LITERAL or unit.body is None:
@@ -383,7 +373,7 @@ class Engine:
             # A parameter: solved with every function unit reaches, callees
             # first, so that a chain of calls handing a pointer on is no
             # chain of nested walks.
-            fixpoint.solve([unit], self.local_callees, self._parameter_summaries, self._by_parameter, _keeps_all)
+            fixpoint.solve([unit], self.facts.local_callees, self._parameter_summaries, self._by_parameter, _keeps_all)
             return self._by_parameter[unit][unit.params.index(symbol)]
         return self._walk_summary(unit, symbol)
 

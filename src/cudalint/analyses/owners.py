@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from cudalint import syntax
+from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
 from cudalint.framework import Analysis
 from cudalint.functions import Unit, UnitKind
@@ -67,7 +67,7 @@ class Owners:
             if not any(self._calls_a_release(method) for method in methods):
                 methods = []
             for method in methods:
-                released = self._released_fields(method, set())
+                released = self._released_fields(method)
                 if released:
                     found[method.name.rsplit(".", 1)[-1]] = released
             resources = tuple(dict.fromkeys(r for released in found.values() for r in released))
@@ -81,15 +81,17 @@ class Owners:
     def _calls_a_release(self, method: Unit) -> bool:
         return any(self.facts.calls[call].is_release for call in self.facts.api_calls.get(method.node, ()))
 
-    def _released_fields(self, method: Unit, seen: set[Unit]) -> tuple[ResourceSpec, ...]:
+    def _released_fields(self, method: Unit) -> tuple[ResourceSpec, ...]:
         """The resources a method frees out of its receiver's fields: by an
         API release of `r.field`, or by calling another method of the type
-        that does (`Close` calling `Free`)."""
-        if method in self._releases:
-            return self._releases[method]
-        if method in seen or method.body is None:
+        that does (`Close` calling `Free`). Solved callees first."""
+        if method not in self._releases:
+            fixpoint.solve([method], self.facts.local_callees, self._fields_released_by, self._releases, lambda _: ())
+        return self._releases[method]
+
+    def _fields_released_by(self, method: Unit) -> tuple[ResourceSpec, ...]:
+        if method.body is None:
             return ()
-        seen.add(method)
         receiver = method.receiver
         found: list[ResourceSpec] = []
         for call in syntax.calls_in(method.body):
@@ -103,9 +105,8 @@ class Owners:
                 function = syntax.unparen(call.child_by_field_name("function"))
                 operand = function.child_by_field_name("operand") if function is not None and function.type == "selector_expression" else None
                 if operand is not None and self._is_receiver(operand, receiver):
-                    found.extend(self._released_fields(callee.target, seen))
-        self._releases[method] = tuple(dict.fromkeys(found))
-        return self._releases[method]
+                    found.extend(self._released_fields(callee.target))
+        return tuple(dict.fromkeys(found))
 
     def _field_of(self, argument: Node, receiver) -> bool:
         """`r.ptr`, `C.CUdeviceptr(r.ptr)`, `unsafe.Pointer(r.buf)`: a field

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from cudalint import syntax
+from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex
 from cudalint.analyses.lifetimes import LIFETIMES, Engine
 from cudalint.framework import Analysis
@@ -46,12 +46,11 @@ class StatusWrappers:
 
     def of(self, unit: Unit) -> Wrapped | None:
         """The wrapped status, if `unit` is a status wrapper of the package."""
-        if unit in self._found:
-            return self._found[unit]
-        self._found[unit] = None  # recursion: not a wrapper
-        found = self._wrapper(unit)
-        self._found[unit] = found
-        return found
+        if unit not in self._found:
+            # Callees first; a recursive component that does not settle is
+            # no wrapper (what the recursion guard answered before).
+            fixpoint.solve([unit], self.calls.local_callees, self._wrapper, self._found, lambda _: None)
+        return self._found[unit]
 
     def at(self, call: Node) -> Wrapped | None:
         """The wrapped status of a call of a wrapper (of this package or,
