@@ -656,7 +656,7 @@ class PackageCFGs:
     A function of a recursive cycle is taken to return."""
 
     def __init__(
-        self, package: Package, node_budget: int = 250_000, imported_exits: Mapping[tuple[str, str], frozenset[ExitKind]] | None = None,
+        self, package: Package, node_budget: int = 120_000, imported_exits: Mapping[tuple[str, str], frozenset[ExitKind]] | None = None,
     ):
         self.package = package
         self.imported_exits = imported_exits or {}
