@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Time and memory of cudalint on hostile inputs: those of
-tests/test_hostile.py, and the path-engine and process blow-ups of issue 14
+tests/test_hostile.py, the path-engine and process blow-ups of issue 14
 (a function of gotos, a loop of conditional frees, sequential ifs that free
-and re-allocate, nested literals, and `--jobs 1000`).
+and re-allocate, nested literals, and `--jobs 1000`), and the recursion of
+issue 20 (10,000 nested closures; rings and chains of 5,000 functions, from
+tests/rings.py).
 
 The suite checks that each of these gives a notification at most; this
 script says what each one costs, so that a regression in either shows:
@@ -29,6 +31,9 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from rings import SHAPES, ring_source  # noqa: E402 - the tests' generators
 
 CGO_FILE = b"""package p
 
@@ -93,6 +98,10 @@ def _nested_literals(depth: int = 3000) -> bytes:
     return (_HEAD + "func f() {\n\tC.cudaDeviceSynchronize()\n\tx := " + "T{" * depth + "}" * depth + "\n\t_ = x\n}\n").encode()
 
 
+def _nested_closures(depth: int = 10_000) -> bytes:
+    return (_HEAD + "func f() {\n" + "func() {" * depth + "\nC.cudaDeviceSynchronize()\n" + "}()" * depth + "\n}\n").encode()
+
+
 INPUTS: dict[str, Callable[[], bytes]] = {
     "10,000-deep nesting": _deep_nesting,
     "20 MB generated file": _twenty_megabytes,
@@ -102,6 +111,8 @@ INPUTS: dict[str, Callable[[], bytes]] = {
     "loop of 60 cond. frees": _loop_of_frees,
     "1,280 sequential ifs": _sequential_ifs,
     "3,000 nested literals": _nested_literals,
+    "10,000 nested closures": _nested_closures,
+    **{f"5,000: {shape}": (lambda shape=shape: ring_source(shape, 5000).encode()) for shape in SHAPES},
 }
 
 

@@ -17,7 +17,9 @@ graph question. Conditions are not constant-folded.
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+import random
+
+from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -723,33 +725,47 @@ class PackageCFGs:
 
 
 class _LazyGraphs(Mapping):
-    """unit -> CFG, built when first asked for, least recently used evicted.
+    """unit -> CFG, built when first asked for; over a bound on graph nodes,
+    graphs are evicted at random (with a fixed seed).
 
-    The bound is on graph nodes, not graphs: rules visit every function in
-    turn, and a bound by count smaller than a package of many small functions
-    (generated bindings) evicts each graph just before it is asked for again,
-    rebuilding every graph for every rule."""
+    Rules and analyses visit every function in turn, again and again: with
+    a package larger than the bound, evicting the least recently used graph
+    evicts each one just before it is asked for again, so every rule rebuilt
+    every graph. Random eviction keeps a share of them as large as the bound
+    allows, whatever the order of the visits."""
 
     def __init__(self, owner: PackageCFGs, node_budget: int):
         self._owner = owner
         self._budget = node_budget
         self._held = 0
-        self._cache: OrderedDict[Unit, CFG] = OrderedDict()
+        self._cache: dict[Unit, CFG] = {}
+        self._order: list[Unit] = []  # the cached units, for picking one at random
+        self._position: dict[Unit, int] = {}
+        self._random = random.Random(0)
 
     def __getitem__(self, unit: Unit) -> CFG:
         graph = self._cache.get(unit)
         if graph is not None:
-            self._cache.move_to_end(unit)
             return graph
         graph = self._owner.build(unit)
         if graph is None:
             raise KeyError(unit)
+        while self._held + graph.graph.number_of_nodes() > self._budget and self._order:
+            self._evict(self._random.randrange(len(self._order)))
         self._cache[unit] = graph
+        self._position[unit] = len(self._order)
+        self._order.append(unit)
         self._held += graph.graph.number_of_nodes()
-        while self._held > self._budget and len(self._cache) > 1:
-            _, evicted = self._cache.popitem(last=False)
-            self._held -= evicted.graph.number_of_nodes()
         return graph
+
+    def _evict(self, index: int) -> None:
+        victim = self._order[index]
+        last = self._order.pop()
+        if last is not victim:
+            self._order[index] = last
+            self._position[last] = index
+        del self._position[victim]
+        self._held -= self._cache.pop(victim).graph.number_of_nodes()
 
     def __contains__(self, unit: object) -> bool:
         try:
