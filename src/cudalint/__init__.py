@@ -4,7 +4,7 @@ Go's garbage collector cannot see device memory and cgo calls return status
 codes that nothing forces anyone to read; cudalint is the missing compiler check.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # The project's public home, the one URL cudalint may emit (SARIF
 # informationUri, --explain, the docs). None until a public home exists: no

@@ -29,6 +29,7 @@ from cudalint.changes import ChangesError, changed_lines, is_new
 from cudalint.wants import compare, wanted
 from cudalint.config import Config, ConfigError, PathGlobs, find_config, load_config
 from cudalint.discover import Discovery, discover
+from cudalint.entry import closed_pipe_status
 from cudalint.findings import Finding, NotificationKind, Result
 from cudalint.knowledge import Knowledge, KnowledgeError, load_knowledge
 from cudalint.checks import all_rules, rule_by_id
@@ -184,7 +185,18 @@ def _use_color(mode: str, fmt: str, output: Path | None) -> bool:
         return False
     if mode == "always":
         return True
-    return output is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    if output is not None and str(output) != "-":
+        return False  # a report file never gets colour codes
+    if os.environ.get("NO_COLOR"):
+        return False  # NO_COLOR wins over everything but --color always
+    if _forced(os.environ.get("FORCE_COLOR")) or _forced(os.environ.get("CLICOLOR_FORCE")):
+        return True  # CI logs that render colour (force-color.org, bixense.com/clicolors)
+    return sys.stdout.isatty()
+
+
+def _forced(value: str | None) -> bool:
+    """FORCE_COLOR / CLICOLOR_FORCE set to anything but "", "0" or "false"."""
+    return value is not None and value.strip().lower() not in ("", "0", "false")
 
 
 def _check_prefixes(option: str, prefixes: tuple[str, ...]) -> None:
@@ -195,7 +207,9 @@ def _check_prefixes(option: str, prefixes: tuple[str, ...]) -> None:
 
 
 def _list_rules() -> str:
-    rows = [(r.id, r.name, r.level.value, r.summary) for r in all_rules()]
+    """The rule table; a preview rule's summary starts with `[preview since
+    X]` (it runs only with --preview or when selected by its full ID)."""
+    rows = [(r.id, r.name, r.level.value, f"[preview since {r.since}] {r.summary}" if r.preview else r.summary) for r in all_rules()]
     widths = [max(len(row[i]) for row in rows + [("ID", "NAME", "LEVEL", "")]) for i in range(3)]
     lines = [f"{'ID':<{widths[0]}}  {'NAME':<{widths[1]}}  {'LEVEL':<{widths[2]}}  SUMMARY"]
     lines += [f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c:<{widths[2]}}  {d}" for a, b, c, d in rows]
@@ -364,8 +378,10 @@ def main(**values) -> None:
     if baseline is not None:
         result.findings, known, stale = baseline.split(result.findings, cwd, files)
         result.suppressed = sorted(result.suppressed + known, key=lambda f: f.sort_key())
+    status = _exit_status(options, result, _levels(config, rules))
+    closed_pipe_status(status)  # `| head -1`: the findings' status, quietly
     _report(options, config, rules, result, stale, cwd, retired_notes)
-    sys.exit(_exit_status(options, result, _levels(config, rules)))
+    sys.exit(status)
 
 
 @dataclass(frozen=True)
@@ -440,6 +456,7 @@ def _check_outputs(options: Options, analysed: list[Path]) -> None:
 
 def _answer_questions(options: Options) -> None:
     """--list-rules and --explain answer and exit before anything is read."""
+    closed_pipe_status(EXIT_CLEAN)
     if options.list_rules:
         click.echo(_list_rules())
         sys.exit(EXIT_CLEAN)
@@ -533,8 +550,23 @@ def _inputs(options: Options, config: Config, cwd: Path) -> tuple[list[Path], li
     files = [path for path in discovery.files if exclude.match(path) is None]
     if not files and not options.quiet:
         _nothing_analysed(discovery, exclude, config, options.excludes, cwd)
+    if discovery.nested_modules and not options.all_modules and not options.quiet:
+        _note_nested_modules(discovery.nested_modules, cwd)
     context = [path for path in discovery.context if exclude.match(path) is None]
     return files, context, list(discovery.notifications)
+
+
+def _note_nested_modules(modules: list[Path], cwd: Path) -> None:
+    """Once per run: the directories ./... left out because they hold their
+    own go.mod (the go command's meaning), and how to include them."""
+    names = [display_path(module, cwd) for module in modules]
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    count = len(names)
+    click.echo(safe_line(
+        f"cudalint: note: {count} director{'ies' if count != 1 else 'y'} with {'their' if count != 1 else 'its'} own go.mod "
+        f"{'are' if count != 1 else 'is a'} separate module{'s' if count != 1 else ''}, not analysed ({shown}); "
+        f"--all-modules analyses every module of the tree"
+    ), err=True)
 
 
 def _write_baseline(options: Options, result: Result, cwd: Path, analysed: list[Path]) -> NoReturn:
@@ -642,10 +674,13 @@ def _show_diff(options: Options, result: Result, cwd: Path, files: list[Path]) -
         new = fixes.apply(old, edits)
         if new is not None and new != old:
             texts.append(fixes.unified_diff(path, old, new))
+    # Like the findings: 1 if there is a fix to make, unless --exit-zero.
+    status = EXIT_FINDINGS if texts and not options.exit_zero else EXIT_CLEAN
+    closed_pipe_status(EXIT_ERROR if result.internal_errors else status)
     click.echo("".join(texts), nl=False)
     if not options.quiet:
         click.echo(f"cudalint: {plan.fixes} fix{'es' if plan.fixes != 1 else ''} in {len(texts)} file{'s' if len(texts) != 1 else ''}", err=True)
-    sys.exit(EXIT_FINDINGS if texts else EXIT_CLEAN)
+    sys.exit(EXIT_ERROR if result.internal_errors else status)
 
 
 # Rounds of --fix: fixes that overlapped wait for the next round.
@@ -718,6 +753,7 @@ def _check_wants(result: Result, files: list[Path], cwd: Path) -> NoReturn:
     itself failed."""
     counts, patterns = wanted(files, lambda path: display_path(path, cwd))
     differences = compare(result.findings, counts, patterns)
+    closed_pipe_status(EXIT_ERROR if result.internal_errors else EXIT_FINDINGS if differences else EXIT_CLEAN)
     for line in differences:
         click.echo(safe_line(line))
     wanted_total = sum(counts.values())

@@ -3,11 +3,20 @@
 It runs the click command and keeps the exit-status contract whatever
 happens around the analysis: 0 no findings, 1 findings, 2 anything else,
 always. A failure of cudalint itself (a crash, Ctrl-C or SIGTERM, standard
-output on a full disk or a closed pipe, running out of memory or stack, a
-working directory that was deleted) exits 2 with one line on stderr, and the
-traceback only with --debug. Exit status 1 is never the result of a failure,
-so that CI recipes that accept 1 as "findings" (`|| test $? -eq 1`) cannot
-turn a crash into a green job.
+output on a full disk, running out of memory or stack, a working directory
+that was deleted) exits 2 with one line on stderr, and the traceback only
+with --debug. Exit status 1 is never the result of a failure, so that CI
+recipes that accept 1 as "findings" (`|| test $? -eq 1`) cannot turn a crash
+into a green job.
+
+A reader that closes standard output early (`cudalint ./... | head -1`) is
+not a failure: the analysis is complete and its status is known, so the run
+stops writing, says nothing, and exits with the status the whole report would
+have had (1 with findings, 0 without). Not 141 (killed by SIGPIPE, what Go
+linters and coreutils give), which would break the 0/1/2 contract, and not
+0 (ruff's and ripgrep's choice), which under `set -o pipefail` would turn a
+run with findings into a green job. The command line announces that status
+(`closed_pipe_status`) before it writes anything to standard output.
 """
 
 from __future__ import annotations
@@ -19,7 +28,18 @@ import sys
 import traceback
 from typing import Any, NoReturn
 
-EXIT_ERROR = 2
+EXIT_CLEAN, EXIT_ERROR = 0, 2
+
+# The status to exit with if the reader of standard output goes away; None
+# until the command line knows it (then a closed pipe is an error, as before).
+_closed_pipe_status: int | None = None
+
+
+def closed_pipe_status(status: int) -> None:
+    """Announce the run's exit status before writing standard output: a
+    closed pipe from now on ends the run quietly with it."""
+    global _closed_pipe_status
+    _closed_pipe_status = status
 
 
 class Terminated(BaseException):
@@ -130,8 +150,12 @@ def run(args: list[str] | None = None) -> int:
     """Run the command line and return its exit status (0, 1 or 2)."""
     import click
 
+    global _closed_pipe_status
     args = list(sys.argv[1:] if args is None else args)
     debug = _wants_debug(args)
+    options = args[: args.index("--")] if "--" in args else args
+    # --help and --version answer a question: a closed pipe is a clean end.
+    _closed_pipe_status = EXIT_CLEAN if {"--help", "-h", "--version"} & set(options) else None
     try:
         os.getcwd()
     except OSError as error:
@@ -168,9 +192,16 @@ def run(args: list[str] | None = None) -> int:
     return EXIT_ERROR
 
 
+def _closed_pipe(error: BaseException) -> bool:
+    inner = error.error if isinstance(error, OutputError) else error
+    return isinstance(inner, OSError) and inner.errno == errno.EPIPE
+
+
 def _report(error: BaseException, debug: bool) -> int:
-    if isinstance(error, OutputError) or (isinstance(error, OSError) and getattr(error, "errno", None) == errno.EPIPE):
+    if isinstance(error, OutputError) or _closed_pipe(error):
         _silence_stdout()
+    if _closed_pipe(error) and _closed_pipe_status is not None:
+        return _closed_pipe_status  # the reader went away: quietly, with the run's own status
     try:
         _fail(_describe(error, debug), error, debug)
     except SystemExit:

@@ -8,6 +8,11 @@ string literal or a block comment never is one). On a line of its own,
 code, to that line. `file-ignore` applies to its whole file. Rules are named
 by ID or prefix, comma-separated; a reason is required.
 
+What users of other linters type instead gets a CL001 that names the right
+form, rather than silence: a `/* cudalint:ignore ... */` block comment,
+golangci-lint's `//nolint:cudalint` and staticcheck's `//lint:ignore CL301
+reason` (neither tool knows cudalint's rules, and cudalint reads neither).
+
 A directive naming a retired rule (CL505) is accepted: it suppresses nothing
 and gets a CL001 *note* saying the rule is retired. The note is returned
 with the suppressed findings (it is about the directive, not the code), so
@@ -31,6 +36,10 @@ TOOL_RULE = "CL001"
 RETIRED_NOTE = "note: "
 VERBS = ("ignore", "file-ignore")
 _START = re.compile(rb"//[ \t]*cudalint:")
+# Directives of other tools that users of those tools type for cudalint.
+_BLOCK = re.compile(rb"/\*\s*cudalint:(\S*)")
+_NOLINT = re.compile(rb"//[ \t]*nolint:([\w,-]+)")
+_LINT = re.compile(rb"//[ \t]*lint:(ignore|file-ignore)[ \t]+(\S+)")
 _VERB_AND_REST = re.compile(r"cudalint:(\S*)(.*)", re.DOTALL)
 def _is_code(word: str) -> bool:
     """A rule ID or a prefix narrower than "CL" (a directive may not blanket
@@ -121,15 +130,61 @@ def is_retired_note(finding: Finding) -> bool:
     return finding.rule_id == TOOL_RULE and finding.message.startswith(RETIRED_NOTE)
 
 
+def _comment_at(root, start: int):
+    """The comment node that starts at byte `start`, or None."""
+    node = root.descendant_for_byte_range(start, start + 2)
+    return node if node is not None and node.type == "comment" and node.start_byte == start else None
+
+
+def _foreign(source: SourceFile, root) -> list[Problem]:
+    """CL001 hints for what looks meant for cudalint but is not read: a
+    block comment, golangci-lint's //nolint, staticcheck's //lint:ignore."""
+    data = source.data
+    problems: list[Problem] = []
+
+    def say(start: int, end: int, message: str) -> None:
+        problems.append(Problem(_span(source, start, end), message))
+
+    for match in _BLOCK.finditer(data):
+        node = _comment_at(root, match.start())
+        if node is None:
+            continue
+        verb = match.group(1).decode("utf-8", "replace").lower()
+        verb = verb if verb in VERBS else "ignore"
+        say(node.start_byte, node.end_byte, (
+            f"not a suppression: a directive is a // line comment, never /* ... */; "
+            f"write //cudalint:{verb} RULES <reason>"
+        ))
+    for match in _NOLINT.finditer(data):
+        linters = [name.strip().lower() for name in match.group(1).decode("utf-8", "replace").split(",")]
+        if "cudalint" not in linters or _comment_at(root, match.start()) is None:
+            continue
+        say(match.start(), match.end(), (
+            "not a suppression: //nolint is golangci-lint's, and cudalint does not read it; write "
+            "//cudalint:ignore RULES <reason> (RULES: the IDs the findings show, e.g. CL301; this line or the next)"
+        ))
+    for match in _LINT.finditer(data):
+        verb = match.group(1).decode()
+        checks = match.group(2).decode("utf-8", "replace").split(",")
+        if not any(_is_code(check) for check in checks) or _comment_at(root, match.start()) is None:
+            continue
+        codes = ",".join(check.upper() for check in checks if _is_code(check))
+        say(match.start(), match.end(), (
+            f"not a suppression: //lint:{verb} is staticcheck's, and cudalint does not read it; "
+            f"write //cudalint:{verb} {codes} <reason>"
+        ))
+    return problems
+
+
 def find_directives(parsed: ParsedFile, rule_ids: Iterable[str]) -> tuple[list[Directive], list[Problem]]:
     source = parsed.source
     data = source.data
-    if b"cudalint:" not in data:
+    if b"lint:" not in data:  # cudalint:, nolint:, lint:
         return [], []
     rule_ids = tuple(rule_ids)
     directives: list[Directive] = []
-    problems: list[Problem] = []
     root = parsed.root
+    problems: list[Problem] = _foreign(source, root)
     for match in _START.finditer(data):
         start = match.start()
         node = root.descendant_for_byte_range(start, start + 2)
@@ -167,6 +222,14 @@ def find_directives(parsed: ParsedFile, rule_ids: Iterable[str]) -> tuple[list[D
             problem(f"name the rules to suppress (blanket suppressions are not allowed): {_EXAMPLE}")
             continue
         codes_offset = rest_offset + len(rest[: len(rest) - len(stripped)].encode())
+        if codes_text.endswith(",") and _is_code(codes_text.rstrip(",").rsplit(",", 1)[-1]):
+            # `CL301, CL302 reason`: the space after the comma ends the rules.
+            following = reason.split(None, 1)[0].rstrip(",") if reason.split() else ""
+            if _is_code(following):
+                problem(f"no space after a comma between rules: write {codes_text}{following.upper()}, then the reason")
+            else:
+                problem(f"a comma after the last rule: write {codes_text.rstrip(',')} <reason>, or name the next rule after the comma with no space")
+            continue
         parsed_codes = _codes(source, codes_text, codes_offset, rule_ids)
         if isinstance(parsed_codes, Problem):
             problems.append(parsed_codes)
