@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -47,14 +48,23 @@ def _key(finding: Finding, cwd: Path, directory: Path) -> Key:
 
 def render(findings: list[Finding], baseline: Path, cwd: Path, version: str, kept: list[dict] = ()) -> str:
     """The baseline file for these findings, plus `kept`: the entries of an
-    earlier baseline about files this run did not analyse (a run over some
-    files never drops what it did not look at)."""
+    earlier baseline that this run could not have reproduced (about a file it
+    did not analyse or could not parse, or a rule that did not run on that
+    file): a run over some files or some rules never drops what it did not
+    look at."""
     directory = baseline.resolve().parent
+    # A finding that a kept entry already records (a file that did not parse
+    # wholly still gives some findings) is recorded once.
+    already = Counter((entry["rule"], entry["path"], entry["fingerprint"]) for entry in kept)
+    recorded = []
+    for finding in findings:
+        key = _key(finding, cwd, directory)
+        if already[key] > 0:
+            already[key] -= 1
+            continue
+        recorded.append({**dict(zip(("rule", "path", "fingerprint"), key)), "line": finding.span.start.line, "message": finding.message})
     entries = sorted(
-        [
-            {**dict(zip(("rule", "path", "fingerprint"), _key(f, cwd, directory))), "line": f.span.start.line, "message": f.message}
-            for f in findings
-        ] + list(kept),
+        recorded + list(kept),
         key=lambda e: (e["path"], e.get("line", 0), e["rule"], e["fingerprint"]),
     )
     document = {"schema_version": SCHEMA_VERSION, "tool": {"name": "cudalint", "version": version}, "findings": entries}
@@ -72,10 +82,20 @@ class Baseline:
         """A file's path as the baseline stores it."""
         return Path(os.path.relpath(Path(os.path.normpath(cwd / path)), self.path.resolve().parent)).as_posix()
 
-    def entries_outside(self, analysed: list[Path], cwd: Path) -> list[dict]:
-        """The entries about files not among these."""
-        inside = {self.relative(path, cwd) for path in analysed}
-        return [entry for entry in self.raw if entry["path"] not in inside]
+    def coverage(self, ran: Mapping[Path, Collection[str]], cwd: Path) -> dict[str, frozenset[str]]:
+        """Each analysed file as the baseline names it, with the rules that ran on it."""
+        covered: dict[str, frozenset[str]] = {}
+        for path, rules in ran.items():
+            key = self.relative(path, cwd)
+            covered[key] = covered.get(key, frozenset()) | frozenset(rules)
+        return covered
+
+    def entries_outside(self, ran: Mapping[Path, Collection[str]], cwd: Path) -> list[dict]:
+        """The entries this run could not have reproduced: about a file it did
+        not analyse, or a rule that did not run on that file (a narrower
+        --select, the file's per-file-ignores)."""
+        covered = self.coverage(ran, cwd)
+        return [entry for entry in self.raw if entry["rule"] not in covered.get(entry["path"], ())]
 
     @classmethod
     def load(cls, path: Path, shown: str) -> Baseline:
@@ -106,11 +126,13 @@ class Baseline:
             entries[entry["rule"], entry["path"], entry["fingerprint"]] += 1
         return cls(path, shown, entries, tuple(document["findings"]))
 
-    def split(self, findings: list[Finding], cwd: Path, analysed: list[Path] | None = None) -> tuple[list[Finding], list[Finding], int]:
+    def split(
+        self, findings: list[Finding], cwd: Path, ran: Mapping[Path, Collection[str]] | None = None,
+    ) -> tuple[list[Finding], list[Finding], int]:
         """(new findings, findings in the baseline marked as suppressed, number
-        of baseline entries about the analysed files that matched nothing:
-        entries about files the run did not analyse are neither stale nor
-        dropped)."""
+        of stale entries: entries that matched nothing although their rule ran
+        on their file; `ran` maps each analysed file to the rules that ran on
+        it, None: every entry could have matched)."""
         directory = self.path.resolve().parent
         left = Counter(self.entries)
         new: list[Finding] = []
@@ -123,5 +145,5 @@ class Baseline:
                 known.append(replace(finding, suppression=suppression))
             else:
                 new.append(finding)
-        inside = None if analysed is None else {self.relative(path, cwd) for path in analysed}
-        return new, known, sum(count for key, count in left.items() if inside is None or key[1] in inside)
+        covered = None if ran is None else self.coverage(ran, cwd)
+        return new, known, sum(count for key, count in left.items() if covered is None or key[0] in covered.get(key[1], ()))

@@ -25,7 +25,8 @@ from cudalint.baseline import Baseline, BaselineError
 from cudalint.baseline import render as render_baseline
 from cudalint.cache import DEFAULT_DIRECTORY as DEFAULT_CACHE
 from cudalint.catalog import select_rules
-from cudalint.changes import ChangesError, changed_lines, is_new
+from cudalint.changes import ChangesError, from_patch, since_merge_base, since_revision
+from cudalint.gate import Gate, covered
 from cudalint.wants import compare, wanted
 from cudalint.config import Config, ConfigError, PathGlobs, find_config, load_config
 from cudalint.discover import Discovery, discover
@@ -276,6 +277,12 @@ def _write_report(path: Path, text: str) -> None:
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: the number of CPUs).")
 @click.option("--new-from-rev", metavar="REF",
               help="Report only findings on lines added or changed since the git revision REF (the working tree against REF, untracked files included).")
+@click.option("--new-from-merge-base", metavar="REF",
+              help="Report only findings on lines added or changed since the merge base of REF and HEAD (what a branch adds to REF).")
+@click.option("--new-from-patch", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Report only findings on lines this unified diff (git diff, diff -u) adds; its paths are relative to the repository root.")
+@click.option("--whole-files", is_flag=True,
+              help="With --new-from-rev, --new-from-merge-base or --new-from-patch: report findings anywhere in the files the change touched.")
 @click.option("--check-wants", is_flag=True,
               help='Test knowledge files against annotated code: compare the findings with the `// want "CL101"` comments of '
                    'the analysed files, print every difference and exit 1 if there is one (see rules/README.md).')
@@ -338,11 +345,13 @@ def main(**values) -> None:
     if len(groups) == 1:
         config = groups[0][0]  # the files' own configuration (one nested module), or the one found here
     rules = all_rules()
-    baseline = _load_baseline(options.baseline_file)
+    gate = _gate(options, _load_baseline(options.baseline_file), cwd)
     if options.dump_cfg:
         knowledge = _load_knowledge(config, options)
         click.echo(dump_cfgs(files, cwd, knowledge, options.dump_cfg), nl=False)
         sys.exit(EXIT_CLEAN)
+    ran: dict[Path, frozenset[str]] = {}  # each reported file: the rules that ran on it
+
     def run_analysis() -> Result:
         found = Result()
         for group_config, group_files, group_context in groups:
@@ -354,30 +363,30 @@ def main(**values) -> None:
                 progress_after=_progress_after(options), c_include=group_config.c_include,
                 fixing=options.fix or options.diff,
             )
+            ran.update((path, settings.enabled_for(path)) for path in group_files)
             found.extend(analyze(group_files + group_context, settings, _load_knowledge(group_config, options)))
         found.sort()
         return found
 
     result = run_analysis()
     if options.diff:
-        _show_diff(options, result, cwd, files)
+        _show_diff(options, result, cwd, files, gate)
     if options.fix:
-        result = _fix(options, result, cwd, files, run_analysis)
+        result = _fix(options, result, cwd, files, run_analysis, gate)
     result.notifications[:0] = notifications
     result.sort()
     # Notes on directives that name a retired rule: printed, neither findings nor suppressed ones.
     retired_notes = [finding for finding in result.suppressed if is_retired_note(finding)]
     result.suppressed = [finding for finding in result.suppressed if not is_retired_note(finding)]
     if options.write_baseline is not None:
-        _write_baseline(options, result, cwd, files)
+        _write_baseline(options, result, cwd, covered(ran, result, cwd))
     if options.check_wants:
         _check_wants(result, files, cwd)
-    if options.new_from_rev is not None:
-        _keep_new(options.new_from_rev, result, cwd)
-    stale = 0
-    if baseline is not None:
-        result.findings, known, stale = baseline.split(result.findings, cwd, files)
-        result.suppressed = sorted(result.suppressed + known, key=lambda f: f.sort_key())
+    outcome = gate.apply(result, cwd, ran)  # the baseline, then the new-from options
+    left_out = gate.left_out_note(outcome)
+    if left_out and not options.quiet:
+        click.echo(left_out, err=True)
+    stale = outcome.stale
     status = _exit_status(options, result, _levels(config, rules))
     closed_pipe_status(status)  # `| head -1`: the findings' status, quietly
     _report(options, config, rules, result, stale, cwd, retired_notes)
@@ -420,6 +429,9 @@ class Options:
     fix: bool
     unsafe_fixes: bool
     new_from_rev: str | None
+    new_from_merge_base: str | None
+    new_from_patch: Path | None
+    whole_files: bool
     check_wants: bool
     debug: bool
     dump_cfg: str | None
@@ -469,6 +481,14 @@ def _answer_questions(options: Options) -> None:
 
 
 def _check_combinations(options: Options) -> None:
+    new_from = [name for name, value in (
+        ("--new-from-rev", options.new_from_rev), ("--new-from-merge-base", options.new_from_merge_base),
+        ("--new-from-patch", options.new_from_patch),
+    ) if value is not None]
+    if len(new_from) > 1:
+        raise click.UsageError(f"{' and '.join(new_from)} exclude each other")
+    if options.whole_files and not new_from:
+        raise click.UsageError("--whole-files needs --new-from-rev, --new-from-merge-base or --new-from-patch")
     if options.baseline_file is not None and options.write_baseline is not None:
         raise click.UsageError("--baseline and --write-baseline exclude each other (--write-baseline replaces the file)")
     if options.config_file is not None and options.isolated:
@@ -569,14 +589,15 @@ def _note_nested_modules(modules: list[Path], cwd: Path) -> None:
     ), err=True)
 
 
-def _write_baseline(options: Options, result: Result, cwd: Path, analysed: list[Path]) -> NoReturn:
-    """Record the findings; an existing baseline's entries about files this
-    run did not analyse are kept, so a run over some files never shrinks it."""
+def _write_baseline(options: Options, result: Result, cwd: Path, ran: dict[Path, frozenset[str]]) -> NoReturn:
+    """Record the findings; an existing baseline's entries this run could not
+    have reproduced (about files it did not analyse, or rules that did not run
+    on them) are kept, so a run over some files or rules never shrinks it."""
     target = options.write_baseline
     kept: list[dict] = []
     if target.is_file():
         try:
-            kept = Baseline.load(target, str(target)).entries_outside(analysed, cwd)
+            kept = Baseline.load(target, str(target)).entries_outside(ran, cwd)
         except BaselineError:
             kept = []  # not a baseline: replaced whole
     try:
@@ -621,7 +642,9 @@ def _report(
         if stale:
             click.echo(
                 f"cudalint: note: {stale} entr{'ies' if stale != 1 else 'y'} of the baseline {options.baseline_file} match no "
-                f"finding any more (fixed, or the reported line changed); refresh it with --write-baseline {options.baseline_file}",
+                f"finding any more (fixed, or the reported line changed); to drop them, run the same command with "
+                f"--write-baseline {options.baseline_file} in place of --baseline {options.baseline_file} (it keeps the entries "
+                f"of files and rules the run did not cover, and also accepts any finding reported now)",
                 err=True,
             )
     for fmt, path, color, text in texts:
@@ -655,11 +678,12 @@ def _levels(config: Config, rules: list) -> dict[str, str]:
     return {rule.id: config.level_for(rule.id, rule.level).value for rule in rules}
 
 
-def _show_diff(options: Options, result: Result, cwd: Path, files: list[Path]) -> NoReturn:
-    """--diff: the unified diff of the fixes `--fix` would write; exit 1 if
-    there is one, 0 if not. A fix for a file --fix would not write is left
-    out, with the reason."""
-    plan = fixes.plan(result.findings, options.unsafe_fixes)
+def _show_diff(options: Options, result: Result, cwd: Path, files: list[Path], gate: Gate) -> NoReturn:
+    """--diff: the unified diff of the fixes `--fix` would write, for the
+    findings the run reports (not baselined ones, nor ones outside the
+    --new-from change); exit 1 if there is one, 0 if not. A fix for a file
+    --fix would not write is left out, with the reason."""
+    plan = fixes.plan(gate.reported(result.findings, cwd), options.unsafe_fixes)
     analysed, root = _fixable(files, cwd)
     texts = []
     for path, edits in sorted(plan.edits.items()):
@@ -693,18 +717,22 @@ def _fixable(files: list[Path], cwd: Path) -> tuple[dict[str, Path], Path]:
     return {display_path(path, cwd): path for path in files}, _analysed_root(files, cwd)
 
 
-def _fix(options: Options, result: Result, cwd: Path, files: list[Path], run_analysis: Callable[[], Result]) -> Result:
+def _fix(
+    options: Options, result: Result, cwd: Path, files: list[Path], run_analysis: Callable[[], Result], gate: Gate,
+) -> Result:
     """--fix: write the fixes, re-analyse, and again while fixes applied
     (overlapping ones wait a round), up to a bound; what remains is reported.
     A file is written only as rewrite.py allows (one of the analysed files,
     under the root, unchanged since it was read...); if the run stops after
-    writing, it says which files it rewrote."""
+    writing, it says which files it rewrote. Only the findings the run
+    reports are fixed (the baseline and the --new-from change apply; the
+    change is read again after each round, since fixes move lines)."""
     analysed, root = _fixable(files, cwd)
     rewritten: list[str] = []
     total = 0
     try:
         for _ in range(_FIX_ROUNDS):
-            plan = fixes.plan(result.findings, options.unsafe_fixes)
+            plan = fixes.plan(gate.reported(result.findings, cwd), options.unsafe_fixes)
             written = 0
             for path, edits in sorted(plan.edits.items()):
                 if _rewrite(path, edits, analysed, root):
@@ -717,6 +745,7 @@ def _fix(options: Options, result: Result, cwd: Path, files: list[Path], run_ana
             # What the cache had to say (an entry dropped) stays said.
             said = [note for note in result.notifications if note.kind is NotificationKind.CACHE]
             result = run_analysis()
+            gate.refresh()
             result.notifications += [note for note in said if note not in result.notifications]
     except BaseException:
         _say_rewritten(rewritten)
@@ -785,13 +814,28 @@ def _default_cache(files: list[Path], cwd: Path) -> Path:
     return _analysed_root(files, cwd) / DEFAULT_CACHE
 
 
-def _keep_new(revision: str, result: Result, cwd: Path) -> None:
-    """Only the findings on lines changed since the revision."""
-    try:
-        changed = changed_lines(revision, cwd)
-    except ChangesError as error:
-        _fail(str(error))
-    result.findings = [f for f in result.findings if is_new(changed, f.path, f.span.start.line)]
+def _gate(options: Options, baseline: Baseline | None, cwd: Path) -> Gate:
+    """What the run reports (and fixes): the baseline and the --new-from
+    change, read now so that an unknown revision fails before the analysis."""
+    whole = options.whole_files
+    if options.new_from_rev is not None:
+        load = lambda: since_revision(options.new_from_rev, cwd, whole)  # noqa: E731
+    elif options.new_from_merge_base is not None:
+        load = lambda: since_merge_base(options.new_from_merge_base, cwd, whole)  # noqa: E731
+    elif options.new_from_patch is not None:
+        load = lambda: from_patch(options.new_from_patch, cwd, whole)  # noqa: E731
+    else:
+        return Gate(baseline)
+
+    def checked():
+        try:
+            return load()
+        except ChangesError as error:
+            _fail(str(error))
+
+    gate = Gate(baseline, checked)
+    gate.changes  # noqa: B018 - fail now, not after the analysis
+    return gate
 
 
 def _statistics(report: Report) -> str:
