@@ -6,13 +6,15 @@ temporary repositories, with the user's git configuration varied."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from clirun import cudalint
-from gitrepo import clean_env, commit_all, git, init
+from gitrepo import clean_env, commit_all, git, init, readme_block
 
 OLD = """package gpu
 
@@ -348,3 +350,29 @@ def test_diff_and_fix_respect_the_baseline(tmp_path: Path) -> None:
     assert cudalint("--no-cache", "--isolated", "--fix", "--baseline", "bl.json", cwd=tmp_path).exit_code == 0
     assert (tmp_path / "a.go").read_text().startswith(LEAK)
     assert (tmp_path / "a.go").read_text().count("defer C.cudaFree(d)") == 1
+
+
+def test_the_readme_new_from_commands_run_verbatim(tmp_path: Path) -> None:
+    """The README's three gating commands, run by bash as written, on a
+    branch that adds one finding to a legacy file of origin/main."""
+    repo = init(tmp_path / "svc")
+    (repo / "gpu").mkdir()
+    (repo / "gpu" / "a.go").write_text(OLD)
+    base = commit_all(repo)
+    git("update-ref", "refs/remotes/origin/main", base, cwd=repo)
+    (repo / "gpu" / "a.go").write_text(CHANGED)
+    commit_all(repo)
+    (repo / "gpu" / "b.go").write_text(OLD.replace("legacy", "untracked"))
+    commands = [line.split("#")[0].strip() for line in readme_block("snippet:new-from").splitlines() if line.strip()]
+    assert len(commands) == 3
+    bin_dir = str(Path(sys.executable).parent)
+    env = clean_env(PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""), CUDALINT_NO_CACHE="1", NO_COLOR="1")
+    outputs = []
+    for command in commands:
+        done = subprocess.run(["bash", "-eo", "pipefail", "-c", command], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 1, (command, done.stderr)
+        outputs.append(sorted(line.split(": ")[0] for line in done.stdout.splitlines() if ": CL" in line))
+    merge_base, since_head, patch = outputs
+    assert merge_base == ["gpu/a.go:12:2", "gpu/b.go:7:2"]  # the branch's function and the untracked file
+    assert since_head == ["gpu/b.go:7:2"]  # the commit holds the function
+    assert patch == ["gpu/a.go:12:2"]  # git diff shows no untracked file
