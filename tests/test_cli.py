@@ -112,9 +112,10 @@ def test_json_output(project: Path) -> None:
 
 
 def test_output_file_is_written_and_stdout_stays_empty(project: Path) -> None:
+    (project / "out").write_text("")
     run = cudalint("--format", "json", "--output", "out/report.json", cwd=project)
-    assert run.exit_code == 2  # the directory does not exist: a tool error, no traceback
-    (project / "out").mkdir()
+    assert run.exit_code == 2  # "out" is a file: a tool error, no traceback (a missing directory is created)
+    (project / "out").unlink()
     run = cudalint("--format", "json", "--output", "out/report.json", cwd=project)
     assert run.exit_code == 1 and run.stdout == ""
     assert json.loads((project / "out" / "report.json").read_text())["summary"]["findings"] == 2

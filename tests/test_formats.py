@@ -98,6 +98,9 @@ def test_github_workflow_commands(project: Path) -> None:
         "::notice file=p.go,line=10,col=6,endLine=10,endColumn=25,title=CL302 status-blank::"
         "the cudaError_t returned by C.cudaDeviceReset is assigned to _; compare it with C.cudaSuccess and handle the failure",
         "::warning file=broken.go,line=3,col=1,title=cudalint%3A syntax-error::" + run.stdout.split("syntax-error::")[1].splitlines()[0],
+        # The findings as text too: the log shows no workflow command.
+        "p.go:8:12: CL301 the cudaError_t returned by C.cudaDeviceSynchronize is discarded; compare it with C.cudaSuccess and handle the failure",
+        "p.go:10:6: CL302 the cudaError_t returned by C.cudaDeviceReset is assigned to _; compare it with C.cudaSuccess and handle the failure",
         "Found 2 findings (CL301: 1, CL302: 1): 1 error, 1 note; 2 files analysed.",
     ]
     assert "syntax error" in run.stdout

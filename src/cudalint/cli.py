@@ -226,6 +226,7 @@ def _write_report(path: Path, text: str) -> None:
             stream.write(text)
         return
     directory = path.parent if str(path.parent) else Path(".")
+    directory.mkdir(parents=True, exist_ok=True)  # --format sarif:out/x.sarif in a fresh checkout
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
     try:
         umask = os.umask(0)
@@ -246,7 +247,10 @@ def _write_report(path: Path, text: str) -> None:
                    "code scanning, github for workflow annotations, gitlab for GitLab code quality, checkstyle or junit for "
                    "other CI systems. Repeatable: FORMAT:FILE writes that format to FILE, e.g. "
                    "--format sarif:cudalint.sarif --format text.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to FILE instead of stdout (a regular file is replaced atomically).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to FILE instead of stdout (a regular file is replaced atomically, missing directories are created).")
+@click.option("--sarif-category", default="cudalint", show_default=True, metavar="CATEGORY",
+              help="The code scanning category the SARIF report names (runs[].automationDetails.id); "
+                   "upload-sarif keeps it and ignores its own category input, so tell several cudalint runs apart here.")
 @click.option("--select", metavar="PREFIXES", multiple=True,
               help="Comma-separated rule-ID prefixes to enable (default: all), e.g. CL1,CL301; repeatable (the lists add up). Replaces the configuration's select.")
 @click.option("--preview", is_flag=True, help="Enable preview rules (new rules that run only when asked for) with the selected ones.")
@@ -337,6 +341,7 @@ def main(**values) -> None:
     options = Options(**values)
     _answer_questions(options)
     _check_combinations(options)
+    _check_statistics(options)
     cwd = Path.cwd()
     config = _load_config(options.config_file, options.isolated, cwd)
     files, context, notifications = _inputs(options, config, cwd)
@@ -401,6 +406,7 @@ class Options:
     fmt: str
     extra_outputs: tuple[tuple[str, Path], ...]
     output: Path | None
+    sarif_category: str
     select: str | None
     preview: bool
     ignore: str | None
@@ -454,6 +460,23 @@ def _formats(values: tuple[str, ...]) -> tuple[str, tuple[tuple[str, Path], ...]
     return (plain[0] if plain else "text"), tuple(to_files)
 
 
+# The formats --statistics has a form in (counts per rule instead of the findings).
+_STATISTICS_FORMATS = ("text", "json")
+
+
+def _check_statistics(options: Options) -> None:
+    """--statistics changes the text and json reports; a run with neither
+    would ignore it, so it is refused (another format may go to a file
+    alongside: --statistics --format sarif:x.sarif --format text)."""
+    formats = [options.fmt] + [fmt for fmt, _ in options.extra_outputs]
+    if options.statistics and not any(fmt in _STATISTICS_FORMATS for fmt in formats):
+        raise click.UsageError(
+            f"--statistics prints the counts per rule in the text or json format, and {', '.join(dict.fromkeys(formats))} "
+            f"has no such form: add --format text or --format json for the counts (other formats can go to files: "
+            f"--format {formats[0]}:FILE), or drop --statistics"
+        )
+
+
 def _check_outputs(options: Options, analysed: list[Path]) -> None:
     """A report or a baseline never replaces a Go source file the run
     analyses (`-o x.go` where `-o x.json` was meant, or an argument that
@@ -461,6 +484,8 @@ def _check_outputs(options: Options, analysed: list[Path]) -> None:
     sources = {os.path.realpath(path) for path in analysed}
     outputs = [(f"--output {options.output}", options.output), (f"--write-baseline {options.write_baseline}", options.write_baseline)]
     outputs += [(f"--format {fmt}:{path}", path) for fmt, path in options.extra_outputs]
+    if "github" in [options.fmt] + [fmt for fmt, _ in options.extra_outputs] and os.environ.get("GITHUB_STEP_SUMMARY"):
+        outputs.append(("GITHUB_STEP_SUMMARY", Path(os.environ["GITHUB_STEP_SUMMARY"])))
     for given, path in outputs:
         if path is not None and str(path) != "-" and os.path.realpath(path) in sources:
             raise click.UsageError(f"{given} names a Go source file this run analyses; cudalint never replaces one with a report")
@@ -622,6 +647,7 @@ def _report(
         show_suppressed=options.show_suppressed,
         baseline=str(options.baseline_file) if options.baseline_file is not None else None,
         stale_baseline_entries=stale,
+        category=options.sarif_category,
     )
     outputs = [(fmt, path) for fmt, path in options.extra_outputs] + [(options.fmt, options.output)]
     texts = []
@@ -632,6 +658,7 @@ def _report(
         else:
             texts.append((fmt, path, color, render(report, fmt, RenderOptions(
                 color=color, quiet=options.quiet, show_paths=options.show_paths, show_source=options.show_source,
+                statistics=options.statistics,
             ))))
     if not options.quiet:
         for note in result.notifications:
@@ -649,6 +676,24 @@ def _report(
             )
     for fmt, path, color, text in texts:
         _emit(options, result, fmt, path, color, text)
+    if any(fmt == "github" for fmt, _ in outputs):
+        _step_summary(report)
+
+
+def _step_summary(report: Report) -> None:
+    """With the github format on GitHub Actions: the findings as Markdown,
+    appended to $GITHUB_STEP_SUMMARY (the run's summary page). A summary that
+    cannot be written is a warning: the reports are written, the status stands."""
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return
+    from cudalint.reporters.github import step_summary
+
+    try:
+        with open(target, "a", encoding="utf-8", errors="replace") as stream:
+            stream.write(step_summary(report, os.environ))
+    except OSError as error:
+        click.echo(safe_line(f"cudalint: warning: cannot write the step summary to {target}: {error.strerror or error}"), err=True)
 
 
 def _emit(options: Options, result: Result, fmt: str, path: Path | None, color: bool, text: str) -> None:

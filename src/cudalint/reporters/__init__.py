@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from cudalint.catalog import Rule
-from cudalint.findings import Finding, Result, SuppressionKind
+from cudalint.findings import Finding, Notification, NotificationKind, Result, SuppressionKind
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,8 @@ class Report:
     show_suppressed: bool = False
     baseline: str | None = None  # the --baseline file, if one was applied
     stale_baseline_entries: int = 0
+    # The code scanning category SARIF names in automationDetails (--sarif-category).
+    category: str = "cudalint"
 
     @property
     def base_uri(self) -> str:
@@ -62,6 +64,14 @@ class Report:
             return None
 
 
+def is_error(note: Notification) -> bool:
+    """Whether the code-quality and XML reports show a notification as an
+    error: a file cudalint could not read, parse or finish analysing (its
+    results are missing). A cache notice is a warning: the run went on
+    without the cache and its results are whole."""
+    return note.kind is not NotificationKind.CACHE
+
+
 @dataclass(frozen=True)
 class RenderOptions:
     """How the user asked to see the report (formats use what applies)."""
@@ -70,6 +80,7 @@ class RenderOptions:
     quiet: bool = False
     show_paths: bool = False
     show_source: bool = False
+    statistics: bool = False  # counts per rule instead of the findings (text and json)
 
 
 # Format name -> the module that renders it with `render(report, options)`.

@@ -50,13 +50,33 @@ def _finding(report: Report, f: Finding) -> dict:
     }
 
 
-def render_json(report: Report) -> str:
+def _statistics(report: Report) -> list[dict]:
+    """Findings per rule, most frequent first (as the text format's --statistics)."""
+    fixable = {
+        rule_id: sum(1 for f in report.result.findings if f.rule_id == rule_id and any(fix.safe for fix in f.fixes))
+        for rule_id in report.counts()
+    }
+    return [
+        {
+            "rule": rule_id, "name": report.rules[rule_id].name if rule_id in report.rules else "",
+            "level": report.level(rule_id), "count": count, "fixable": fixable[rule_id],
+        }
+        for rule_id, count in sorted(report.counts().items(), key=lambda item: (-item[1], item[0]))
+    ]
+
+
+def render_json(report: Report, statistics: bool = False) -> str:
+    """The findings document; with --statistics, `statistics` (the counts per
+    rule) in place of `findings`."""
     result = report.result
     suppressed = report.suppressed_counts()
     document = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "cudalint", "version": report.version},
-        "findings": [_finding(report, f) for f in report.findings()],
+        **(
+            {"statistics": _statistics(report)} if statistics
+            else {"findings": [_finding(report, f) for f in report.findings()]}
+        ),
         "notifications": [
             {"kind": n.kind.value, "level": n.level, "path": n.path, "line": n.line, "column": n.column, "message": n.message}
             for n in result.notifications
@@ -80,4 +100,4 @@ def render_json(report: Report) -> str:
 
 
 def render(report: Report, options: RenderOptions) -> str:
-    return render_json(report)
+    return render_json(report, statistics=options.statistics)

@@ -81,8 +81,53 @@ def _descriptor(rule: Rule) -> om.ReportingDescriptor:
         full_description=om.MultiformatMessageString(text=_within(rule.description, DESCRIPTION_LIMIT)),
         help=om.MultiformatMessageString(text=rule.doc, markdown=rule.markdown()),
         default_configuration=om.ReportingConfiguration(level=rule.level.value),
-        properties={"tags": list(rule.tags)},
+        properties=rule_properties(rule),
     )
+
+
+# How often a rule's findings are real defects, in the words GitHub code
+# scanning reads from `properties.precision` (it sorts and filters alerts by
+# it): very-high for rules that check what is written (a status used as a
+# statement), high for the path-sensitive ones whose models are complete for
+# the APIs in the knowledge, medium where the rule infers what the code
+# cannot say (which goroutine owns a context, where a pointer came from) or
+# is still a preview rule, low for a retired rule.
+PRECISION = {
+    "CL001": "very-high",
+    "CL101": "high", "CL102": "high", "CL103": "high", "CL104": "high", "CL105": "high",
+    "CL201": "very-high", "CL202": "high", "CL203": "high",
+    "CL301": "very-high", "CL302": "very-high", "CL303": "high", "CL304": "very-high",
+    "CL401": "medium", "CL402": "high", "CL403": "high",
+    "CL501": "medium", "CL502": "medium", "CL503": "very-high", "CL504": "high", "CL505": "low",
+    "CL506": "medium", "CL507": "medium", "CL508": "medium",
+}
+
+# The rules whose defect is a memory-safety hole (a use after free, a double
+# free, an out-of-bounds write, a pointer the GC has invalidated): a CVSS-like
+# score GitHub reads from `properties.security-severity` for rules tagged
+# `security` (9.0 and above critical, 7.0 high, 4.0 medium, below low; as
+# CodeQL scores such queries), and the CWE, as an `external/cwe/cwe-N` tag.
+SECURITY = {
+    "CL102": ("8.1", 415),  # double free
+    "CL104": ("8.1", 416),  # use after free
+    "CL105": ("6.5", 762),  # mismatched memory management routines
+    "CL501": ("6.5", 825),  # expired pointer dereference (the GC moved or freed it)
+    "CL504": ("7.5", 825),  # the GC moves or frees memory an asynchronous copy still uses
+    "CL506": ("7.8", 787),  # out-of-bounds write
+    "CL507": ("8.1", 415),  # double free
+}
+
+
+def rule_properties(rule: Rule) -> dict[str, Any]:
+    """The rule's tags, precision and, for a memory-safety rule, its security
+    severity, the `security` tag GitHub needs to apply it and the CWE."""
+    tags = list(rule.tags)
+    properties: dict[str, Any] = {"tags": tags, "precision": PRECISION.get(rule.id, "medium")}
+    if rule.id in SECURITY and not rule.retired:
+        severity, cwe = SECURITY[rule.id]
+        tags += [tag for tag in ("security", f"external/cwe/cwe-{cwe}") if tag not in tags]
+        properties["security-severity"] = severity
+    return properties
 
 
 # GitHub code scanning reads at most this many characters of a rule's
@@ -194,6 +239,14 @@ def _fix(report: Report, path: str, fix) -> om.Fix:
     )
 
 
+def automation_id(category: str) -> str:
+    """The run's automationDetails.id: the category and a slash (GitHub code
+    scanning takes what precedes the last slash as the analysis category).
+    github/codeql-action/upload-sarif keeps an id the file has and ignores
+    its own `category` input then, so the two must agree: --sarif-category."""
+    return category if category.endswith("/") else category + "/"
+
+
 def render_sarif(report: Report) -> str:
     rules = sorted(report.rules.values(), key=lambda r: r.id)
     index = {rule.id: i for i, rule in enumerate(rules)}
@@ -240,6 +293,7 @@ def render_sarif(report: Report) -> str:
         )],
         original_uri_base_ids={SRCROOT: om.ArtifactLocation(uri=report.base_uri)},
         column_kind="utf16CodeUnits",
+        automation_details=om.RunAutomationDetails(id=automation_id(report.category)),
     )
     log = om.SarifLog(version="2.1.0", schema_uri=SCHEMA_URI, runs=[run])
     return json.dumps(to_json(log), indent=2, ensure_ascii=False) + "\n"
