@@ -6,6 +6,7 @@ by the call-graph ordering of fixpoint (callees first, components iterated)."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,23 @@ def test_every_registered_rule_with_a_check_lives_in_its_own_module() -> None:
     assert all(rule.retired for rule in CHECKS if rule.check is None)
     assert len(set(modules)) == len(modules)
     assert all(module.startswith("cudalint.checks.") for module in modules)
+
+
+def test_only_the_status_analysis_decides_success_values() -> None:
+    """A status's success values are read where they are loaded and where
+    statuses are decided (success values, failure branches, converters);
+    every other module asks analyses/status.py."""
+    readers = {_module_name(path) for path in MODULES if re.search(r"\.success\b", path.read_text(encoding="utf-8"))}
+    assert readers == {"cudalint.analyses.status", "cudalint.knowledge"}
+
+
+def test_the_status_wrappers_and_cl3_rules_do_not_need_the_resource_engine() -> None:
+    from cudalint.analyses.lifetimes import LIFETIMES
+    from cudalint.analyses.wrappers import WRAPPERS
+    from cudalint.checks import CHECKS
+    from cudalint.framework import requirements
+
+    assert LIFETIMES not in requirements((WRAPPERS,))
+    for rule in CHECKS:
+        if rule.id in ("CL301", "CL302", "CL304"):
+            assert LIFETIMES not in requirements(rule.requires), rule.id

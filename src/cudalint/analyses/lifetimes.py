@@ -37,6 +37,7 @@ from tree_sitter import Node
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
 from cudalint.analyses.owners import OWNERS, Owners, owned_resource
+from cudalint.analyses.status import STATUS, Outcome, Roles, StatusSemantics, StatusSource, Subject
 from cudalint.analyses.uses import USES, Use, UseKind, VariableUses
 from cudalint.cfg import CFG, Edge, ExitKind, NodeKind, PackageCFGs
 from cudalint.framework import Analysis
@@ -251,9 +252,10 @@ class _Walk:
 
 
 class Engine:
-    def __init__(self, cfgs: PackageCFGs, facts: CallIndex, uses: VariableUses, owners: Owners):
+    def __init__(self, cfgs: PackageCFGs, facts: CallIndex, uses: VariableUses, owners: Owners, status: StatusSemantics):
         self.cfgs = cfgs
         self.facts = facts
+        self.status = status
         self.uses = uses
         self.owners = owners
         self._summaries: dict[tuple[Unit, Symbol], Summary] = {}
@@ -261,7 +263,6 @@ class Engine:
         self._captures: dict[Unit, frozenset[Symbol]] = {}
         self._results: dict[Unit, UnitLifetimes] = {}
         self._defer_nodes: dict[Unit, list[int]] = {}
-        self._converters: dict[tuple[Unit, int, str], bool] = {}
         self._budget: int | None = None  # path states left for the function being analysed
         self._analysing: set[Unit] = set()
         self._handing: dict[Unit, list[tuple[Origin, int]]] = {}
@@ -795,90 +796,35 @@ class Engine:
         if state.phase is not Phase.HELD:
             return state
         outcome = None
+        source = _source(origin)
         if condition is not None:
-            outcome = self._test(origin, state, condition, bool(edge.polarity))
+            outcome = self.status.test(source, self._roles(state), condition, bool(edge.polarity))
         elif edge.tests_case:
-            outcome = self._case(origin, state, edge.tag, edge.case, bool(edge.polarity))
-        if outcome == "failure":
+            outcome = self.status.case(source, self._roles(state), edge.tag, edge.case, bool(edge.polarity))
+        if outcome is Outcome.FAILURE:
             return None
-        if outcome == "success":
+        if outcome is Outcome.SUCCESS:
             return replace(state, proxy=None)
         return state
 
-    def _test(self, origin: Origin | None, state: State, condition: Node, polarity: bool) -> str | None:
-        expression = syntax.unparen(condition)
-        if expression is None or expression.type != "binary_expression":
-            return None
-        operator = syntax.text(expression.child_by_field_name("operator"))
-        if operator not in ("==", "!="):
-            return None
-        left = unwrap(expression.child_by_field_name("left"), self.facts)
-        right = unwrap(expression.child_by_field_name("right"), self.facts)
-        for subject, other in ((left, right), (right, left)):
-            verdict = self._compare(origin, state, subject, other)
-            if verdict is None:
-                continue
-            if verdict == "error-value":
-                # st == C.cudaErrorMemoryAllocation: true is a failure, false says nothing
-                truth_is_failure = operator == "=="
-                return "failure" if polarity == truth_is_failure else None
-            # verdict: does `subject == other` mean success?
-            true_means_success = verdict if operator == "==" else not verdict
-            return "success" if polarity == true_means_success else "failure"
-        return None
-
-    def _compare(self, origin: Origin | None, state: State, subject: Node | None, other: Node | None):
-        """True: `subject == other` means success; False: it means failure;
-        "error-value": subject is compared with one specific failure value."""
-        if subject is None or other is None:
-            return None
+    def _roles(self, state: State) -> Roles:
+        """What an expression tested on a path is to the walk: the status
+        (the proxy: the status variable, or an error made of it), or the
+        handle (compared with nil)."""
         resolution = self.facts.package.resolution
-        other_text = syntax.text(other)
-        is_proxy = (
-            state.proxy is not None
-            and ((isinstance(state.proxy, Node) and subject == state.proxy)
-                 or (subject.type == "identifier" and resolution.symbol(subject) is state.proxy))
-        )
-        if is_proxy:
-            if other_text in ("nil", "0") or self._is_success_value(origin, other):
-                return True
-            if other.type in ("selector_expression", "identifier"):
-                return "error-value"
-            return None
-        if subject.type == "identifier" and resolution.symbol(subject) in state.names and other_text == "nil":
-            return False  # the handle itself is nil: nothing was acquired
-        return None
 
-    def _is_success_value(self, origin: Origin | None, value: Node) -> bool:
-        if origin is None or origin.status is None:
-            return False
-        text = syntax.text(value)
-        family = origin.api.family
-        written_package = origin.written.split(".", 1)[0]
-        for success in origin.status.success:
-            if text == success:
-                return True
-            if success.startswith(family.qualifier + ".") and text == written_package + success[len(family.qualifier):]:
-                return True
-        return False
+        def roles(subject: Node) -> Subject | None:
+            proxy = state.proxy
+            if proxy is not None and (
+                (isinstance(proxy, Node) and subject == proxy)
+                or (subject.type == "identifier" and resolution.symbol(subject) is proxy)
+            ):
+                return Subject.STATUS
+            if subject.type == "identifier" and resolution.symbol(subject) in state.names:
+                return Subject.HANDLE
+            return None
 
-    def _case(self, origin: Origin | None, state: State, tag: Node | None, clause: Node, polarity: bool) -> str | None:
-        subject = unwrap(tag, self.facts)
-        if subject is None or state.proxy is None:
-            return None
-        resolution = self.facts.package.resolution
-        if not ((isinstance(state.proxy, Node) and subject == state.proxy)
-                or (subject.type == "identifier" and resolution.symbol(subject) is state.proxy)):
-            return None
-        values = syntax.expressions(clause.child_by_field_name("value"))
-        if not values:
-            return None
-        success = [syntax.text(v) in ("0", "nil") or self._is_success_value(origin, v) for v in values]
-        if all(success):
-            return "success" if polarity else "failure"
-        if not any(success):
-            return "failure" if polarity else None
-        return None
+        return roles
 
     def _scope_exit(self, graph: CFG, state: State, node: int, successor: int) -> tuple[State, Node | None]:
         """Variables whose scope the edge leaves die on it."""
@@ -973,95 +919,9 @@ class Engine:
             target = syntax.unparen(left[-1])
             if target is None or target.type != "identifier" or syntax.text(target) == "_":
                 continue
-            if self.converts(callee.target, index, origin):
+            if self.status.converts(callee.target, index, _source(origin)):
                 return self.facts.package.resolution.symbol(target)
         return None
-
-    def converts_status_of(self, unit: Unit, index: int, status_call: Node) -> bool:
-        """Whether `unit` is a converter of the status this API call returns
-        (`check(C.cudaMemcpy(...))`: check turns its status into an error)."""
-        fact = self.facts.call(status_call)
-        if fact is None or fact.api is None or fact.status is None or fact.status.kind == "error":
-            return False
-        probe = Origin(unit, -1, fact.node, fact.written, fact.api, None, CallRole(fact.written, "none"), "")  # type: ignore[arg-type]
-        return self.converts(unit, index, probe)
-
-    def converts(self, unit: Unit, index: int, origin: Origin) -> bool:
-        """Whether `unit` turns the status it receives as parameter `index`
-        into an error that is nil exactly when the status says success
-        (`errorString(r)`, `newError(ctx, r)`): on every path, a return of
-        nil is reached only where the status was tested as success, and a
-        return of anything else only where it was tested as failure."""
-        key = (unit, index, origin.api.family.name)
-        if key not in self._converters:
-            self._converters[key] = False  # recursion: not a converter
-            self._converters[key] = self._is_converter(unit, index, origin) or self._decided_in_c(unit, index)
-        return self._converters[key]
-
-    def _decided_in_c(self, unit: Unit, index: int) -> bool:
-        """`return newErrorCStr(ctx, C.go_cuda_cu_err(e))`: every return hands
-        back what a call made of the status by way of a C function (a
-        preamble helper that maps success to NULL). The decision is made in
-        C, where the analysis does not look; such a function is taken for a
-        converter, since the alternative (a leak on the failure branch of
-        every acquisition checked through it) is what real bindings showed."""
-        if index >= len(unit.params) or not unit.returns_error or unit.body is None:
-            return False
-        status = unit.params[index]
-        returns = list(syntax.return_statements(unit.body))
-        for statement in returns:
-            values = next((c for c in statement.named_children if c.type == "expression_list"), None)
-            expressions = syntax.expressions(values) if values is not None else []
-            last = syntax.unparen(expressions[-1]) if expressions else None
-            if last is None or last.type != "call_expression" or not any(
-                self.facts.callee(call).written.startswith("C.") and any(
-                    argument.type == "identifier" and self.facts.package.resolution.symbol(argument) is status
-                    for argument in map(syntax.unparen, syntax.children(call.child_by_field_name("arguments")))
-                )
-                for call in syntax.calls_in(last)
-            ):
-                return False
-        return bool(returns)
-
-    def _is_converter(self, unit: Unit, index: int, origin: Origin) -> bool:
-        graph = self.cfgs.graphs.get(unit)
-        if graph is None or index >= len(unit.params) or not unit.returns_error:
-            return False
-        status = unit.params[index]
-        probe = State(Phase.HELD, frozenset(), status)
-
-        def step(n: int, outcome: str | None):
-            if graph.kind(n) is NodeKind.RETURN:
-                return
-            for edge in graph.out_edges(n):
-                verdict = None
-                if edge.condition is not None:
-                    verdict = self._test(origin, probe, edge.condition, bool(edge.polarity))
-                elif edge.tests_case:
-                    verdict = self._case(origin, probe, edge.tag, edge.case, bool(edge.polarity))
-                if verdict is not None and outcome is not None and verdict != outcome:
-                    continue  # contradicts what the path already knows
-                yield edge.target, verdict or outcome
-
-        seen_nil = seen_error = False
-        for n, outcome in graph.walk(graph.entry, None, step):
-            kind = graph.kind(n)
-            if kind is NodeKind.IMPLICIT_RETURN:
-                return False
-            if kind is not NodeKind.RETURN:
-                continue
-            returned = _returned_error(graph.ast(n))
-            if returned is None:
-                return False  # a bare return of named results: cannot tell
-            if returned == "nil":
-                seen_nil = True
-                if outcome != "success":
-                    return False
-            else:
-                seen_error = True
-                if outcome != "failure":
-                    return False
-        return seen_nil and seen_error
 
     def _read(self, graph, origin, state: State, n: int, use: Use, walk: _Walk, aliases: set, applied: set) -> State:
         released = state.phase is Phase.RELEASED
@@ -1389,14 +1249,6 @@ def _returned_at(unit: Unit, handle: str) -> int | None:
     return index
 
 
-def _returned_error(statement: Node | None) -> str | None:
-    """The text of the last value a return statement returns (None for a
-    bare return)."""
-    values = next((c for c in statement.named_children if c.type == "expression_list"), None) if statement is not None else None
-    expressions = syntax.expressions(values) if values is not None else []
-    return syntax.text(expressions[-1]) if expressions else None
-
-
 def _calls_parameter(function: Unit, index: int) -> bool:
     """Whether `function` calls its parameter `index` itself, on its own
     goroutine (`f()`, not `go f()` nor inside a literal)."""
@@ -1440,6 +1292,11 @@ def _value_parent(node: Node, facts: CallIndex) -> tuple[Node, Node | None]:
 
 LIFETIMES: Analysis[Engine] = Analysis(
     "lifetimes", __doc__ or "",
-    lambda p: Engine(p.cfgs, p.result_of(CALLS), p.result_of(USES), p.result_of(OWNERS)),
-    requires=(CALLS, USES, OWNERS),
+    lambda p: Engine(p.cfgs, p.result_of(CALLS), p.result_of(USES), p.result_of(OWNERS), p.result_of(STATUS)),
+    requires=(CALLS, USES, OWNERS, STATUS),
 )
+
+
+def _source(origin: Origin | None) -> StatusSource | None:
+    """The status an acquisition's call reports (None on a summary walk)."""
+    return StatusSource.of(origin.api, origin.written) if origin is not None else None

@@ -20,7 +20,7 @@ from tree_sitter import Node
 
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex
-from cudalint.analyses.lifetimes import LIFETIMES, Engine
+from cudalint.analyses.status import STATUS, StatusSemantics
 from cudalint.framework import Analysis
 from cudalint.functions import Unit, UnitKind
 
@@ -38,9 +38,9 @@ class Wrapped:
 
 
 class StatusWrappers:
-    def __init__(self, calls: CallIndex, lifetimes: Engine):
+    def __init__(self, calls: CallIndex, status: StatusSemantics):
         self.calls = calls
-        self.lifetimes = lifetimes
+        self.status = status
         self._found: dict[Unit, Wrapped | None] = {}
         self._sites: list[tuple[Unit, Node, Wrapped]] | None = None
 
@@ -174,19 +174,8 @@ class StatusWrappers:
     def _failed_test(self, unit: Unit, condition: Node | None) -> Wrapped | None:
         """`st != C.cudaSuccess`, `C.cudaFree(p) != 0`: true where the status
         says failure."""
-        if condition is None or condition.type != "binary_expression" or syntax.text(condition.child_by_field_name("operator")) != "!=":
-            return None
-        sides = [syntax.unparen(condition.child_by_field_name(side)) for side in ("left", "right")]
-        for subject, other in (sides, sides[::-1]):
-            if subject is None or other is None:
-                continue
-            if subject.type == "identifier":
-                symbol = self.calls.package.resolution.symbol(subject)
-                subject = syntax.unparen(symbol.init) if symbol is not None and symbol.init is not None and symbol.function == unit.node else None
-            fact = self.calls.status_call(subject)
-            if fact is not None and fact.status is not None and fact.status.kind != "error" and _is_success(other, fact):
-                return Wrapped(fact.written, fact.is_release)
-        return None
+        fact = self.status.failed_test(unit, condition)
+        return Wrapped(fact.written, fact.is_release) if fact is not None else None
 
     def _converted(self, converter: Unit, arguments: list[Node]) -> Wrapped | None:
         """`check(C.cudaMemcpy(...))`, or `check(st)` with `st := C.cudaMemcpy(...)`."""
@@ -197,21 +186,11 @@ class StatusWrappers:
                 argument = syntax.unparen(symbol.init) if symbol is not None and symbol.init is not None else None
             inner = self.calls.status_call(argument)
             if inner is not None and inner.status is not None and inner.status.kind != "error":
-                if self.lifetimes.converts_status_of(converter, index, inner.node):
+                if self.status.converts_status_of(converter, index, inner.node):
                     return Wrapped(inner.written, inner.is_release)
         return None
 
 
-def _is_success(value: Node, fact) -> bool:
-    """A success value of the call's status, as this file writes it
-    (`C.cudaSuccess`, `0`; `nvml.SUCCESS` through the file's own name for
-    the package)."""
-    text = syntax.text(value)
-    qualifier = fact.written.split(".", 1)[0]
-    family = fact.api.family.qualifier if fact.api is not None else qualifier
-    return any(text == success or text == qualifier + success[len(family):] for success in fact.status.success)
-
-
 WRAPPERS: Analysis[StatusWrappers] = Analysis(
-    "wrappers", __doc__ or "", lambda p: StatusWrappers(p.result_of(CALLS), p.result_of(LIFETIMES)), requires=(CALLS, LIFETIMES),
+    "wrappers", __doc__ or "", lambda p: StatusWrappers(p.result_of(CALLS), p.result_of(STATUS)), requires=(CALLS, STATUS),
 )

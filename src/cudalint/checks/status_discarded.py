@@ -6,7 +6,7 @@ from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallFact, CallIndex
-from cudalint.analyses.lifetimes import LIFETIMES, Engine
+from cudalint.analyses.status import STATUS, StatusSemantics
 from cudalint.analyses.wrappers import WRAPPERS
 from cudalint.catalog import Level, Rule
 from cudalint.checks.wording import imports_of, status_what, success_hint, wrapper_what
@@ -15,7 +15,7 @@ from cudalint.framework import Pass
 
 def check(p: Pass) -> None:
     calls = p.result_of(CALLS)
-    lifetimes = p.result_of(LIFETIMES)
+    status = p.result_of(STATUS)
     for unit, graph in p.graphs_of(calls.units_calling_api()):
         with p.isolating(unit):
             for n in graph.statement_nodes():
@@ -24,7 +24,7 @@ def check(p: Pass) -> None:
                 if fact is not None:
                     p.report(unit, fact.node, f"{status_what(fact)} is discarded; {success_hint(fact)}")
                     continue
-                converted = _converted_and_dropped(calls, lifetimes, statement)
+                converted = _converted_and_dropped(calls, status, statement)
                 if converted is not None:
                     converter, inner = converted
                     name = syntax.text(converter.child_by_field_name("function"))
@@ -39,7 +39,7 @@ def check(p: Pass) -> None:
                 p.report(unit, call, f"{wrapper_what(call, wrapped.inner, False)} is discarded; check that it is nil and handle the failure")
 
 
-def _converted_and_dropped(calls: CallIndex, lifetimes: Engine, statement: Node) -> tuple[Node, CallFact] | None:
+def _converted_and_dropped(calls: CallIndex, status: StatusSemantics, statement: Node) -> tuple[Node, CallFact] | None:
     """`check(C.cudaMemcpy(...))` as a statement: a converter of the
     package turns the status into an error, which is then dropped."""
     if statement.type != "expression_statement":
@@ -53,7 +53,7 @@ def _converted_and_dropped(calls: CallIndex, lifetimes: Engine, statement: Node)
         return None
     for index, argument in enumerate(syntax.children(call.child_by_field_name("arguments"))):
         fact = calls.status_call(argument)
-        if fact is not None and not fact.is_release and lifetimes.converts_status_of(callee.target, index, fact.node):
+        if fact is not None and not fact.is_release and status.converts_status_of(callee.target, index, fact.node):
             return call, fact
     return None
 
@@ -112,6 +112,6 @@ RULE = Rule(
     """,
     tags=("correctness", "error-handling"),
     check=check,
-    requires=(CALLS, LIFETIMES, WRAPPERS),
+    requires=(CALLS, STATUS, WRAPPERS),
     needles=lambda knowledge: imports_of(knowledge, lambda family: family.status is not None),
 )

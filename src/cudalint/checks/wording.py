@@ -12,6 +12,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.analyses.calls import CallFact
 from cudalint.analyses.lifetimes import Origin
+from cudalint.analyses.status import first_success_as_written
 from cudalint.knowledge import Family, Knowledge, ResourceSpec
 
 _VERBS = (
@@ -82,14 +83,7 @@ def success_hint(fact: CallFact) -> str:
     assert status is not None
     if status.kind == "error":
         return "check that it is nil and handle the failure"
-    family = fact.api.family if fact.api is not None else None
-    # A method (`device.GetName()`) is written with its receiver, not its
-    # package: name the success value as the knowledge does.
-    written_package = fact.written.split(".", 1)[0] if "." not in fact.name else (family.qualifier if family else "")
-    success = status.success[0]
-    if family is not None and success.startswith(family.qualifier + "."):
-        success = written_package + success[len(family.qualifier):]
-    return f"compare it with {success} and handle the failure"
+    return f"compare it with {first_success_as_written(fact)} and handle the failure"
 
 
 def imports_of(knowledge: Knowledge, wanted: Callable[[Family], bool]) -> frozenset[bytes]:

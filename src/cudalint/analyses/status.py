@@ -1,0 +1,283 @@
+"""Status semantics: what a status of an API family says, wherever it is read.
+
+Three questions are asked of statuses all over the analysis: is this value a
+success value of that status (`C.cudaSuccess`, `0`, `nvml.SUCCESS` written
+through the file's own name for the package)? does this side of a comparison
+or of a switch case mean success or failure? does this function of the
+package turn a status it receives into an error that is nil exactly on
+success (a converter: `check(st)`, `errorString(r)`)? The resource engine
+asks them to know where an acquisition is held, the status wrappers to know
+which errors come from a status, the CL3 rules to know a dropped converter.
+They are answered here, once, from call classification alone, so that none
+of those needs the resource engine to tell a failure branch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.analyses.calls import CALLS, CallFact, CallIndex, unwrap
+from cudalint.cfg import NodeKind, PackageCFGs
+from cudalint.framework import Analysis
+from cudalint.functions import Unit
+from cudalint.knowledge import ApiFunction, StatusSpec
+
+
+class Outcome(str, Enum):
+    SUCCESS = "success"
+    FAILURE = "failure"
+
+
+class Subject(str, Enum):
+    """What the tested expression is to the one asking."""
+
+    STATUS = "status"  # the status itself (or an error made of it)
+    HANDLE = "handle"  # the handle the call produced (nil: nothing acquired)
+
+
+# subject -> its role in the question, or None for an unrelated expression.
+Roles = Callable[[Node], "Subject | None"]
+
+
+@dataclass(frozen=True)
+class StatusSource:
+    """A status as the code reads it: the family's spec, and the names the
+    call was written with (success values are spelt through them)."""
+
+    status: StatusSpec | None
+    qualifier: str  # the family's qualifier in the knowledge: "C", "nvml"
+    written: str  # the call as written: "C.cudaMalloc", "nvml.Init"
+    family: str  # the family's name (converters are per family)
+
+    @classmethod
+    def of(cls, api: ApiFunction, written: str) -> StatusSource:
+        return cls(api.status, api.family.qualifier, written, api.family.name)
+
+
+class StatusSemantics:
+    """The answers for one package (converters are memoised)."""
+
+    def __init__(self, calls: CallIndex, cfgs: PackageCFGs):
+        self.calls = calls
+        self.cfgs = cfgs
+        self._converters: dict[tuple[Unit, int, str], bool] = {}
+
+    # -- values and tests ---------------------------------------------------
+
+    def is_success_value(self, source: StatusSource | None, value: Node) -> bool:
+        """`C.cudaSuccess`, or `nvml.SUCCESS` where the file imports the
+        package under another name and writes `gonvml.SUCCESS`."""
+        if source is None or source.status is None:
+            return False
+        text = syntax.text(value)
+        written_package = source.written.split(".", 1)[0]
+        return any(
+            text in (success, spelled(success, source.qualifier, written_package)) for success in source.status.success
+        )
+
+    def test(self, source: StatusSource | None, roles: Roles, condition: Node, polarity: bool) -> Outcome | None:
+        """What taking this side (polarity) of `==`/`!=` condition says:
+        success, failure, or nothing (a test of something else, or of one
+        failure value on its false side)."""
+        expression = syntax.unparen(condition)
+        if expression is None or expression.type != "binary_expression":
+            return None
+        operator = syntax.text(expression.child_by_field_name("operator"))
+        if operator not in ("==", "!="):
+            return None
+        left = unwrap(expression.child_by_field_name("left"), self.calls)
+        right = unwrap(expression.child_by_field_name("right"), self.calls)
+        for subject, other in ((left, right), (right, left)):
+            verdict = self._compare(source, roles, subject, other)
+            if verdict is None:
+                continue
+            if verdict == "error-value":
+                # st == C.cudaErrorMemoryAllocation: true is a failure, false says nothing
+                truth_is_failure = operator == "=="
+                return Outcome.FAILURE if polarity == truth_is_failure else None
+            true_means_success = verdict if operator == "==" else not verdict
+            return Outcome.SUCCESS if polarity == true_means_success else Outcome.FAILURE
+        return None
+
+    def _compare(self, source: StatusSource | None, roles: Roles, subject: Node | None, other: Node | None):
+        """True: `subject == other` means success; False: it means failure;
+        "error-value": subject is compared with one specific failure value."""
+        if subject is None or other is None:
+            return None
+        role = roles(subject)
+        other_text = syntax.text(other)
+        if role is Subject.STATUS:
+            if other_text in ("nil", "0") or self.is_success_value(source, other):
+                return True
+            if other.type in ("selector_expression", "identifier"):
+                return "error-value"
+            return None
+        if role is Subject.HANDLE and other_text == "nil":
+            return False  # the handle itself is nil: nothing was acquired
+        return None
+
+    def case(self, source: StatusSource | None, roles: Roles, tag: Node | None, clause: Node, polarity: bool) -> Outcome | None:
+        """What entering (polarity) or passing a `case` of `switch st`
+        says: success where every value is a success value, failure where
+        none is."""
+        subject = unwrap(tag, self.calls)
+        if subject is None or roles(subject) is not Subject.STATUS:
+            return None
+        values = syntax.expressions(clause.child_by_field_name("value"))
+        if not values:
+            return None
+        success = [syntax.text(v) in ("0", "nil") or self.is_success_value(source, v) for v in values]
+        if all(success):
+            return Outcome.SUCCESS if polarity else Outcome.FAILURE
+        if not any(success):
+            return Outcome.FAILURE if polarity else None
+        return None
+
+    def failed_test(self, unit: Unit, condition: Node | None) -> CallFact | None:
+        """The status call a condition tests as failed, on its true side:
+        `st != C.cudaSuccess` (st declared in unit from the call),
+        `C.cudaFree(p) != 0`."""
+        if condition is None or condition.type != "binary_expression" or syntax.text(condition.child_by_field_name("operator")) != "!=":
+            return None
+        sides = [syntax.unparen(condition.child_by_field_name(side)) for side in ("left", "right")]
+        for subject, other in (sides, sides[::-1]):
+            if subject is None or other is None:
+                continue
+            if subject.type == "identifier":
+                symbol = self.calls.package.resolution.symbol(subject)
+                subject = syntax.unparen(symbol.init) if symbol is not None and symbol.init is not None and symbol.function == unit.node else None
+            fact = self.calls.status_call(subject)
+            if (
+                fact is not None and fact.status is not None and fact.status.kind != "error" and fact.api is not None
+                and self.is_success_value(StatusSource.of(fact.api, fact.written), other)
+            ):
+                return fact
+        return None
+
+    # -- converters ---------------------------------------------------------
+
+    def converts_status_of(self, unit: Unit, index: int, status_call: Node) -> bool:
+        """Whether `unit` is a converter of the status this API call returns
+        (`check(C.cudaMemcpy(...))`: check turns its status into an error)."""
+        fact = self.calls.call(status_call)
+        if fact is None or fact.api is None or fact.status is None or fact.status.kind == "error":
+            return False
+        return self.converts(unit, index, StatusSource.of(fact.api, fact.written))
+
+    def converts(self, unit: Unit, index: int, source: StatusSource) -> bool:
+        """Whether `unit` turns the status it receives as parameter `index`
+        into an error that is nil exactly when the status says success
+        (`errorString(r)`, `newError(ctx, r)`): on every path, a return of
+        nil is reached only where the status was tested as success, and a
+        return of anything else only where it was tested as failure."""
+        key = (unit, index, source.family)
+        if key not in self._converters:
+            self._converters[key] = False  # while deciding: not a converter
+            self._converters[key] = self._is_converter(unit, index, source) or self._decided_in_c(unit, index)
+        return self._converters[key]
+
+    def _decided_in_c(self, unit: Unit, index: int) -> bool:
+        """`return newErrorCStr(ctx, C.go_cuda_cu_err(e))`: every return hands
+        back what a call made of the status by way of a C function (a
+        preamble helper that maps success to NULL). The decision is made in
+        C, where the analysis does not look; such a function is taken for a
+        converter, since the alternative (a leak on the failure branch of
+        every acquisition checked through it) is what real bindings showed."""
+        if index >= len(unit.params) or not unit.returns_error or unit.body is None:
+            return False
+        status = unit.params[index]
+        returns = list(syntax.return_statements(unit.body))
+        for statement in returns:
+            values = next((c for c in statement.named_children if c.type == "expression_list"), None)
+            expressions = syntax.expressions(values) if values is not None else []
+            last = syntax.unparen(expressions[-1]) if expressions else None
+            if last is None or last.type != "call_expression" or not any(
+                self.calls.callee(call).written.startswith("C.") and any(
+                    argument.type == "identifier" and self.calls.package.resolution.symbol(argument) is status
+                    for argument in map(syntax.unparen, syntax.children(call.child_by_field_name("arguments")))
+                )
+                for call in syntax.calls_in(last)
+            ):
+                return False
+        return bool(returns)
+
+    def _is_converter(self, unit: Unit, index: int, source: StatusSource) -> bool:
+        graph = self.cfgs.graphs.get(unit)
+        if graph is None or index >= len(unit.params) or not unit.returns_error:
+            return False
+        status = unit.params[index]
+        resolution = self.calls.package.resolution
+
+        def roles(subject: Node) -> Subject | None:
+            return Subject.STATUS if subject.type == "identifier" and resolution.symbol(subject) is status else None
+
+        def step(n: int, outcome: Outcome | None):
+            if graph.kind(n) is NodeKind.RETURN:
+                return
+            for edge in graph.out_edges(n):
+                verdict = None
+                if edge.condition is not None:
+                    verdict = self.test(source, roles, edge.condition, bool(edge.polarity))
+                elif edge.tests_case:
+                    verdict = self.case(source, roles, edge.tag, edge.case, bool(edge.polarity))
+                if verdict is not None and outcome is not None and verdict != outcome:
+                    continue  # contradicts what the path already knows
+                yield edge.target, verdict or outcome
+
+        seen_nil = seen_error = False
+        for n, outcome in graph.walk(graph.entry, None, step):
+            kind = graph.kind(n)
+            if kind is NodeKind.IMPLICIT_RETURN:
+                return False
+            if kind is not NodeKind.RETURN:
+                continue
+            returned = returned_error(graph.ast(n))
+            if returned is None:
+                return False  # a bare return of named results: cannot tell
+            if returned == "nil":
+                seen_nil = True
+                if outcome is not Outcome.SUCCESS:
+                    return False
+            else:
+                seen_error = True
+                if outcome is not Outcome.FAILURE:
+                    return False
+        return seen_nil and seen_error
+
+
+def spelled(success: str, qualifier: str, written_package: str) -> str:
+    """A success value as a file writes it: the knowledge's `nvml.SUCCESS`
+    is `gonvml.SUCCESS` where the file imports the package as gonvml."""
+    if success.startswith(qualifier + "."):
+        return written_package + success[len(qualifier):]
+    return success
+
+
+def first_success_as_written(fact: CallFact) -> str:
+    """The success value to compare this call's status with, in the file's
+    spelling, for messages. A method (`device.GetName()`) is written with
+    its receiver, not its package: named as the knowledge names it."""
+    assert fact.status is not None
+    family = fact.api.family if fact.api is not None else None
+    if family is None:
+        return fact.status.success[0]
+    written_package = fact.written.split(".", 1)[0] if "." not in fact.name else family.qualifier
+    return spelled(fact.status.success[0], family.qualifier, written_package)
+
+
+def returned_error(statement: Node | None) -> str | None:
+    """The text of the last value a return statement returns (None for a
+    bare return)."""
+    values = next((c for c in statement.named_children if c.type == "expression_list"), None) if statement is not None else None
+    expressions = syntax.expressions(values) if values is not None else []
+    return syntax.text(expressions[-1]) if expressions else None
+
+
+STATUS: Analysis[StatusSemantics] = Analysis(
+    "status", __doc__ or "", lambda p: StatusSemantics(p.result_of(CALLS), p.cfgs), requires=(CALLS,),
+)
