@@ -174,3 +174,110 @@ def test_multi_line_inputs_and_no_stale_report_after_a_failure(installed: Path, 
     done, outputs = run_step(installed, tmp_path, patterns="nowhere/...")
     assert done.returncode == 2 and outputs == {"exit-code": "2"}
     assert not (tmp_path / "cudalint.sarif").exists()
+
+
+# -- issue 24, item 5 ----------------------------------------------------------
+
+
+def _two_packages(project: Path) -> None:
+    for name in ("gpu", "a b"):
+        (project / name).mkdir()
+        (project / name / "a.go").write_text(BUGGY)
+
+
+def _reported(project: Path, report: str = "cudalint.sarif") -> list[str]:
+    document = json.loads((project / report).read_text())
+    return sorted(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in document["runs"][0]["results"])
+
+
+def test_args_with_a_space_one_line_shell_quoted_or_one_argument_per_line(installed: Path, tmp_path: Path) -> None:
+    _two_packages(tmp_path)
+    done, outputs = run_step(installed, tmp_path)
+    assert outputs["exit-code"] == "1" and _reported(tmp_path) == ["a%20b/a.go", "gpu/a.go"], done.stderr
+    for args in ('--exclude "a b/**" --select CL3', "--exclude 'a b/**'", "--exclude a\\ b/**", "--exclude\na b/**\n--select\nCL3\n"):
+        done, outputs = run_step(installed, tmp_path, args=args)
+        assert done.returncode == 0 and outputs["exit-code"] == "1", (args, done.stdout + done.stderr)
+        assert _reported(tmp_path) == ["gpu/a.go"], args
+    # Patterns are read the same way: a directory with a space in its name.
+    done, outputs = run_step(installed, tmp_path, patterns="'a b/...'")
+    assert outputs["exit-code"] == "1" and _reported(tmp_path) == ["a%20b/a.go"], done.stdout + done.stderr
+    done, outputs = run_step(installed, tmp_path, patterns="a b/...\ngpu")
+    assert outputs["exit-code"] == "1" and _reported(tmp_path) == ["a%20b/a.go", "gpu/a.go"], done.stdout + done.stderr
+
+
+def test_args_that_cannot_be_read_say_how_they_were_read(installed: Path, tmp_path: Path) -> None:
+    _two_packages(tmp_path)
+    done, outputs = run_step(installed, tmp_path, args='--exclude "a b/**')
+    assert done.returncode == 2 and outputs == {"exit-code": "2"}
+    assert "::error title=cudalint::args is one line, so it is split as a shell splits words, and it has no closing quotation" in done.stdout
+    done, outputs = run_step(installed, tmp_path, args="--select CL3\n--quiet")
+    assert done.returncode == 2 and outputs == {"exit-code": "2"}
+    assert ("args has several lines, so each line is one argument, taken as it is, but line 1 (--select CL3) holds an "
+            "option and its value: put the value on the next line, write --select=VALUE") in done.stdout
+    done, outputs = run_step(installed, tmp_path, args='--exclude\n"a b/**"')
+    assert done.returncode == 2 and "but line 2 is quoted" in done.stdout
+    done, outputs = run_step(installed, tmp_path, args="--select=CL3\n--exclude=a b/**")  # = keeps a line one argument
+    assert done.returncode == 0 and _reported(tmp_path) == ["gpu/a.go"], done.stdout + done.stderr
+
+
+def test_an_output_in_a_missing_directory_is_created(installed: Path, tmp_path: Path) -> None:
+    (tmp_path / "gpu").mkdir()
+    (tmp_path / "gpu" / "a.go").write_text(BUGGY)
+    done, outputs = run_step(installed, tmp_path, output="out/reports/cudalint.sarif")
+    assert done.returncode == 0 and outputs == {
+        "exit-code": "1", "report": str((tmp_path / "out" / "reports" / "cudalint.sarif").resolve()),
+    }, done.stderr
+    validate(json.loads((tmp_path / "out" / "reports" / "cudalint.sarif").read_text()))
+
+
+def test_the_report_output_is_described_for_every_format_that_sets_it(installed: Path, tmp_path: Path) -> None:
+    (tmp_path / "gpu").mkdir()
+    (tmp_path / "gpu" / "a.go").write_text(BUGGY)
+    description = ACTION["outputs"]["report"]["description"]
+    for fmt in FORMATS:
+        done, outputs = run_step(installed, tmp_path, format=fmt, output=f"report.{fmt}", upload="false")
+        assert outputs["exit-code"] == "1", (fmt, done.stderr)
+        if "report" in outputs:
+            assert outputs["report"] == str((tmp_path / f"report.{fmt}").resolve())
+            assert fmt in description, fmt
+        else:
+            assert fmt in ("text", "github") and fmt not in description
+
+
+def token_step(**context: str) -> tuple[dict[str, str], dict]:
+    """The step that decides whether the token may upload, with the
+    workflow context the runner would give it."""
+    check = step("Check that the token may upload")
+    values = {"github.event_name": "push", "github.repository": "owner/repo", "github.actor": "someone",
+              "github.event.pull_request.head.repo.full_name": "", "steps.run.outputs.report": "/w/cudalint.sarif"} | context
+    env = {key: EXPRESSION.sub(lambda m: values[m.group(1)], value) for key, value in check["env"].items()}
+    return env, check
+
+
+def test_the_upload_is_skipped_where_the_token_is_read_only(tmp_path: Path) -> None:
+    """A pull request from a fork (and a Dependabot run) gets a read-only
+    token: upload-sarif would fail the job, so the upload is skipped with a
+    notice that says why and where the report is."""
+    upload = uses("github/codeql-action/upload-sarif@")
+    check = step("Check that the token may upload")
+    assert check["id"] == "token" and STEPS.index(check) == STEPS.index(upload) - 1
+    assert "steps.token.outputs.upload == 'true'" in upload["if"]
+    assert check["if"].replace("${{ ", "").replace(" }}", "") in upload["if"]  # the check runs whenever the upload could
+
+    def decide(**context: str) -> tuple[str, str]:
+        env, _ = token_step(**context)
+        outputs = tmp_path / "github_output"
+        outputs.write_text("")
+        done = bash(check["run"], env | {"GITHUB_OUTPUT": str(outputs)}, tmp_path)
+        assert done.returncode == 0, done.stderr
+        return outputs.read_text().strip(), done.stdout
+
+    fork = {"github.event_name": "pull_request", "github.event.pull_request.head.repo.full_name": "fork/repo"}
+    decision, said = decide(**fork)
+    assert decision == "upload=false"
+    assert said.startswith("::notice title=cudalint::the SARIF report is not uploaded to code scanning: this pull request comes from a fork (fork/repo)")
+    assert "/w/cudalint.sarif" in said
+    assert decide(**{**fork, "github.event.pull_request.head.repo.full_name": "owner/repo"}) == ("upload=true", "")
+    assert decide(**{**fork, "github.event_name": "pull_request_target"})[0] == "upload=true"  # the base repository's token
+    assert decide()[0] == "upload=true"
+    assert decide(**{"github.actor": "dependabot[bot]"})[0] == "upload=false"
