@@ -107,7 +107,7 @@ def test_excluded_named_files_are_not_an_error(repo: Path) -> None:
 
 
 @pytest.mark.parametrize("content, message", [
-    ('selct = ["CL1"]\n', "unknown key 'selct' (did you mean 'select'?); the keys are c-include, exclude, ignore, knowledge, level, per-file-ignores, preview, rules, select"),
+    ('selct = ["CL1"]\n', "unknown key 'selct' (did you mean 'select'?); the keys are c-include, exclude, fixable, ignore, knowledge, level, max-same-issues, per-file-ignores, preview, rules, select, show-fixes, unfixable"),
     ('select = "CL1"\n', "select: expected a list of strings, e.g. select = [\"CL1\", \"CL302\"], got 'CL1'"),
     ('select = []\n', "select: an empty list enables no rule"),
     ('ignore = ["CL9"]\n', "ignore: 'CL9' matches no rule"),

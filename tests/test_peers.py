@@ -241,3 +241,137 @@ def test_forced_colour_never_reaches_a_report_file(project: Path) -> None:
         capture_output=True, text=True, timeout=300,
     )
     assert ANSI not in done.stdout
+
+
+# -- --show-fixes, fixable / unfixable ------------------------------------------
+
+
+def test_show_fixes_lists_what_fix_fixed(fixable: Path) -> None:
+    run = cudalint("--no-cache", "--fix", "--show-fixes", ".", cwd=fixable)
+    assert "Fixed 1 finding:\n- a.go:\n    1 x CL202 (defer-before-acquire)\n" in run.stderr, run.stderr
+    (fixable / "a.go").write_text(DEFER_EARLY)
+    assert "Fixed 1 finding" not in cudalint("--no-cache", "--fix", ".", cwd=fixable).stderr
+    (fixable / "a.go").write_text(DEFER_EARLY)
+    (fixable / ".cudalint.toml").write_text("show-fixes = true\n")
+    assert "1 x CL202 (defer-before-acquire)" in cudalint("--no-cache", "--fix", ".", cwd=fixable).stderr
+
+
+@pytest.mark.parametrize(("config", "fixed"), [
+    ('unfixable = ["CL202"]\n', False),
+    ('unfixable = ["CL2"]\n', False),
+    ('fixable = ["CL1"]\n', False),
+    ('fixable = ["CL202"]\nunfixable = ["CL2"]\n', True),  # the more specific wins (ruff)
+    ('fixable = ["CL2"]\nunfixable = ["CL202"]\n', False),
+    ('unfixable = ["CL101"]\n', True),
+])
+def test_fixable_and_unfixable(fixable: Path, config: str, fixed: bool) -> None:
+    (fixable / ".cudalint.toml").write_text(config)
+    listed = cudalint("--no-cache", ".", cwd=fixable)
+    assert ("CL202 [*]" in listed.stdout) == fixed, listed.stdout
+    diff = cudalint("--no-cache", "--diff", ".", cwd=fixable)
+    assert diff.exit_code == (1 if fixed else 0) and bool(diff.stdout) == fixed
+    cudalint("--no-cache", "--fix", ".", cwd=fixable)
+    assert ((fixable / "a.go").read_text() != DEFER_EARLY) == fixed
+
+
+def test_fixable_must_name_rules(fixable: Path) -> None:
+    (fixable / ".cudalint.toml").write_text('unfixable = ["ALL"]\n')
+    run = cudalint("--no-cache", ".", cwd=fixable)
+    assert run.exit_code == 2 and "unfixable" in run.stderr
+
+
+# -- max-same-issues -------------------------------------------------------------
+
+
+def test_max_same_issues_is_off_by_default_and_caps_when_asked(project: Path) -> None:
+    body = "".join("\tC.cudaDeviceSynchronize()\n" for _ in range(5))
+    (project / "gpu" / "a.go").write_text(CGO_FILE.replace("\tC.cudaDeviceSynchronize()\n", body))
+    every = cudalint("--no-cache", "./...", cwd=project)
+    assert every.stdout.count(" CL301 ") == 5 and "max-same-issues" not in every.stderr
+    capped = cudalint("--no-cache", "--max-same-issues", "2", "./...", cwd=project)
+    assert capped.exit_code == 1 and capped.stdout.count(" CL301 ") == 2
+    assert "3 more findings with the same rule and message left out by max-same-issues = 2 (CL301)" in capped.stderr
+    (project / ".cudalint.toml").write_text("max-same-issues = 1\n")
+    assert cudalint("--no-cache", "./...", cwd=project).stdout.count(" CL301 ") == 1
+    assert cudalint("--no-cache", "--max-same-issues", "0", "./...", cwd=project).stdout.count(" CL301 ") == 5
+    (project / ".cudalint.toml").write_text("max-same-issues = -1\n")
+    assert cudalint("--no-cache", "./...", cwd=project).exit_code == 2
+
+
+# -- --clean-cache ---------------------------------------------------------------
+
+
+def test_clean_cache_removes_only_tagged_caches(project: Path, tmp_path_factory, monkeypatch) -> None:
+    home = tmp_path_factory.mktemp("xdg")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    monkeypatch.delenv("CUDALINT_CACHE_DIR", raising=False)
+    assert cudalint("./...", cwd=project).exit_code == 1
+    assert (project / ".cudalint_cache" / "CACHEDIR.TAG").is_file()
+    (home / "cudalint").mkdir()
+    (home / "cudalint" / "CACHEDIR.TAG").write_bytes((project / ".cudalint_cache" / "CACHEDIR.TAG").read_bytes())
+    run = cudalint("--clean-cache", cwd=project)
+    assert run.exit_code == 0, run.stderr
+    assert not (project / ".cudalint_cache").exists() and not (home / "cudalint").exists()
+    assert run.stderr.count("removed the cache") == 2
+    assert "no cache to remove" in cudalint("--clean-cache", cwd=project).stderr
+    # A directory that is not a cudalint cache is never removed.
+    mine = project / "precious"
+    mine.mkdir()
+    (mine / "keep.txt").write_text("mine")
+    named = cudalint("--clean-cache", "--cache-dir", "precious", cwd=project)
+    assert named.exit_code == 2 and "not a cudalint cache" in named.stderr and (mine / "keep.txt").exists()
+    (mine / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n# someone else's\n")
+    assert cudalint("--clean-cache", "--cache-dir", "precious", cwd=project).exit_code == 2 and mine.exists()
+    (project / ".cudalint_cache").symlink_to(mine, target_is_directory=True)
+    cudalint("--clean-cache", cwd=project)
+    assert (mine / "keep.txt").exists()
+
+
+def test_clean_cache_is_a_flag_not_a_pattern(project: Path) -> None:
+    run = cudalint("--clean-cache", "./...", cwd=project)
+    assert run.exit_code == 2 and "takes no patterns" in run.stderr
+
+
+# -- --show-settings -------------------------------------------------------------
+
+
+def test_show_settings_says_which_configuration_and_why(project: Path) -> None:
+    (project / ".cudalint.toml").write_text('select = ["CL3"]\nexclude = ["gen/**"]\n[per-file-ignores]\n"gpu/**" = ["CL302"]\n')
+    (project / "mod").mkdir()
+    (project / "mod" / ".cudalint.toml").write_text('ignore = ["CL301"]\nunfixable = ["CL101"]\n')
+    (project / "mod" / "m.go").write_text(CGO_FILE)
+    run = cudalint("--show-settings", "gpu/a.go", "mod/m.go", cwd=project)
+    assert run.exit_code == 0, run.stderr
+    first, second = run.stdout.split("\n\n")
+    assert first.startswith("Settings for gpu/a.go\n  configuration:    .cudalint.toml\n")
+    assert "select:           CL3   (configuration)" in first
+    assert "'gpu/**' = CL302 (applies to this file)" in first
+    assert "rules enabled:    CL301, CL303, CL304" in first
+    assert "configuration:    mod/.cudalint.toml" in second and "nested below .cudalint.toml" in second
+    assert "unfixable:        CL101   (configuration)" in second
+    overridden = cudalint("--show-settings", "--select", "CL1", "gpu/a.go", cwd=project).stdout
+    assert "select:           CL1   (--select)" in overridden
+    isolated = cudalint("--show-settings", "--isolated", cwd=project).stdout
+    assert "configuration:    (none)" in isolated and "--isolated" in isolated
+    assert cudalint("--show-settings", "nowhere.go", cwd=project).exit_code == 2
+
+
+# -- the progress line -----------------------------------------------------------
+
+
+def test_the_progress_line_redraws_on_a_timer() -> None:
+    import io
+    import time
+
+    from cudalint.progress import Progress
+
+    stream = io.StringIO()
+    progress = Progress(3, 0.0, stream=stream, redraw=0.05)
+    time.sleep(0.5)  # no package completes: the line still moves
+    progress.close()
+    drawn = stream.getvalue()
+    assert drawn.count("\rcudalint: 0/3 packages analysed (") >= 3, drawn
+    assert drawn.endswith("\r\x1b[K")
+    quiet = io.StringIO()
+    Progress(3, None, stream=quiet, redraw=0.05).close()
+    assert quiet.getvalue() == ""

@@ -12,14 +12,14 @@ from collections import Counter
 from collections.abc import Callable
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NoReturn
 
 import click
 
 from cudalint import __version__
-from cudalint import fixes, rewrite
+from cudalint import addignore, cleancache, fixes, rewrite, showsettings
 from cudalint.driver import Settings, analyze, default_jobs, dump_cfgs
 from cudalint.baseline import Baseline, BaselineError
 from cudalint.baseline import render as render_baseline
@@ -314,6 +314,20 @@ def _write_report(path: Path, text: str) -> None:
     help="Exit with status 1 only for findings at this level or above (levels after the configuration): "
          "--fail-on error shows warnings and notes without failing CI.",
 )
+@click.option("--show-fixes", is_flag=True,
+              help="With --fix, list what was fixed, by file and rule (or set show-fixes = true in the configuration).")
+@click.option("--add-ignore", metavar="REASON",
+              help="Insert //cudalint:ignore RULES REASON above every line with a finding the run reports, and exit "
+                   "(as ruff's --add-noqa): adopt cudalint on a legacy tree. Written as --fix writes.")
+@click.option("--max-same-issues", type=click.IntRange(min=0), metavar="N",
+              help="Report at most N findings of one rule with the same message (0: no cap, the default; "
+                   "or max-same-issues in the configuration). The rest are counted in a note.")
+@click.option("--clean-cache", is_flag=True,
+              help="Remove cudalint's caches (the result cache here or at --cache-dir, and the user-level cache) "
+                   "and exit; only directories that carry cudalint's CACHEDIR.TAG are removed.")
+@click.option("--show-settings", is_flag=True,
+              help="Print the configuration that applies to each PATTERN (a file or directory; default .), "
+                   "which file it comes from and why, and exit.")
 @click.option("--exit-zero", is_flag=True, help="Exit with status 0 even when there are findings (2 still means cudalint failed).")
 @click.option("--debug", is_flag=True, help="Include tracebacks in internal-error notifications.")
 @click.option("--dump-cfg", metavar="FUNCTION", hidden=True,
@@ -342,9 +356,15 @@ def main(**values) -> None:
     _answer_questions(options)
     _check_combinations(options)
     _check_statistics(options)
+    _check_peer_options(options)
     cwd = Path.cwd()
+    if options.clean_cache:
+        _clean_cache(options, cwd)
     config = _load_config(options.config_file, options.isolated, cwd)
+    if options.show_settings:
+        _show_settings(options, config, cwd)
     files, context, notifications = _inputs(options, config, cwd)
+    digests = addignore.snapshot(files) if options.add_ignore is not None else {}
     _check_outputs(options, files + context)
     groups = _config_groups(options, config, files, context, cwd)
     if len(groups) == 1:
@@ -369,10 +389,13 @@ def main(**values) -> None:
                 fixing=options.fix or options.diff,
             )
             ran.update((path, settings.enabled_for(path)) for path in group_files)
-            found.extend(analyze(group_files + group_context, settings, _load_knowledge(group_config, options)))
+            analysed = analyze(group_files + group_context, settings, _load_knowledge(group_config, options))
+            found.extend(fixes.restrict(analysed, group_config.is_fixable))  # fixable / unfixable
         found.sort()
         return found
 
+    if config.show_fixes and not options.show_fixes:
+        options = replace(options, show_fixes=True)  # show-fixes = true in the configuration
     result = run_analysis()
     if options.diff:
         _show_diff(options, result, cwd, files, gate)
@@ -392,6 +415,9 @@ def main(**values) -> None:
     if left_out and not options.quiet:
         click.echo(left_out, err=True)
     stale = outcome.stale
+    if options.add_ignore is not None:
+        _add_ignore(options, result, cwd, files, digests)
+    _cap_same_issues(options, config, result)
     status = _exit_status(options, result, _levels(config, rules))
     closed_pipe_status(status)  # `| head -1`: the findings' status, quietly
     _report(options, config, rules, result, stale, cwd, retired_notes)
@@ -441,6 +467,11 @@ class Options:
     check_wants: bool
     debug: bool
     dump_cfg: str | None
+    show_fixes: bool
+    add_ignore: str | None
+    max_same_issues: int | None
+    clean_cache: bool
+    show_settings: bool
 
 
 def _formats(values: tuple[str, ...]) -> tuple[str, tuple[tuple[str, Path], ...]]:
@@ -775,6 +806,7 @@ def _fix(
     analysed, root = _fixable(files, cwd)
     rewritten: list[str] = []
     total = 0
+    fixed: list[Finding] = []  # for --show-fixes
     try:
         for _ in range(_FIX_ROUNDS):
             plan = fixes.plan(gate.reported(result.findings, cwd), options.unsafe_fixes)
@@ -782,6 +814,7 @@ def _fix(
             for path, edits in sorted(plan.edits.items()):
                 if _rewrite(path, edits, analysed, root):
                     written += 1
+                    fixed += [finding for finding in plan.fixed if finding.path == path]
                     if path not in rewritten:
                         rewritten.append(path)
             if not written:
@@ -797,6 +830,9 @@ def _fix(
         raise
     if not options.quiet:
         click.echo(f"cudalint: fixed {total} finding{'s' if total != 1 else ''}", err=True)
+        if options.show_fixes:
+            for line in fixes.summary(fixed, {rule.id: rule.name for rule in all_rules()}).splitlines():
+                click.echo(safe_line(line), err=True)
     return result
 
 
@@ -905,3 +941,128 @@ def _exit_status(options: Options, result: Result, levels: dict[str, str]) -> in
     floor = _RANK[options.fail_on]
     failing = [f for f in result.findings if _RANK.get(levels.get(f.rule_id, "warning"), 1) >= floor]
     return EXIT_FINDINGS if failing and not options.exit_zero else EXIT_CLEAN
+
+
+# -- what users of the peers expect (issue 24) ---------------------------------
+
+
+def _check_peer_options(options: Options) -> None:
+    """--clean-cache, --show-settings and --add-ignore are runs of their own."""
+    if options.clean_cache and options.patterns:
+        raise click.UsageError("--clean-cache takes no patterns (a bare word is a pattern: it removes the caches and exits)")
+    modes = [name for name, on in (
+        ("--add-ignore", options.add_ignore is not None), ("--fix", options.fix), ("--diff", options.diff),
+        ("--write-baseline", options.write_baseline is not None), ("--check-wants", options.check_wants),
+    ) if on]
+    if options.add_ignore is not None and len(modes) > 1:
+        raise click.UsageError(f"{' and '.join(modes)} exclude each other")
+    if options.add_ignore is not None:
+        try:
+            addignore.check_reason(options.add_ignore)
+        except addignore.ReasonError as error:
+            raise click.BadParameter(str(error), param_hint="--add-ignore") from None
+
+
+def _clean_cache(options: Options, cwd: Path) -> NoReturn:
+    """--clean-cache: remove the caches that carry cudalint's tag; a
+    directory named by --cache-dir (or CUDALINT_CACHE_DIR) that is not a
+    cudalint cache is an error, another one is only mentioned."""
+    closed_pipe_status(EXIT_CLEAN)
+    cleaned = cleancache.clean(options.cache_dir, cwd)
+    for directory in cleaned.removed:
+        click.echo(safe_line(f"cudalint: removed the cache {directory}"), err=True)
+    named = {os.path.abspath(options.cache_dir if options.cache_dir.is_absolute() else cwd / options.cache_dir)} if options.cache_dir else set()
+    status = EXIT_CLEAN
+    for directory, why in cleaned.refused:
+        if os.path.abspath(directory) in named:
+            click.echo(safe_line(f"cudalint: error: {directory} {why}; left alone"), err=True)
+            status = EXIT_ERROR
+        elif not options.quiet:
+            click.echo(safe_line(f"cudalint: note: {directory} {why}; left alone"), err=True)
+    for directory, why in cleaned.failed:
+        click.echo(safe_line(f"cudalint: error: cannot remove all of {directory}: {why}"), err=True)
+        status = EXIT_ERROR
+    if not cleaned.removed and status == EXIT_CLEAN and not options.quiet:
+        click.echo(safe_line(f"cudalint: no cache to remove (looked in {', '.join(str(d) for d, _ in cleancache.candidates(options.cache_dir, cwd))})"), err=True)
+    sys.exit(status)
+
+
+def _show_settings(options: Options, config: Config, cwd: Path) -> NoReturn:
+    """--show-settings: for each pattern (a file, a directory, dir/...), the
+    configuration that applies and why."""
+    closed_pipe_status(EXIT_CLEAN)
+    targets = []
+    for pattern in options.patterns or (".",):
+        path = Path(pattern[:-4] or "." if pattern.endswith("/...") else "." if pattern == "..." else pattern)
+        path = path if path.is_absolute() else cwd / path
+        if not path.exists():
+            raise click.BadParameter(f"{pattern!r}: no such file or directory", param_hint="PATTERNS")
+        targets.append(path.resolve() if path.resolve() != cwd.resolve() else cwd)
+    loaded: dict[Path, Config] = {}
+
+    def load(path: Path) -> Config:
+        if path.resolve() not in loaded:
+            try:
+                loaded[path.resolve()] = load_config(path, [rule.id for rule in all_rules()], display_path(path.resolve(), cwd))
+            except ConfigError as error:
+                _fail(str(error))
+        return loaded[path.resolve()]
+
+    texts = []
+    for path in targets:
+        applied, why = showsettings.resolve(path, cwd, config, options.config_file, options.isolated, load)
+        texts.append(showsettings.render(
+            path, cwd, applied, why, all_rules(),
+            select=_prefixes("--select", options.select) if options.select is not None else None,
+            ignore=_prefixes("--ignore", options.ignore) if options.ignore is not None else None,
+            excludes=options.excludes, preview=options.preview, max_same_issues=options.max_same_issues,
+        ))
+    click.echo("\n".join(texts), nl=False)
+    sys.exit(EXIT_CLEAN)
+
+
+def _add_ignore(options: Options, result: Result, cwd: Path, files: list[Path], digests: dict[Path, str]) -> NoReturn:
+    """--add-ignore REASON: a directive above each line with a reported
+    finding, written as --fix writes (rewrite.py); exit 0 (2 when the
+    analysis failed). What was not written is said, as --fix says it."""
+    analysed, root = _fixable(files, cwd)
+    outcome = addignore.add(result.findings, analysed, root, digests, addignore.check_reason(options.add_ignore))
+    if not options.quiet:
+        for note in result.notifications:
+            click.echo(safe_line(note.render()), err=True)
+    for refusal in outcome.refused:
+        click.echo(safe_line(f"cudalint: {refusal}: no directive added"), err=True)
+    if outcome.tool_findings and not options.quiet:
+        count = outcome.tool_findings
+        click.echo(f"cudalint: note: {count} CL0xx finding{'s' if count != 1 else ''} left as {'they are' if count != 1 else 'it is'}: "
+                   "a directive cannot suppress a tool rule; fix the directive it reports", err=True)
+    if not options.quiet:
+        count, written = outcome.added, len(outcome.files)
+        click.echo(f"cudalint: added {count} suppression{'s' if count != 1 else ''} to {written} file{'s' if written != 1 else ''}", err=True)
+    sys.exit(EXIT_ERROR if result.internal_errors else EXIT_CLEAN)  # refusals are said, as --fix says them
+
+
+def _cap_same_issues(options: Options, config: Config, result: Result) -> None:
+    """max-same-issues (golangci-lint's): at most N findings of one rule
+    with the same message, the first ones in path order; off (0) by default.
+    The findings left out are counted in a note; the exit status is that of
+    the findings kept (the same as without the cap, since N >= 1 remain)."""
+    limit = options.max_same_issues if options.max_same_issues is not None else config.max_same_issues
+    if not limit:
+        return
+    seen: Counter[tuple[str, str]] = Counter()
+    kept = []
+    for finding in result.findings:
+        key = (finding.rule_id, finding.template or finding.message)
+        seen[key] += 1
+        if seen[key] <= limit:
+            kept.append(finding)
+    dropped = len(result.findings) - len(kept)
+    result.findings = kept
+    if dropped and not options.quiet:
+        rules = sorted({key[0] for key, count in seen.items() if count > limit})
+        click.echo(
+            f"cudalint: note: {dropped} more finding{'s' if dropped != 1 else ''} with the same rule and message left out "
+            f"by max-same-issues = {limit} ({', '.join(rules)}); --max-same-issues 0 shows them all",
+            err=True,
+        )

@@ -9,6 +9,10 @@ a pyproject.toml without a `[tool.cudalint]` table is passed over.
     knowledge = ["ci/our-wrappers.toml"]  # extra API knowledge files (older spelling: rules)
     c-include = ["/opt/nvidia/cuda/include"]  # C headers (the CUDA toolkit's) not in a usual place
     preview = false                     # also run preview rules
+    fixable = ["CL"]                    # rules whose fixes --fix and --diff may apply (default: all)
+    unfixable = ["CL101"]               # rules whose fixes are never offered (ruff's semantics)
+    show-fixes = false                  # --fix lists what it fixed (as --show-fixes)
+    max-same-issues = 0                 # at most N findings of one rule with one message (0: no cap)
     [tool.cudalint.level]               # per-rule level: error, warning or note
     CL201 = "error"
     [tool.cudalint.per-file-ignores]    # glob -> rule-ID prefixes
@@ -40,7 +44,10 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 CONFIG_FILE = ".cudalint.toml"
 PYPROJECT = "pyproject.toml"
 # `rules` is the older spelling of `knowledge` (API knowledge files, not lint rules).
-KEYS = ("c-include", "exclude", "ignore", "knowledge", "level", "per-file-ignores", "preview", "rules", "select")
+KEYS = (
+    "c-include", "exclude", "fixable", "ignore", "knowledge", "level", "max-same-issues", "per-file-ignores", "preview",
+    "rules", "select", "show-fixes", "unfixable",
+)
 LEVELS = tuple(level.value for level in Level)
 
 
@@ -278,6 +285,11 @@ class Config:
     preview: bool = False
     # Directories of C headers (the CUDA toolkit's, where it is not in a usual place).
     c_include: tuple[Path, ...] = ()
+    # Rule-ID prefixes whose fixes are offered (None: every rule's) and not.
+    fixable: tuple[str, ...] | None = None
+    unfixable: tuple[str, ...] = ()
+    show_fixes: bool = False
+    max_same_issues: int = 0  # 0: no cap
 
     @property
     def root(self) -> Path:
@@ -287,6 +299,14 @@ class Config:
         """The most specific (longest) matching prefix wins."""
         matching = [prefix for prefix in self.levels if rule_id.startswith(prefix)]
         return self.levels[max(matching, key=len)] if matching else default
+
+    def is_fixable(self, rule_id: str) -> bool:
+        """ruff's semantics: a rule's fixes are offered when it matches
+        `fixable` (default: every rule) and no more specific or equally
+        specific `unfixable` prefix."""
+        fixable = max((len(p) for p in (self.fixable if self.fixable is not None else ("CL",)) if rule_id.startswith(p)), default=-1)
+        unfixable = max((len(p) for p in self.unfixable if rule_id.startswith(p)), default=-1)
+        return fixable > unfixable
 
     def per_file(self) -> PerFileIgnores:
         return PerFileIgnores(self.root, tuple((glob, glob_regex(glob), prefixes) for glob, prefixes in self.per_file_ignores))
@@ -432,6 +452,14 @@ def _check(table: dict[str, Any], root: Path, rule_ids: list[str], at, path: Pat
     preview = table.get("preview", False)
     if not isinstance(preview, bool):
         fail("preview", f"expected true or false, got {_toml(preview)}")
+    fixable = prefixes("fixable", table["fixable"]) if "fixable" in table else None
+    unfixable = prefixes("unfixable", table["unfixable"]) if "unfixable" in table else ()
+    show_fixes = table.get("show-fixes", False)
+    if not isinstance(show_fixes, bool):
+        fail("show-fixes", f"expected true or false, got {_toml(show_fixes)}")
+    max_same = table.get("max-same-issues", 0)
+    if isinstance(max_same, bool) or not isinstance(max_same, int) or max_same < 0:
+        fail("max-same-issues", f"expected a whole number, 0 for no cap, e.g. max-same-issues = 3, got {_toml(max_same)}")
     per_file: list[tuple[str, tuple[str, ...]]] = []
     if "per-file-ignores" in table:
         value = table["per-file-ignores"]
@@ -446,7 +474,10 @@ def _check(table: dict[str, Any], root: Path, rule_ids: list[str], at, path: Pat
         if not directory.is_dir():
             fail("c-include", f"{item!r}: no such directory (paths are relative to {path.name}'s directory, {root})")
         c_include.append(directory)
-    return Config(path.resolve(), select, ignore, levels, exclude, tuple(rules), tuple(per_file), preview, tuple(c_include))
+    return Config(
+        path.resolve(), select, ignore, levels, exclude, tuple(rules), tuple(per_file), preview, tuple(c_include),
+        fixable=fixable, unfixable=unfixable, show_fixes=show_fixes, max_same_issues=max_same,
+    )
 
 
 def _check_private_rules(file: Path, root: Path, where: str) -> None:

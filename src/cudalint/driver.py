@@ -36,6 +36,7 @@ from cudalint.analyses.summaries import ExportedSummary, Summaries, imported_exi
 from cudalint.discover import package_files, printable
 from cudalint.findings import Finding, Notification, NotificationKind, Result, assign_fingerprints
 from cudalint.module import in_module_imports, module_of
+from cudalint.progress import Progress
 from cudalint.framework import AnalysisFailure, PackageRun, Pass, requirements
 from cudalint.functions import SYNTAX_ERROR, Package, collect_packages
 from cudalint.knowledge import Knowledge
@@ -501,25 +502,9 @@ def _failed(paths: list[Path], settings: Settings, what: str) -> Result:
     )])
 
 
-class _Progress:
-    """`cudalint: 120/3000 packages` on standard error, rewritten in place,
-    once a run has taken longer than `after` seconds; cleared at the end."""
-
-    def __init__(self, total: int, after: float | None):
-        self.total, self.after, self.done, self.shown = total, after, 0, False
-        self.start = time.monotonic()
-
-    def tick(self) -> None:
-        self.done += 1
-        if self.after is not None and time.monotonic() - self.start >= self.after:
-            sys.stderr.write(f"\rcudalint: {self.done}/{self.total} packages analysed")
-            sys.stderr.flush()
-            self.shown = True
-
-    def close(self) -> None:
-        if self.shown:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
+class _Progress(Progress):
+    """`cudalint: 120/3000 packages analysed (14 s)` on standard error,
+    redrawn on a timer as well as per package (cudalint.progress)."""
 
 
 _progress = _Progress(0, None)

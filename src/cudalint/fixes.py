@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
-from cudalint.findings import Finding, TextEdit
+from cudalint.findings import Finding, Result, TextEdit
 
 
 @dataclass
@@ -24,6 +26,8 @@ class Plan:
 
     edits: dict[str, list[TextEdit]]
     fixes: int
+    # The findings whose fix is in the plan (what --show-fixes lists).
+    fixed: list[Finding] = field(default_factory=list)
 
 
 def plan(findings: list[Finding], unsafe: bool = False) -> Plan:
@@ -31,6 +35,7 @@ def plan(findings: list[Finding], unsafe: bool = False) -> Plan:
     overlaps an edit already planned in that file (then it waits)."""
     edits: dict[str, list[TextEdit]] = {}
     count = 0
+    fixed: list[Finding] = []
     for finding in findings:
         if finding.suppression is not None:
             continue
@@ -43,7 +48,36 @@ def plan(findings: list[Finding], unsafe: bool = False) -> Plan:
             continue
         planned.extend(new)
         count += 1
-    return Plan({path: sorted(found, key=lambda e: (e.start, e.end)) for path, found in edits.items() if found}, count)
+        fixed.append(finding)
+    return Plan({path: sorted(found, key=lambda e: (e.start, e.end)) for path, found in edits.items() if found}, count, fixed)
+
+
+def restrict(result: Result, fixable: Callable[[str], bool]) -> Result:
+    """The configuration's `fixable` / `unfixable`: the findings of a rule
+    whose fixes are not offered carry none (no [*], no SARIF fix, nothing
+    for --fix or --diff to apply), as in ruff."""
+    def strip(findings: list[Finding]) -> list[Finding]:
+        return [f if not f.fixes or fixable(f.rule_id) else replace(f, fixes=()) for f in findings]
+
+    result.findings = strip(result.findings)
+    result.suppressed = strip(result.suppressed)
+    return result
+
+
+def summary(fixed: list[Finding], names: dict[str, str]) -> str:
+    """--show-fixes: what --fix fixed, by file and rule (ruff's layout)."""
+    if not fixed:
+        return ""
+    lines = [f"Fixed {len(fixed)} finding{'s' if len(fixed) != 1 else ''}:"]
+    by_path: dict[str, Counter[str]] = {}
+    for finding in fixed:
+        by_path.setdefault(finding.path, Counter())[finding.rule_id] += 1
+    for path in sorted(by_path):
+        lines.append(f"- {path}:")
+        for rule_id, count in sorted(by_path[path].items(), key=lambda item: (-item[1], item[0])):
+            name = names.get(rule_id, "")
+            lines.append(f"    {count} x {rule_id}" + (f" ({name})" if name else ""))
+    return "\n".join(lines) + "\n"
 
 
 def _overlaps(a: TextEdit, b: TextEdit) -> bool:
