@@ -220,6 +220,17 @@ def test_args_that_cannot_be_read_say_how_they_were_read(installed: Path, tmp_pa
     assert done.returncode == 0 and _reported(tmp_path) == ["gpu/a.go"], done.stdout + done.stderr
 
 
+def test_the_category_is_the_one_the_sarif_file_names(installed: Path, tmp_path: Path) -> None:
+    """upload-sarif ignores its category input for a file with
+    automationDetails: the Action has cudalint write the category."""
+    (tmp_path / "gpu").mkdir()
+    (tmp_path / "gpu" / "a.go").write_text(BUGGY)
+    done, outputs = run_step(installed, tmp_path, category="cudalint-gpu")
+    assert outputs["exit-code"] == "1", done.stderr
+    assert json.loads((tmp_path / "cudalint.sarif").read_text())["runs"][0]["automationDetails"] == {"id": "cudalint-gpu/"}
+    assert uses("github/codeql-action/upload-sarif@")["with"]["category"] == "${{ inputs.category }}"
+
+
 def test_an_output_in_a_missing_directory_is_created(installed: Path, tmp_path: Path) -> None:
     (tmp_path / "gpu").mkdir()
     (tmp_path / "gpu" / "a.go").write_text(BUGGY)
