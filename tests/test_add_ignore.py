@@ -124,3 +124,19 @@ def test_a_reason_a_directive_cannot_carry_is_a_usage_error(tree: Path, reason: 
 def test_add_ignore_and_fix_exclude_each_other(tree: Path) -> None:
     run = cudalint("--no-cache", "--add-ignore", REASON, "--fix", ".", cwd=tree)
     assert run.exit_code == 2 and "exclude each other" in run.stderr
+
+
+def test_the_readme_command_verbatim(tree: Path) -> None:
+    import sys
+
+    from gitrepo import readme_block
+
+    (command,) = readme_block("snippet:add-ignore").strip().splitlines()
+    bin_dir = str(Path(sys.executable).parent)
+    done = subprocess.run(
+        ["bash", "-eo", "pipefail", "-c", command], cwd=tree, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", "")),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "\t\t//cudalint:ignore CL301 legacy, see ISSUE-123\n" in (tree / "a.go").read_text()
+    assert subprocess.run([sys.executable, "-m", "cudalint", "./..."], cwd=tree, capture_output=True).returncode == 0
