@@ -293,7 +293,7 @@ def _write_report(path: Path, text: str) -> None:
 @click.option("--diff", is_flag=True, help="Print the unified diff of the fixes --fix would make, and exit (1 if there is any).")
 @click.option("--fix", is_flag=True, help="Apply the safe fixes ([*] in the text format), analyse again and report what remains.")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff, also the fixes that need a human look.")
-@click.option("--statistics", is_flag=True, help="Print the number of findings per rule instead of the findings (text format).")
+@click.option("--statistics", is_flag=True, help="Print the number of findings per rule instead of the findings (text and json formats; refused with only others).")
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, no notifications.")
 @click.option("--list-rules", is_flag=True, help="List the rules and exit.")
 @click.option("--explain", metavar="RULE", help="Print the documentation of RULE (e.g. CL301) and exit.")
