@@ -99,3 +99,62 @@ def test_the_status_wrappers_and_cl3_rules_do_not_need_the_resource_engine() -> 
     for rule in CHECKS:
         if rule.id in ("CL301", "CL302", "CL304"):
             assert LIFETIMES not in requirements(rule.requires), rule.id
+
+
+def _result_types() -> dict[str, type]:
+    """Each analysis's name in its module (CALLS, LIFETIMES, ...) -> the
+    type of its result, from the `Analysis[T]` annotation."""
+    import importlib
+    import typing
+
+    from cudalint.framework import Analysis
+
+    found = {}
+    for path in sorted((PACKAGE / "analyses").glob("*.py")):
+        module = importlib.import_module(_module_name(path))
+        for name, hint in typing.get_type_hints(module).items():
+            if typing.get_origin(hint) is Analysis:
+                found[name] = typing.get_args(hint)[0]
+    return found
+
+
+def _results_read(function: ast.FunctionDef, results: dict[str, type]) -> dict[str, type]:
+    """The names a rule's function binds to results: `x = p.result_of(X)`,
+    and parameters annotated with a result's type."""
+    by_type_name = {kind.__name__: kind for kind in results.values()}
+    bound = {
+        argument.arg: by_type_name[ast.unparse(argument.annotation)]
+        for argument in function.args.args
+        if argument.annotation is not None and ast.unparse(argument.annotation) in by_type_name
+    }
+    for node in ast.walk(function):
+        if (
+            isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "result_of"
+            and node.value.args and isinstance(node.value.args[0], ast.Name) and node.value.args[0].id in results
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            bound[node.targets[0].id] = results[node.value.args[0].id]
+    return bound
+
+
+def test_rules_read_results_only_through_their_public_methods() -> None:
+    """A rule reads what it declared: calling a result's public methods (or
+    properties). An attribute holding data, another analysis's result above
+    all (`lifetimes.uses`, `defers.calls`), would read around `requires`."""
+    import inspect
+
+    results = _result_types()
+    assert {"CALLS", "USES", "LIFETIMES", "LOCKS", "DEFERS", "STATUS", "WRAPPERS"} <= set(results)
+    reached = []
+    for path in sorted((PACKAGE / "checks").glob("*.py")):
+        for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(function, ast.FunctionDef):
+                continue
+            bound = _results_read(function, results)
+            for node in ast.walk(function):
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound:
+                    attribute = inspect.getattr_static(bound[node.value.id], node.attr, None)
+                    if not (callable(attribute) or isinstance(attribute, property)) or node.attr.startswith("_"):
+                        reached.append(f"{path.name}: {node.value.id}.{node.attr}")
+    assert reached == []

@@ -114,6 +114,11 @@ class CallIndex:
             if fact.node not in calls:
                 calls.append(fact.node)
 
+    def api_facts_in(self, unit: Unit) -> list[CallFact]:
+        """The calls the knowledge describes in unit's own body (its func
+        literals are units of their own), in source order."""
+        return [self.calls[call] for call in self.api_calls.get(unit.node, [])]
+
     def module_summary(self, fact: CallFact | None) -> Any:
         """The summary of a function of another package of the module that
         this call names (None for anything else)."""

@@ -17,7 +17,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex
 from cudalint.analyses.lifetimes import LIFETIMES, Effect, Engine
-from cudalint.analyses.uses import Use, UseKind
+from cudalint.analyses.uses import USES, Use, UseKind, VariableUses
 from cudalint.cfg import CFG
 from cudalint.framework import Analysis
 from cudalint.functions import Unit
@@ -26,10 +26,11 @@ from cudalint.scope import Symbol
 
 
 class DeferredReleases:
-    def __init__(self, lifetimes: Engine, calls: CallIndex, knowledge: Knowledge):
-        self.lifetimes = lifetimes
-        self.calls = calls
-        self.knowledge = knowledge
+    def __init__(self, lifetimes: Engine, calls: CallIndex, uses: VariableUses, knowledge: Knowledge):
+        self._lifetimes = lifetimes
+        self._calls = calls
+        self._uses = uses
+        self._knowledge = knowledge
         self._units: list[Unit] | None = None
 
     def units(self) -> list[Unit]:
@@ -43,12 +44,12 @@ class DeferredReleases:
         return self._units
 
     def _find_units(self) -> list[Unit]:
-        calls = self.calls
+        calls = self._calls
         package = calls.package
         if not calls.api_calls:
             return []
         release_methods = {
-            role.method for family in self.knowledge.families for resource in family.resources
+            role.method for family in self._knowledge.families for resource in family.resources
             for role in resource.release if role.handle == "receiver"
         }
         by_node = {unit.node: unit for unit in package.units}
@@ -70,9 +71,9 @@ class DeferredReleases:
     def releasing_uses(self, graph: CFG, n: int) -> Iterator[tuple[Use, Symbol]]:
         """The deferred uses at a defer statement that release something,
         with the variable released."""
-        lifetimes = self.lifetimes
+        lifetimes = self._lifetimes
         unit = graph.unit
-        for use in lifetimes.uses.uses(graph.evaluated(n)):
+        for use in self._uses.uses(graph.evaluated(n)):
             if not use.deferred:
                 continue
             if use.kind is UseKind.RELEASE:
@@ -93,7 +94,7 @@ class DeferredReleases:
         if call is None:
             return None
         written = syntax.text(call)
-        callee = self.calls.callee(call)
+        callee = self._calls.callee(call)
         if callee.kind is CalleeKind.API and callee.api is not None and callee.api.is_release:
             return written
         if any(True for _ in self.releasing_uses(graph, n)):
@@ -111,7 +112,7 @@ class DeferredReleases:
         """The condition of an enclosing `if` (or `for`) that keeps the statement
         from ever running because it is a constant: false for the body, true for
         the else branch. (The CFG does not fold conditions; CL2xx do.)"""
-        resolution = self.calls.package.resolution
+        resolution = self._calls.package.resolution
         child, parent = statement, statement.parent
         while parent is not None and parent != body:
             if parent.type == "if_statement":
@@ -129,15 +130,15 @@ class DeferredReleases:
         return None
 
     def _resources_of(self, unit: Unit, symbol: Symbol) -> list:
-        return self.lifetimes.resources_of(symbol) + [
-            o.resource for o in self.lifetimes.lifetimes(unit).origins if o.handle == symbol.name
+        return self._lifetimes.resources_of(symbol) + [
+            o.resource for o in self._lifetimes.lifetimes(unit).origins if o.handle == symbol.name
         ]
 
     def _released_by(self, literal: Unit | None) -> set[Symbol]:
         if literal is None:
             return set()
-        lifetimes = self.lifetimes
-        return {s for s in lifetimes.captures(literal) if lifetimes.summary(literal, s).releases_on_some_path}
+        lifetimes = self._lifetimes
+        return {s for s in self._uses.captures(literal) if lifetimes.summary(literal, s).releases_on_some_path}
 
 
 def _deferred_call(statement: Node | None) -> Node | None:
@@ -148,6 +149,6 @@ def _deferred_call(statement: Node | None) -> Node | None:
 
 DEFERS: Analysis[DeferredReleases] = Analysis(
     "defers", __doc__ or "",
-    lambda p: DeferredReleases(p.result_of(LIFETIMES), p.result_of(CALLS), p.knowledge),
-    requires=(CALLS, LIFETIMES),
+    lambda p: DeferredReleases(p.result_of(LIFETIMES), p.result_of(CALLS), p.result_of(USES), p.knowledge),
+    requires=(CALLS, USES, LIFETIMES),
 )

@@ -28,7 +28,7 @@ the same handle (same owner type, same path) in functions that can run other
 than as the finalizer: exported functions and methods, `main`/`init`,
 functions used as values, and, through their callers, the helpers those call.
 A release guarded against running after the other is not a double release.
-Rules read `double_releases` (CL507) and `finalizer_only` (CL508).
+Rules read `double_releases()` (CL507) and `finalizer_only()` (CL508).
 """
 
 from __future__ import annotations
@@ -149,8 +149,16 @@ class FinalizerOnly:
 @dataclass
 class Finalizers:
     registrations: list[Registration] = field(default_factory=list)
-    double_releases: list[FinalizerDoubleRelease] = field(default_factory=list)
-    finalizer_only: list[FinalizerOnly] = field(default_factory=list)
+    _double_releases: list[FinalizerDoubleRelease] = field(default_factory=list)
+    _finalizer_only: list[FinalizerOnly] = field(default_factory=list)
+
+    def double_releases(self) -> list[FinalizerDoubleRelease]:
+        """Finalizers that can free what an explicit release already freed (CL507)."""
+        return self._double_releases
+
+    def finalizer_only(self) -> list[FinalizerOnly]:
+        """GPU resources that only a finalizer releases (CL508)."""
+        return self._finalizer_only
 
 
 # -- types ----------------------------------------------------------------------
@@ -942,11 +950,11 @@ def find_finalizers(p: Pass) -> Finalizers:
             ]
             if not matching:
                 if gpu_resource(release.resource, release.family):
-                    result.finalizer_only.append(FinalizerOnly(registration, release))
+                    result._finalizer_only.append(FinalizerOnly(registration, release))
                 continue
             for e, prefix in matching:
                 if not _guarded(e, prefix, release, registration):
-                    result.double_releases.append(FinalizerDoubleRelease(registration, release, e))
+                    result._double_releases.append(FinalizerDoubleRelease(registration, release, e))
                     break
     return result
 

@@ -260,7 +260,6 @@ class Engine:
         self.owners = owners
         self._summaries: dict[tuple[Unit, Symbol], Summary] = {}
         self._in_progress: set[tuple[Unit, Symbol]] = set()
-        self._captures: dict[Unit, frozenset[Symbol]] = {}
         self._results: dict[Unit, UnitLifetimes] = {}
         self._defer_nodes: dict[Unit, list[int]] = {}
         self._budget: int | None = None  # path states left for the function being analysed
@@ -420,19 +419,6 @@ class Engine:
         if declaration is not None and declaration.type == "variadic_parameter_declaration":
             return Effect.RETAINS
         return self.effect(unit, params[index])
-
-    def captures(self, unit: Unit) -> frozenset[Symbol]:
-        """The variables of enclosing functions a func literal refers to."""
-        found = self._captures.get(unit)
-        if found is None:
-            body = unit.body
-            names = set()
-            if body is not None:
-                for use in self.uses.uses([body]):
-                    if use.symbol.function is not None and use.symbol.function != unit.node and not _inside(use.symbol.node, unit.node):
-                        names.add(use.symbol)
-            found = self._captures[unit] = frozenset(names)
-        return found
 
     def returns_on_success(self, origin: Origin) -> list[int]:
         """The return statements reached from the acquisition on its success
@@ -1050,7 +1036,7 @@ class Engine:
             literal = self.facts.unit_of(use.symbol)
             if literal is None or literal.stored_in is not use.symbol:
                 continue
-            captured = self.captures(literal) & state.names
+            captured = self.uses.captures(literal) & state.names
             if not captured:
                 continue
             if use.kind is UseKind.CALLED:
@@ -1115,7 +1101,7 @@ class Engine:
                     state = self._closure_release(state, use.unit, use.symbol, n)
                 literal = self.facts.unit_of(use.symbol)
                 if use.kind is UseKind.CALLED and use.deferred and literal is not None and literal.stored_in is use.symbol:
-                    for symbol in self.captures(literal) & state.names:
+                    for symbol in self.uses.captures(literal) & state.names:
                         state = self._closure_release(state, literal, symbol, n)
         return state
 

@@ -159,6 +159,11 @@ class LockStates:
                 yield n, happening, locked
                 locked = self.apply(locked, (happening,))
 
+    def solved_units(self) -> list[Unit]:
+        """The functions whose lock states were solved: those a lock, an
+        unlock or a thread-bound call concerns, and their callers."""
+        return list(self.locked)
+
     @property
     def has_exported_lock(self) -> bool:
         """An exported lock wrapper: with its unlock half, an API for callers

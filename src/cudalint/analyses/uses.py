@@ -73,6 +73,24 @@ class VariableUses:
         self.resolution = facts.package.resolution
         self._by_root: dict[Node, list[Use]] = {}
         self._literal_units = {unit.node: unit for unit in facts.package.units}
+        self._captures: dict[Unit, frozenset[Symbol]] = {}
+
+    def captures(self, literal: Unit) -> frozenset[Symbol]:
+        """The variables of enclosing functions a func literal refers to
+        (it shares them: what it does to them, its encloser sees)."""
+        found = self._captures.get(literal)
+        if found is None:
+            body = literal.body
+            names = set()
+            if body is not None:
+                for use in self.uses([body]):
+                    symbol = use.symbol
+                    if symbol.function is not None and symbol.function != literal.node and not (
+                        symbol.node is not None and literal.node.start_byte <= symbol.node.start_byte < literal.node.end_byte
+                    ):
+                        names.add(symbol)
+            found = self._captures[literal] = frozenset(names)
+        return found
 
     def uses(self, roots: list[Node]) -> list[Use]:
         found: list[Use] = []

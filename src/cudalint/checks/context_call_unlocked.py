@@ -15,7 +15,7 @@ def check(p: Pass) -> None:
     if not concerns_threads(p.result_of(CALLS)):
         return
     threads = p.result_of(LOCKS)
-    for unit, graph in p.graphs_of(threads.locked):
+    for unit, graph in p.graphs_of(threads.solved_units()):
         # Reported at the outermost unlocked call: callers in the package
         # that call this function directly carry the finding; an exported
         # function nothing here calls leaves it to its callers outside.

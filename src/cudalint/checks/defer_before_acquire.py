@@ -6,7 +6,8 @@ from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.analyses.defers import DEFERS, DeferredReleases
-from cudalint.analyses.uses import UseKind
+from cudalint.analyses.lifetimes import LIFETIMES, Engine
+from cudalint.analyses.uses import USES, UseKind, VariableUses
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
 from cudalint.checks.placement import after_success_check, move_defer
@@ -19,19 +20,20 @@ from cudalint.scope import Role, Symbol
 
 def check(p: Pass) -> None:
     defers = p.result_of(DEFERS)
+    lifetimes = p.result_of(LIFETIMES)
+    uses = p.result_of(USES)
 
     def visit(unit: Unit, graph: CFG) -> None:
         for n in graph.statement_nodes():
             if graph.kind(n) is not NodeKind.DEFER or not graph.reachable(n) or defers.described(graph, n) is None:
                 continue
             if defers.constant_guard(graph.ast(n), unit.body) is None:  # else CL203's
-                _check_defer(p, defers, graph, n)
+                _check_defer(p, defers, lifetimes, uses, graph, n)
 
     p.visit_graphs(defers.units(), visit)
 
 
-def _check_defer(p: Pass, defers: DeferredReleases, graph: CFG, n: int) -> None:
-    lifetimes = defers.lifetimes
+def _check_defer(p: Pass, defers: DeferredReleases, lifetimes: Engine, uses: VariableUses, graph: CFG, n: int) -> None:
     for use, symbol in defers.releasing_uses(graph, n):
         if symbol.role is not Role.LOCAL or use.kind is UseKind.PASS_LOCAL:
             continue
@@ -39,7 +41,7 @@ def _check_defer(p: Pass, defers: DeferredReleases, graph: CFG, n: int) -> None:
         if not origins or any(graph.has_path(o.node, n) for o in origins):
             continue
         later = [o for o in origins if graph.has_path(n, o.node)]
-        if not later or _assigned_before(defers, graph, symbol, n):
+        if not later or _assigned_before(uses, graph, symbol, n):
             continue
         first = min(later, key=lambda o: o.line)
         deferred = syntax.text(use.call) if use.call is not None else syntax.text(graph.ast(n))
@@ -67,12 +69,12 @@ def _move_fix(defer: Node, origin, handle: str) -> Fix | None:
     return Fix(f"move `{syntax.text(defer)}` to right after the acquisition's error check", True, edits)
 
 
-def _assigned_before(defers: DeferredReleases, graph: CFG, symbol: Symbol, n: int) -> bool:
+def _assigned_before(uses: VariableUses, graph: CFG, symbol: Symbol, n: int) -> bool:
     """Whether some non-nil value is written to the variable on a path to n."""
     for m in graph.statement_nodes():
         if m == n or not graph.reachable(m):
             continue
-        for use in defers.lifetimes.uses.uses(graph.evaluated(m)):
+        for use in uses.uses(graph.evaluated(m)):
             if use.symbol is symbol and use.kind is UseKind.WRITE and graph.has_path(m, n):
                 statement = graph.ast(m)
                 if statement is not None and not syntax.text(statement).rstrip().endswith("nil"):
@@ -123,6 +125,6 @@ RULE = Rule(
     """,
     tags=("correctness", "resource-leak"),
     check=check,
-    requires=(DEFERS,),
+    requires=(USES, LIFETIMES, DEFERS),
     needles=lambda knowledge: imports_of(knowledge, lambda family: bool(family.resources)),
 )

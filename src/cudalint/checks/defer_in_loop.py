@@ -5,9 +5,9 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.analyses.calls import unwrap
+from cudalint.analyses.calls import CALLS, CallIndex, unwrap
 from cudalint.analyses.defers import DEFERS, DeferredReleases
-from cudalint.analyses.uses import UseKind
+from cudalint.analyses.uses import USES, UseKind, VariableUses
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
 from cudalint.checks.placement import indent_of, replacement
@@ -19,6 +19,8 @@ from cudalint.functions import Unit
 
 def check(p: Pass) -> None:
     defers = p.result_of(DEFERS)
+    calls = p.result_of(CALLS)
+    uses = p.result_of(USES)
 
     def visit(unit: Unit, graph: CFG) -> None:
         for n in graph.statement_nodes():
@@ -27,7 +29,7 @@ def check(p: Pass) -> None:
             released = defers.described(graph, n)
             if released is None or defers.constant_guard(graph.ast(n), unit.body) is not None:
                 continue  # CL203's
-            if _kept_beyond_iteration(defers, graph, n):
+            if _kept_beyond_iteration(defers, calls, uses, graph, n):
                 continue
             wrap = _wrap_fix(graph.ast(n), unit.file.source)
             p.report(
@@ -77,7 +79,7 @@ def _wrap_fix(defer: Node, source) -> Fix | None:
     return Fix("move the loop body into a func literal called in place, so that the defer runs each iteration", False, (edit,))
 
 
-def _kept_beyond_iteration(defers: DeferredReleases, graph: CFG, n: int) -> bool:
+def _kept_beyond_iteration(defers: DeferredReleases, calls: CallIndex, uses: VariableUses, graph: CFG, n: int) -> bool:
     """Whether the deferred release is of values the loop keeps for after it:
     `h[i] = C.CString(s); defer C.free(unsafe.Pointer(h[i]))` builds an array
     that a call after the loop reads. Then running the releases at return is
@@ -88,8 +90,7 @@ def _kept_beyond_iteration(defers: DeferredReleases, graph: CFG, n: int) -> bool
         loop = loop.parent
     if loop is None or loop.type != "for_statement":
         return False
-    calls = defers.calls
-    resolution = calls.package.resolution
+    resolution = graph.unit.resolution
     inner = syntax.children(statement)
     call = syntax.unparen(inner[0]) if inner else None
     arguments = syntax.children(call.child_by_field_name("arguments")) if call is not None and call.type == "call_expression" else []
@@ -105,7 +106,7 @@ def _kept_beyond_iteration(defers: DeferredReleases, graph: CFG, n: int) -> bool
         ast = graph.ast(m)
         if ast is None or not (loop.start_byte <= ast.start_byte < loop.end_byte):
             continue
-        for use in defers.lifetimes.uses.uses(graph.evaluated(m)):
+        for use in uses.uses(graph.evaluated(m)):
             if use.symbol in released and use.kind in (UseKind.STORE, UseKind.ALIAS):
                 return True
     return False
@@ -161,6 +162,6 @@ RULE = Rule(
     """,
     tags=("correctness", "resource-leak"),
     check=check,
-    requires=(DEFERS,),
+    requires=(CALLS, USES, DEFERS),
     needles=lambda knowledge: imports_of(knowledge, lambda family: bool(family.resources)),
 )

@@ -24,7 +24,7 @@ def check(p: Pass) -> None:
     # One defect, one finding: the same finalizer registered in several
     # places, with the same unguarded explicit release, is reported at the first.
     defects: set[tuple[int, int, tuple[str, ...]]] = set()
-    for double in found.double_releases:
+    for double in found.double_releases():
         registration = double.registration
         release, explicit = double.finalizer_release, double.explicit
         defect = (id(registration.finalizer), id(explicit.unit), release.path)
@@ -37,7 +37,7 @@ def check(p: Pass) -> None:
         refs: dict[str, Ref] = {}
         at_release = place(registration, release.api_unit, release.api_call, "release", "the finalizer's release", refs)
         at_explicit = place(registration, explicit.unit, explicit.node, "explicit", "the explicit release", refs)
-        others = len({d.finalizer_release.path for d in found.double_releases if d.registration is registration}) - 1
+        others = len({d.finalizer_release.path for d in found.double_releases() if d.registration is registration}) - 1
         more = f" (and {others} more handle{'s' if others > 1 else ''})" if others > 0 else ""
         if explicit.unit is registration.finalizer:
             head = (

@@ -20,7 +20,7 @@ def _place(registration: Registration, unit: Unit, node: Node, refs: dict[str, R
 def check(p: Pass) -> None:
     found = p.result_of(FINALIZERS)
     by_registration: dict[int, list] = {}
-    for only in found.finalizer_only:
+    for only in found.finalizer_only():
         by_registration.setdefault(id(only.registration), []).append(only)
     # The same finalizer registered in several places is one design: reported at the first.
     designs: set[tuple[int, frozenset]] = set()

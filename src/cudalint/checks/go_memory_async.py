@@ -15,8 +15,8 @@ def check(p: Pass) -> None:
     memory = p.result_of(PROVENANCE)
     for unit in calls.units_calling_api():
         with p.isolating(unit):
-            for call in calls.api_calls.get(unit.node, []):
-                fact = calls.calls[call]
+            for fact in calls.api_facts_in(unit):
+                call = fact.node
                 if not fact.api.async_host_args:
                     continue
                 arguments = syntax.children(call.child_by_field_name("arguments"))

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.analyses.calls import CALLS, CalleeKind
-from cudalint.analyses.lifetimes import LIFETIMES, Engine, Leak, Lost, Origin
-from cudalint.analyses.uses import UseKind
+from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex
+from cudalint.analyses.lifetimes import LIFETIMES, Leak, Lost, Origin
+from cudalint.analyses.uses import USES, UseKind, VariableUses
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
 from cudalint.checks.placement import after_success_check, indent_of, insert_after, insert_before, move_defer, statement_of
@@ -17,10 +18,22 @@ from cudalint.checks.wording import imports_of, release_statement, release_verb,
 from cudalint.findings import Fix, Step
 from cudalint.framework import Pass, Ref
 from cudalint.functions import Unit
+from cudalint.knowledge import Knowledge
+
+
+@dataclass(frozen=True)
+class _Reads:
+    """What this rule's helpers read besides the leaks: results the rule
+    declared, handed on together."""
+
+    calls: CallIndex
+    uses: VariableUses
+    knowledge: Knowledge
 
 
 def check(p: Pass) -> None:
     lifetimes = p.result_of(LIFETIMES)
+    reads = _Reads(p.result_of(CALLS), p.result_of(USES), p.knowledge)
 
     fixed: set = set()
 
@@ -30,8 +43,8 @@ def check(p: Pass) -> None:
         for leak in found.leaks:
             if leak.origin in overwritten:
                 continue  # reported once, as CL103
-            message, refs = _message(lifetimes, leak, graph)
-            fix = _fix(lifetimes, leak, graph) if leak.origin not in fixed else None
+            message, refs = _message(reads, leak, graph)
+            fix = _fix(reads, leak, graph) if leak.origin not in fixed else None
             if fix is not None:
                 fixed.add(leak.origin)
             p.report(unit, leak.origin.call, message, steps=_path(leak, graph), fixes=(fix,) if fix else (), **refs)
@@ -39,7 +52,7 @@ def check(p: Pass) -> None:
     p.visit_graphs(lifetimes.units_with_acquisitions(), visit)
 
 
-def _message(lifetimes: Engine, leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]]:
+def _message(reads: _Reads, leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]]:
     origin = leak.origin
     refs = {"acquired": Ref(origin.call, f"{origin.resource.name} acquired here")}
     what = f"{origin.resource.name} from {origin.written} (@acquired{_through(origin)})"
@@ -79,9 +92,9 @@ def _message(lifetimes: Engine, leak: Leak, graph: CFG) -> tuple[str, dict[str, 
             advice = f"the defer at @defer ran before the acquisition and released the old value: move it to right {fix_place}"
         else:
             advice = f"the defer at @defer is not registered on this path: move it to right {fix_place}"
-    elif _handed_out(lifetimes, leak):
+    elif _handed_out(reads, leak):
         # A constructor: a defer would release what it returns on success.
-        release = _immediate_release(lifetimes, origin) or remedy.removeprefix("defer ")
+        release = _immediate_release(reads, origin) or remedy.removeprefix("defer ")
         advice = (
             f"release it before this return (`{release}`): {origin.unit.name} hands it on "
             f"when it succeeds, so a deferred release would free what it hands on"
@@ -107,18 +120,18 @@ def _earlier_user(leak: Leak, graph: CFG) -> Node | None:
     return earlier_defer_using(origin, anchor.end_byte if anchor is not None else origin.call.end_byte)
 
 
-def _fix(lifetimes: Engine, leak: Leak, graph: CFG) -> Fix | None:
+def _fix(reads: _Reads, leak: Leak, graph: CFG) -> Fix | None:
     origin = leak.origin
     if leak.how is not Lost.RETURN or origin.role.handle == "none" or not origin.handle:
         return None
     if leak.other_defer is not None:
-        return None if leak.defer_too_early else _earlier_defer_fix(lifetimes, leak, graph)
-    if _handed_out(lifetimes, leak):
-        return _release_before_returns_fix(lifetimes, leak, graph)
-    return _defer_fix(lifetimes, leak)
+        return None if leak.defer_too_early else _earlier_defer_fix(reads, leak, graph)
+    if _handed_out(reads, leak):
+        return _release_before_returns_fix(reads, leak, graph)
+    return _defer_fix(reads, leak)
 
 
-def _earlier_defer_fix(lifetimes: Engine, leak: Leak, graph: CFG) -> Fix | None:
+def _earlier_defer_fix(reads: _Reads, leak: Leak, graph: CFG) -> Fix | None:
     """The safe fix of a defer registered too late (after a return that
     leaks): move it to right after the success check. Safe where nothing
     between the check and the defer uses the handle but API calls that
@@ -132,7 +145,7 @@ def _earlier_defer_fix(lifetimes: Engine, leak: Leak, graph: CFG) -> Fix | None:
     between = [s for s in syntax.children(anchor.parent) if anchor.end_byte <= s.start_byte and s.end_byte <= defer.start_byte]
     if any(node.type == "defer_statement" for statement in between for node in syntax.walk(statement)):
         return None
-    if not _only_borrowed(lifetimes, origin, between):
+    if not _only_borrowed(reads, origin, between):
         return None
     edits = move_defer(defer, anchor, origin.unit.file.source, origin.handle)
     if edits is None:
@@ -152,7 +165,7 @@ def _release_call(origin: Origin) -> str | None:
     return remedy.removeprefix("defer ")
 
 
-def _defer_fix(lifetimes: Engine, leak: Leak) -> Fix | None:
+def _defer_fix(reads: _Reads, leak: Leak) -> Fix | None:
     """The safe fix of the plainest leak: a function that never releases the
     handle and never hands it on gets `defer <release>` right after the
     acquisition's success check (or the acquisition, for a call with no
@@ -161,7 +174,7 @@ def _defer_fix(lifetimes: Engine, leak: Leak) -> Fix | None:
     (a helper, a method, a store, a return) means no fix is offered."""
     origin = leak.origin
     release = _release_call(origin)
-    if release is None or not _only_borrowed(lifetimes, origin):
+    if release is None or not _only_borrowed(reads, origin):
         return None
     remedy = f"defer {release}"
     file = origin.unit.file
@@ -173,7 +186,7 @@ def _defer_fix(lifetimes: Engine, leak: Leak) -> Fix | None:
     return Fix(f"add `{remedy}` {where_to_fix(origin)}", True, (insert_after(anchor, file.source, indent, remedy),))
 
 
-def _immediate_release(lifetimes: Engine, origin: Origin) -> str | None:
+def _immediate_release(reads: _Reads, origin: Origin) -> str | None:
     """The release as a statement of its own: `_ = C.cudaFree(d)` where it
     returns a status (a bare one is CL304), `C.free(unsafe.Pointer(cs))`
     where it returns nothing; None for a method or an unknown release."""
@@ -184,20 +197,20 @@ def _immediate_release(lifetimes: Engine, origin: Origin) -> str | None:
     family = origin.innermost.api.family
     if role.handle == "receiver" or not role.call.startswith(family.qualifier + "."):
         return None
-    api = lifetimes.facts.knowledge.lookup(family.import_path, role.call[len(family.qualifier) + 1:])
+    api = reads.knowledge.lookup(family.import_path, role.call[len(family.qualifier) + 1:])
     if api is None:
         return None
     return f"_ = {release}" if api.status is not None and not api.discardable else release
 
 
-def _release_before_returns_fix(lifetimes: Engine, leak: Leak, graph: CFG) -> Fix | None:
+def _release_before_returns_fix(reads: _Reads, leak: Leak, graph: CFG) -> Fix | None:
     """The unsafe fix of a constructor's leak: the release, as a statement
     of its own, before each return that leaks the handle. Unsafe because the
     analysis may not see every path that reaches such a return (one where
     the acquisition failed, a `goto`); offered only where no path leaves
     through one of them with the handle released and no return names it."""
     origin = leak.origin
-    release = _immediate_release(lifetimes, origin)
+    release = _immediate_release(reads, origin)
     if release is None or leak.released_through_held or not leak.held_at:
         return None
     source = origin.unit.file.source
@@ -254,7 +267,7 @@ def _listed(numbers: list[int]) -> str:
     return ", ".join(words[:-1]) + " and " + words[-1]
 
 
-def _only_borrowed(lifetimes: Engine, origin: Origin, statements: list[Node] | None = None) -> bool:
+def _only_borrowed(reads: _Reads, origin: Origin, statements: list[Node] | None = None) -> bool:
     """Whether every use of the handle in the function (or in the given
     statements), besides its acquisition, is a comparison or an argument of
     an API call that does not release it."""
@@ -264,14 +277,14 @@ def _only_borrowed(lifetimes: Engine, origin: Origin, statements: list[Node] | N
             continue  # uses before it (its declaration) and in it do not matter
         if node.parent is not None and node.parent.type == "binary_expression":
             continue  # `p == nil`: a read
-        call = _argument_of(lifetimes, node)
-        callee = lifetimes.facts.callee(call) if call is not None else None
+        call = _argument_of(reads, node)
+        callee = reads.calls.callee(call) if call is not None else None
         if callee is None or callee.kind is not CalleeKind.API or callee.api is None or callee.api.is_release:
             return False
     return True
 
 
-def _argument_of(lifetimes: Engine, node: Node) -> Node | None:
+def _argument_of(reads: _Reads, node: Node) -> Node | None:
     """The call the node is an argument of, through conversions, `&` and
     parentheses (`C.cudaMemset(unsafe.Pointer(p), ...)`)."""
     child, parent = node, node.parent
@@ -279,7 +292,7 @@ def _argument_of(lifetimes: Engine, node: Node) -> Node | None:
         if parent.type in ("argument_list", "parenthesized_expression", "unary_expression"):
             child, parent = parent, parent.parent
         elif parent.type == "call_expression" and child.type == "argument_list":
-            if lifetimes.facts.callee(parent).kind is not CalleeKind.CONVERSION:
+            if reads.calls.callee(parent).kind is not CalleeKind.CONVERSION:
                 return parent
             child, parent = parent, parent.parent
         else:
@@ -299,7 +312,7 @@ def _through(origin) -> str:
     return f", via {inner.written} at {at} of {inner.unit.file.source.path.name}"
 
 
-def _handed_out(lifetimes: Engine, leak: Leak) -> bool:
+def _handed_out(reads: _Reads, leak: Leak) -> bool:
     """Whether the function returns the handle, or stores it where its
     caller finds it (a field of what it returns), on some path."""
     unit = leak.origin.unit
@@ -308,7 +321,7 @@ def _handed_out(lifetimes: Engine, leak: Leak) -> bool:
     return any(
         use.symbol.name == leak.origin.handle and use.symbol.function == unit.node
         and use.kind in (UseKind.RETURN, UseKind.STORE)
-        for use in lifetimes.uses.uses([unit.body])
+        for use in reads.uses.uses([unit.body])
     )
 
 
@@ -405,6 +418,6 @@ RULE = Rule(
     """,
     tags=("correctness", "resource-leak"),
     check=check,
-    requires=(CALLS, LIFETIMES),
+    requires=(CALLS, USES, LIFETIMES),
     needles=lambda knowledge: imports_of(knowledge, lambda family: bool(family.resources)),
 )

@@ -7,7 +7,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
 from cudalint.analyses.lifetimes import LIFETIMES
-from cudalint.analyses.uses import Use, UseKind
+from cudalint.analyses.uses import USES, Use, UseKind
 from cudalint.catalog import Level, Rule
 from cudalint.checks.wording import imports_of
 from cudalint.framework import Pass, Ref
@@ -22,11 +22,12 @@ def check(p: Pass) -> None:
     stays with the function that made it."""
     calls = p.result_of(CALLS)
     lifetimes = p.result_of(LIFETIMES)
+    uses = p.result_of(USES)
     resolution = p.package.resolution
     for unit, graph in p.graphs_of(calls.units_calling_api()):
         with p.isolating(unit):
-            for call in calls.api_calls.get(unit.node, []):
-                fact = calls.calls[call]
+            for fact in calls.api_facts_in(unit):
+                call = fact.node
                 for resource, role in fact.api.roles("acquire"):
                     target = _out_target(calls, call, role) if resource.device_memory and role.is_out else None
                     symbol = resolution.symbol(target) if target is not None else None
@@ -41,7 +42,7 @@ def check(p: Pass) -> None:
             for n in graph.statement_nodes():
                 if n in reported:
                     continue
-                for use in lifetimes.uses.uses(graph.evaluated(n)):
+                for use in uses.uses(graph.evaluated(n)):
                     origin = next((o for o in origins if o.handle == use.symbol.name and use.symbol.function == unit.node), None)
                     where = _bare_escape(p, calls, unit, use) if origin is not None else None
                     if where is not None:
@@ -179,6 +180,6 @@ RULE = Rule(
     """,
     tags=("maintainability", "resource-leak"),
     check=check,
-    requires=(CALLS, LIFETIMES),
+    requires=(CALLS, USES, LIFETIMES),
     needles=lambda knowledge: imports_of(knowledge, lambda family: any(r.device_memory for r in family.resources)),
 )

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from cudalint import syntax
-from cudalint.analyses.calls import CALLS, CallFact
-from cudalint.analyses.lifetimes import LIFETIMES, Engine
-from cudalint.analyses.uses import Use, UseKind
+from cudalint.analyses.calls import CALLS, CallFact, CallIndex
+from cudalint.analyses.uses import USES, Use, UseKind, VariableUses
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, ExitKind, NodeKind
 from cudalint.checks.wording import imports_of, success_hint
@@ -16,7 +15,7 @@ from cudalint.scope import Role, Symbol
 
 def check(p: Pass) -> None:
     calls = p.result_of(CALLS)
-    lifetimes = p.result_of(LIFETIMES)
+    uses = p.result_of(USES)
     resolution = p.package.resolution
     for unit, graph in p.graphs_of(calls.units_calling_api()):
         with p.isolating(unit):
@@ -32,11 +31,11 @@ def check(p: Pass) -> None:
                             continue
                         if symbol.function is not None and symbol.function != unit.node:
                             continue  # a variable of the enclosing function: read there, after the literal ran
-                        if not _read_by_deferred_closure(lifetimes, unit, symbol):
-                            _check_unread(p, lifetimes, graph, n, symbol, fact)
+                        if not _read_by_deferred_closure(uses, unit, symbol):
+                            _check_unread(p, calls, uses, graph, n, symbol, fact)
 
 
-def _check_unread(p: Pass, lifetimes: Engine, graph: CFG, n: int, symbol: Symbol, fact: CallFact) -> None:
+def _check_unread(p: Pass, calls: CallIndex, uses: VariableUses, graph: CFG, n: int, symbol: Symbol, fact: CallFact) -> None:
     """Follow the variable from the assignment; on some path it must not be
     overwritten, or end its life, before something reads it."""
     scope = symbol.scope_node
@@ -45,7 +44,7 @@ def _check_unread(p: Pass, lifetimes: Engine, graph: CFG, n: int, symbol: Symbol
     def verdict(m: int) -> str | None:
         """None: the path goes on; "read": it ends well; else what went wrong."""
         if m not in verdicts:
-            verdicts[m] = _verdict(lifetimes, graph, m, symbol, scope)
+            verdicts[m] = _verdict(calls, uses, graph, m, symbol, scope)
         return verdicts[m]
 
     # The assignment starts the walk; reaching it again (a loop) is a visit.
@@ -66,35 +65,35 @@ def _check_unread(p: Pass, lifetimes: Engine, graph: CFG, n: int, symbol: Symbol
             return
 
 
-def _verdict(lifetimes: Engine, graph: CFG, m: int, symbol: Symbol, scope) -> str | None:
+def _verdict(calls: CallIndex, uses: VariableUses, graph: CFG, m: int, symbol: Symbol, scope) -> str | None:
     if graph.kind(m) is NodeKind.EXIT:
         return "is never read before the function returns" if graph.exit_kind(m) in (ExitKind.RETURN, ExitKind.GOEXIT) else "read"
     there = graph.ast(m)
     if scope is not None and scope != symbol.function and there is not None and not (scope.start_byte <= there.start_byte < scope.end_byte):
         return f"goes out of scope at line {scope.end_point[0] + 1} without being read"
-    here = lifetimes.uses.uses(graph.evaluated(m))
+    here = uses.uses(graph.evaluated(m))
     mine = [u for u in here if u.symbol is symbol]
-    if any(u.kind not in (UseKind.WRITE, UseKind.ACQUIRE_OUT) for u in mine) or _calls_closure_reading(lifetimes, here, symbol):
+    if any(u.kind not in (UseKind.WRITE, UseKind.ACQUIRE_OUT) for u in mine) or _calls_closure_reading(calls, uses, here, symbol):
         return "read"
     if mine:
         return "is overwritten at @overwritten before it is read"
     return None
 
 
-def _read_by_deferred_closure(lifetimes: Engine, unit: Unit, symbol: Symbol) -> bool:
+def _read_by_deferred_closure(uses: VariableUses, unit: Unit, symbol: Symbol) -> bool:
     """A deferred closure that refers to the variable reads it at return."""
     body = unit.body
     return body is not None and any(
-        use.symbol is symbol and use.kind is UseKind.CAPTURE and use.deferred for use in lifetimes.uses.uses([body])
+        use.symbol is symbol and use.kind is UseKind.CAPTURE and use.deferred for use in uses.uses([body])
     )
 
 
-def _calls_closure_reading(lifetimes: Engine, uses: list[Use], symbol: Symbol) -> bool:
+def _calls_closure_reading(calls: CallIndex, variables: VariableUses, uses: list[Use], symbol: Symbol) -> bool:
     """`report()` where report is a local closure that refers to the variable."""
     for use in uses:
         if use.kind is UseKind.CALLED:
-            literal = lifetimes.facts.unit_of(use.symbol)
-            if literal is not None and symbol in lifetimes.captures(literal):
+            literal = calls.unit_of(use.symbol)
+            if literal is not None and symbol in variables.captures(literal):
                 return True
     return False
 
@@ -142,6 +141,6 @@ RULE = Rule(
     """,
     tags=("correctness", "error-handling"),
     check=check,
-    requires=(CALLS, LIFETIMES),
+    requires=(CALLS, USES),
     needles=lambda knowledge: imports_of(knowledge, lambda family: family.status is not None),
 )

@@ -13,7 +13,7 @@ def check(p: Pass) -> None:
     if not concerns_threads(p.result_of(CALLS)):
         return
     threads = p.result_of(LOCKS)
-    for unit, graph in p.graphs_of(threads.locked):
+    for unit, graph in p.graphs_of(threads.solved_units()):
         with p.isolating(unit):
             # The unlock half of an exported lock/unlock pair is an API for
             # callers outside the package, which lock with the other half.

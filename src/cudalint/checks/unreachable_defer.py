@@ -6,7 +6,7 @@ from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.analyses.defers import DEFERS, DeferredReleases
-from cudalint.analyses.uses import UseKind
+from cudalint.analyses.uses import USES, UseKind, VariableUses
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
 from cudalint.checks.wording import imports_of
@@ -17,6 +17,7 @@ from cudalint.scope import Role
 
 def check(p: Pass) -> None:
     defers = p.result_of(DEFERS)
+    uses = p.result_of(USES)
 
     def visit(unit: Unit, graph: CFG) -> None:
         for n in graph.statement_nodes():
@@ -26,7 +27,7 @@ def check(p: Pass) -> None:
             if released is None:
                 continue
             statement = graph.ast(n)
-            if not _pairs_with_live_code(defers, graph, n):
+            if not _pairs_with_live_code(defers, uses, graph, n):
                 continue  # what it would release is acquired in code just as dead
             if not graph.reachable(n):
                 p.report(
@@ -46,7 +47,7 @@ def check(p: Pass) -> None:
     p.visit_graphs(defers.units(), visit)
 
 
-def _pairs_with_live_code(defers: DeferredReleases, graph: CFG, n: int) -> bool:
+def _pairs_with_live_code(defers: DeferredReleases, uses: VariableUses, graph: CFG, n: int) -> bool:
     """Whether something the defer releases is acquired (or given a value)
     in code that runs: a parameter, a package variable, or a local written
     at a reachable statement no constant guard disables. A defer after
@@ -60,7 +61,7 @@ def _pairs_with_live_code(defers: DeferredReleases, graph: CFG, n: int) -> bool:
         statement = graph.ast(m)
         if m == n or not graph.reachable(m) or _declares_only(statement):
             continue
-        for use in defers.lifetimes.uses.uses(graph.evaluated(m)):
+        for use in uses.uses(graph.evaluated(m)):
             if use.symbol in released and use.kind in (UseKind.WRITE, UseKind.ACQUIRE_OUT):
                 if defers.constant_guard(statement, body) is None:
                     return True
@@ -100,6 +101,6 @@ RULE = Rule(
     """,
     tags=("correctness", "resource-leak"),
     check=check,
-    requires=(DEFERS,),
+    requires=(USES, DEFERS),
     needles=lambda knowledge: imports_of(knowledge, lambda family: bool(family.resources)),
 )
