@@ -158,3 +158,4 @@ def test_rules_read_results_only_through_their_public_methods() -> None:
                     if not (callable(attribute) or isinstance(attribute, property)) or node.attr.startswith("_"):
                         reached.append(f"{path.name}: {node.value.id}.{node.attr}")
     assert reached == []
+

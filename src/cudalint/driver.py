@@ -295,7 +295,7 @@ def _analyze_package(
     for rule in CHECKS:
         if rule.id not in settings.enabled or rule.check is None:
             continue
-        pass_ = Pass(run, requirements(rule.requires), rule)
+        pass_ = Pass(run, requirements(rule.requires), rule.id)
         try:
             rule.check(pass_)
         except Exception as error:  # noqa: BLE001

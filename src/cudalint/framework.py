@@ -23,18 +23,15 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from tree_sitter import Node
 
 from cudalint.cfg import CFG, PackageCFGs
-from cudalint.findings import Finding, Related, Span, Step, fill_template
+from cudalint.findings import Finding, Fix, Related, Span, Step, fill_template
 from cudalint.functions import Package, Unit
 from cudalint.knowledge import Knowledge
 from cudalint.parse import ParsedFile
-
-if TYPE_CHECKING:
-    from cudalint.catalog import Rule
 
 R = TypeVar("R")
 
@@ -115,7 +112,7 @@ class Pass:
 
     run: PackageRun
     allowed: frozenset[Analysis]
-    rule: Rule | None = None
+    rule_id: str | None = None  # the rule this pass reports for; None: an analysis
     findings: list[Finding] = field(default_factory=list)
     # Functions on which the rule crashed: the rest of the package goes on.
     crashes: list[tuple[Unit, BaseException]] = field(default_factory=list)
@@ -134,7 +131,7 @@ class Pass:
 
     def result_of(self, analysis: Analysis[R]) -> R:
         if analysis not in self.allowed:
-            asker = self.rule.id if self.rule is not None else "an analysis"
+            asker = self.rule_id or "an analysis"
             raise UndeclaredAnalysis(f"{asker} reads {analysis.name} without requiring it")
         run = self.run
         if analysis in run.failures:
@@ -187,7 +184,7 @@ class Pass:
         """Report for this pass's rule, outside any function too (a
         package-level initializer). `message` may name related locations as
         `@name`, each given as a keyword Ref."""
-        assert self.rule is not None, "analyses report nothing"
+        assert self.rule_id is not None, "analyses report nothing"
         source = file.source
         span = source.span(node)
         related: list[Related] = []
@@ -211,6 +208,6 @@ class Pass:
         if not related:
             template = ""
         self.findings.append(Finding(
-            self.rule.id, source.display, span, text, function,
+            self.rule_id, source.display, span, text, function,
             source.line_text(span.start.line), steps, tuple(related), template, fixes=fixes,
         ))
