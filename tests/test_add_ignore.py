@@ -61,9 +61,15 @@ def test_every_finding_gets_a_directive_and_the_run_is_clean(tree: Path) -> None
 def test_a_closing_brace_line_gets_gofmt_s_indentation(tree: Path) -> None:
     (tree / "a.go").write_text(SOURCE.replace("\t} else {\n\t\t_ = C.cudaDeviceSynchronize()\n\t}\n", "\t}\n"))
     (tree / "b.go").write_text("package p\n\nfunc g() {\n\tfor {\n\t}\n}\n")
-    cudalint("--no-cache", "--add-ignore", REASON, ".", cwd=tree)
+    (tree / "b.go").write_text(
+        "package p\n\n// #include <cuda_runtime_api.h>\nimport \"C\"\n\nfunc g(a int) {\n\tif a > 0 {\n\t\treturn\n"
+        "\t} else if C.cudaDeviceSynchronize(); a < 0 {\n\t\treturn\n\t}\n}\n"
+    )
+    assert cudalint("--no-cache", "--add-ignore", REASON, ".", cwd=tree).exit_code == 0
+    assert f"\t\treturn\n\t\t//cudalint:ignore CL301 {REASON}\n\t}} else if" in (tree / "b.go").read_text()
     if shutil.which("gofmt"):
         assert subprocess.run(["gofmt", "-l", "."], cwd=tree, capture_output=True, text=True).stdout == ""
+    assert cudalint("--no-cache", ".", cwd=tree).exit_code == 0
 
 
 def test_line_endings_mode_and_same_line_rules_are_kept(tree: Path) -> None:
@@ -117,7 +123,7 @@ def test_a_read_only_file_and_a_link_out_of_the_tree_are_refused(tree: Path, tmp
 @pytest.mark.parametrize("reason", ["", "  ", "CL301 legacy", "two\nlines"])
 def test_a_reason_a_directive_cannot_carry_is_a_usage_error(tree: Path, reason: str) -> None:
     run = cudalint("--no-cache", "--add-ignore", reason, ".", cwd=tree)
-    assert run.exit_code == 2 and "--add-ignore" in run.stderr
+    assert run.exit_code == 2 and "Invalid value for --add-ignore: the reason must" in run.stderr, run.stderr
     assert (tree / "a.go").read_text() == SOURCE
 
 

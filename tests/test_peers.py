@@ -195,16 +195,17 @@ def test_a_closed_pipe_ends_quietly_with_the_findings_status(project: Path) -> N
         assert asked.returncode == 0 and asked.stderr == b"", (question, asked.stderr)
 
 
-def test_head_under_pipefail(project: Path) -> None:
-    for i in range(300):  # more than a pipe holds
-        (project / "gpu" / f"m{i}.go").write_text(CGO_FILE.replace("func sync()", f"func sync{i}()"))
+def test_a_reader_that_stops_early_under_pipefail(project: Path) -> None:
+    """`cudalint ./... | head -1` under `set -o pipefail`: whether head has
+    gone when cudalint writes is a race (here head may read it all), so the
+    reader is one that never reads (`true`), which is the case that turned
+    into exit 2."""
     done = subprocess.run(
-        ["bash", "-o", "pipefail", "-c", f"{sys.executable} -m cudalint --no-cache ./... | head -1"],
+        ["bash", "-o", "pipefail", "-c", f"{sys.executable} -m cudalint --no-cache ./... | true"],
         cwd=project, capture_output=True, text=True, timeout=300,
     )
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr and "error" not in done.stderr
-    assert done.stdout.count("\n") == 1
 
 
 # -- colour ----------------------------------------------------------------------
