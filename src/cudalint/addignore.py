@@ -23,7 +23,8 @@ from pathlib import Path
 
 from cudalint import rewrite
 from cudalint.findings import Finding, Span, TextEdit
-from cudalint.suppressions import _is_code
+from cudalint.source import SourceFile
+from cudalint.suppressions import is_code
 
 _CONTINUED = ("raw_string_literal", "interpreted_string_literal", "comment")
 
@@ -40,7 +41,7 @@ def check_reason(reason: str) -> str:
     if any(ord(character) < 32 or ord(character) == 127 or character in "\u2028\u2029\x85" for character in text):
         raise ReasonError("the reason must be one line of text, without control characters")
     first = text.split(None, 1)[0].rstrip(",")
-    if _is_code(first):
+    if is_code(first):
         raise ReasonError(f"the reason must not start with a rule ID ({first}): the directive would read it as one")
     return text
 
@@ -102,10 +103,10 @@ def add(
 def _edits(
     data: bytes, digest: str, lines: dict[int, set[str]], expected: dict[int, str], reason: str, outcome: Outcome, path: str,
 ) -> list[TextEdit]:
-    from cudalint.parse import _get_parser
+    from cudalint.parse import parse
 
     starts = [0] + [index + 1 for index, byte in enumerate(data) if byte == 0x0A]
-    root = _get_parser().parse(data).root_node
+    root = parse(SourceFile(Path(path), path, data))[0].root
     edits: list[TextEdit] = []
     for line in sorted(lines):
         if line < 1 or line > len(starts):

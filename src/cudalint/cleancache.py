@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cudalint.cache import _TAG, DEFAULT_DIRECTORY
+from cudalint.cache import CACHEDIR_TAG, DEFAULT_DIRECTORY
 
 TAG_FILE = "CACHEDIR.TAG"
 
@@ -60,7 +60,7 @@ def is_tagged(directory: Path) -> bool:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return False
-        return os.read(fd, len(_TAG) + 1) == _TAG
+        return os.read(fd, len(CACHEDIR_TAG) + 1) == CACHEDIR_TAG
     finally:
         os.close(fd)
 

@@ -41,10 +41,13 @@ _BLOCK = re.compile(rb"/\*\s*cudalint:(\S*)")
 _NOLINT = re.compile(rb"//[ \t]*nolint:([\w,-]+)")
 _LINT = re.compile(rb"//[ \t]*lint:(ignore|file-ignore)[ \t]+(\S+)")
 _VERB_AND_REST = re.compile(r"cudalint:(\S*)(.*)", re.DOTALL)
-def _is_code(word: str) -> bool:
+def is_code(word: str) -> bool:
     """A rule ID or a prefix narrower than "CL" (a directive may not blanket
     every rule), in any case."""
     return RULE_PREFIX.fullmatch(word.upper()) is not None and len(word) > 2
+
+
+_is_code = is_code
 
 
 _CODES_AND_REASON = re.compile(r"(\S*)\s*(.*)", re.DOTALL)
