@@ -376,3 +376,16 @@ def test_the_readme_new_from_commands_run_verbatim(tmp_path: Path) -> None:
     assert merge_base == ["gpu/a.go:12:2", "gpu/b.go:7:2"]  # the branch's function and the untracked file
     assert since_head == ["gpu/b.go:7:2"]  # the commit holds the function
     assert patch == ["gpu/a.go:12:2"]  # git diff shows no untracked file
+
+
+@pytest.mark.parametrize("renames", ["false", "copies", "true"])
+def test_a_moved_file_is_not_new_whatever_diff_renames_says(tmp_path: Path, renames: str) -> None:
+    repo = init(tmp_path / "svc")
+    (repo / "old").mkdir()
+    (repo / "old" / "a.go").write_text(OLD)
+    base = commit_all(repo)
+    git("config", "diff.renames", renames, cwd=repo)
+    (repo / "new").mkdir()
+    git("mv", "old/a.go", "new/a.go", cwd=repo)
+    (repo / "new" / "a.go").write_text(CHANGED)
+    assert findings(repo, "--new-from-rev", base) == [("new/a.go", 12)]

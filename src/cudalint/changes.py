@@ -126,7 +126,8 @@ def since_merge_base(ref: str, cwd: Path, whole_files: bool = False) -> Changes:
 
 def _since_commit(root: Path, commit: str, changes: Changes, option: str) -> Changes:
     diff = _git(
-        root, option, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--text", "--unified=0",
+        # --find-renames: a moved file is not new code, whatever diff.renames says.
+        root, option, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--text", "--unified=0", "--find-renames",
         "--src-prefix=a/", "--dst-prefix=b/", commit, "--",
     )
     changes.lines.update(parse_patch(diff, strip=1))
