@@ -3,6 +3,7 @@ strict, and lookups classify real calls correctly."""
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,23 @@ def test_check_wants_tests_a_users_knowledge_file(tmp_path: Path) -> None:
     run = cudalint(*args, cwd=tmp_path)
     assert run.exit_code == 1
     assert "p.go:6: unexpected CL101: open file from os.Open" in run.stdout and "p.go:10: missing CL102" in run.stdout
+
+
+def test_host_side_resources_are_said_by_the_knowledge_not_guessed_from_names() -> None:
+    """CL508 leaves host-side structures alone: which ones is a field of the
+    knowledge. The cuFFT multi-GPU descriptor (cufftXtMalloc) owns memory on
+    every GPU of the plan, whatever its name says."""
+    resources = {r.name: r for family in load_knowledge().families for r in family.resources}
+    assert resources["C heap memory"].host_side
+    assert resources["cuBLASLt matrix layout"].host_side
+    assert not resources["cuFFT multi-GPU descriptor"].host_side
+    assert not resources["device memory"].host_side
+
+
+def test_a_resource_cannot_be_device_memory_and_host_side() -> None:
+    document = (
+        'family = "x"\ndescription = "x"\nimport = "C"\n[[resource]]\nname = "r"\ndevice_memory = true\nhost_side = true\n'
+        'acquire = [{ call = "C.a", handle = "result0" }]\nrelease = [{ call = "C.f", handle = "arg0" }]\n'
+    )
+    with pytest.raises(KnowledgeError, match="host_side"):
+        parse_family(tomllib.loads(document), "x.toml")

@@ -88,6 +88,10 @@ class ResourceSpec:
     any_use_releases: bool = False
     # GPU memory addressed by a bare pointer or integer (CL502).
     device_memory: bool = False
+    # A host-side structure: C heap memory, a library's descriptor on the
+    # host. It holds nothing on the GPU, so a finalizer-only release of it
+    # is not the device-memory problem CL508 reports.
+    host_side: bool = False
     # Whether releasing it needs a current context, in a family whose releases
     # generally do (CL505): a context's own destroy does not.
     needs_context: bool = True
@@ -312,7 +316,7 @@ _THREAD_KEYS = {"bound", "context_setters", "releases_need_context"}
 _ASYNC_KEYS = {"call", "host_args"}
 _STATUS_KEYS = {"type", "success", "result", "kind"}
 _STATUS_CALL_KEYS = {"match", "except", "discardable"}
-_RESOURCE_KEYS = {"name", "acquire", "release", "transfer", "any_use_releases", "device_memory", "needs_context"}
+_RESOURCE_KEYS = {"name", "acquire", "release", "transfer", "any_use_releases", "device_memory", "host_side", "needs_context"}
 _ROLE_KEYS = {"call", "handle"}
 
 
@@ -459,6 +463,9 @@ def _resource(source: str, where: str, item: Any, qualifier: str) -> ResourceSpe
     item = _table(source, where, item, _RESOURCE_KEYS)
     any_use = _flag(source, f"{where}.any_use_releases", item.get("any_use_releases", False))
     device_memory = _flag(source, f"{where}.device_memory", item.get("device_memory", False))
+    host_side = _flag(source, f"{where}.host_side", item.get("host_side", False))
+    if device_memory and host_side:
+        raise _fail(source, f"{where}.host_side", "a resource is device memory or host-side, not both")
     needs_context = _flag(source, f"{where}.needs_context", item.get("needs_context", True))
     acquire = _roles(source, f"{where}.acquire", item.get("acquire"), qualifier)
     release = _roles(source, f"{where}.release", item.get("release"), qualifier) if not any_use or "release" in item else ()
@@ -472,7 +479,8 @@ def _resource(source: str, where: str, item: Any, qualifier: str) -> ResourceSpe
     if any(r.handle == "receiver" for r in release) and not all(r.call.count(".") >= 2 for r in release if r.handle == "receiver"):
         raise _fail(source, f"{where}.release", "a receiver release names the method as pkg.Type.Method")
     return ResourceSpec(
-        _string(source, f"{where}.name", item.get("name")), acquire, release, transfer, any_use, device_memory, needs_context,
+        _string(source, f"{where}.name", item.get("name")), acquire, release, transfer, any_use, device_memory,
+        host_side=host_side, needs_context=needs_context,
     )
 
 

@@ -46,12 +46,6 @@ from cudalint.functions import LiteralUse, Package, Unit, UnitKind
 from cudalint.knowledge import ResourceSpec
 from cudalint.scope import Role, Symbol, SymbolKind
 
-# Families whose resources are host memory the GPU has nothing to do with.
-_HOST_FAMILIES = frozenset({"cgo-host-memory"})
-# Resources that are host-side library structures (cuDNN and cuBLASLt
-# descriptors): they hold no device memory, so a finalizer-only release of
-# them is not a device-memory problem (CL508 leaves them alone).
-_HOST_SIDE_WORDS = ("descriptor", "parameter pack", "performance array", "matrix layout", "matmul preference")
 # sync/atomic functions and methods of its types that write their operand.
 _ATOMIC_WRITES = ("Store", "Swap", "CompareAndSwap", "Add", "And", "Or")
 _ENTRY_NAMES = frozenset({"main", "init"})
@@ -882,14 +876,11 @@ def _reaches(graph: CFG, start: int, goals: set[int], blocked: set[int]) -> bool
 # -- pairing --------------------------------------------------------------------
 
 
-def gpu_resource(resource: ResourceSpec, family: str) -> bool:
+def gpu_resource(resource: ResourceSpec) -> bool:
     """Whether a resource occupies the GPU's resources (CL508 reports
-    finalizer-only releases of these): not C heap memory, not a handle-less
-    pairing, not a host-side descriptor."""
-    if family in _HOST_FAMILIES or resource.any_use_releases or resource.handleless:
-        return False
-    name = resource.name.lower()
-    return not any(word in name for word in _HOST_SIDE_WORDS)
+    finalizer-only releases of these): not what the knowledge calls
+    host-side (C heap memory, descriptors), not a handle-less pairing."""
+    return not (resource.host_side or resource.any_use_releases or resource.handleless)
 
 
 def _relative(types: _Types, release: Release, type_name_: str | None, path: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -949,7 +940,7 @@ def find_finalizers(p: Pass) -> Finalizers:
                 if (prefix := _relative(builder.types, e, registration.type_name, release.path)) is not None
             ]
             if not matching:
-                if gpu_resource(release.resource, release.family):
+                if gpu_resource(release.resource):
                     result._finalizer_only.append(FinalizerOnly(registration, release))
                 continue
             for e, prefix in matching:

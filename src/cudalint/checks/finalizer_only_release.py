@@ -62,8 +62,9 @@ RULE = Rule(
     finalizer-only, and so does one that a constant switches off
     (`if gcOwns { return nil }` with `const gcOwns = true`). The finalizer is
     followed into the functions it calls, the literals it hands to a worker
-    (`w.Run(func() {...})`) and the goroutines it starts. Host-side
-    descriptors (cuDNN, cuBLASLt) and C heap memory are not reported. The same
+    (`w.Run(func() {...})`) and the goroutines it starts. Resources the
+    knowledge marks `host_side` (C heap memory, cuDNN and cuBLASLt
+    descriptors) are not reported. The same
     finalizer registered by several constructors is reported once, at the
     first registration.
 
