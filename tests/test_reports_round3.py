@@ -218,3 +218,9 @@ def test_statistics_with_a_format_that_has_no_such_form_is_refused(project: Path
     run = cudalint("--no-cache", "--statistics", "--format", "sarif:x.sarif", "--format", "text", "./...", cwd=project)
     assert run.exit_code == 1 and run.stdout.startswith("1  CL301  status-discarded  [error]")
     assert len(json.loads((project / "x.sarif").read_text())["runs"][0]["results"]) == 1
+
+
+def test_an_empty_sarif_category_is_refused(project: Path) -> None:
+    for value in ("", " ", "/"):
+        run = cudalint("--no-cache", "--format", "sarif", "--sarif-category", value, "./...", cwd=project)
+        assert run.exit_code == 2 and "--sarif-category" in run.stderr and "names no category" in run.stderr, value

@@ -248,7 +248,7 @@ def _write_report(path: Path, text: str) -> None:
                    "other CI systems. Repeatable: FORMAT:FILE writes that format to FILE, e.g. "
                    "--format sarif:cudalint.sarif --format text.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to FILE instead of stdout (a regular file is replaced atomically, missing directories are created).")
-@click.option("--sarif-category", default="cudalint", show_default=True, metavar="CATEGORY",
+@click.option("--sarif-category", default="cudalint", show_default=True, metavar="CATEGORY", callback=lambda _c, _p, value: _category(value),
               help="The code scanning category the SARIF report names (runs[].automationDetails.id); "
                    "upload-sarif keeps it and ignores its own category input, so tell several cudalint runs apart here.")
 @click.option("--select", metavar="PREFIXES", multiple=True,
@@ -493,6 +493,14 @@ def _formats(values: tuple[str, ...]) -> tuple[str, tuple[tuple[str, Path], ...]
 
 # The formats --statistics has a form in (counts per rule instead of the findings).
 _STATISTICS_FORMATS = ("text", "json")
+
+
+def _category(value: str) -> str:
+    """A --sarif-category that names something (GitHub takes what precedes
+    the id's last slash as the category)."""
+    if not value.strip().strip("/"):
+        raise click.BadParameter("names no category, e.g. cudalint or cudalint/gpu", param_hint="--sarif-category")
+    return value.strip()
 
 
 def _check_statistics(options: Options) -> None:
