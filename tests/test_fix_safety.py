@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from cudalint import cli, entry
+from cudalint import cli, entry, rewrite
 from clirun import cudalint, cudalint_process
 from conftest import FIXTURES
 
@@ -324,6 +324,25 @@ def test_an_interrupted_run_says_which_files_it_rewrote(
     stderr = capsys.readouterr().err
     assert "cudalint: --fix rewrote 1 file before it stopped: leaks.go\n" in stderr
     assert stderr.rstrip().endswith("interrupted (SIGINT); no report")
+    assert (project / "leaks.go").read_bytes() == GOLDEN
+
+
+def test_an_interrupt_right_after_the_rename_still_names_the_file(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture,
+) -> None:
+    """A signal can land after the new file is in place but before the
+    writer returns: the file is rewritten all the same, and said."""
+    replace_file = rewrite._replace
+
+    def renamed_then_interrupted(*args, **kwargs):
+        replace_file(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rewrite, "_replace", renamed_then_interrupted)
+    monkeypatch.chdir(project)
+    assert entry.run(["--isolated", "--no-cache", "--fix", "."]) == 2
+    stderr = capsys.readouterr().err
+    assert "cudalint: --fix rewrote 1 file before it stopped: leaks.go\n" in stderr
     assert (project / "leaks.go").read_bytes() == GOLDEN
 
 

@@ -815,16 +815,19 @@ def _fix(
     rewritten: list[str] = []
     total = 0
     fixed: list[Finding] = []  # for --show-fixes
+    writing: tuple[str, list] | None = None  # the file being written, and its edits
     try:
         for _ in range(_FIX_ROUNDS):
             plan = fixes.plan(gate.reported(result.findings, cwd), options.unsafe_fixes)
             written = 0
             for path, edits in sorted(plan.edits.items()):
+                writing = (path, edits)
                 if _rewrite(path, edits, analysed, root):
                     written += 1
                     fixed += [finding for finding in plan.fixed if finding.path == path]
                     if path not in rewritten:
                         rewritten.append(path)
+                writing = None
             if not written:
                 break
             total += plan.fixes
@@ -834,6 +837,10 @@ def _fix(
             gate.refresh()
             result.notifications += [note for note in said if note not in result.notifications]
     except BaseException:
+        # Stopped inside a write: the file may be replaced already although
+        # _rewrite never returned (a signal after the rename).
+        if writing is not None and writing[0] not in rewritten and fixes.changed_since_analysed(cwd / writing[0], writing[1]):
+            rewritten.append(writing[0])
         _say_rewritten(rewritten)
         raise
     if not options.quiet:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+from pathlib import Path
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -99,6 +100,17 @@ def apply(data: bytes, edits: list[TextEdit]) -> bytes | None:
             return None
         out = out[:edit.start] + edit.text.encode() + out[edit.end:]
     return out
+
+
+def changed_since_analysed(path: Path, edits: list[TextEdit]) -> bool:
+    """Whether the file no longer holds the bytes these edits were made for
+    (its digest): after a write that was interrupted, whether it happened."""
+    digests = {edit.digest for edit in edits if edit.digest}
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    return bool(digests) and hashlib.sha256(data).hexdigest() not in digests
 
 
 def unified_diff(path: str, old: bytes, new: bytes) -> str:
