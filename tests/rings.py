@@ -119,6 +119,16 @@ def _embedded_types(i: int, n: int) -> str:
     return f"type E{i} struct {{\n\tE{i + 1}\n}}\n\n"
 
 
+def _same_name_methods(i: int, n: int) -> str:
+    """5,000 types, each with a Run method that locks around a thread-bound
+    call, each called once: finding the calls of one method among the
+    5,000 calls of that name was quadratic (the review of issue 20)."""
+    return (
+        f"type R{i} struct{{}}\n\nfunc (r *R{i}) Run() {{\n\truntime.LockOSThread()\n\tdefer runtime.UnlockOSThread()\n"
+        f"\tC.cudaSetDevice(0)\n}}\n\nfunc run{i}() {{\n\tr := &R{i}{{}}\n\tr.Run()\n}}\n\n"
+    )
+
+
 TRAILERS = {
     "embedded-types": "func use(e *E0) {\n\te.Sync()\n}\n",
     "chain": "func Run() {\n\truntime.LockOSThread()\n\tdefer runtime.UnlockOSThread()\n\tf0()\n}\n",
@@ -138,6 +148,7 @@ SHAPES = {
     "methods": (_methods, lambda n: {}),
     "chain": (_chain, lambda n: {}),
     "embedded-types": (_embedded_types, lambda n: {"CL301": 1}),
+    "same-name-methods": (_same_name_methods, lambda n: {"CL301": n}),
     "unlocked-chain": (_unlocked_chain, lambda n: {"CL401": 1}),
 }
 

@@ -99,6 +99,9 @@ class CallIndex:
     _literals_by_parent: dict[Node, list[Unit]] = field(default_factory=dict, repr=False)
     _no_literal: set[Symbol] = field(default_factory=set, repr=False)
     _unwatched: dict[Node, CallFact | None] = field(default_factory=dict, repr=False)
+    # Calls of a name, and method values of a name, by the unit they name.
+    _calls_by_target: dict[str, dict[Unit, list[Node]]] = field(default_factory=dict, repr=False)
+    _values_by_method: dict[str, dict[Unit, list[Node]]] = field(default_factory=dict, repr=False)
     # Per file (root): the named calls and their start bytes, in order.
     _named_calls: dict[Node, tuple[list[int], list[Node]]] = field(default_factory=dict, repr=False)
     # The package's own C (preambles, local headers and C files), if it uses cgo.
@@ -181,12 +184,18 @@ class CallIndex:
                 for name, calls in syntax.calls_by_name(parsed.index).items():
                     self._calls_by_name.setdefault(name, []).extend((parsed.root, call) for call in calls)
         name = unit.name.rsplit(".", 1)[-1]
-        found = []
-        for root, call in self._calls_by_name.get(name, []):
-            self.package.resolution.ensure(root, call)
-            if self.callee(call).target is unit:
-                found.append(call)
-        return found
+        by_target = self._calls_by_target.get(name)
+        if by_target is None:
+            # Every call of the name classified once, for all the functions
+            # and methods of that name (4,000 types with a Run method asked
+            # one by one made this quadratic).
+            by_target = self._calls_by_target[name] = {}
+            for root, call in self._calls_by_name.get(name, []):
+                self.package.resolution.ensure(root, call)
+                target = self.callee(call).target
+                if target is not None:
+                    by_target.setdefault(target, []).append(call)
+        return list(by_target.get(unit, ()))
 
     def named_calls_in(self, unit: Unit) -> list[Node]:
         """The calls `f(...)` and `x.f(...)` anywhere in unit's body, its
@@ -227,15 +236,18 @@ class CallIndex:
                     name = syntax.text(selector.child_by_field_name("field"))
                     self._selectors.setdefault(name, []).append((parsed.root, selector))
         method = unit.name.rsplit(".", 1)[-1]
-        found = []
-        for root, selector in self._selectors.get(method, []):
-            self.package.resolution.ensure(root, selector)
-            parent = selector.parent
-            if parent is not None and parent.type == "call_expression" and parent.child_by_field_name("function") == selector:
-                continue
-            if self._method(syntax.unparen(selector.child_by_field_name("operand")), method) is unit:
-                found.append(selector)
-        return found
+        by_method = self._values_by_method.get(method)
+        if by_method is None:
+            by_method = self._values_by_method[method] = {}
+            for root, selector in self._selectors.get(method, []):
+                self.package.resolution.ensure(root, selector)
+                parent = selector.parent
+                if parent is not None and parent.type == "call_expression" and parent.child_by_field_name("function") == selector:
+                    continue
+                target = self._method(syntax.unparen(selector.child_by_field_name("operand")), method)
+                if target is not None:
+                    by_method.setdefault(target, []).append(selector)
+        return list(by_method.get(unit, ()))
 
     def references(self, symbol: Symbol) -> list[Node]:
         """The identifiers that refer to a symbol (its declarations included).
