@@ -376,3 +376,17 @@ def test_the_progress_line_redraws_on_a_timer() -> None:
     quiet = io.StringIO()
     Progress(3, None, stream=quiet, redraw=0.05).close()
     assert quiet.getvalue() == ""
+
+
+def test_the_sdist_is_0_2_0_and_carries_the_changelog(tmp_path: Path) -> None:
+    import tarfile
+
+    root = Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, "-m", "hatchling", "build", "-t", "sdist", "-d", str(tmp_path)], cwd=root,
+                   check=True, capture_output=True, timeout=300)
+    (sdist,) = tmp_path.glob("*.tar.gz")
+    assert sdist.name == "cudalint-0.2.0.tar.gz"
+    with tarfile.open(sdist) as archive:
+        names = archive.getnames()
+        info = archive.extractfile("cudalint-0.2.0/PKG-INFO").read().decode()
+    assert "cudalint-0.2.0/CHANGELOG.md" in names and "\nVersion: 0.2.0\n" in info
