@@ -146,3 +146,28 @@ def test_the_readme_command_verbatim(tree: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "\t\t//cudalint:ignore CL301 legacy, see ISSUE-123\n" in (tree / "a.go").read_text()
     assert subprocess.run([sys.executable, "-m", "cudalint", "./..."], cwd=tree, capture_output=True).returncode == 0
+
+
+def test_a_directive_never_splits_what_gofmt_aligns(tree: Path) -> None:
+    """A comment line between two lines gofmt aligns (trailing comments, struct
+    fields, keyed elements, const/var specs) ends the section, and gofmt would
+    re-pad both halves: such a line is refused and said, never written
+    un-gofmt'd."""
+    source = (
+        'package p\n\n// #include <cuda_runtime_api.h>\nimport "C"\n\n'
+        "func f() {\n"
+        "\tx := 1" + " " * 20 + "// one\n"
+        "\tC.cudaDeviceSynchronize() // two\n"
+        "\t_ = x\n"
+        "}\n"
+    )
+    (tree / "a.go").write_text(source)
+    run = cudalint("--no-cache", "--add-ignore", REASON, ".", cwd=tree)
+    assert run.exit_code == 0
+    assert "a.go:8 is aligned by gofmt with the line above it" in run.stderr
+    assert (tree / "a.go").read_text() == source
+    if shutil.which("gofmt"):
+        forced = source.replace("\tC.cudaDeviceSynchronize() // two\n", f"\t//cudalint:ignore CL301 {REASON}\n\tC.cudaDeviceSynchronize() // two\n")
+        assert subprocess.run(["gofmt", "-l", "a.go"], cwd=tree, capture_output=True, text=True).stdout == ""
+        (tree / "b.txt").write_text(forced)
+        assert subprocess.run(["gofmt", "-l", "b.txt"], cwd=tree, capture_output=True, text=True).stdout  # what it avoided

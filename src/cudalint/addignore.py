@@ -123,6 +123,12 @@ def _edits(
         if node is not None and node.start_byte < start:
             outcome.refused.append(f"{path}:{line} starts inside a multi-line {node.type.replace('_', ' ')}")
             continue
+        if line > 1 and _cells(root, data, starts, line - 1) & _cells(root, data, starts, line):
+            outcome.refused.append(
+                f"{path}:{line} is aligned by gofmt with the line above it (a trailing comment, a field, a key or a spec), "
+                "and a directive line between them would change that alignment"
+            )
+            continue
         body = text.rstrip(b"\n").rstrip(b"\r")
         indent = body[: len(body) - len(body.lstrip(b" \t"))].decode()
         if body.lstrip(b" \t")[:1] in (b"}", b")"):
@@ -132,6 +138,35 @@ def _edits(
         position = _position(line)
         edits.append(TextEdit(start, start, directive, "", Span(position, position), digest))
     return edits
+
+
+# Lines gofmt aligns in columns with their neighbours (a comment line between
+# two of them ends the section, and gofmt re-pads both halves).
+_ALIGNED = frozenset({"field_declaration", "keyed_element", "const_spec", "var_spec"})
+
+
+def _cells(root, data: bytes, starts: list[int], line: int) -> set[str]:
+    """What line `line` has that gofmt aligns with the next line's: a
+    trailing comment, or a struct field, keyed element or const/var spec
+    that starts on it."""
+    start = starts[line - 1]
+    end = starts[line] if line < len(starts) else len(data)
+    body = data[start:end].rstrip(b"\r\n")
+    code = body.lstrip(b" \t")
+    if not code:
+        return set()
+    first = start + len(body) - len(code)
+    cells: set[str] = set()
+    last = start + len(body)
+    node = root.descendant_for_byte_range(last - 1, last)
+    if node is not None and node.type == "comment" and node.start_byte > first and node.end_byte == last:
+        cells.add("comment")
+    node = root.descendant_for_byte_range(first, first + 1)
+    while node is not None and node.start_byte == first:
+        if node.type in _ALIGNED:
+            cells.add(node.type)
+        node = node.parent
+    return cells
 
 
 def _position(line: int):
