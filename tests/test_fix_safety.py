@@ -126,6 +126,23 @@ def test_a_cache_entry_cannot_change_what_a_fix_writes(project: Path) -> None:
     assert (project / "leaks.go").read_bytes() == GOLDEN
 
 
+@pytest.mark.parametrize("report", ["json", "sarif", "text"])
+def test_a_cache_entry_cannot_put_its_code_in_a_report_s_fixes(project: Path, report: str) -> None:
+    """A report's suggested fixes are applied by people and tools that read
+    it: they come from the analysis, never from a cache entry."""
+    cache = ["--isolated", "--cache-dir", str(project.parent / "cache")]
+    first = cudalint(*cache, "--format", report, ".", cwd=project)
+
+    def planted(kind: str, fields: dict) -> None:
+        if kind == "TextEdit":
+            fields["text"] = "echo PWNED\n"
+
+    _forge(project.parent / "cache", planted)
+    again = cudalint(*cache, "--format", report, ".", cwd=project)
+    assert "PWNED" not in again.stdout
+    assert again.stdout == first.stdout
+
+
 def test_a_fix_naming_a_file_the_run_did_not_analyse_is_refused(project: Path) -> None:
     from cudalint import rewrite
 

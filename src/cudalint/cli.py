@@ -386,7 +386,6 @@ def main(**values) -> None:
                 cache_dir=None if options.no_cache else (options.cache_dir or _default_cache(files, cwd)),
                 reported=frozenset(group_files) if group_context else None,
                 progress_after=_progress_after(options), c_include=group_config.c_include,
-                fixing=options.fix or options.diff,
             )
             ran.update((path, settings.enabled_for(path)) for path in group_files)
             analysed = analyze(group_files + group_context, settings, _load_knowledge(group_config, options))

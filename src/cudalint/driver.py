@@ -73,9 +73,6 @@ class Settings:
     progress_after: float | None = None
     # Directories of C headers besides the usual CUDA locations (configuration).
     c_include: tuple[Path, ...] = ()
-    # The run writes fixes (--fix, --diff): a cached result that carries
-    # fixes is analysed again, so that no cache entry can direct a write.
-    fixing: bool = False
 
     def enabled_for(self, path: Path) -> frozenset[str]:
         return self.per_file.enabled_for(path, self.enabled) if self.per_file else self.enabled
@@ -754,9 +751,10 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
 
 def _trusted(cached: Result | None, directory: list[Path], settings: Settings, total: Result) -> Result | None:
     """A cached result, unless it names a file other than the directory's
-    own (an altered entry: said in a notification) or carries fixes while
-    this run writes fixes; then the directory is analysed again, and its
-    entry replaced."""
+    own (an altered entry: said in a notification) or carries fixes; then
+    the directory is analysed again, and its entry replaced. Fixes are never
+    read back: a forged entry could otherwise direct --fix, or put its own
+    code in the suggested fixes of a JSON or SARIF report."""
     if cached is None:
         return None
     own = {display_path(path, settings.base) for path in directory if path.parent == directory[0].parent}
@@ -768,7 +766,7 @@ def _trusted(cached: Result | None, directory: list[Path], settings: Settings, t
             "the entry was dropped and the directory analysed again",
         ))
         return None
-    if settings.fixing and any(finding.fixes for finding in cached.findings):
+    if any(finding.fixes for finding in cached.findings):
         return None
     return cached
 
