@@ -159,3 +159,19 @@ def test_rules_read_results_only_through_their_public_methods() -> None:
                         reached.append(f"{path.name}: {node.value.id}.{node.attr}")
     assert reached == []
 
+
+
+def test_no_import_circle_even_for_type_checking() -> None:
+    """Modules import each other in one direction only, `if TYPE_CHECKING`
+    imports included (a type-only circle still couples the two designs)."""
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    for path in MODULES:
+        name = _module_name(path)
+        graph.add_node(name)
+        for module, imported in _imports(path):
+            for target in (module, f"{module}.{imported}"):
+                if target.startswith("cudalint.") and target != name and (PACKAGE.parent / (target.replace(".", "/") + ".py")).exists():
+                    graph.add_edge(name, target)
+    assert list(nx.simple_cycles(graph)) == []

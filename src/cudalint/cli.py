@@ -19,7 +19,7 @@ from typing import NoReturn
 import click
 
 from cudalint import __version__
-from cudalint import addignore, cleancache, fixes, rewrite, showsettings
+from cudalint import addignore, cleancache, fixes, pipestatus, rewrite, showsettings
 from cudalint.driver import Settings, analyze, default_jobs, dump_cfgs
 from cudalint.baseline import Baseline, BaselineError
 from cudalint.baseline import render as render_baseline
@@ -30,7 +30,6 @@ from cudalint.gate import Gate, covered
 from cudalint.wants import compare, wanted
 from cudalint.config import Config, ConfigError, PathGlobs, find_config, load_config
 from cudalint.discover import Discovery, discover
-from cudalint.entry import closed_pipe_status
 from cudalint.findings import Finding, NotificationKind, Result
 from cudalint.knowledge import Knowledge, KnowledgeError, load_knowledge
 from cudalint.checks import all_rules, rule_by_id
@@ -418,7 +417,7 @@ def main(**values) -> None:
         _add_ignore(options, result, cwd, files, digests)
     _cap_same_issues(options, config, result)
     status = _exit_status(options, result, _levels(config, rules))
-    closed_pipe_status(status)  # `| head -1`: the findings' status, quietly
+    pipestatus.announce(status)  # `| head -1`: the findings' status, quietly
     _report(options, config, rules, result, stale, cwd, retired_notes)
     sys.exit(status)
 
@@ -531,7 +530,7 @@ def _check_outputs(options: Options, analysed: list[Path]) -> None:
 
 def _answer_questions(options: Options) -> None:
     """--list-rules and --explain answer and exit before anything is read."""
-    closed_pipe_status(EXIT_CLEAN)
+    pipestatus.announce(EXIT_CLEAN)
     if options.list_rules:
         click.echo(_list_rules())
         sys.exit(EXIT_CLEAN)
@@ -783,7 +782,7 @@ def _show_diff(options: Options, result: Result, cwd: Path, files: list[Path], g
             texts.append(fixes.unified_diff(path, old, new))
     # Like the findings: 1 if there is a fix to make, unless --exit-zero.
     status = EXIT_FINDINGS if texts and not options.exit_zero else EXIT_CLEAN
-    closed_pipe_status(EXIT_ERROR if result.internal_errors else status)
+    pipestatus.announce(EXIT_ERROR if result.internal_errors else status)
     click.echo("".join(texts), nl=False)
     if not options.quiet:
         click.echo(f"cudalint: {plan.fixes} fix{'es' if plan.fixes != 1 else ''} in {len(texts)} file{'s' if len(texts) != 1 else ''}", err=True)
@@ -877,7 +876,7 @@ def _check_wants(result: Result, files: list[Path], cwd: Path) -> NoReturn:
     itself failed."""
     counts, patterns = wanted(files, lambda path: display_path(path, cwd))
     differences = compare(result.findings, counts, patterns)
-    closed_pipe_status(EXIT_ERROR if result.internal_errors else EXIT_FINDINGS if differences else EXIT_CLEAN)
+    pipestatus.announce(EXIT_ERROR if result.internal_errors else EXIT_FINDINGS if differences else EXIT_CLEAN)
     for line in differences:
         click.echo(safe_line(line))
     wanted_total = sum(counts.values())
@@ -981,7 +980,7 @@ def _clean_cache(options: Options, cwd: Path) -> NoReturn:
     """--clean-cache: remove the caches that carry cudalint's tag; a
     directory named by --cache-dir (or CUDALINT_CACHE_DIR) that is not a
     cudalint cache is an error, another one is only mentioned."""
-    closed_pipe_status(EXIT_CLEAN)
+    pipestatus.announce(EXIT_CLEAN)
     cleaned = cleancache.clean(options.cache_dir, cwd)
     for directory in cleaned.removed:
         click.echo(safe_line(f"cudalint: removed the cache {directory}"), err=True)
@@ -1004,7 +1003,7 @@ def _clean_cache(options: Options, cwd: Path) -> NoReturn:
 def _show_settings(options: Options, config: Config, cwd: Path) -> NoReturn:
     """--show-settings: for each pattern (a file, a directory, dir/...), the
     configuration that applies and why."""
-    closed_pipe_status(EXIT_CLEAN)
+    pipestatus.announce(EXIT_CLEAN)
     targets = []
     for pattern in options.patterns or (".",):
         path = Path(pattern[:-4] or "." if pattern.endswith("/...") else "." if pattern == "..." else pattern)

@@ -16,7 +16,7 @@ have had (1 with findings, 0 without). Not 141 (killed by SIGPIPE, what Go
 linters and coreutils give), which would break the 0/1/2 contract, and not
 0 (ruff's and ripgrep's choice), which under `set -o pipefail` would turn a
 run with findings into a green job. The command line announces that status
-(`closed_pipe_status`) before it writes anything to standard output.
+(`pipestatus.announce`) before it writes anything to standard output.
 """
 
 from __future__ import annotations
@@ -28,18 +28,9 @@ import sys
 import traceback
 from typing import Any, NoReturn
 
+from cudalint import pipestatus
+
 EXIT_CLEAN, EXIT_ERROR = 0, 2
-
-# The status to exit with if the reader of standard output goes away; None
-# until the command line knows it (then a closed pipe is an error, as before).
-_closed_pipe_status: int | None = None
-
-
-def closed_pipe_status(status: int) -> None:
-    """Announce the run's exit status before writing standard output: a
-    closed pipe from now on ends the run quietly with it."""
-    global _closed_pipe_status
-    _closed_pipe_status = status
 
 
 class Terminated(BaseException):
@@ -150,12 +141,11 @@ def run(args: list[str] | None = None) -> int:
     """Run the command line and return its exit status (0, 1 or 2)."""
     import click
 
-    global _closed_pipe_status
     args = list(sys.argv[1:] if args is None else args)
     debug = _wants_debug(args)
     options = args[: args.index("--")] if "--" in args else args
     # --help and --version answer a question: a closed pipe is a clean end.
-    _closed_pipe_status = EXIT_CLEAN if {"--help", "-h", "--version"} & set(options) else None
+    pipestatus.announce(EXIT_CLEAN if {"--help", "-h", "--version"} & set(options) else None)
     try:
         os.getcwd()
     except OSError as error:
@@ -200,8 +190,8 @@ def _closed_pipe(error: BaseException) -> bool:
 def _report(error: BaseException, debug: bool) -> int:
     if isinstance(error, OutputError) or _closed_pipe(error):
         _silence_stdout()
-    if _closed_pipe(error) and _closed_pipe_status is not None:
-        return _closed_pipe_status  # the reader went away: quietly, with the run's own status
+    if _closed_pipe(error) and pipestatus.announced() is not None:
+        return pipestatus.announced()  # the reader went away: quietly, with the run's own status
     try:
         _fail(_describe(error, debug), error, debug)
     except SystemExit:
