@@ -363,6 +363,31 @@ def test_an_interrupt_right_after_the_rename_still_names_the_file(
     assert (project / "leaks.go").read_bytes() == GOLDEN
 
 
+def test_a_run_whose_file_another_run_fixed_reports_what_the_file_holds_now(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture,
+) -> None:
+    """The second of two concurrent --fix runs finds the file changed and
+    writes nothing; its report is of the fixed file, not the stale one."""
+    monkeypatch.chdir(project)
+    expected = project.parent / "expected"
+    expected.mkdir()
+    (expected / "leaks.go").write_bytes(GOLDEN)
+    status_on_fixed = cudalint("--isolated", "--no-cache", ".", cwd=expected).exit_code
+    write = cli._rewrite
+
+    def fixed_by_another_run_first(path, edits, analysed, root):
+        (project / "leaks.go").write_bytes(GOLDEN)
+        return write(path, edits, analysed, root)
+
+    monkeypatch.setattr(cli, "_rewrite", fixed_by_another_run_first)
+    status = entry.run(["--isolated", "--no-cache", "--format", "json", "--fix", "."])
+    captured = capsys.readouterr()
+    assert "leaks.go changed since it was analysed: not fixed" in captured.err
+    report = json.loads(captured.out)
+    assert not any(finding["fixes"] for finding in report["findings"])
+    assert status == status_on_fixed
+
+
 # -- reports never replace a source ----------------------------------------------------------
 
 

@@ -827,6 +827,11 @@ def _fix(
                         rewritten.append(path)
                 writing = None
             if not written:
+                if any(fixes.changed_since_analysed(cwd / path, edits) for path, edits in plan.edits.items()):
+                    # Another run or an editor changed a file meanwhile (it
+                    # was not written): report what the files hold now.
+                    result = run_analysis()
+                    gate.refresh()
                 break
             total += plan.fixes
             # What the cache had to say (an entry dropped) stays said.
