@@ -194,9 +194,11 @@ def test_a_file_edited_anywhere_during_the_run_is_not_written(project: Path, mon
 
 
 def _slow_package(directory: Path) -> Path:
-    """ONE_LEAK and functions that take the analysis a few seconds."""
+    """ONE_LEAK and functions that take the analysis a few seconds (long
+    enough, on a loaded 2-core machine, for a signal sent once the fix is
+    written to land during the analysis that follows)."""
     functions = []
-    for k in range(40):
+    for k in range(120):
         body = "\n".join(f"\tif x == {i} {{\n\t\t_ = C.cudaMemset(d, 0, 1)\n\t}}" for i in range(100))
         functions.append(
             f"func slow{k}(x int) int {{\n\tvar d unsafe.Pointer\n"
