@@ -175,3 +175,30 @@ def test_no_import_circle_even_for_type_checking() -> None:
                 if target.startswith("cudalint.") and target != name and (PACKAGE.parent / (target.replace(".", "/") + ".py")).exists():
                     graph.add_edge(name, target)
     assert list(nx.simple_cycles(graph)) == []
+
+
+# The inferences the type oracle (cudalint.gotypes) owns: no other module
+# defines a function or method of these names.
+_TYPE_INFERENCES = frozenset({
+    "type_of", "type_name", "named_type", "short_type", "_types", "struct_types_of",
+    "element_type", "_element_type", "element_name", "declared_type", "_declared_type", "imported_type",
+    "range_element", "_range_element", "result_type", "_result_type", "result_types", "_result_types", "first_result",
+})
+# The knowledge's result_type reads a table of other packages' results (the
+# API knowledge files); it infers nothing from syntax.
+_TABLE_LOOKUPS = {"knowledge.py": {"result_type"}}
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_go_types_are_inferred_only_by_the_type_oracle(path: Path) -> None:
+    if path.name == "gotypes.py" and path.parent == PACKAGE:
+        return
+    text = path.read_text(encoding="utf-8")
+    defined = {
+        node.name for node in ast.walk(ast.parse(text))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    inferred = defined & _TYPE_INFERENCES - _TABLE_LOOKUPS.get(path.relative_to(PACKAGE).as_posix(), set())
+    assert not inferred, f"{path.name} infers Go types: {sorted(inferred)}"
+    # Struct fields (and embedded types) are read off a declaration only there.
+    assert not ('"struct_type"' in text and '"field_declaration"' in text), f"{path.name} reads struct fields"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from cudalint import syntax
+from cudalint.gotypes import imported_type
 from cudalint.scope import Role, SymbolKind, default_import_name
 from gosrc import package_of
 
@@ -184,8 +185,8 @@ def test_declared_types_resolve_through_imports():
         func f(t *tst.T, n int) { t.Log(n) }
     """)
     res = pkg.resolution
-    assert res.declared_type(sym(pkg, "t", 5)) == ("testing", "T")
-    assert res.declared_type(sym(pkg, "n", 5)) is None
+    assert imported_type(res, sym(pkg, "t", 5)) == ("testing", "T")
+    assert imported_type(res, sym(pkg, "n", 5)) is None
 
 
 def test_default_import_names():

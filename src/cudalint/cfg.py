@@ -30,6 +30,7 @@ from tree_sitter import Node
 from cudalint import fixpoint, syntax
 from cudalint.findings import Span
 from cudalint.functions import Package, Unit, UnitKind
+from cudalint.gotypes import imported_type
 from cudalint.lazy import networkx as nx
 from cudalint.scope import MAX_NESTING, Nesting, NestingTooDeep, Resolution, Symbol, SymbolKind
 
@@ -328,7 +329,7 @@ class ExitOracle:
             if path is not None:
                 kind = _NO_RETURN_FUNCS.get((path, name))
                 return frozenset({kind}) if kind is not None else self.imported_exits.get((path, name))
-            declared = res.declared_type(res.symbol(operand))
+            declared = imported_type(res, res.symbol(operand))
             if declared is not None:
                 kind = _NO_RETURN_METHODS.get(declared, {}).get(name)
                 return frozenset({kind}) if kind is not None else None

@@ -221,28 +221,6 @@ class Resolution:
             return symbol.import_path
         return None
 
-    def declared_type(self, symbol: Symbol | None) -> tuple[str, str] | None:
-        """(import path, type name) of a variable declared with a qualified
-        type, pointers stripped: `t *testing.T` -> ("testing", "T")."""
-        if symbol is None or symbol.type_node is None:
-            return None
-        node = symbol.type_node
-        while node is not None and node.type in ("pointer_type", "parenthesized_type"):
-            inner = syntax.children(node)
-            node = inner[0] if inner else None
-        if node is None or node.type != "qualified_type":
-            return None
-        package = node.child_by_field_name("package")
-        name = node.child_by_field_name("name")
-        root = node
-        while root.parent is not None:
-            root = root.parent
-        file_scope = self.file_scopes.get(root)
-        imported = file_scope.names.get(syntax.text(package)) if file_scope is not None else None
-        if imported is None or imported.kind is not SymbolKind.PACKAGE:
-            return None
-        return imported.import_path or "", syntax.text(name)
-
     def constant_bool(self, expression: Node | None, depth: int = 0) -> bool | None:
         """The value of a boolean expression built from `true`, `false`,
         constants declared from them, `!`, `&&` and `||`; None otherwise.

@@ -24,6 +24,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.framework import Analysis
 from cudalint.functions import Package, Unit, UnitKind
+from cudalint.gotypes import TypeOracle, imported_type, named_type
 from cudalint.cside import CView, view_of
 from cudalint.knowledge import ApiFunction, CallRole, Knowledge, StatusSpec
 from cudalint.scope import Symbol, SymbolKind, default_import_name
@@ -93,7 +94,6 @@ class CallIndex:
     _literals: dict[Node, Unit] = field(default_factory=dict, repr=False)
     _calls_by_name: dict[str, list[Node]] | None = field(default=None, repr=False)
     _references: dict[Symbol, list[Node]] | None = field(default=None, repr=False)
-    _type_index: dict[str, tuple[dict[str, Node], list[str]]] | None = field(default=None, repr=False)
     _selectors: dict[str, list[tuple[Node, Node]]] | None = field(default=None, repr=False)
     _references_size: int = field(default=0, repr=False)
     _literals_by_parent: dict[Node, list[Unit]] = field(default_factory=dict, repr=False)
@@ -106,6 +106,11 @@ class CallIndex:
     _named_calls: dict[Node, tuple[list[int], list[Node]]] = field(default_factory=dict, repr=False)
     # The package's own C (preambles, local headers and C files), if it uses cgo.
     c_view: CView | None = field(default=None, repr=False)
+    # The type oracle: the package types of expressions, struct fields.
+    types: TypeOracle = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.types = TypeOracle(self.package, self._units_by_symbol.get)
 
     def record(self, fact: CallFact) -> None:
         """Classify a call: a call the knowledge describes joins the calls
@@ -365,7 +370,7 @@ class CallIndex:
         unknown, or another package's, calls nothing of this package."""
         if not self._methods.get(method) or operand is None:
             return None
-        type_name = self.type_of(operand)
+        type_name = self.types.type_of(operand)
         return self._method_of(type_name, method) if type_name is not None else None
 
     def literal(self, node: Node | None) -> Unit | None:
@@ -378,7 +383,7 @@ class CallIndex:
 
     def struct_types(self) -> list[str]:
         """The names of the package's struct types, in declaration order."""
-        return list(self._types())
+        return list(self.types.structs())
 
     def methods_of_type(self, type_name: str) -> list[Unit]:
         """The methods declared with receiver T or *T."""
@@ -397,136 +402,13 @@ class CallIndex:
                         return unit
             following = []
             for name in level:
-                for embedded in self._types().get(name, ({}, []))[1]:
+                for embedded in self.types.structs().get(name, ({}, []))[1]:
                     if embedded not in seen:
                         seen.add(embedded)
                         following.append(embedded)
             level = following
         return None
 
-    def type_of(self, expression: Node | None, depth: int = 0) -> str | None:
-        """The name of the package-declared type of an expression, if the
-        syntax says it."""
-        node = syntax.unparen(expression)
-        if node is None or depth > 8:
-            return None
-        if node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) in ("&", "*"):
-            return self.type_of(node.child_by_field_name("operand"), depth + 1)
-        if node.type == "composite_literal":
-            return named_type(node.child_by_field_name("type"))
-        if node.type == "identifier":
-            symbol = self.package.resolution.symbol(node)
-            if symbol is None or symbol.kind is not SymbolKind.VAR:
-                return None
-            if symbol.type_node is not None:
-                return named_type(symbol.type_node)
-            ranged = self._range_element(symbol)
-            if ranged is not None:
-                return named_type(ranged)
-            if symbol.init is not None and symbol.init_index < 0:
-                return self.type_of(symbol.init, depth + 1)
-            if symbol.init is not None and symbol.init_index == 0:
-                return self._result_type(symbol.init, depth)
-            return None
-        if node.type == "call_expression":
-            function = syntax.unparen(node.child_by_field_name("function"))
-            if function is not None and function.type == "identifier" and syntax.text(function) == "new":
-                arguments = syntax.children(node.child_by_field_name("arguments"))
-                return named_type(arguments[0]) if arguments else None
-            return self._result_type(node, depth)
-        if node.type == "selector_expression":
-            owner = self.type_of(node.child_by_field_name("operand"), depth + 1)
-            if owner is None:
-                return None
-            fields, _ = self._types().get(owner, ({}, []))
-            field_type = fields.get(syntax.text(node.child_by_field_name("field")))
-            return named_type(field_type) if field_type is not None else None
-        return None
-
-    def _range_element(self, symbol: Symbol) -> Node | None:
-        """The element type a range variable takes from a declared slice,
-        array, map or channel: `for r := range reqs` with `reqs <-chan copyReq`."""
-        declared = symbol.node
-        holder = declared.parent.parent if declared is not None and declared.parent is not None else None
-        if holder is None or holder.type != "range_clause":
-            return None
-        left = syntax.expressions(holder.child_by_field_name("left"))
-        position = [c.id for c in left].index(declared.id) if declared.id in [c.id for c in left] else -1
-        right = syntax.unparen(holder.child_by_field_name("right"))
-        source = self.package.resolution.symbol(right) if right is not None and right.type == "identifier" else None
-        collection = source.type_node if source is not None else None
-        while collection is not None and collection.type in ("pointer_type", "parenthesized_type"):
-            inner = syntax.children(collection)
-            collection = inner[0] if inner else None
-        if collection is None:
-            return None
-        if collection.type == "channel_type":
-            return collection.child_by_field_name("value") if position == 0 else None
-        if collection.type in ("slice_type", "array_type"):
-            return collection.child_by_field_name("element") if position == 1 else None
-        if collection.type == "map_type":
-            return collection.child_by_field_name("value") if position == 1 else None
-        return None
-
-    def _result_type(self, call: Node, depth: int) -> str | None:
-        """The first result type of a call of a function of this package (a constructor)."""
-        call = syntax.unparen(call)
-        if call is None or call.type != "call_expression":
-            return None
-        function = syntax.unparen(call.child_by_field_name("function"))
-        if function is None or function.type != "identifier":
-            return None
-        target = self._units_by_symbol.get(self.package.resolution.symbol(function))
-        result = target.node.child_by_field_name("result") if target is not None else None
-        if result is None:
-            return None
-        if result.type == "parameter_list":
-            declarations = syntax.children(result)
-            result = declarations[0].child_by_field_name("type") if declarations else None
-        return named_type(result)
-
-    def _types(self) -> dict[str, tuple[dict[str, Node], list[str]]]:
-        """Struct types of the package: field name -> type node, and the
-        names of embedded types."""
-        if self._type_index is None:
-            self._type_index = {}
-            for parsed in self.package.files:
-                for declaration in syntax.children(parsed.root):
-                    if declaration.type != "type_declaration":
-                        continue
-                    for spec in syntax.children(declaration):
-                        name, body = spec.child_by_field_name("name"), spec.child_by_field_name("type")
-                        if name is None or body is None or body.type != "struct_type":
-                            continue
-                        fields: dict[str, Node] = {}
-                        embedded: list[str] = []
-                        for member in syntax.walk(body):
-                            if member.type != "field_declaration":
-                                continue
-                            type_node = member.child_by_field_name("type")
-                            names = member.children_by_field_name("name")
-                            for field_name in names:
-                                fields[syntax.text(field_name)] = type_node
-                            if not names and type_node is not None:
-                                embedded_name = named_type(type_node)
-                                if embedded_name is not None:
-                                    embedded.append(embedded_name)
-                                    fields[embedded_name] = type_node
-                        self._type_index[syntax.text(name)] = (fields, embedded)
-        return self._type_index
-
-
-def named_type(type_node: Node | None) -> str | None:
-    """T for T, *T, T[K]: a type declared in this package (a qualified type
-    belongs to another package)."""
-    while type_node is not None and type_node.type in ("pointer_type", "parenthesized_type", "unary_expression"):
-        inner = syntax.children(type_node)
-        type_node = inner[-1] if inner else None
-    if type_node is not None and type_node.type == "generic_type":
-        type_node = type_node.child_by_field_name("type")
-    if type_node is not None and type_node.type in ("type_identifier", "identifier"):
-        return syntax.text(type_node)
-    return None
 
 
 def _qualified_call(node: Node, package: Package, knowledge: Knowledge) -> CallFact | None:
@@ -570,7 +452,7 @@ def _index_method_calls(facts: CallIndex, package: Package, knowledge: Knowledge
             if declaration is None or not any(needle in declaration for needle in spelled):
                 continue
             symbol = resolution.symbol(operand)
-            declared = resolution.declared_type(symbol) or _result_typed(facts, symbol)
+            declared = imported_type(resolution, symbol) or _result_typed(facts, symbol)
             if declared is None or declared[0] not in types or declared[1] not in types[declared[0]]:
                 continue
             method = syntax.text(function.child_by_field_name("field"))
@@ -687,7 +569,7 @@ def _index_own_api(facts: CallIndex, package: Package, knowledge: Knowledge) -> 
                     # Only the types the knowledge names methods of, as
                     # outside the package (a glob such as cu.[A-Z]* is no
                     # description of every method of every type).
-                    type_name = facts.type_of(function.child_by_field_name("operand"))
+                    type_name = facts.types.type_of(function.child_by_field_name("operand"))
                     if type_name not in knowledge.method_types.get(path, ()):
                         continue
                     qualified = f"{type_name}.{name}"
@@ -724,7 +606,7 @@ def _index_module_methods(facts: CallIndex, package: Package) -> None:
         for node, function, operand in _calls_on_variables(facts, parsed):
             resolution.ensure(parsed.root, node)
             symbol = resolution.symbol(operand)
-            typed = resolution.declared_type(symbol) or _module_result_typed(facts, symbol)
+            typed = imported_type(resolution, symbol) or _module_result_typed(facts, symbol)
             if typed is None or typed[0] not in facts.summaries:
                 continue
             name = f"{typed[1]}.{syntax.text(function.child_by_field_name('field'))}"

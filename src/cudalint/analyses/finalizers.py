@@ -42,7 +42,8 @@ from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
 from cudalint.cfg import CFG, ExitKind, NodeKind
 from cudalint.framework import Analysis, Pass
-from cudalint.functions import LiteralUse, Package, Unit, UnitKind
+from cudalint.functions import LiteralUse, Unit, UnitKind
+from cudalint.gotypes import Paths, short_type
 from cudalint.knowledge import ResourceSpec
 from cudalint.scope import Role, Symbol, SymbolKind
 
@@ -155,89 +156,6 @@ class Finalizers:
         return self._finalizer_only
 
 
-# -- types ----------------------------------------------------------------------
-
-
-def type_name(node: Node | None) -> str | None:
-    """A type as a short string: `*Buffer` -> "Buffer", `cutil.Mem`,
-    `[]*Buffer` -> "[]Buffer"; None for what names no type."""
-    while node is not None and node.type in ("pointer_type", "parenthesized_type", "unary_expression"):
-        inner = syntax.children(node)
-        node = inner[-1] if inner else None
-    if node is None:
-        return None
-    if node.type == "generic_type":
-        return type_name(node.child_by_field_name("type"))
-    if node.type in ("type_identifier", "identifier", "qualified_type"):
-        return syntax.text(node)
-    if node.type in ("slice_type", "array_type"):
-        element = type_name(node.child_by_field_name("element"))
-        return "[]" + element if element is not None else None
-    if node.type == "map_type":
-        value = type_name(node.child_by_field_name("value"))
-        return "[]" + value if value is not None else None
-    return None
-
-
-@dataclass
-class _Types:
-    """The package's struct fields and method results, by type name."""
-
-    fields: dict[str, dict[str, str]] = field(default_factory=dict)
-    results: dict[tuple[str, str], str] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, package: Package) -> _Types:
-        types = cls()
-        for parsed in package.files:
-            for declaration in syntax.children(parsed.root):
-                if declaration.type == "type_declaration":
-                    for spec in syntax.children(declaration):
-                        name, body = spec.child_by_field_name("name"), spec.child_by_field_name("type")
-                        if name is None or body is None or body.type != "struct_type":
-                            continue
-                        fields: dict[str, str] = {}
-                        for member in syntax.walk(body):
-                            if member.type != "field_declaration":
-                                continue
-                            member_type = type_name(member.child_by_field_name("type"))
-                            names = member.children_by_field_name("name")
-                            for field_name in names:
-                                if member_type is not None:
-                                    fields[syntax.text(field_name)] = member_type
-                            if not names and member_type is not None:  # embedded
-                                fields[member_type.rsplit(".", 1)[-1]] = member_type
-                        types.fields[syntax.text(name)] = fields
-        for unit in package.units:
-            if unit.kind is UnitKind.METHOD:
-                receiver = unit.name.rsplit(".", 1)[0].strip("()*")
-                result = unit.node.child_by_field_name("result")
-                if result is not None and result.type == "parameter_list":
-                    declarations = syntax.children(result)
-                    result = declarations[0].child_by_field_name("type") if declarations else None
-                result_type = type_name(result)
-                if result_type is not None:
-                    types.results[(receiver, unit.name.rsplit(".", 1)[-1])] = result_type
-        return types
-
-    def along(self, start: str | None, path: tuple[str, ...]) -> list[str | None]:
-        """The type at each prefix of the path: [type of root, of root.p1, ...]."""
-        found = [start]
-        current = start
-        for step in path:
-            if current is None:
-                next_type = None
-            elif step == "[]":
-                next_type = current[2:] if current.startswith("[]") else None
-            elif step.endswith("()"):
-                next_type = self.results.get((current, step[:-2]))
-            else:
-                next_type = self.fields.get(current, {}).get(step)
-            found.append(next_type)
-            current = next_type
-        return found
-
-
 # -- the analysis ------------------------------------------------------------------
 
 
@@ -254,7 +172,7 @@ class _Builder:
         self.package = p.package
         self.calls: CallIndex = p.result_of(CALLS)
         self.resolution = p.package.resolution
-        self.types = _Types.of(p.package)
+        self.types = self.calls.types.paths()
         self.literals: dict[Node, Unit] = {u.node: u for u in p.package.units if u.kind is UnitKind.LITERAL}
         self.children: dict[Unit, list[Unit]] = {}
         for unit in p.package.units:
@@ -271,11 +189,11 @@ class _Builder:
     def symbol_type(self, symbol: Symbol | None) -> str | None:
         if symbol is None:
             return None
-        declared = type_name(symbol.type_node)
+        declared = short_type(symbol.type_node)
         if declared is not None:
             return declared
         if symbol.node is not None:
-            return self.calls.type_of(symbol.node)
+            return self.calls.types.type_of(symbol.node)
         return None
 
     def access(self, expression: Node | None, depth: int = 0) -> _Access | None:
@@ -440,7 +358,7 @@ class _Builder:
             if where is None:
                 if argument is None:
                     continue
-                where = _Access(None, self.calls.type_of(argument), ())
+                where = _Access(None, self.calls.types.type_of(argument), ())
             prefix = where.path
             out.append(replace(
                 release, root=where.root, root_type=where.root_type, path=prefix + release.path,
@@ -460,7 +378,7 @@ class _Builder:
             found = self._through(unit, call, literal, None, []) if literal is not None else []
         elif argument.type == "selector_expression":  # a method value: b.release
             operand = syntax.unparen(argument.child_by_field_name("operand"))
-            target = self.method(self.calls.type_of(operand), syntax.text(argument.child_by_field_name("field")))
+            target = self.method(self.calls.types.type_of(operand), syntax.text(argument.child_by_field_name("field")))
             found = self._through(unit, call, target, operand, []) if target is not None else []
         elif argument.type == "identifier":
             target = self.calls.unit_of(self.resolution.symbol(argument))
@@ -883,7 +801,7 @@ def gpu_resource(resource: ResourceSpec) -> bool:
     return not (resource.host_side or resource.any_use_releases or resource.handleless)
 
 
-def _relative(types: _Types, release: Release, type_name_: str | None, path: tuple[str, ...]) -> tuple[str, ...] | None:
+def _relative(types: Paths, release: Release, type_name_: str | None, path: tuple[str, ...]) -> tuple[str, ...] | None:
     """If `release` frees the handle `path` of an object of type
     `type_name_` (its root, or an object its path goes through), the prefix
     that leads from its root to that object."""

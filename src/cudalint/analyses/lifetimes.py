@@ -42,6 +42,7 @@ from cudalint.analyses.uses import USES, Use, UseKind, VariableUses
 from cudalint.cfg import CFG, Edge, ExitKind, NodeKind, PackageCFGs
 from cudalint.framework import Analysis
 from cudalint.functions import LiteralUse, Unit, UnitKind
+from cudalint.gotypes import imported_type
 from cudalint.knowledge import ApiFunction, CallRole, ResourceSpec, StatusSpec
 from cudalint.scope import Role, Symbol
 
@@ -967,7 +968,7 @@ class Engine:
         owner = self.owners.of(self.facts.local_type(symbol))
         if owner is not None:
             found.extend(owned_resource(resource, owner.type_name, owner.methods) for resource in owner.resources)
-        declared = self.facts.package.resolution.declared_type(symbol)
+        declared = imported_type(self.facts.package.resolution, symbol)
         if declared is not None:
             path, type_name = declared
             found.extend(self._owned_elsewhere(symbol, path, type_name))

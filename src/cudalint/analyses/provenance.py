@@ -17,6 +17,7 @@ from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CallIndex, unwrap
 from cudalint.framework import Analysis
 from cudalint.functions import Package
+from cudalint.gotypes import imported_type
 from cudalint.scope import Role, Symbol, SymbolKind
 
 _GO_POINTER_METHODS = frozenset({"UnsafeAddr", "Pointer", "UnsafePointer"})
@@ -126,7 +127,7 @@ class Provenance:
         """A value with a Go object's address given to the same field of the
         same struct type anywhere in the package
         (`req{host: uintptr(unsafe.Pointer(&b[0]))}`, `r.host = ...`)."""
-        owner = self.calls.type_of(selector.child_by_field_name("operand"))
+        owner = self.calls.types.type_of(selector.child_by_field_name("operand"))
         if owner is None:
             return None
         if self._fields is None:
@@ -137,7 +138,7 @@ class Provenance:
         resolution, facts = self.package.resolution, self.calls
         for root, holder, value in self._fields.get(syntax.text(selector.child_by_field_name("field")), []):
             resolution.ensure(root, holder)
-            if facts.type_of(holder) == owner and self._go_address(value):
+            if facts.types.type_of(holder) == owner and self._go_address(value):
                 return value
         return None
 
@@ -182,7 +183,7 @@ class Provenance:
             return False
         if operand.type == "identifier":
             symbol = self.resolution.symbol(operand)
-            declared = self.resolution.declared_type(symbol)
+            declared = imported_type(self.resolution, symbol)
             if declared == ("reflect", "Value"):
                 return True
             init = syntax.unparen(symbol.init) if symbol is not None else None

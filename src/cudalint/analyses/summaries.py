@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from cudalint import syntax
-from cudalint.analyses.calls import CALLS, named_type
+from cudalint.analyses.calls import CALLS
+from cudalint.gotypes import result_types
 from cudalint.analyses.lifetimes import LIFETIMES
 from cudalint.analyses.locks import LOCKS, Event, concerns_threads
 from cudalint.analyses.owners import owner_type
@@ -136,7 +137,7 @@ def summaries_of(run: PackageRun) -> dict[str, FunctionSummary]:
     families = {resource: family for family in run.knowledge.families for resource in family.resources}
     typed = {name.split(".", 1)[0] for name in found if "." in name}
     for unit in run.package.units:
-        results = _result_types(unit) if unit.kind is UnitKind.FUNCTION and summary_name(unit) is not None else ()
+        results = result_types(unit) if unit.kind is UnitKind.FUNCTION and summary_name(unit) is not None else ()
         if any(result in typed for result in results):
             found[unit.name] = replace(found.get(unit.name, FunctionSummary()), results=results)
     for owner in lifetimes.owners.exported():
@@ -180,21 +181,6 @@ def summary_name(unit: Unit) -> str | None:
     receiver, _, method = unit.name.rpartition(".")
     type_name = receiver.removeprefix("(*").removesuffix(")")
     return f"{type_name}.{method}" if type_name[:1].isupper() and method[:1].isupper() else None
-
-
-def _result_types(unit: Unit) -> tuple[str, ...]:
-    """Per result, the package's own type it is declared with (`*Device`
-    gives "Device"), "" for any other: importers type their variables by it."""
-    result = unit.node.child_by_field_name("result")
-    if result is None:
-        return ()
-    if result.type != "parameter_list":
-        return (named_type(result) or "",)
-    found: list[str] = []
-    for declaration in syntax.children(result):
-        names = declaration.children_by_field_name("name")
-        found.extend([named_type(declaration.child_by_field_name("type")) or ""] * max(1, len(names)))
-    return tuple(found)
 
 
 def _ends_without_return(body) -> bool:

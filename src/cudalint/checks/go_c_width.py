@@ -8,6 +8,7 @@ from cudalint import syntax
 from cudalint.catalog import Level, Rule
 from cudalint.framework import Pass
 from cudalint.functions import innermost_unit
+from cudalint.gotypes import element_name
 from cudalint.scope import SymbolKind
 
 # Element sizes on the 64-bit platforms CUDA supports (LP64).
@@ -67,7 +68,7 @@ def _mismatch(p: Pass, call: Node) -> tuple[str, str, int, str, int] | None:
     symbol = p.package.resolution.symbol(variable)
     if symbol is None or symbol.kind is not SymbolKind.VAR:
         return None
-    go_type = _element_type(symbol)
+    go_type = element_name(symbol)
     if go_type is None:
         return None
     go_size = _GO_SIZES.get(go_type) or (_C_SIZES.get(go_type[2:]) if go_type.startswith("C.") else None)
@@ -104,25 +105,6 @@ def _backing_variable(node: Node | None) -> Node | None:
         argument = syntax.unparen(arguments[0]) if arguments else None
         return argument if argument is not None and argument.type == "identifier" else None
     return None
-
-
-def _element_type(symbol) -> str | None:
-    """The element type of a slice or array variable, from its declared type
-    or its initialiser (`make([]int, n)`, `[]int{...}`, `[4]int{}`)."""
-    declared = symbol.type_node
-    if declared is None and symbol.init is not None and symbol.init_index < 0:
-        init = syntax.unparen(symbol.init)
-        if init is not None and init.type == "composite_literal":
-            declared = init.child_by_field_name("type")
-        elif init is not None and init.type == "call_expression" and syntax.text(init.child_by_field_name("function")) == "make":
-            arguments = syntax.children(init.child_by_field_name("arguments"))
-            declared = arguments[0] if arguments else None
-    if declared is None or declared.type not in ("slice_type", "array_type", "implicit_length_array_type"):
-        return None
-    element = declared.child_by_field_name("element")
-    if element is None or element.type not in ("type_identifier", "qualified_type"):
-        return None
-    return syntax.text(element)
 
 
 RULE = Rule(

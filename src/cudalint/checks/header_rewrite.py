@@ -33,6 +33,7 @@ from tree_sitter import Node
 from cudalint import gofmt, syntax
 from cudalint.checks.placement import delete_line, replacement
 from cudalint.findings import Fix, TextEdit
+from cudalint.gotypes import declared_type
 from cudalint.scope import Resolution, Symbol
 from cudalint.source import SourceFile
 
@@ -164,7 +165,7 @@ class Rewriter:
             last, statement = statement, _next_statement(statement)
         if set(values) != set(_FIELDS[header]) or self._references(symbol) != 1 + len(values):
             return None
-        made = self._made_from(values, header, self._declared_type(target))
+        made = self._made_from(values, header, declared_type(self.resolution, target))
         if made is None:
             return None
         start, assignment = declaration, f"{syntax.text(target)} ="
@@ -199,40 +200,11 @@ class Rewriter:
         target = address.child_by_field_name("operand")
         if target is None or target.type != "identifier":
             return None
-        declared = self._declared_type(target)
+        declared = declared_type(self.resolution, target)
         wanted = "slice_type" if header == SLICE else "string"
         if declared is None or (declared.type if header == SLICE else syntax.text(declared)) != wanted:
             return None
         return target
-
-    def _declared_type(self, variable: Node) -> Node | None:
-        symbol = self.resolution.symbol(variable)
-        if symbol is None or not symbol.is_local:
-            return None
-        if symbol.type_node is not None:
-            return symbol.type_node
-        init = syntax.unparen(symbol.init) if symbol.init_index < 0 else None
-        if init is not None and init.type == "composite_literal":
-            return init.child_by_field_name("type")
-        if init is None or init.type != "call_expression" or symbol.init_index > 0:
-            return None
-        function = init.child_by_field_name("function")
-        if syntax.text(function) == "make":
-            arguments = syntax.children(init.child_by_field_name("arguments"))
-            return arguments[0] if arguments else None
-        return self._result_type(function) if function.type == "identifier" else None
-
-    def _result_type(self, function: Node) -> Node | None:
-        """The first result type of a function of the package, as declared."""
-        symbol = self.resolution.symbol(function)
-        declaration = symbol.node.parent if symbol is not None and symbol.node is not None else None
-        if declaration is None or declaration.type != "function_declaration":
-            return None
-        result = declaration.child_by_field_name("result")
-        if result is not None and result.type == "parameter_list":
-            declarations = syntax.children(result)
-            result = declarations[0].child_by_field_name("type") if declarations else None
-        return result
 
     def _made(self, literal: Node, header: str) -> Made | None:
         body = literal.child_by_field_name("body")

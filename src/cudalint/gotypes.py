@@ -1,0 +1,351 @@
+"""The type oracle: every Go type the analyser infers from syntax, in one place.
+
+cudalint has no type checker; what it knows of a Go type it reads off the
+syntax of one package: a variable's declared type, a composite literal's
+type, `new(T)`, the first result of a constructor of the package, the element
+of a ranged slice, array, map or channel, a struct field, an embedded
+(promoted) type, a method's first result. The callers ask different
+questions of the same syntax, and each query below answers one of them:
+
+- `named_type`: the package type a type node names (`*T`, `T[int]` -> "T";
+  a qualified type is another package's, so None);
+- `short_type`: a type as a short string for access paths (`*Buffer` ->
+  "Buffer", `cutil.Mem`, `[]*Buffer` and `map[K]*Buffer` -> "[]Buffer");
+- `TypeOracle.type_of`: the package type of an expression;
+- `TypeOracle.structs`: struct fields (name -> type node) and embedded types;
+- `TypeOracle.paths`: struct fields and method results as short strings;
+- `range_element`: the element type node a range variable takes;
+- `imported_type`: (import path, name) of a variable declared with another
+  package's type;
+- `declared_type`: the type node a local variable is declared or made with;
+- `element_name`: the element type's name of a slice or array variable;
+- `first_result`: the first result type node of a function's result;
+- `result_types`: the package types of each of a function's results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.functions import Package, Unit, UnitKind
+from cudalint.scope import Resolution, Symbol, SymbolKind
+
+
+def named_type(type_node: Node | None) -> str | None:
+    """T for T, *T, T[K]: a type declared in this package (a qualified type
+    belongs to another package)."""
+    while type_node is not None and type_node.type in ("pointer_type", "parenthesized_type", "unary_expression"):
+        inner = syntax.children(type_node)
+        type_node = inner[-1] if inner else None
+    if type_node is not None and type_node.type == "generic_type":
+        type_node = type_node.child_by_field_name("type")
+    if type_node is not None and type_node.type in ("type_identifier", "identifier"):
+        return syntax.text(type_node)
+    return None
+
+
+def short_type(node: Node | None) -> str | None:
+    """A type as a short string: `*Buffer` -> "Buffer", `cutil.Mem`,
+    `[]*Buffer` -> "[]Buffer" (and a map's value type the same way, as an
+    access path indexes both); None for what names no type."""
+    while node is not None and node.type in ("pointer_type", "parenthesized_type", "unary_expression"):
+        inner = syntax.children(node)
+        node = inner[-1] if inner else None
+    if node is None:
+        return None
+    if node.type == "generic_type":
+        return short_type(node.child_by_field_name("type"))
+    if node.type in ("type_identifier", "identifier", "qualified_type"):
+        return syntax.text(node)
+    if node.type in ("slice_type", "array_type"):
+        element = short_type(node.child_by_field_name("element"))
+        return "[]" + element if element is not None else None
+    if node.type == "map_type":
+        value = short_type(node.child_by_field_name("value"))
+        return "[]" + value if value is not None else None
+    return None
+
+
+def first_result(result: Node | None) -> Node | None:
+    """The first result type node of a function's `result` field: the type
+    itself, or the first declaration's of a parenthesised list."""
+    if result is not None and result.type == "parameter_list":
+        declarations = syntax.children(result)
+        result = declarations[0].child_by_field_name("type") if declarations else None
+    return result
+
+
+def result_types(unit: Unit) -> tuple[str, ...]:
+    """Per result of a function, the package's own type it is declared with
+    (`*Device` gives "Device"), "" for any other: importers type their
+    variables by it."""
+    result = unit.node.child_by_field_name("result")
+    if result is None:
+        return ()
+    if result.type != "parameter_list":
+        return (named_type(result) or "",)
+    found: list[str] = []
+    for declaration in syntax.children(result):
+        names = declaration.children_by_field_name("name")
+        found.extend([named_type(declaration.child_by_field_name("type")) or ""] * max(1, len(names)))
+    return tuple(found)
+
+
+def range_element(resolution: Resolution, symbol: Symbol) -> Node | None:
+    """The element type a range variable takes from a declared slice,
+    array, map or channel: `for r := range reqs` with `reqs <-chan copyReq`."""
+    declared = symbol.node
+    holder = declared.parent.parent if declared is not None and declared.parent is not None else None
+    if holder is None or holder.type != "range_clause":
+        return None
+    left = syntax.expressions(holder.child_by_field_name("left"))
+    position = [c.id for c in left].index(declared.id) if declared.id in [c.id for c in left] else -1
+    right = syntax.unparen(holder.child_by_field_name("right"))
+    source = resolution.symbol(right) if right is not None and right.type == "identifier" else None
+    collection = source.type_node if source is not None else None
+    while collection is not None and collection.type in ("pointer_type", "parenthesized_type"):
+        inner = syntax.children(collection)
+        collection = inner[0] if inner else None
+    if collection is None:
+        return None
+    if collection.type == "channel_type":
+        return collection.child_by_field_name("value") if position == 0 else None
+    if collection.type in ("slice_type", "array_type"):
+        return collection.child_by_field_name("element") if position == 1 else None
+    if collection.type == "map_type":
+        return collection.child_by_field_name("value") if position == 1 else None
+    return None
+
+
+def imported_type(resolution: Resolution, symbol: Symbol | None) -> tuple[str, str] | None:
+    """(import path, type name) of a variable declared with a qualified
+    type, pointers stripped: `t *testing.T` -> ("testing", "T")."""
+    if symbol is None or symbol.type_node is None:
+        return None
+    node = symbol.type_node
+    while node is not None and node.type in ("pointer_type", "parenthesized_type"):
+        inner = syntax.children(node)
+        node = inner[0] if inner else None
+    if node is None or node.type != "qualified_type":
+        return None
+    package = node.child_by_field_name("package")
+    name = node.child_by_field_name("name")
+    root = node
+    while root.parent is not None:
+        root = root.parent
+    file_scope = resolution.file_scopes.get(root)
+    imported = file_scope.names.get(syntax.text(package)) if file_scope is not None else None
+    if imported is None or imported.kind is not SymbolKind.PACKAGE:
+        return None
+    return imported.import_path or "", syntax.text(name)
+
+
+def declared_type(resolution: Resolution, variable: Node) -> Node | None:
+    """The type node a local variable is declared with, or takes from its
+    initialiser: a composite literal's type, `make(T, ...)`'s T, the first
+    result of a function declared in the package."""
+    symbol = resolution.symbol(variable)
+    if symbol is None or not symbol.is_local:
+        return None
+    if symbol.type_node is not None:
+        return symbol.type_node
+    init = syntax.unparen(symbol.init) if symbol.init_index < 0 else None
+    if init is not None and init.type == "composite_literal":
+        return init.child_by_field_name("type")
+    if init is None or init.type != "call_expression" or symbol.init_index > 0:
+        return None
+    function = init.child_by_field_name("function")
+    if syntax.text(function) == "make":
+        arguments = syntax.children(init.child_by_field_name("arguments"))
+        return arguments[0] if arguments else None
+    if function.type != "identifier":
+        return None
+    called = resolution.symbol(function)
+    declaration = called.node.parent if called is not None and called.node is not None else None
+    if declaration is None or declaration.type != "function_declaration":
+        return None
+    return first_result(declaration.child_by_field_name("result"))
+
+
+def element_name(symbol: Symbol) -> str | None:
+    """The element type's name (`int`, `C.float`) of a slice or array
+    variable, from its declared type or its initialiser (`make([]int, n)`,
+    `[]int{...}`, `[4]int{}`)."""
+    declared = symbol.type_node
+    if declared is None and symbol.init is not None and symbol.init_index < 0:
+        init = syntax.unparen(symbol.init)
+        if init is not None and init.type == "composite_literal":
+            declared = init.child_by_field_name("type")
+        elif init is not None and init.type == "call_expression" and syntax.text(init.child_by_field_name("function")) == "make":
+            arguments = syntax.children(init.child_by_field_name("arguments"))
+            declared = arguments[0] if arguments else None
+    if declared is None or declared.type not in ("slice_type", "array_type", "implicit_length_array_type"):
+        return None
+    element = declared.child_by_field_name("element")
+    if element is None or element.type not in ("type_identifier", "qualified_type"):
+        return None
+    return syntax.text(element)
+
+
+@dataclass
+class Paths:
+    """The package's struct fields and method results as short types
+    (`short_type`), by type name: what an access path `b.mem.ptr`,
+    `b.items[]`, `b.Mem()` goes through."""
+
+    fields: dict[str, dict[str, str]] = field(default_factory=dict)
+    results: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, package: Package) -> Paths:
+        types = cls()
+        for parsed in package.files:
+            for declaration in syntax.children(parsed.root):
+                if declaration.type == "type_declaration":
+                    for spec in syntax.children(declaration):
+                        name, body = spec.child_by_field_name("name"), spec.child_by_field_name("type")
+                        if name is None or body is None or body.type != "struct_type":
+                            continue
+                        fields: dict[str, str] = {}
+                        for member in syntax.walk(body):
+                            if member.type != "field_declaration":
+                                continue
+                            member_type = short_type(member.child_by_field_name("type"))
+                            names = member.children_by_field_name("name")
+                            for field_name in names:
+                                if member_type is not None:
+                                    fields[syntax.text(field_name)] = member_type
+                            if not names and member_type is not None:  # embedded
+                                fields[member_type.rsplit(".", 1)[-1]] = member_type
+                        types.fields[syntax.text(name)] = fields
+        for unit in package.units:
+            if unit.kind is UnitKind.METHOD:
+                receiver = unit.name.rsplit(".", 1)[0].strip("()*")
+                result_type = short_type(first_result(unit.node.child_by_field_name("result")))
+                if result_type is not None:
+                    types.results[(receiver, unit.name.rsplit(".", 1)[-1])] = result_type
+        return types
+
+    def along(self, start: str | None, path: tuple[str, ...]) -> list[str | None]:
+        """The type at each prefix of the path: [type of root, of root.p1, ...]."""
+        found = [start]
+        current = start
+        for step in path:
+            if current is None:
+                next_type = None
+            elif step == "[]":
+                next_type = current[2:] if current.startswith("[]") else None
+            elif step.endswith("()"):
+                next_type = self.results.get((current, step[:-2]))
+            else:
+                next_type = self.fields.get(current, {}).get(step)
+            found.append(next_type)
+            current = next_type
+        return found
+
+
+class TypeOracle:
+    """The package types of a package's expressions, as its syntax says them.
+    `function_of` finds the function (unit) a symbol stands for, for the
+    results of constructor calls."""
+
+    def __init__(self, package: Package, function_of: Callable[[Symbol | None], Unit | None]):
+        self.package = package
+        self._function_of = function_of
+        self._structs: dict[str, tuple[dict[str, Node], list[str]]] | None = None
+        self._paths: Paths | None = None
+
+    def type_of(self, expression: Node | None, depth: int = 0) -> str | None:
+        """The name of the package-declared type of an expression, if the
+        syntax says it: a declared variable, `&T{}`, `new(T)`, a constructor
+        of the package, a ranged element, a struct field."""
+        node = syntax.unparen(expression)
+        if node is None or depth > 8:
+            return None
+        if node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) in ("&", "*"):
+            return self.type_of(node.child_by_field_name("operand"), depth + 1)
+        if node.type == "composite_literal":
+            return named_type(node.child_by_field_name("type"))
+        if node.type == "identifier":
+            symbol = self.package.resolution.symbol(node)
+            if symbol is None or symbol.kind is not SymbolKind.VAR:
+                return None
+            if symbol.type_node is not None:
+                return named_type(symbol.type_node)
+            ranged = range_element(self.package.resolution, symbol)
+            if ranged is not None:
+                return named_type(ranged)
+            if symbol.init is not None and symbol.init_index < 0:
+                return self.type_of(symbol.init, depth + 1)
+            if symbol.init is not None and symbol.init_index == 0:
+                return self.result_type(symbol.init)
+            return None
+        if node.type == "call_expression":
+            function = syntax.unparen(node.child_by_field_name("function"))
+            if function is not None and function.type == "identifier" and syntax.text(function) == "new":
+                arguments = syntax.children(node.child_by_field_name("arguments"))
+                return named_type(arguments[0]) if arguments else None
+            return self.result_type(node)
+        if node.type == "selector_expression":
+            owner = self.type_of(node.child_by_field_name("operand"), depth + 1)
+            if owner is None:
+                return None
+            fields, _ = self.structs().get(owner, ({}, []))
+            field_type = fields.get(syntax.text(node.child_by_field_name("field")))
+            return named_type(field_type) if field_type is not None else None
+        return None
+
+    def result_type(self, call: Node) -> str | None:
+        """The first result type of a call of a function of this package (a constructor)."""
+        call = syntax.unparen(call)
+        if call is None or call.type != "call_expression":
+            return None
+        function = syntax.unparen(call.child_by_field_name("function"))
+        if function is None or function.type != "identifier":
+            return None
+        target = self._function_of(self.package.resolution.symbol(function))
+        result = target.node.child_by_field_name("result") if target is not None else None
+        if result is None:
+            return None
+        return named_type(first_result(result))
+
+    def structs(self) -> dict[str, tuple[dict[str, Node], list[str]]]:
+        """Struct types of the package, in declaration order: field name ->
+        type node (an embedded type under its name), and the names of
+        embedded types."""
+        if self._structs is None:
+            self._structs = {}
+            for parsed in self.package.files:
+                for declaration in syntax.children(parsed.root):
+                    if declaration.type != "type_declaration":
+                        continue
+                    for spec in syntax.children(declaration):
+                        name, body = spec.child_by_field_name("name"), spec.child_by_field_name("type")
+                        if name is None or body is None or body.type != "struct_type":
+                            continue
+                        fields: dict[str, Node] = {}
+                        embedded: list[str] = []
+                        for member in syntax.walk(body):
+                            if member.type != "field_declaration":
+                                continue
+                            type_node = member.child_by_field_name("type")
+                            names = member.children_by_field_name("name")
+                            for field_name in names:
+                                fields[syntax.text(field_name)] = type_node
+                            if not names and type_node is not None:
+                                embedded_name = named_type(type_node)
+                                if embedded_name is not None:
+                                    embedded.append(embedded_name)
+                                    fields[embedded_name] = type_node
+                        self._structs[syntax.text(name)] = (fields, embedded)
+        return self._structs
+
+    def paths(self) -> Paths:
+        """Struct fields and method results as short types (`Paths`)."""
+        if self._paths is None:
+            self._paths = Paths.of(self.package)
+        return self._paths
