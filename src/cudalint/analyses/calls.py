@@ -102,6 +102,7 @@ class CallIndex:
     # Calls of a name, and method values of a name, by the unit they name.
     _calls_by_target: dict[str, dict[Unit, list[Node]]] = field(default_factory=dict, repr=False)
     _values_by_method: dict[str, dict[Unit, list[Node]]] = field(default_factory=dict, repr=False)
+    _by_name_per_file: dict[Node, dict[str, list[Node]]] = field(default_factory=dict, repr=False)
     # Per file (root): the named calls and their start bytes, in order.
     _named_calls: dict[Node, tuple[list[int], list[Node]]] = field(default_factory=dict, repr=False)
     # The package's own C (preambles, local headers and C files), if it uses cgo.
@@ -186,7 +187,7 @@ class CallIndex:
         if self._calls_by_name is None:
             self._calls_by_name = {}
             for parsed in self.package.files:
-                for name, calls in syntax.calls_by_name(parsed.index).items():
+                for name, calls in self._file_calls(parsed).items():
                     self._calls_by_name.setdefault(name, []).extend((parsed.root, call) for call in calls)
         name = unit.name.rsplit(".", 1)[-1]
         by_target = self._calls_by_target.get(name)
@@ -213,13 +214,21 @@ class CallIndex:
         root = unit.file.root
         ordered = self._named_calls.get(root)
         if ordered is None:
-            by_name = syntax.calls_by_name(unit.file.index)
+            by_name = self._file_calls(unit.file)
             calls = sorted((call for found in by_name.values() for call in found), key=lambda call: call.start_byte)
             ordered = self._named_calls[root] = ([call.start_byte for call in calls], calls)
         starts, calls = ordered
         low = bisect.bisect_left(starts, body.start_byte)
         high = bisect.bisect_left(starts, body.end_byte)
         return calls[low:high]
+
+    def _file_calls(self, parsed) -> dict[str, list[Node]]:
+        """A file's calls by callee name, gathered once for calls_of and
+        named_calls_in alike."""
+        found = self._by_name_per_file.get(parsed.root)
+        if found is None:
+            found = self._by_name_per_file[parsed.root] = syntax.calls_by_name(parsed.index)
+        return found
 
     def local_callees(self, unit: Unit) -> list[Unit]:
         """The named functions and methods of the package called anywhere in
@@ -552,7 +561,7 @@ def _index_own_api(facts: CallIndex, package: Package, knowledge: Knowledge) -> 
         return
     resolution = package.resolution
     for parsed in package.files:
-        for name, calls in syntax.calls_by_name(parsed.index).items():
+        for name, calls in facts._file_calls(parsed).items():
             for node in calls:
                 if node in facts.calls:
                     continue
