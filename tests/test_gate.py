@@ -89,8 +89,9 @@ CONFIGURATIONS = {
 NAMES = ["gpu/a.go", "gpu dir/a b.go", "gpu/tab\tname.go", "gpü/ä.go"]
 
 
-@pytest.mark.parametrize("settings", CONFIGURATIONS.values(), ids=CONFIGURATIONS.keys())
-def test_new_from_rev_finds_changed_lines_whatever_the_git_configuration(tmp_path: Path, settings: tuple[str, ...]) -> None:
+def changed_repository(tmp_path: Path, settings: tuple[str, ...]) -> tuple[Path, str]:
+    """A repository whose files (odd names included) change one line each
+    after the base commit, under the given git configuration."""
     repo = init(tmp_path / "svc")
     for name in NAMES:
         (repo / name).parent.mkdir(exist_ok=True)
@@ -99,6 +100,12 @@ def test_new_from_rev_finds_changed_lines_whatever_the_git_configuration(tmp_pat
     configure(repo, settings)
     for name in NAMES:
         (repo / name).write_text(CHANGED)
+    return repo, base
+
+
+@pytest.mark.parametrize("settings", CONFIGURATIONS.values(), ids=CONFIGURATIONS.keys())
+def test_new_from_rev_finds_changed_lines_whatever_the_git_configuration(tmp_path: Path, settings: tuple[str, ...]) -> None:
+    repo, base = changed_repository(tmp_path, settings)
     untracked = ["gpu dir/new one.go", "gpü/nëu.go", "gpu/un\ttracked.go"]
     for name in untracked:
         (repo / name).write_text(OLD)
@@ -173,14 +180,7 @@ def test_new_from_merge_base_is_what_the_branch_adds(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("settings", [(), ("diff.mnemonicPrefix=true",), ("diff.noprefix=true",), ("color.ui=always",)])
 def test_new_from_patch_reads_the_patch_git_wrote(tmp_path: Path, settings: tuple[str, ...]) -> None:
-    repo = init(tmp_path / "svc")
-    for name in NAMES:
-        (repo / name).parent.mkdir(exist_ok=True)
-        (repo / name).write_text(OLD)
-    base = commit_all(repo)
-    configure(repo, settings)
-    for name in NAMES:
-        (repo / name).write_text(CHANGED)
+    repo, base = changed_repository(tmp_path, settings)
     # The patch as the user's git writes it (a CI step: git diff origin/main > pr.diff).
     patch = subprocess.run(["git", "diff", base], cwd=repo, env=clean_env(), capture_output=True, check=True).stdout
     (tmp_path / "pr.diff").write_bytes(patch)
