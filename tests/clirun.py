@@ -46,3 +46,11 @@ func sync() {
 	C.cudaDeviceSynchronize()
 }
 """
+
+
+def cgo_project(root: Path) -> Path:
+    """A repository root (a bare .git marker) holding one cgo package, gpu/."""
+    (root / ".git").mkdir()
+    (root / "gpu").mkdir()
+    (root / "gpu" / "a.go").write_text(CGO_FILE)
+    return root

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from clirun import CGO_FILE, cudalint, cudalint_process
+from clirun import CGO_FILE, cgo_project, cudalint
 
 ANSI = "\x1b["
 
@@ -37,10 +37,7 @@ func early(n int) {
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    (tmp_path / ".git").mkdir()
-    (tmp_path / "gpu").mkdir()
-    (tmp_path / "gpu" / "a.go").write_text(CGO_FILE)
-    return tmp_path
+    return cgo_project(tmp_path)
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from clirun import CGO_FILE
+from clirun import CGO_FILE, cgo_project
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,10 +53,7 @@ def assert_tool_failure(done: subprocess.CompletedProcess, *needles: str) -> str
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    (tmp_path / ".git").mkdir()
-    (tmp_path / "gpu").mkdir()
-    (tmp_path / "gpu" / "a.go").write_text(CGO_FILE)
-    return tmp_path
+    return cgo_project(tmp_path)
 
 
 # -- item 1: the exit-status contract ----------------------------------------
