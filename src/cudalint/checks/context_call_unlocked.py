@@ -53,7 +53,11 @@ RULE = Rule(
     it, directly or through a function of the package that locks (or of
     another package of the module, as its summary says), and whose
     callers in the package have not either. A function nothing in the package
-    calls (or only itself) counts as unlocked; a `go` literal starts unlocked,
+    calls (or only itself) counts as unlocked; package `init` functions run
+    locked (runtime.main locks the main goroutine to the main thread while
+    packages initialise), and so do the functions only they call; a context
+    constructor that starts a goroutine which locks its thread and makes a
+    context current there (`go w.run()`) needs no lock of its callers; a `go` literal starts unlocked,
     and so does a literal kept in a variable and started with `go v()`. A
     func literal passed as an argument runs in a context cudalint cannot see
     (often a locked worker goroutine fed through a channel) and is not
