@@ -375,6 +375,21 @@ class CallIndex:
                 return Callee(CalleeKind.LOCAL, written, target=target)
         return Callee(CalleeKind.UNKNOWN, written)
 
+    def local_target(self, call: Node) -> Unit | None:
+        """The function or method of this package a call runs, whatever the
+        knowledge says of it: inside a described package (gorgonia.org/cu
+        analysed itself) its own API is both."""
+        function = syntax.unparen(call.child_by_field_name("function"))
+        if function is None:
+            return None
+        if function.type == "identifier":
+            symbol = self.package.resolution.symbol(function)
+            return self._units_by_symbol.get(symbol) if symbol is not None and symbol.kind is SymbolKind.FUNC else None
+        if function.type == "selector_expression":
+            operand = syntax.unparen(function.child_by_field_name("operand"))
+            return self._method(operand, syntax.text(function.child_by_field_name("field")))
+        return None
+
     def _method(self, operand: Node | None, method: str) -> Unit | None:
         """A method of this package, found through the receiver's type: a
         declared type, a composite literal, a constructor of the package, a

@@ -517,7 +517,7 @@ class LockStates:
         return self._needs[unit]
 
     def _first_need(self, unit: Unit) -> Happening | None:
-        if unit not in self.cfgs.graphs or self._hands_context_to_own_goroutine(unit):
+        if unit not in self.cfgs.graphs or self.hands_context_to_own_goroutine(unit):
             return None
         graph = self.cfgs.graphs[unit]
         states = self.flow(unit, 0)
@@ -531,19 +531,24 @@ class LockStates:
                 locked = self.apply(locked, (happening,))
         return None
 
-    def _hands_context_to_own_goroutine(self, unit: Unit) -> bool:
+    def hands_context_to_own_goroutine(self, unit: Unit) -> bool:
         """A context constructor that starts the goroutine which will use
         the context, locked to its own thread and making the context current
         there (gorgonia's `go ctx.Run()`): the thread the constructor ran on
         never uses it, so its callers need no lock."""
         happenings = self.happenings(unit)
-        goroutines = [h.target for items in happenings.values() for h in items if h.spawned and h.target is not None]
-        if not any(h.event is Event.BOUND for items in happenings.values() for h in items):
+        if not any(h.event is Event.BOUND or self.unlocked_need(h) for items in happenings.values() for h in items):
             return False
-        goroutines += [
+        goroutines = [
             literal for literal in self.package.units
             if literal.kind is UnitKind.LITERAL and literal.parent is unit and literal.use is LiteralUse.GO
         ]
+        for statement in syntax.walk(unit.body) if unit.body is not None else ():
+            if statement.type == "go_statement" and syntax.enclosing_function(statement) == unit.node:
+                call = syntax.unparen(statement.named_children[0]) if statement.named_children else None
+                target = self.calls.local_target(call) if call is not None and call.type == "call_expression" else None
+                if target is not None:
+                    goroutines.append(target)
         return any(self._sets_context_locked(goroutine) for goroutine in goroutines if goroutine is not unit)
 
     def _sets_context_locked(self, goroutine: Unit) -> bool:

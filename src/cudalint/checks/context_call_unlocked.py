@@ -21,6 +21,8 @@ def check(p: Pass) -> None:
         # function nothing here calls leaves it to its callers outside.
         if threads.callers_own_the_thread(unit) or threads.reported_by_callers(unit):
             continue
+        if threads.hands_context_to_own_goroutine(unit):
+            continue  # its bindings serve a goroutine of its own that locks
         with p.isolating(unit):
             for _, happening, locked in threads.visits(unit, graph):
                 if locked == 0 and threads.unlocked_need(happening):
