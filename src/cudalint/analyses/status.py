@@ -44,6 +44,10 @@ class Subject(str, Enum):
 # subject -> its role in the question, or None for an unrelated expression.
 Roles = Callable[[Node], "Subject | None"]
 
+# The status of a Go function of the code analysed that returns an error (a
+# wrapper handing a resource out): its last result, nil on success.
+ERROR_STATUS = StatusSpec("error", ("nil",), "last", "error")
+
 
 @dataclass(frozen=True)
 class StatusSource:
