@@ -223,7 +223,8 @@ class Walker:
 
     def _converted(self, graph: CFG, origin: Origin, proxy: Symbol, n: int) -> Symbol | None:
         """`err = errorString(st)` where errorString is a converter of the
-        package: from here on, err says whether the acquisition succeeded."""
+        package, or `err := Result(st)`, a conversion to the package's own
+        status type: from here on, err says whether the acquisition succeeded."""
         statement = graph.ast(n)
         if statement is None or graph.kind(n) is not NodeKind.STMT:
             return None
@@ -237,10 +238,12 @@ class Walker:
             arguments = syntax.children(call.child_by_field_name("arguments"))
             index = next((i for i, a in enumerate(arguments) if a.type == "identifier" and resolution.symbol(a) is proxy), None)
             callee = self._calls.callee(call)
-            if index is None or callee.kind is not CalleeKind.LOCAL or callee.target is None:
-                continue
             target = syntax.unparen(left[-1])
-            if target is None or target.type != "identifier" or syntax.text(target) == "_":
+            if index is None or target is None or target.type != "identifier" or syntax.text(target) == "_":
+                continue
+            if callee.kind is CalleeKind.CONVERSION and len(arguments) == 1 and len(left) == 1:
+                return resolution.symbol(target)
+            if callee.kind is not CalleeKind.LOCAL or callee.target is None:
                 continue
             if self._status.converts(callee.target, index, _source(origin)):
                 return resolution.symbol(target)
