@@ -517,6 +517,9 @@ def _c_helper_api(view: CView, name: str, knowledge: Knowledge, known: ApiFuncti
 
 
 def _wrapping(inner: ApiFunction, helper, written: str) -> ApiFunction:
+    """The helper as an API function: the wrapped call's roles moved to the
+    helper's parameters, and its status, unless the helper returns void
+    (it drops the status: its callers have none to check)."""
     roles = []
     for kind in ("acquire", "release", "transfer"):
         for resource, role in inner.roles(kind):
@@ -527,8 +530,9 @@ def _wrapping(inner: ApiFunction, helper, written: str) -> ApiFunction:
             if 0 <= index < len(helper.wrapped_args) and helper.wrapped_args[index] >= 0:
                 prefix = "out" if role.is_out else "arg"
                 roles.append((kind, resource, CallRole(written, f"{prefix}{helper.wrapped_args[index]}")))
+    status = None if helper.returns == "void" and not helper.pointer else inner.status
     return ApiFunction(
-        inner.family, written, inner.status, inner.discardable,
+        inner.family, written, status, inner.discardable,
         tuple(r for k, r, _ in roles if k == "release"), tuple(r for k, r, _ in roles if k == "acquire"),
         tuple(r for k, r, _ in roles if k == "transfer"), helper_roles=tuple(roles),
     )
