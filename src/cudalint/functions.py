@@ -101,14 +101,16 @@ class Unit:
 
     @property
     def returns_error(self) -> bool:
-        """Whether the last result is declared `error`."""
+        """Whether the last result reports failure as a non-nil value:
+        declared `error`, or a custom error type of the package (see
+        Resolution.is_error_type)."""
         result = self.node.child_by_field_name("result")
         if result is None:
             return False
         if result.type != "parameter_list":
-            return syntax.text(result) == "error"
+            return self.resolution.is_error_type(result)
         declarations = syntax.children(result)
-        return bool(declarations) and syntax.text(declarations[-1].child_by_field_name("type")) == "error"
+        return bool(declarations) and self.resolution.is_error_type(declarations[-1].child_by_field_name("type"))
 
     def __repr__(self) -> str:
         return f"<Unit {self.name} {self.file.display}:{syntax.line(self.node)}>"
