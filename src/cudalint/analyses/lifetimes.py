@@ -37,10 +37,11 @@ from tree_sitter import Node
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
 from cudalint.analyses.owners import OWNERS, Owners, owned_resource
+from cudalint.analyses.resource_facts import ResourceEffects, exported_effects
 from cudalint.analyses.status import STATUS, Outcome, Roles, StatusSemantics, StatusSource, Subject
 from cudalint.analyses.uses import USES, Use, UseKind, VariableUses
 from cudalint.cfg import CFG, Edge, ExitKind, NodeKind, PackageCFGs
-from cudalint.framework import Analysis
+from cudalint.framework import Analysis, FactView
 from cudalint.functions import LiteralUse, Unit, UnitKind
 from cudalint.gotypes import imported_type
 from cudalint.knowledge import ApiFunction, CallRole, ResourceSpec, StatusSpec
@@ -253,8 +254,11 @@ class _Walk:
 
 
 class Engine:
-    def __init__(self, cfgs: PackageCFGs, facts: CallIndex, uses: VariableUses, owners: Owners, status: StatusSemantics):
+    def __init__(
+        self, cfgs: PackageCFGs, facts: CallIndex, uses: VariableUses, owners: Owners, status: StatusSemantics, imported: FactView,
+    ):
         self.cfgs = cfgs
+        self.imported = imported  # the ResourceEffects of the other packages of the module
         self.facts = facts
         self.status = status
         self.uses = uses
@@ -342,7 +346,7 @@ class Engine:
         """The functions that acquire something: by an API call, or by a
         call of a function of the package that hands a resource out."""
         if self._acquiring is None:
-            found = {unit.node: unit for unit in self.facts.units_calling_api() + self.facts.units_calling_module_wrappers()}
+            found = {unit.node: unit for unit in self.facts.units_calling_api() + self.facts.units_calling_module(self._hands_out)}
             # A literal may hand what it acquires to the function around it.
             for literal in list(found.values()):
                 if literal.kind is UnitKind.LITERAL and literal.parent is not None:
@@ -407,10 +411,18 @@ class Engine:
         exported function of another package of the module."""
         if use.unit is not None:
             return self.effect_of_argument(use.unit, use.index)
-        summary = use.callee.summary if use.callee is not None else None
+        summary = self._effects(use.callee.imported) if use.callee is not None else None
         if summary is None or not 0 <= use.index < len(summary.params):
             return Effect.RETAINS
         return Effect(summary.params[use.index])
+
+    def _effects(self, function: tuple[str, str] | None) -> ResourceEffects | None:
+        """The facts of a function of another package of the module."""
+        return self.imported.get(*function) if function is not None else None
+
+    def _hands_out(self, import_path: str, name: str) -> bool:
+        effects = self.imported.get(import_path, name)
+        return effects is not None and bool(effects.hands_out)
 
     def effect_of_argument(self, unit: Unit, index: int) -> Effect:
         params = unit.params
@@ -476,7 +488,7 @@ class Engine:
         for call in syntax.calls_in(unit.body):
             callee = self.facts.callee(call)
             target = callee.target
-            if callee.kind is CalleeKind.MODULE and callee.summary.hands_out:
+            if callee.kind is CalleeKind.MODULE and self._hands_out(*callee.imported):
                 origins.extend(self._module_origins(unit, graph, call, callee))
                 continue
             if callee.kind is not CalleeKind.LOCAL or target is None or target is unit or target.kind is UnitKind.LITERAL:
@@ -550,7 +562,7 @@ class Engine:
         if n is None or not graph.reachable(n):
             return []
         origins = []
-        for handed in callee.summary.hands_out:
+        for handed in self._effects(callee.imported).hands_out:
             found = self.facts.knowledge.resource(handed.family, handed.resource)
             if found is None:
                 continue
@@ -987,7 +999,7 @@ class Engine:
     def _owned_elsewhere(self, symbol: Symbol, path: str, type_name: str) -> list[ResourceSpec]:
         """`b *gpu.Buffer`: the resources an owning type of another package of
         the module holds, as its summary says."""
-        summary = self.facts.summaries.get(path, {}).get(type_name)
+        summary = self.owners.elsewhere(path, type_name)
         if summary is None or not summary.owns:
             return []
         qualifier = syntax.text(symbol.type_node).lstrip("*").rsplit(".", 1)[0]
@@ -1279,8 +1291,11 @@ def _value_parent(node: Node, facts: CallIndex) -> tuple[Node, Node | None]:
 
 LIFETIMES: Analysis[Engine] = Analysis(
     "lifetimes", __doc__ or "",
-    lambda p: Engine(p.cfgs, p.result_of(CALLS), p.result_of(USES), p.result_of(OWNERS), p.result_of(STATUS)),
+    lambda p: Engine(
+        p.cfgs, p.result_of(CALLS), p.result_of(USES), p.result_of(OWNERS), p.result_of(STATUS), p.imported_facts(LIFETIMES),
+    ),
     requires=(CALLS, USES, OWNERS, STATUS),
+    facts=lambda p: exported_effects(p.result_of(LIFETIMES)), fact_type=ResourceEffects,
 )
 
 
