@@ -19,9 +19,9 @@ from cudalint.analyses.locks import LOCKS, ThreadEffects
 from cudalint.analyses.noreturn import NORETURN
 from cudalint.analyses.owners import OWNERS, OwnedResources
 from cudalint.analyses.wrappers import WRAPPERS, Wrapped
-from cudalint.cfg import ExitKind, NoReturn
+from cudalint.cfg import ExitKind
 from cudalint.checks import FACT_ANALYSES
-from cudalint.framework import ImportedFacts, ObjectFact, Pass, UndeclaredAnalysis, export_facts, start_run
+from cudalint.framework import ImportedFacts, NoReturn, ObjectFact, Pass, UndeclaredAnalysis, export_facts, start_run
 from cudalint.functions import collect_packages
 from cudalint.knowledge import load_knowledge
 from cudalint.parse import parse

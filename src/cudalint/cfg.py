@@ -45,15 +45,6 @@ class ExitKind(str, Enum):
 DEFERS_RUN_ON = frozenset({ExitKind.RETURN, ExitKind.GOEXIT, ExitKind.PANIC})
 
 
-@dataclass(frozen=True)
-class NoReturn:
-    """The fact an exported function that never returns gives its importers
-    (the `noreturn` analysis exports it): how it ends (ExitKind values;
-    none: it blocks for ever). Their graphs end a path at its calls."""
-
-    exits: tuple[str, ...]
-
-
 class NodeKind(str, Enum):
     ENTRY = "entry"
     EXIT = "exit"

@@ -35,7 +35,7 @@ from typing import Any, Generic, TypeVar
 
 from tree_sitter import Node
 
-from cudalint.cfg import CFG, ExitKind, NoReturn, PackageCFGs
+from cudalint.cfg import CFG, ExitKind, PackageCFGs
 from cudalint.findings import Finding, Fix, Related, Span, Step, fill_template
 from cudalint.functions import Package, Unit
 from cudalint.knowledge import Knowledge
@@ -102,6 +102,16 @@ class Ref:
 
 
 _PLACEHOLDER = re.compile(r"@([a-z_]+)\b")
+
+
+@dataclass(frozen=True)
+class NoReturn:
+    """The fact an exported function that never returns gives its importers
+    (the `noreturn` analysis exports it): how it ends (ExitKind values;
+    none: it blocks for ever). It is the one fact the framework reads
+    itself: the graphs of a run end a path at the calls of such functions."""
+
+    exits: tuple[str, ...]
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 A function whose body cannot return (`Die` calling `log.Fatalf`, `Abort`
 panicking) ends a path at its calls in its own package already (the CFG
 builder asks its graph). This analysis tells importers the same: it exports
-a `cfg.NoReturn` fact per such exported function, saying how it ends, and
+a `NoReturn` fact per such exported function, saying how it ends, and
 the importer's graphs end a path at its calls, as they do at `os.Exit`.
 Only bodies that name a way to end are asked, since asking builds their
 graphs.
@@ -14,8 +14,8 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.cfg import ExitKind, NoReturn
-from cudalint.framework import Analysis, Pass
+from cudalint.cfg import ExitKind
+from cudalint.framework import Analysis, NoReturn, Pass
 from cudalint.functions import UnitKind
 
 # A function that never returns ends in one of these (or in a call of a
