@@ -15,7 +15,8 @@ import pytest
 from cudalint import check
 from cudalint.analyses.calls import CALLS, ResultTypes
 from cudalint.analyses.lifetimes import LIFETIMES
-from cudalint.analyses.locks import LOCKS, ThreadEffects
+from cudalint.analyses.locks import LOCKS
+from cudalint.analyses.thread_facts import ThreadEffects
 from cudalint.analyses.noreturn import NORETURN
 from cudalint.analyses.owners import OWNERS, OwnedResources
 from cudalint.analyses.wrappers import WRAPPERS, Wrapped

@@ -9,8 +9,7 @@ state from its in-package callers to a fixpoint, and answers the path
 questions the CL4xx rules ask. It reports nothing.
 
 What an exported function does to its caller's thread is its fact
-(`ThreadEffects`): importers take its calls for thread-bound calls, locks or
-unlocks.
+(`thread_facts.ThreadEffects`).
 """
 
 from __future__ import annotations
@@ -26,21 +25,10 @@ from cudalint import syntax
 from cudalint import fixpoint
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex
 from cudalint.cfg import CFG, Edge, ExitKind, NodeKind, PackageCFGs
+from cudalint.analyses.thread_facts import ThreadEffects, exported_effects
 from cudalint.framework import Analysis, FactView, Pass
-from cudalint.functions import LiteralUse, Package, Unit, UnitKind, exported_name
+from cudalint.functions import LiteralUse, Package, Unit, UnitKind
 from cudalint.scope import SymbolKind
-
-
-@dataclass(frozen=True)
-class ThreadEffects:
-    """What an exported function does to its caller's OS thread: the
-    thread-bound call it reaches with no lock of its own before it on some
-    path ("C.cudaSetDevice"; its callers must hold the lock), and "lock"
-    for a function that returns with the thread locked on every path,
-    "unlock" for one that only unlocks it."""
-
-    needs_lock: str = ""
-    thread: str = ""
 
 
 class Event(str, Enum):
@@ -817,31 +805,9 @@ def _solved(p: Pass) -> LockStates:
     return threads
 
 
-def _exported_effects(p: Pass) -> dict[str, ThreadEffects]:
-    """What each exported function does to its caller's thread."""
-    if not concerns_threads(p):
-        return {}
-    threads = p.result_of(LOCKS)
-    found: dict[str, ThreadEffects] = {}
-    for unit in threads.locked:
-        name = exported_name(unit)
-        if name is None:
-            continue
-        needs_lock = thread = ""
-        need = threads.needs_lock(unit)
-        if need is not None:
-            inner = threads.chain(need)[-1]
-            needs_lock = inner.via or syntax.text(inner.call.child_by_field_name("function"))
-        wrapper = threads.wrapper(unit)
-        if wrapper is Event.UNLOCK or (wrapper is Event.LOCK and threads.locks_always(unit)):
-            thread = wrapper.value
-        if needs_lock or thread:
-            found[name] = ThreadEffects(needs_lock, thread)
-    return found
-
-
 LOCKS: Analysis[LockStates] = Analysis(
-    "locks", __doc__ or "", _solved, requires=(CALLS,), facts=_exported_effects, fact_type=ThreadEffects,
+    "locks", __doc__ or "", _solved, requires=(CALLS,),
+    facts=lambda p: exported_effects(p.result_of(LOCKS)) if concerns_threads(p) else {}, fact_type=ThreadEffects,
 )
 
 

@@ -17,9 +17,9 @@ Work is split per directory (a package is the unit that facts such as
 "never returns" are computed over) and spread over worker processes.
 """
 
-from cudalint.driver.package import analyze_directory, dump_cfgs
+from cudalint.driver.package import dump_cfgs
 from cudalint.driver.pool import default_jobs
 from cudalint.driver.run import analyze, one_per_defect
 from cudalint.driver.settings import Settings
 
-__all__ = ["Settings", "analyze", "analyze_directory", "default_jobs", "dump_cfgs", "one_per_defect"]
+__all__ = ["Settings", "analyze", "default_jobs", "dump_cfgs", "one_per_defect"]

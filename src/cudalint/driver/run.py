@@ -32,6 +32,8 @@ _PARALLEL_THRESHOLD = 32
 
 
 def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Result:
+    """Analyse these files (and read what their packages need), as the
+    settings say: the findings, sorted, one per defect."""
     needles = prefilter.needles_for(CHECKS, knowledge, settings.enabled)
     if suppressions.TOOL_RULE in settings.enabled:
         # A directive in a package without GPU code suppresses nothing: look at it.
