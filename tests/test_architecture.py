@@ -56,7 +56,7 @@ def test_a_rule_imports_no_other_rule(path: Path) -> None:
             assert module.removeprefix("cudalint.checks.") in SHARED, f"{path.name} imports {module}"
 
 
-@pytest.mark.parametrize("path", sorted((PACKAGE / "analyses").glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted((PACKAGE / "analyses").rglob("*.py")), ids=lambda p: p.relative_to(PACKAGE).as_posix())
 def test_an_analysis_imports_no_rule_and_reports_nothing(path: Path) -> None:
     for module, _ in _imports(path):
         assert not module.startswith("cudalint.checks"), f"{path.name} imports {module}"
@@ -119,7 +119,7 @@ def _result_types() -> dict[str, type]:
     from cudalint.framework import Analysis
 
     found = {}
-    for path in sorted((PACKAGE / "analyses").glob("*.py")):
+    for path in sorted((PACKAGE / "analyses").rglob("*.py")):
         module = importlib.import_module(_module_name(path))
         for name, hint in typing.get_type_hints(module).items():
             if typing.get_origin(hint) is Analysis:
@@ -181,7 +181,8 @@ def test_no_import_circle_even_for_type_checking() -> None:
         graph.add_node(name)
         for module, imported in _imports(path):
             for target in (module, f"{module}.{imported}"):
-                if target.startswith("cudalint.") and target != name and (PACKAGE.parent / (target.replace(".", "/") + ".py")).exists():
+                file = PACKAGE.parent / target.replace(".", "/")
+                if target.startswith("cudalint.") and target != name and (file.with_suffix(".py").exists() or (file / "__init__.py").exists()):
                     graph.add_edge(name, target)
     assert list(nx.simple_cycles(graph)) == []
 

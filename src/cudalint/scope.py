@@ -206,11 +206,19 @@ class Resolution:
         tree. Never by walking up: tree-sitter finds a parent by descending
         from the root, so walking up from 10,000 nested literals costs the
         square of the depth, for each identifier."""
+        several = len(self._files) > 1
         for file in self._files.values():
             declaration = file.declaration_at(node)
-            if declaration is not None and declaration in self._pending and (
-                declaration == node or declaration.child_with_descendant(node) is not None
-            ):
+            if declaration is None or declaration not in self._pending:
+                continue
+            if declaration == node:
+                return declaration
+            if declaration.child_with_descendant(node) is None:
+                continue
+            # child_with_descendant compares positions only: another file's
+            # declaration at the same bytes passes it. Node equality knows
+            # the tree; the smallest node at an identifier's bytes is itself.
+            if not several or declaration.descendant_for_byte_range(node.start_byte, node.end_byte) == node:
                 return declaration
         return None
 

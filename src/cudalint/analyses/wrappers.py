@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from cudalint import fixpoint, syntax
-from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex
+from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
 from cudalint.analyses.status import STATUS, StatusSemantics
 from cudalint.framework import Analysis, FactView, Pass
 from cudalint.functions import Unit, UnitKind, exported_name
@@ -36,6 +36,10 @@ class Wrapped:
 
     inner: str
     release: bool
+    # The wrapper returns the status itself (`func (s *Stream) wait()
+    # C.cudaError_t`, `func sync() Result { return Result(C.cudaDeviceSynchronize()) }`),
+    # not an error made of it.
+    raw: bool = False
 
 
 class StatusWrappers:
@@ -105,8 +109,10 @@ class StatusWrappers:
         return [(unit, wrapped) for unit, wrapped in self._found.items() if wrapped is not None]
 
     def _wrapper(self, unit: Unit) -> Wrapped | None:
-        if not unit.returns_error or unit.body is None:
+        if unit.body is None:
             return None
+        if not unit.returns_error:
+            return self._raw_wrapper(unit)
         found: list[Wrapped] = []
         for statement in syntax.return_statements(unit.body):
             values = next((c for c in statement.named_children if c.type == "expression_list"), None)
@@ -125,6 +131,48 @@ class StatusWrappers:
         if not found:
             return None
         return Wrapped(found[0].inner, all(w.release for w in found))
+
+    def _raw_wrapper(self, unit: Unit) -> Wrapped | None:
+        """A function whose last result is a code status it passes through
+        on every return (converted to a type of its own or not), from an
+        API call, a variable set from one, or another such function; a
+        return of a literal value (`return C.cudaSuccess`) may stand beside
+        them."""
+        if unit.result_count < 1:
+            return None
+        found: list[Wrapped] = []
+        for statement in syntax.return_statements(unit.body):
+            values = next((c for c in statement.named_children if c.type == "expression_list"), None)
+            expressions = syntax.expressions(values) if values is not None else []
+            if not expressions or (len(expressions) == 1 and unit.result_count > 1):
+                return None
+            last = unwrap(expressions[-1], self.calls)
+            if last is not None and last.type == "identifier":
+                symbol = self.calls.package.resolution.symbol(last)
+                if symbol is not None and symbol.function == unit.node and symbol.init is not None and symbol.init_index <= 0:
+                    last = unwrap(symbol.init, self.calls)
+                elif symbol is not None and not symbol.is_local:
+                    continue  # a constant or package-level value
+            if last is not None and last.type in ("selector_expression", "int_literal"):
+                continue  # a value of its own: `return C.cudaSuccess`
+            wrapped = self._raw_status(unit, last)
+            if wrapped is None:
+                return None
+            found.append(wrapped)
+        return Wrapped(found[0].inner, all(w.release for w in found), raw=True) if found else None
+
+    def _raw_status(self, unit: Unit, expression: Node | None) -> Wrapped | None:
+        if expression is None or expression.type != "call_expression":
+            return None
+        fact = self.calls.status_call(expression)
+        if fact is not None and fact.status is not None and fact.status.kind != "error":
+            discardable = fact.api is not None and fact.api.discardable
+            return None if discardable else Wrapped(fact.written, fact.is_release, raw=True)
+        callee = self.calls.callee(expression)
+        if callee.kind is CalleeKind.LOCAL and callee.target is not None and callee.target is not unit:
+            nested = self.of(callee.target)
+            return nested if nested is not None and nested.raw else None
+        return None
 
     def _derived(self, unit: Unit, expression: Node | None, depth: int) -> Wrapped | None:
         """Whether this error expression comes from a status."""
@@ -148,7 +196,7 @@ class StatusWrappers:
         arguments = syntax.children(expression.child_by_field_name("arguments"))
         if callee.kind is CalleeKind.LOCAL and callee.target is not None:
             nested = self.of(callee.target) if callee.target is not unit else None
-            if nested is not None:
+            if nested is not None and not nested.raw:
                 return nested
             return self._converted(callee.target, arguments)
         wrapped = self._imported(callee.imported) if callee.kind is CalleeKind.MODULE else None

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from cudalint.cache import ResultCache
-from cudalint.driver import package
 from cudalint.driver.dependencies import KnownFacts
 from cudalint.driver.keys import read_all, result_key
-from cudalint.driver.package import Context
+from cudalint.driver.package import Context, guarded, in_deep_stack
 from cudalint.findings import Result
 
 _RECURSION_LIMIT = 20000
@@ -45,7 +44,7 @@ class Worker:
         if self.states is not None:
             self.states[index] = STARTED
         reads = read_all(paths, self.context.settings)
-        result = package.in_deep_stack(package.guarded, paths, self.context, reads, known, export)
+        result = in_deep_stack(guarded, paths, self.context, reads, known, export)
         if self.cache is not None and result.internal_errors == 0:
             self.cache.put(result_key(self.cache, self.context.modules, paths, reads), result)
         if self.states is not None:
