@@ -507,7 +507,7 @@ class LockStates:
                 return False
             calls = self._calls_of_variable(unit, variable)
             return bool(calls) and all(spawned for spawned in calls)
-        if exported(unit):
+        if self._callable_outside(unit):
             return False  # callers outside the package may call it directly
         calls = self.calls.calls_of(unit)
         return bool(calls) and all(syntax.statement_of_call(call) == "go_statement" for call in calls)
@@ -604,9 +604,17 @@ class LockStates:
         """An exported function or a method that nothing in the package calls
         is an edge of the package: its callers, outside, decide the thread
         (a binding's one-line wrapper of cudaSetDevice is theirs to lock)."""
-        if unit.kind is UnitKind.LITERAL or not (exported(unit) or unit.kind is UnitKind.METHOD) or _test_entry(unit):
+        if unit.kind is UnitKind.LITERAL or _test_entry(unit):
+            return False
+        if not (unit.kind is UnitKind.METHOD or self._callable_outside(unit)):
             return False
         return not self.call_sites.get(unit)
+
+    def _callable_outside(self, unit: Unit) -> bool:
+        """An exported function of a package others can import: package
+        main is imported by nobody, so its exported functions are called
+        from inside or not at all."""
+        return exported(unit) and self.package.name != "main"
 
     def _calls_of_variable(self, literal: Unit, variable) -> list[bool]:
         """For each call through a local variable bound to a literal: is it `go v(...)`?"""
