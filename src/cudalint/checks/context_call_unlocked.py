@@ -12,7 +12,7 @@ from cudalint.functions import LiteralUse, Unit
 
 
 def check(p: Pass) -> None:
-    if not concerns_threads(p.result_of(CALLS)):
+    if not concerns_threads(p):
         return
     threads = p.result_of(LOCKS)
     for unit, graph in p.graphs_of(threads.solved_units()):
