@@ -77,6 +77,7 @@ def test_each_analysis_exports_what_it_computes() -> None:
     assert facts["Stream", OwnedResources].methods == ("Destroy",)
     assert facts["SetDevice", ThreadEffects] == ThreadEffects(needs_lock="C.cudaSetDevice")
     assert facts["PinThread", ThreadEffects] == ThreadEffects(thread="lock")
+    assert facts["Bind", ThreadEffects] == ThreadEffects(thread="lock-on-success")
     assert facts["Open", ResultTypes] == ResultTypes(("Device", "error"))
     assert facts["Die", NoReturn] == NoReturn(("process-exit",))
     assert {fact_type for _, fact_type in facts} == {a.fact_type for a in (CALLS, LIFETIMES, LOCKS, NORETURN, OWNERS, WRAPPERS)}

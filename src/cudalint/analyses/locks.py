@@ -50,7 +50,8 @@ class Happening:
     spawned: bool = False  # CALL through `go`
     deferred: bool = False  # CALL through `defer`: its effect happens at return
     # BOUND by a function of another package of the module that needs the
-    # thread locked: the thread-bound call inside it, for messages.
+    # thread locked: the thread-bound call inside it, for messages; LOCK by
+    # one that locks only where its error is nil: "on success".
     via: str = ""
     # DEFER_CLOSURE: the functions of the package the literal calls.
     closure: tuple[Unit, ...] = ()
@@ -138,6 +139,8 @@ class LockStates:
                 return Happening(Event.BOUND, call, via=summary.needs_lock)
             if summary.thread == "lock" and statement != "defer_statement":
                 return Happening(Event.LOCK, call)
+            if summary.thread == "lock-on-success" and statement != "defer_statement":
+                return Happening(Event.LOCK, call, via="on success")
             if summary.thread == "unlock":
                 return Happening(Event.DEFER_UNLOCK if statement == "defer_statement" else Event.UNLOCK, call)
         callee = self.calls.callee(call)
