@@ -150,3 +150,39 @@ def test_go_work_modules_are_main_modules_unless_gowork_is_off(tmp_path: Path) -
 def test_a_go_mod_without_module_or_unreadable_is_no_resolver(tmp_path: Path) -> None:
     assert Resolver.for_module(_module(tmp_path, "go 1.21\n")) is None
     assert Resolver.for_module(tmp_path / "missing" / "go.mod") is None
+
+
+_BINDING = Path(__file__).parent / "fixtures" / "deps" / "binding" / "gpubind.go"
+_SERVICE = Path(__file__).parent / "fixtures" / "deps" / "replaced" / "svc" / "svc.go"
+
+
+def _service(root: Path, go_mod: str) -> None:
+    _write(root / "go.mod", go_mod)
+    _write(root / "svc" / "svc.go", _SERVICE.read_text(encoding="utf-8"))
+
+
+def _leaks(root: Path) -> list[tuple[str, int, str]]:
+    from cudalint import check
+
+    result = check(["./..."], base=root, select=("CL1",))
+    return [(finding.path, finding.span.start.line, finding.rule_id) for finding in result.findings]
+
+
+def test_a_binding_in_the_module_cache_is_read_from_its_source(tmp_path: Path, monkeypatch) -> None:
+    """The service's only GPU calls go through example.com/GPUBind (upper
+    case: the cache path and version are case-encoded); with the module in
+    the cache its leak is found, without it there is nothing to read."""
+    cache = tmp_path / "gopath" / "pkg" / "mod"
+    _write(cache / "example.com" / "!g!p!u!bind@v1.2.0-!r!c1" / "go.mod", "module example.com/GPUBind\n")
+    _write(cache / "example.com" / "!g!p!u!bind@v1.2.0-!r!c1" / "gpubind.go", _BINDING.read_text(encoding="utf-8"))
+    root = tmp_path / "svc-module"
+    _service(root, "module example.com/svc\n\ngo 1.21\n\nrequire example.com/GPUBind v1.2.0-RC1\n")
+    svc = root / "svc" / "svc.go"
+    svc.write_text(svc.read_text(encoding="utf-8").replace('"example.com/gpubind"', 'gpubind "example.com/GPUBind"'), encoding="utf-8")
+    monkeypatch.delenv("GOMODCACHE", raising=False)
+    monkeypatch.delenv("GOFLAGS", raising=False)
+    monkeypatch.setenv("GOWORK", "off")
+    monkeypatch.setenv("GOPATH", str(tmp_path / "gopath"))
+    assert _leaks(root) == [("svc/svc.go", 14, "CL101")]
+    monkeypatch.setenv("GOPATH", str(tmp_path / "elsewhere"))
+    assert _leaks(root) == []

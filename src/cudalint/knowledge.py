@@ -269,6 +269,25 @@ class Knowledge:
                         return candidate, resource
         return None
 
+    @property
+    def c_call_prefixes(self) -> tuple[bytes, ...]:
+        """What a cgo call of a described C API starts with (`C.cuda`,
+        `C.nvml`, `C.cublas`): the literal part of each C family's call
+        names and status patterns, for finding bindings among dependencies."""
+        found: set[str] = set()
+        for family in self.families:
+            # cgo's own C heap (C.CString, C.malloc) is in every binding of
+            # anything: it says nothing of a GPU API.
+            if family.import_path != "C" or (family.resources and all(r.host_side for r in family.resources) and family.status is None):
+                continue
+            names = [role.call for resource in family.resources for role in resource.acquire + resource.release]
+            for name in [*names, *family.status_match]:
+                literal = re.split(r"[*?\[]", name, maxsplit=1)[0]
+                if len(literal) >= len("C.") + 3:
+                    found.add(literal)
+        shortest = [p for p in sorted(found) if not any(p != q and p.startswith(q) for q in found)]
+        return tuple(prefix.encode() for prefix in shortest)
+
     def canonical(self, import_path: str, name: str) -> str:
         """The name a call goes by in the knowledge: a method of an
         interface that forwards to the package functions is that function."""

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cudalint.resolve import Resolver, Settings, is_standard
+
 _MODULE = re.compile(rb"^\s*module\s+\"?([^\s\"/][^\s\"]*)\"?", re.MULTILINE)
 _REPLACE_LINE = re.compile(rb"^\s*(?:replace\s+)?(\S+)(?:\s+\S+)?\s+=>\s+(\.{1,2}/\S*|/\S+)\s*$", re.MULTILINE)
 _REPLACE_BLOCK = re.compile(rb"^\s*replace\s*\((.*?)^\s*\)", re.MULTILINE | re.DOTALL)
@@ -59,8 +61,10 @@ class Modules:
     instance per run and per worker: a go.mod edited between two runs of
     one process is read again)."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: Settings | None = None) -> None:
         self._found: dict[Path, Module | None] = {}
+        self._resolvers: dict[Path, Resolver | None] = {}
+        self._settings = settings
 
     def of(self, directory: Path) -> Module | None:
         if directory not in self._found:
@@ -68,9 +72,45 @@ class Modules:
         return self._found[directory]
 
     def import_path(self, directory: Path) -> str | None:
-        """The directory's import path in its module (None outside one)."""
+        """The directory's import path in its module (None outside one); a
+        package under the module's vendor/ goes by the path below it."""
         module = self.of(directory)
-        return module.import_path(directory) if module is not None else None
+        if module is None:
+            return None
+        parts = directory.relative_to(module.root).parts if directory.is_relative_to(module.root) else ()
+        if len(parts) > 1 and parts[0] == "vendor":
+            return "/".join(parts[1:])
+        return module.import_path(directory)
+
+    def resolver(self, directory: Path) -> Resolver | None:
+        """How imports outside the module of this directory resolve (its
+        go.mod, go.work, vendor/ and module cache), built once per module."""
+        module = self.of(directory)
+        if module is None:
+            return None
+        if module.root not in self._resolvers:
+            self._resolvers[module.root] = Resolver.for_module(module.root / "go.mod", self._settings)
+        return self._resolvers[module.root]
+
+    def outside_imports(self, main: Path, directory: Path, contents: list[bytes], described: frozenset[str]) -> list[Path]:
+        """The directories of the packages outside the module of `main` (the
+        package analysed) that these files of `directory` import, where this
+        machine has their source (DESIGN.md, *Dependencies outside the
+        module*); never the standard library, nor a package the knowledge
+        describes (`described`: the knowledge wins, reading it adds nothing)."""
+        resolver = self.resolver(main)
+        if resolver is None:
+            return []
+        own = self.of(directory)
+        found: dict[Path, None] = {}
+        for data in contents:
+            for path in imports(data):
+                if is_standard(path) or path in described or (own is not None and own.directory(path) is not None):
+                    continue
+                located = resolver.locate(path)
+                if located is not None and located.directory != directory:
+                    found[located.directory] = None
+        return list(found)
 
 
 def module_of(directory: Path) -> Module | None:

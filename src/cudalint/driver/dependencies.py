@@ -1,10 +1,13 @@
-"""Dependencies: the packages of the module a package imports, read for
-their facts and never reported.
+"""Dependencies: the packages a package imports, read for their facts and
+never reported.
 
-A run reads, besides the packages it reports on, the packages of the same
-module they import (transitively, bottom-up), the way `go vet` loads
-dependencies, where those can matter: they, or a package they import,
-mention something the rules look for. A dependency analysed in the same run
+A run reads, besides the packages it reports on, the packages they import
+(transitively, bottom-up), the way `go vet` loads dependencies, where those
+can matter: they, or a package they import, mention something the rules
+look for. Packages of the same module are found through its go.mod; those
+of other modules through vendor/, go.work, replace directives and the
+module cache (`resolve.py`), where the machine has them; the standard
+library is never read. A dependency analysed in the same run
 lends its importers the facts its own result carries; one outside the run,
 or whose job has not finished, has its facts made from its files, once per
 process and content: the facts are the same either way.
@@ -82,18 +85,25 @@ class DependencyFacts:
 
 def with_dependencies(
     directories: list[list[Path]], base: Path, modules: Modules, needles: tuple[bytes, ...],
-    reads: dict[Path, SourceFile | Notification],
+    reads: dict[Path, SourceFile | Notification], described: frozenset[str] = frozenset(),
+    c_api_needles: tuple[bytes, ...] = (),
 ) -> list[list[Path]]:
     """Each directory's files followed by the files of the packages of its
     module it imports, transitively and bottom-up, where those can matter
     (their files mention something the rules look for). They are read for
     their facts, not reported, and they are part of the directory's cache
     key: editing a dependency re-analyses its importers. What is read lands
-    in `reads`."""
+    in `reads`. Packages the knowledge describes (`described`) are not read."""
     imports: dict[Path, list[Path]] = {}
     files_of: dict[Path, list[Path]] = {paths[0].parent: paths for paths in directories}
     relevant: dict[Path, bool] = {}
     matches: dict[Path, bool] = {}
+    # Outside the module only what can make a fact counts: an import of a
+    # described Go API, or a cgo call of a described C API (`C.cuda`,
+    # `C.nvml`: `c_api_needles`). `unsafe.Pointer` or cgo in
+    # golang.org/x/sys is no reason to summarise it.
+    outside: set[Path] = set()
+    fact_needles = tuple(f'"{path}"'.encode() for path in sorted(described) if path != "C") + c_api_needles
 
     def contents(directory: Path) -> list[bytes]:
         found = []
@@ -105,11 +115,18 @@ def with_dependencies(
                 found.append(read.data)
         return found
 
-    def scan(directory: Path) -> list[Path]:
+    def scan(directory: Path, main: Path) -> list[Path]:
         if directory not in imports:
+            if directory in outside and not prefilter.may_match(_raw(directory, files_of), fact_needles):
+                matches[directory] = False
+                imports[directory] = []  # read only as deep as the API
+                return []
             data = contents(directory)
-            imports[directory] = in_module_imports(directory, modules.of(directory), data)
-            matches[directory] = prefilter.may_match(data, needles)
+            matches[directory] = prefilter.may_match(data, fact_needles if directory in outside else needles)
+            inside = in_module_imports(directory, modules.of(directory), data)
+            beyond = [d for d in modules.outside_imports(main, directory, data, described) if d not in inside]
+            outside.update(beyond)
+            imports[directory] = inside + beyond
         return imports[directory]
 
     def matters(directory: Path, stack: frozenset[Path] = frozenset()) -> bool:
@@ -128,7 +145,7 @@ def with_dependencies(
         seen = {own}
 
         def visit(directory: Path, depth: int) -> None:
-            for dependency in scan(directory):
+            for dependency in scan(directory, own):
                 if dependency not in seen and depth < MAX_IMPORT_DEPTH:
                     seen.add(dependency)
                     visit(dependency, depth + 1)
@@ -138,3 +155,18 @@ def with_dependencies(
         extra = [path for directory in order if matters(directory) for path in files_of[directory] if not path.name.endswith("_test.go")]
         out.append(paths + extra)
     return out
+
+
+def _raw(directory: Path, files_of: dict[Path, list[Path]]) -> list[bytes]:
+    """The bytes of a dependency's Go files, undecoded: most dependencies
+    outside the module are only searched for an API's names, once."""
+    if directory not in files_of:
+        files_of[directory] = package_files(directory)
+    found = []
+    for path in files_of[directory]:
+        try:
+            with open(path, "rb") as stream:
+                found.append(stream.read())
+        except OSError:
+            continue
+    return found

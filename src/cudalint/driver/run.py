@@ -42,7 +42,9 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
     directories = [list(group) for _, group in groupby(sorted(files, key=lambda p: (p.parent.as_posix(), p.name)), key=lambda p: p.parent)]
     # What the parent reads to find imports, it reuses for cache keys.
     reads: dict[Path, SourceFile | Notification] = {}
-    directories = with_dependencies(directories, settings.base, context.modules, needles, reads)
+    directories = with_dependencies(
+        directories, settings.base, context.modules, needles, reads, knowledge.import_paths, knowledge.c_call_prefixes,
+    )
     total = Result()
     # Hits are read here: an unchanged tree starts no worker at all.
     cache, refused = open_cache(settings, knowledge, needles)
