@@ -186,3 +186,9 @@ def test_a_binding_in_the_module_cache_is_read_from_its_source(tmp_path: Path, m
     assert _leaks(root) == [("svc/svc.go", 14, "CL101")]
     monkeypatch.setenv("GOPATH", str(tmp_path / "elsewhere"))
     assert _leaks(root) == []
+    from cudalint import check
+    from cudalint.findings import NotificationKind
+
+    notes = [n for n in check(["./..."], base=root).notifications if n.kind is NotificationKind.DEPENDENCIES]
+    assert len(notes) == 1 and notes[0].level == "note"
+    assert "no source on this machine for 1 imported module" in notes[0].message and "example.com/GPUBind" in notes[0].message

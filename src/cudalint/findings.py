@@ -190,6 +190,7 @@ class NotificationKind(str, Enum):
     TOO_COMPLEX = "too-complex"
     INTERNAL_ERROR = "internal-error"
     CACHE = "cache"  # the result cache could not be used; the run went on without it
+    DEPENDENCIES = "dependencies"  # imported modules whose source this machine lacks
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,8 @@ class Modules:
         self._found: dict[Path, Module | None] = {}
         self._resolvers: dict[Path, Resolver | None] = {}
         self._settings = settings
+        # Modules imported from outside whose source is not on this machine.
+        self.unreadable: set[str] = set()
 
     def of(self, directory: Path) -> Module | None:
         if directory not in self._found:
@@ -108,7 +110,9 @@ class Modules:
                 if is_standard(path) or path in described or (own is not None and own.directory(path) is not None):
                     continue
                 located = resolver.locate(path)
-                if located is not None and located.directory != directory:
+                if located is None:
+                    self.unreadable.add(resolver.module_of_import(path) or path)
+                elif located.directory != directory:
                     found[located.directory] = None
         return list(found)
 

@@ -46,6 +46,9 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
         directories, settings.base, context.modules, needles, reads, knowledge.import_paths, knowledge.c_call_prefixes,
     )
     total = Result()
+    unreadable = _unreadable(context.modules.unreadable)
+    if unreadable is not None:
+        total.notifications.append(unreadable)
     # Hits are read here: an unchanged tree starts no worker at all.
     cache, refused = open_cache(settings, knowledge, needles)
     if refused is not None:
@@ -92,6 +95,23 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
     if settings.reported is not None:
         _only_reported(total, {display_path(path, settings.base) for path in settings.reported})
     return total
+
+
+def _unreadable(modules: set[str]) -> Notification | None:
+    """One note naming the imported modules whose source this machine lacks:
+    two machines whose findings differ because one has a module cache and
+    the other has not can see why."""
+    if not modules:
+        return None
+    named = sorted(modules)
+    listed = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+    return Notification(
+        NotificationKind.DEPENDENCIES, ".",
+        f"no source on this machine for {len(named)} imported module{'s' if len(named) != 1 else ''} "
+        f"(no vendor/, module cache or replace entry): {listed}; calls into them count as unknown "
+        f"(`go mod download` lets cudalint read them)",
+        level="note",
+    )
 
 
 def _trusted(cached: Result | None, directory: list[Path], settings: Settings, total: Result) -> Result | None:

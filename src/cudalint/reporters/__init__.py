@@ -68,8 +68,10 @@ def is_error(note: Notification) -> bool:
     """Whether the code-quality and XML reports show a notification as an
     error: a file cudalint could not read, parse or finish analysing (its
     results are missing). A cache notice is a warning: the run went on
-    without the cache and its results are whole."""
-    return note.kind is not NotificationKind.CACHE
+    without the cache and its results are whole; so is the note naming
+    imported modules whose source is absent (the run fell back to the
+    knowledge for them)."""
+    return note.kind not in (NotificationKind.CACHE, NotificationKind.DEPENDENCIES)
 
 
 @dataclass(frozen=True)
