@@ -125,6 +125,8 @@ class StatusWrappers:
             if len(expressions) == 1 and unit.result_count > 1:
                 return None  # `return f()` of several results
             wrapped = self._derived(unit, last, 0) or self._on_failure_branch(unit, statement)
+            if wrapped is None and _guards_the_c_side(unit, statement):
+                continue
             if wrapped is None:
                 return None
             found.append(wrapped)
@@ -260,3 +262,23 @@ WRAPPERS: Analysis[StatusWrappers] = Analysis(
     lambda p: StatusWrappers(p.result_of(CALLS), p.result_of(STATUS), p.imported_facts(WRAPPERS)),
     requires=(CALLS, STATUS), facts=_exported_wrappers, fact_type=Wrapped,
 )
+
+
+def _guards_the_c_side(unit: Unit, statement: Node) -> bool:
+    """`if C.nvmlHandle == nil { return errLibraryNotLoaded }`: an error
+    returned where a test of the binding's own C state failed is the C
+    library's failure too, not a validation of the caller's arguments."""
+    child, parent = statement, statement.parent
+    while parent is not None and parent != unit.body:
+        if parent.type == "if_statement" and parent.child_by_field_name("consequence") == child:
+            condition = parent.child_by_field_name("condition")
+            if condition is not None and any(
+                node.type == "selector_expression" and syntax.text(node.child_by_field_name("operand")) == "C"
+                and node.parent is not None and node.parent.type != "call_expression"
+                for node in syntax.walk(condition)
+            ):
+                return True
+        if parent.type in ("func_literal", "function_declaration", "method_declaration"):
+            return False
+        child, parent = parent, parent.parent
+    return False
