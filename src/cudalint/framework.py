@@ -170,6 +170,10 @@ class FactView:
     def get(self, import_path: str, name: str) -> Any:
         return self._imported.fact(self._type, import_path, name)
 
+    def names(self, import_path: str) -> list[str]:
+        """The objects of that package this analysis has a fact about."""
+        return sorted(name for name, facts in self._imported.objects(import_path).items() if self._type in facts)
+
 
 @dataclass
 class PackageRun:

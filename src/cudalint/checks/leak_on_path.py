@@ -9,7 +9,7 @@ from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex
-from cudalint.analyses.lifetimes import LIFETIMES, Leak, Lost, Origin
+from cudalint.analyses.lifetimes import LIFETIMES, Engine, Leak, Lost, Origin
 from cudalint.analyses.uses import USES, UseKind, VariableUses
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
@@ -29,11 +29,12 @@ class _Reads:
     calls: CallIndex
     uses: VariableUses
     knowledge: Knowledge
+    lifetimes: Engine
 
 
 def check(p: Pass) -> None:
     lifetimes = p.result_of(LIFETIMES)
-    reads = _Reads(p.result_of(CALLS), p.result_of(USES), p.knowledge)
+    reads = _Reads(p.result_of(CALLS), p.result_of(USES), p.knowledge, lifetimes)
 
     fixed: set = set()
 
@@ -52,6 +53,21 @@ def check(p: Pass) -> None:
     p.visit_graphs(lifetimes.units_with_acquisitions(), visit)
 
 
+def _remedy(reads: _Reads, origin: Origin) -> str:
+    """The release to suggest: for a resource that a function of another
+    package of the module handed out, that package's own release function
+    (`defer gpubind.Free(p)`: the importer may not even import "C"), where it
+    has exactly one; else the knowledge's release, as this file spells it."""
+    resource = origin.resource
+    bare = resource.owns is None and bool(resource.release) and resource.release[0].handle != "receiver"
+    fact = reads.calls.call(origin.call) if origin.via_text and origin.role.handle != "none" and bare else None
+    if fact is not None and "." not in fact.name and "." in origin.written:
+        name = reads.lifetimes.releasing_function(fact.import_path)
+        if name is not None:
+            return f"defer {origin.written.rsplit('.', 1)[0]}.{name}({origin.handle or 'x'})"
+    return release_statement(origin)
+
+
 def _message(reads: _Reads, leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]]:
     origin = leak.origin
     refs = {"acquired": Ref(origin.call, f"{origin.resource.name} acquired here")}
@@ -60,7 +76,7 @@ def _message(reads: _Reads, leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]
     if origin.via is not None and inner.unit.file is origin.unit.file:
         refs["inner"] = Ref(inner.call, f"{inner.written} acquires it inside {inner.unit.name}")
     verb = release_verb(origin.resource)
-    remedy = release_statement(origin)
+    remedy = _remedy(reads, origin)
     exit_span = graph.span(leak.node)
     if exit_span is not None:
         refs["exit"] = Ref(exit_span, f"{origin.handle or 'it'} is still held here")
@@ -153,14 +169,17 @@ def _earlier_defer_fix(reads: _Reads, leak: Leak, graph: CFG) -> Fix | None:
     return Fix(f"move `{syntax.text(defer)}` to right {where_to_fix(origin).removeprefix('right ')}", True, edits)
 
 
-def _release_call(origin: Origin) -> str | None:
+def _release_call(reads: _Reads, origin: Origin) -> str | None:
     """`C.cudaFree(d)` as this file spells it; None where it cannot be
     written out: more arguments than the handle, or `unsafe.Pointer(cs)` in
-    a file that does not import unsafe."""
-    remedy = release_statement(origin)
+    a file that does not import unsafe, or a C call in one without cgo."""
+    remedy = _remedy(reads, origin)
     if not remedy.startswith("defer ") or "..." in remedy:
         return None
-    if "unsafe.Pointer(" in remedy and not any(imported.path == "unsafe" for imported in origin.unit.file.imports):
+    imported = {i.path for i in origin.unit.file.imports}
+    if "unsafe.Pointer(" in remedy and "unsafe" not in imported:
+        return None
+    if remedy.startswith("defer C.") and "C" not in imported:
         return None
     return remedy.removeprefix("defer ")
 
@@ -173,7 +192,7 @@ def _defer_fix(reads: _Reads, leak: Leak) -> Fix | None:
     release. Any other use of the handle than an API call that borrows it
     (a helper, a method, a store, a return) means no fix is offered."""
     origin = leak.origin
-    release = _release_call(origin)
+    release = _release_call(reads, origin)
     if release is None or not _only_borrowed(reads, origin):
         return None
     remedy = f"defer {release}"
@@ -190,7 +209,7 @@ def _immediate_release(reads: _Reads, origin: Origin) -> str | None:
     """The release as a statement of its own: `_ = C.cudaFree(d)` where it
     returns a status (a bare one is CL304), `C.free(unsafe.Pointer(cs))`
     where it returns nothing; None for a method or an unknown release."""
-    release = _release_call(origin)
+    release = _release_call(reads, origin)
     if release is None or not origin.resource.release or origin.resource.any_use_releases:
         return None
     role = origin.resource.release[0]

@@ -45,6 +45,7 @@ class Engine:
         self, cfgs: PackageCFGs, calls: CallIndex, uses: VariableUses, owners: Owners, status: StatusSemantics, imported: FactView,
     ):
         self.owners = owners  # the package's owning types, for its exported summary
+        self._imported = imported
         self._cfgs = cfgs
         self._calls = calls
         self._results: dict[Unit, UnitLifetimes] = {}
@@ -56,6 +57,18 @@ class Engine:
         self._hand_outs = HandOuts(calls, owners, self.lifetimes, self._analysing.__contains__, self._effects.hands_out)
         self._origins = Origins(calls, self._effects, self._hand_outs.handed_out, self.lifetimes)
         self._collector = Collector(self._origins, self._walker, closures, uses)
+
+    def releasing_function(self, import_path: str) -> str | None:
+        """The function of another package of the module that releases its
+        one parameter and hands nothing out (`gpubind.Free`), to name in a
+        remedy where a resource came from that package: None unless there
+        is exactly one."""
+        found = [
+            name for name in self._imported.names(import_path)
+            if "." not in name and (effects := self._imported.get(import_path, name)) is not None
+            and effects.params == ("releases",) and not effects.hands_out
+        ]
+        return found[0] if len(found) == 1 else None
 
     # -- outcomes ---------------------------------------------------------------
 
