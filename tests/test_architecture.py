@@ -39,21 +39,20 @@ def test_no_private_name_crosses_a_module(path: Path) -> None:
             assert not private, f"{_module_name(path)} imports {module}.{name}"
 
 
-# Modules of checks/ that are no rule: what messages say (wording), where
-# fixes put statements (placement), and the shapes CL503's fix rewrites
-# (header_rewrite, longer than the rule's one screen).
-SHARED = ("wording", "placement", "header_rewrite")
-
-
 @pytest.mark.parametrize("path", sorted((PACKAGE / "checks").glob("*.py")), ids=lambda p: p.name)
-def test_a_rule_imports_no_other_rule(path: Path) -> None:
+def test_checks_holds_rules_only_and_a_rule_imports_no_other_rule(path: Path) -> None:
+    """checks/ is the rules, one module each, and their registry: what
+    rules share lives below them (`wording`, the prefilter's `imports_of`,
+    the fix machinery of `cudalint.fixes`)."""
     if path.name == "__init__.py":
         return
+    defined = {
+        target.id for node in ast.parse(path.read_text(encoding="utf-8")).body if isinstance(node, ast.Assign)
+        for target in node.targets if isinstance(target, ast.Name)
+    }
+    assert "RULE" in defined, f"{path.name} defines no RULE: a module of checks/ is one rule"
     for module, name in _imports(path):
-        if module == "cudalint.checks":
-            assert name in SHARED, f"{path.name} imports the rule module {name}"
-        elif module.startswith("cudalint.checks."):
-            assert module.removeprefix("cudalint.checks.") in SHARED, f"{path.name} imports {module}"
+        assert not (module == "cudalint.checks" or module.startswith("cudalint.checks.")), f"{path.name} imports {module}.{name}"
 
 
 @pytest.mark.parametrize("path", sorted((PACKAGE / "analyses").glob("*.py")), ids=lambda p: p.name)

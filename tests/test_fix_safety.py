@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from cudalint import cli, entry, rewrite
+from cudalint import cli, entry
+from cudalint.fixes import rewrite
 from clirun import cudalint, cudalint_process
 from conftest import FIXTURES
 
@@ -144,7 +145,7 @@ def test_a_cache_entry_cannot_put_its_code_in_a_report_s_fixes(project: Path, re
 
 
 def test_a_fix_naming_a_file_the_run_did_not_analyse_is_refused(project: Path) -> None:
-    from cudalint import rewrite
+    from cudalint.fixes import rewrite
 
     analysed = {"leaks.go": project / "leaks.go"}
     with pytest.raises(rewrite.Refused, match="not one of the files this run analysed"):

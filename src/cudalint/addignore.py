@@ -21,7 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cudalint import rewrite
+from cudalint.fixes import rewrite
 from cudalint.findings import Finding, Span, TextEdit
 from cudalint.source import SourceFile
 from cudalint.suppressions import is_code

@@ -19,7 +19,8 @@ from typing import NoReturn
 import click
 
 from cudalint import __version__
-from cudalint import addignore, cleancache, fixes, pipestatus, rewrite, showsettings
+from cudalint import addignore, cleancache, pipestatus, showsettings
+from cudalint.fixes import editing as fixes, rewrite
 from cudalint.driver import Settings, analyze, default_jobs, dump_cfgs
 from cudalint.baseline import Baseline, BaselineError
 from cudalint.baseline import render as render_baseline
