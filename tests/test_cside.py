@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cudalint import api, cside
+from cudalint import cside
+from cudalint.app import api
 from cudalint.parse import parse
 from cudalint.source import read_source
 from conftest import FIXTURES

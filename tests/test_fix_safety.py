@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from cudalint import cli, entry
+from cudalint.app import cli, entry
 from cudalint.fixes import rewrite
 from clirun import cudalint, cudalint_process
 from conftest import FIXTURES

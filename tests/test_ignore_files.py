@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from clirun import CGO_FILE, cudalint
-from cudalint.cli import _nothing_analysed
-from cudalint.config import Config, PathGlobs
+from cudalint.app.cli import _nothing_analysed
+from cudalint.app.config import Config
+from cudalint.globs import PathGlobs
 from cudalint.discover import Discovery, IgnoreRule, discover
 from gitrepo import git, init
 

@@ -31,7 +31,7 @@ from cudalint import prefilter, suppressions
 from cudalint.cache import CacheRefused, ResultCache
 from cudalint.cfg import PackageCFGs, build_package_cfgs
 from cudalint.checks import CHECKS, all_rules
-from cudalint.config import PerFileIgnores
+from cudalint.globs import PerFileIgnores
 from cudalint.analyses.summaries import ExportedSummary, Summaries, imported_exits, summaries_of, summarise
 from cudalint.discover import package_files, printable
 from cudalint.findings import Finding, Notification, NotificationKind, Result, assign_fingerprints

@@ -19,17 +19,18 @@ from typing import NoReturn
 import click
 
 from cudalint import __version__
-from cudalint import addignore, cleancache, pipestatus, showsettings
+from cudalint.app import addignore, cleancache, pipestatus, showsettings
 from cudalint.fixes import editing as fixes, rewrite
 from cudalint.driver import Settings, analyze, default_jobs, dump_cfgs
-from cudalint.baseline import Baseline, BaselineError
-from cudalint.baseline import render as render_baseline
+from cudalint.app.baseline import Baseline, BaselineError
+from cudalint.app.baseline import render as render_baseline
 from cudalint.cache import DEFAULT_DIRECTORY as DEFAULT_CACHE
 from cudalint.catalog import select_rules
-from cudalint.changes import ChangesError, from_patch, since_merge_base, since_revision
-from cudalint.gate import Gate, covered
-from cudalint.wants import compare, wanted
-from cudalint.config import Config, ConfigError, PathGlobs, find_config, load_config
+from cudalint.app.changes import ChangesError, from_patch, since_merge_base, since_revision
+from cudalint.app.gate import Gate, covered
+from cudalint.app.wants import compare, wanted
+from cudalint.app.config import Config, ConfigError, find_config, load_config
+from cudalint.globs import PathGlobs
 from cudalint.discover import Discovery, discover
 from cudalint.findings import Finding, NotificationKind, Result
 from cudalint.knowledge import Knowledge, KnowledgeError, load_knowledge
