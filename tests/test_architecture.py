@@ -201,3 +201,33 @@ def test_go_types_are_inferred_only_by_the_type_oracle(path: Path) -> None:
     assert not inferred, f"{path.name} infers Go types: {sorted(inferred)}"
     # Struct fields (and embedded types) are read off a declaration only there.
     assert not ('"struct_type"' in text and '"field_declaration"' in text), f"{path.name} reads struct fields"
+
+
+# The package's front door imports the application lazily (`cudalint.check`),
+# and `python -m cudalint` starts it.
+_DOORS = {"cudalint", "cudalint.__main__"}
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_the_application_is_on_top(path: Path) -> None:
+    """The application (cudalint.app: command line, session, configuration,
+    baseline, changes) uses the pipeline and nothing below uses it; the fix
+    machinery (cudalint.fixes) serves rules and application and imports
+    neither."""
+    name = _module_name(path)
+    if name == "cudalint.app" or name.startswith("cudalint.app.") or name in _DOORS:
+        return
+    for module, _ in _imports(path):
+        assert not (module == "cudalint.app" or module.startswith("cudalint.app.")), f"{name} imports {module}"
+        if name.startswith("cudalint.fixes"):
+            assert not module.startswith("cudalint.checks"), f"{name} imports {module}"
+
+
+def test_the_command_line_and_the_library_share_one_run() -> None:
+    """Only the session calls the driver's analysis: the command line and
+    `cudalint.check` both go through it, so they cannot drift apart."""
+    callers = {
+        _module_name(path) for path in MODULES
+        if any(module.startswith("cudalint.driver") and name == "analyze" for module, name in _imports(path))
+    }
+    assert callers == {"cudalint.app.session"}
