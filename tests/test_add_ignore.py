@@ -1,5 +1,5 @@
 """Issue 24: `--add-ignore REASON` (ruff's --add-noqa): a directive above each
-line with a reported finding, written under --fix's rules (rewrite.py)."""
+line with a reported finding, written under --fix's rules (fixes/rewrite.py)."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from cudalint import __version__
 from cudalint.app.config import Config
 from cudalint.app.errors import RunError
 from cudalint.app.options import Options
+from cudalint.catalog import Rule
 from cudalint.findings import Finding, Result
 from cudalint.reporters import RenderOptions, Report, render
 from cudalint.reporters.text import safe_line
@@ -24,8 +25,12 @@ from cudalint.source import repository_root
 
 
 def write_reports(
-    options: Options, config: Config, rules: list, result: Result, stale: int, cwd: Path, retired_notes: list[Finding],
+    options: Options, config: Config, rules: list[Rule], result: Result, stale: int, cwd: Path, retired_notes: list[Finding],
 ) -> None:
+    """Each report the options ask for (FORMAT:FILE ones, then standard
+    output or --output), after the notes on standard error: notifications,
+    directives naming a retired rule, stale baseline entries (none with
+    --quiet). Levels are the configuration's."""
     levels = {rule.id: config.level_for(rule.id, rule.level) for rule in rules}
     report = Report(
         result, {r.id: r for r in rules}, __version__, cwd, repository_root(cwd),

@@ -26,15 +26,15 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
 from cudalint.app.baseline import Baseline, BaselineError
 from cudalint.app.changes import ChangesError, from_patch, since_merge_base, since_revision
 from cudalint.app.config import Config, ConfigError, find_config, load_config
-from cudalint.app.gate import Gate, Outcome, covered
 from cudalint.app.errors import OptionError, RunError
+from cudalint.app.gate import Gate, Outcome, covered
 from cudalint.app.inputs import Inputs, read_inputs
 from cudalint.app.request import Request
 from cudalint.cache import DEFAULT_DIRECTORY as DEFAULT_CACHE
@@ -47,6 +47,7 @@ from cudalint.globs import PathGlobs
 from cudalint.knowledge import Knowledge, KnowledgeError, load_knowledge
 from cudalint.source import display_path, repository_root
 from cudalint.suppressions import retired_note
+
 
 @dataclass(frozen=True)
 class Group:
@@ -105,10 +106,6 @@ class Session:
         self.gate_result(result)
         self.cap_same_issues(result)
         return result
-
-    @property
-    def files(self) -> list[Path]:
-        return self.inputs.files
 
     # -- the configuration ----------------------------------------------------
 
@@ -228,7 +225,7 @@ class Session:
             self.say(left_out)
         return outcome
 
-    def covered(self, result: Result) -> dict:
+    def covered(self, result: Result) -> dict[Path, Collection[str]]:
         """The reported files with the rules that ran on each, less those
         the run could not analyse: what a baseline written now speaks for."""
         return covered(self.ran, result, self.cwd)
