@@ -84,6 +84,9 @@ def test_cudaGetLastError_is_a_discardable_status_call() -> None:
         ({"family": "f", "description": "x", "import": "g.io/nv", "results": {"nv.Open": "nv.dev"}}, "expected an exported type of the package as nv.Type"),
         ({"family": "f", "description": "x", "import": "g.io/nv", "results": {"nv.Open": "nv.A.B"}}, "expected an exported type"),
         ({"family": "f", "description": "x", "import": "g.io/nv", "results": ["nv.Open"]}, "[results]: expected a table"),
+        ({"family": "f", "description": "x", "import": "g.io/nv", "interfaces": ["Lib"]}, "must be qualified with the family's package name 'nv'"),
+        ({"family": "f", "description": "x", "import": "g.io/nv", "interfaces": ["nv.lib"]}, "interfaces: expected an exported type"),
+        ({"family": "f", "description": "x", "import": "g.io/nv", "interfaces": "nv.Lib"}, "interfaces"),
     ],
 )
 def test_schema_errors_name_the_file_and_key(document: dict, message: str) -> None:
@@ -176,3 +179,18 @@ def test_a_resource_cannot_be_device_memory_and_host_side() -> None:
     )
     with pytest.raises(KnowledgeError, match="host_side"):
         parse_family(tomllib.loads(document), "x.toml")
+
+
+def test_interface_methods_are_the_package_functions() -> None:
+    """go-nvml's `lib.Init()` on an nvml.Interface is nvml.Init: the same
+    API function (status, resource roles) and the same result types."""
+    knowledge = load_knowledge(())
+    path = "github.com/NVIDIA/go-nvml/pkg/nvml"
+    assert "Interface" in knowledge.method_types[path]
+    assert knowledge.canonical(path, "Interface.Init") == "Init"
+    assert knowledge.canonical(path, "Device.GetName") == "Device.GetName"
+    through = knowledge.lookup(path, "Interface.Init")
+    assert through is not None and through is knowledge.lookup(path, "Init") and through.acquires
+    assert knowledge.result_type(path, "Interface.DeviceGetHandleByIndex") == "Device"
+    assert knowledge.result_type(path, "New") == "Interface"
+    assert knowledge.lookup(path, "Interface.ErrorString") is None

@@ -126,7 +126,13 @@ def imported_type(resolution: Resolution, symbol: Symbol | None) -> tuple[str, s
     type, pointers stripped: `t *testing.T` -> ("testing", "T")."""
     if symbol is None or symbol.type_node is None:
         return None
-    node = symbol.type_node
+    return qualified_type(resolution, symbol.type_node)
+
+
+def qualified_type(resolution: Resolution, type_node: Node | None) -> tuple[str, str] | None:
+    """(import path, type name) a type node names in another package,
+    pointers stripped: `*nvml.Device` -> (".../nvml", "Device")."""
+    node = type_node
     while node is not None and node.type in ("pointer_type", "parenthesized_type"):
         inner = syntax.children(node)
         node = inner[0] if inner else None
@@ -142,6 +148,21 @@ def imported_type(resolution: Resolution, symbol: Symbol | None) -> tuple[str, s
     if imported is None or imported.kind is not SymbolKind.PACKAGE:
         return None
     return imported.import_path or "", syntax.text(name)
+
+
+def nth_result(result: Node | None, index: int) -> Node | None:
+    """The type node of a function's index-th result (`(T, error)`, `(a, b T)`)."""
+    if result is None:
+        return None
+    if result.type != "parameter_list":
+        return result if index == 0 else None
+    position = 0
+    for declaration in syntax.children(result):
+        count = max(1, len(declaration.children_by_field_name("name")))
+        if index < position + count:
+            return declaration.child_by_field_name("type")
+        position += count
+    return None
 
 
 def declared_type(resolution: Resolution, variable: Node) -> Node | None:
@@ -253,9 +274,13 @@ class TypeOracle:
     `function_of` finds the function (unit) a symbol stands for, for the
     results of constructor calls."""
 
-    def __init__(self, package: Package, function_of: Callable[[Symbol | None], Unit | None]):
+    def __init__(
+        self, package: Package, function_of: Callable[[Symbol | None], Unit | None],
+        api_result: Callable[[Node], tuple[str, str] | None] = lambda call: None,
+    ):
         self.package = package
         self._function_of = function_of
+        self._api_result = api_result
         self._structs: dict[str, tuple[dict[str, Node], list[str]]] | None = None
         self._paths: Paths | None = None
 
@@ -298,6 +323,50 @@ class TypeOracle:
             field_type = fields.get(syntax.text(node.child_by_field_name("field")))
             return named_type(field_type) if field_type is not None else None
         return None
+
+    def imported_type_of(self, expression: Node | None, depth: int = 0) -> tuple[str, str] | None:
+        """(import path, type name) of an expression of another package's
+        type, as the syntax says it: a variable, parameter or package-level
+        variable declared with it, a field of a package struct declared with
+        it, a composite literal `&pkg.T{}`, a result of a function of this
+        package declared with it (`dev, err := deviceByIndex(i)`), or of an
+        API call whose result type the knowledge gives (`api_result`)."""
+        node = syntax.unparen(expression)
+        if node is None or depth > 8:
+            return None
+        resolution = self.package.resolution
+        if node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) in ("&", "*"):
+            return self.imported_type_of(node.child_by_field_name("operand"), depth + 1)
+        if node.type == "composite_literal":
+            return qualified_type(resolution, node.child_by_field_name("type"))
+        if node.type == "call_expression":
+            return self._imported_result(node, 0)
+        if node.type == "selector_expression":
+            owner = self.type_of(node.child_by_field_name("operand"))
+            fields, _ = self.structs().get(owner, ({}, [])) if owner is not None else ({}, [])
+            return qualified_type(resolution, fields.get(syntax.text(node.child_by_field_name("field"))))
+        if node.type != "identifier":
+            return None
+        symbol = resolution.symbol(node)
+        if symbol is None or symbol.kind is not SymbolKind.VAR:
+            return None
+        if symbol.type_node is not None:
+            return qualified_type(resolution, symbol.type_node)
+        if symbol.init is None:
+            return None
+        if symbol.init_index < 0:
+            return self.imported_type_of(symbol.init, depth + 1)
+        return self._imported_result(syntax.unparen(symbol.init), symbol.init_index)
+
+    def _imported_result(self, call: Node | None, index: int) -> tuple[str, str] | None:
+        if call is None or call.type != "call_expression":
+            return None
+        function = syntax.unparen(call.child_by_field_name("function"))
+        if function is not None and function.type == "identifier":
+            target = self._function_of(self.package.resolution.symbol(function))
+            if target is not None:
+                return qualified_type(self.package.resolution, nth_result(target.node.child_by_field_name("result"), index))
+        return self._api_result(call) if index == 0 else None
 
     def result_type(self, call: Node) -> str | None:
         """The first result type of a call of a function of this package (a constructor)."""

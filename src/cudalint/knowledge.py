@@ -142,6 +142,19 @@ class Family:
     # (`device, ret := nvml.DeviceGetHandleByIndex(i)` makes device an
     # nvml.Device, whose methods the status patterns can then name).
     result_types: tuple[tuple[str, str], ...] = ()
+    # Interface types whose methods are the package's functions of the same
+    # name: go-nvml's `nvml.Interface` (`lib := nvml.New(); lib.Init()` is
+    # nvml.Init), which current NVIDIA code calls instead of the package
+    # functions so that tests can swap the library.
+    interfaces: tuple[str, ...] = ()
+
+    def forwarded(self, name: str) -> str:
+        """The package function a method of one of the family's interfaces
+        stands for ("Interface.Init" -> "Init"); other names unchanged."""
+        receiver, dot, method = name.partition(".")
+        if dot and "." not in method and f"{self.qualifier}.{receiver}" in self.interfaces:
+            return method
+        return name
 
 
 @dataclass(frozen=True)
@@ -209,6 +222,7 @@ class Knowledge:
                 names = [role.call for resource in family.resources for role in resource.acquire + resource.release + resource.transfer]
                 names += list(family.status_match) + list(family.thread_bound)
                 names += [f"{type_name}.Method" for _, type_name in family.result_types]
+                names += [f"{type_name}.Method" for type_name in family.interfaces]
                 for name in names:
                     parts = name.split(".")
                     if len(parts) >= 3 and parts[0] == family.qualifier and parts[1][:1].isupper() and "*" not in parts[1]:
@@ -232,7 +246,7 @@ class Knowledge:
         for family in self.families:
             if family.import_path == import_path:
                 for call, type_name in family.result_types:
-                    if call == f"{family.qualifier}.{name}":
+                    if call == f"{family.qualifier}.{family.forwarded(name)}":
                         return type_name.split(".", 1)[1]
         return None
 
@@ -255,7 +269,16 @@ class Knowledge:
                         return candidate, resource
         return None
 
+    def canonical(self, import_path: str, name: str) -> str:
+        """The name a call goes by in the knowledge: a method of an
+        interface that forwards to the package functions is that function."""
+        for family in self.families:
+            if family.import_path == import_path and family.interfaces:
+                return family.forwarded(name)
+        return name
+
     def lookup(self, import_path: str, name: str) -> ApiFunction | None:
+        name = self.canonical(import_path, name)
         key = (import_path, name)
         if key not in self._cache:
             self._cache[key] = self._find(import_path, name)
@@ -309,7 +332,7 @@ class Knowledge:
 
 _TOP_KEYS = {
     "schema", "family", "description", "import", "name", "docs", "status", "status_calls", "resource", "types",
-    "threads", "async", "keeps", "results",
+    "threads", "async", "keeps", "results", "interfaces",
 }
 _KEEPS_KEYS = {"call", "args"}
 _THREAD_KEYS = {"bound", "context_setters", "releases_need_context"}
@@ -394,9 +417,14 @@ def parse_family(document: dict, source: str) -> Family:
     async_host = tuple(_async(source, f"async[{i}]", item, qualifier) for i, item in enumerate(_array(source, "async", doc)))
     keeps = tuple(_keeps(source, f"keeps[{i}]", item, qualifier) for i, item in enumerate(_array(source, "keeps", doc)))
     results = _results(source, doc, qualifier)
+    interfaces = _qualified(source, "interfaces", _strings(source, "interfaces", doc.get("interfaces")), qualifier)
+    for type_name in interfaces:
+        if type_name.count(".") != 1 or not type_name.split(".")[1][:1].isupper():
+            raise _fail(source, "interfaces", f"expected an exported type of the package as {qualifier}.Type, not {type_name!r}")
     return Family(
         name, description, import_path, qualifier, source, docs, status,
         match, except_, discardable, resources, types, bound, setters, need_context, async_host, keeps, results,
+        interfaces,
     )
 
 

@@ -11,7 +11,7 @@ from cudalint import syntax
 from cudalint.analyses.calls import CallFact
 from cudalint.analyses.lifetimes import Origin
 from cudalint.analyses.status import first_success_as_written
-from cudalint.knowledge import ResourceSpec
+from cudalint.knowledge import CallRole, ResourceSpec
 
 _VERBS = (
     ("unregister", "unregistered"), ("free", "freed"), ("destroy", "destroyed"), ("unload", "unloaded"),
@@ -27,15 +27,28 @@ def release_verb(resource: ResourceSpec) -> str:
 def spelled(origin: Origin, qualified: str) -> str:
     """A knowledge name as this file writes it: `cu.MemFree` is `cuda.MemFree`
     where the file imports gorgonia.org/cu as cuda (for a resource from a
-    wrapper of the package, as the wrapper's file writes it)."""
+    wrapper of the package, as the wrapper's file writes it), and
+    `m.lib.Shutdown` where the acquisition was `m.lib.Init()` on an
+    interface value that forwards to the package functions."""
     origin = origin.innermost
     if origin.via_text:
         return qualified  # acquired in another package: named as the knowledge names it
-    qualifier = origin.api.family.qualifier
-    if "." not in origin.written and qualified.startswith(qualifier + "."):
+    family = origin.api.family
+    qualifier = family.qualifier
+    if not qualified.startswith(qualifier + "."):
+        return qualified
+    if "." not in origin.written:
         return qualified[len(qualifier) + 1:]  # inside the described package: unqualified
-    package = origin.written.split(".", 1)[0]
-    return package + qualified[len(qualifier):] if qualified.startswith(qualifier + ".") else qualified
+    receiver = origin.written.rsplit(".", 1)[0]
+    if origin.api.name.count(".") == 1:  # a package function, on the package or on a forwarding value
+        return receiver + qualified[len(qualifier):]
+    if qualified.rsplit(".", 1)[0] == origin.api.name.rsplit(".", 1)[0]:
+        return receiver + "." + qualified.rsplit(".", 1)[1]  # a method of the acquiring value's type
+    # A method of a handle type (`dev.CreateGpuInstance`): the release is a
+    # package function, written with the name this file imports it by.
+    imported = next((i for i in origin.unit.file.imports if i.path == family.import_path), None)
+    name = imported.name if imported is not None and imported.name not in (None, "_", ".") else qualifier
+    return name + qualified[len(qualifier):]
 
 
 def release_statement(origin: Origin) -> str:
@@ -45,7 +58,7 @@ def release_statement(origin: Origin) -> str:
         return f"defer {origin.handle or 'x'}()"
     if not resource.release:
         return ""
-    role = resource.release[0]
+    role = _release_role(origin)
     if role.handle == "receiver":
         return f"defer {origin.handle or 'x'}.{role.method}()"
     call = spelled(origin, role.call)
@@ -56,6 +69,16 @@ def release_statement(origin: Origin) -> str:
         argument = f"unsafe.Pointer({handle})" if role.call == "C.free" else handle
         return f"defer {call}({argument})"
     return f"defer {call}(...{handle}...)"
+
+
+def _release_role(origin: Origin) -> CallRole:
+    """The release to suggest: a method of the type whose method acquired
+    (`ctx.MemFree` after `ctx.MemAlloc`: gorgonia's context methods run on
+    the context's own thread), else the knowledge's first."""
+    resource = origin.resource
+    acquired_on = origin.innermost.api.name.rsplit(".", 1)[0]
+    same_type = [role for role in resource.release if role.handle != "receiver" and role.call.rsplit(".", 1)[0] == acquired_on]
+    return same_type[0] if acquired_on.count(".") == 1 and same_type else resource.release[0]
 
 
 def where_to_fix(origin: Origin) -> str:

@@ -57,6 +57,9 @@ class CallFact:
     name: str
     written: str  # the callee as written, e.g. "C.cudaMalloc" or "cuda.MemFree"
     api: ApiFunction | None
+    # Called on a value (`device.GetName()`, `lib.Init()` on an nvml.Interface),
+    # not through the package's name: the written receiver is no package.
+    on_value: bool = False
 
     @property
     def status(self) -> StatusSpec | None:
@@ -111,7 +114,7 @@ class CallIndex:
     types: TypeOracle = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.types = TypeOracle(self.package, self._units_by_symbol.get)
+        self.types = TypeOracle(self.package, self._units_by_symbol.get, lambda call: _api_result_type(self, call))
 
     def record(self, fact: CallFact) -> None:
         """Classify a call: a call the knowledge describes joins the calls
@@ -372,6 +375,21 @@ class CallIndex:
                 return Callee(CalleeKind.LOCAL, written, target=target)
         return Callee(CalleeKind.UNKNOWN, written)
 
+    def local_target(self, call: Node) -> Unit | None:
+        """The function or method of this package a call runs, whatever the
+        knowledge says of it: inside a described package (gorgonia.org/cu
+        analysed itself) its own API is both."""
+        function = syntax.unparen(call.child_by_field_name("function"))
+        if function is None:
+            return None
+        if function.type == "identifier":
+            symbol = self.package.resolution.symbol(function)
+            return self._units_by_symbol.get(symbol) if symbol is not None and symbol.kind is SymbolKind.FUNC else None
+        if function.type == "selector_expression":
+            operand = syntax.unparen(function.child_by_field_name("operand"))
+            return self._method(operand, syntax.text(function.child_by_field_name("field")))
+        return None
+
     def _method(self, operand: Node | None, method: str) -> Unit | None:
         """A method of this package, found through the receiver's type: a
         declared type, a composite literal, a constructor of the package, a
@@ -437,39 +455,36 @@ def _qualified_call(node: Node, package: Package, knowledge: Knowledge) -> CallF
 
 def _index_method_calls(facts: CallIndex, package: Package, knowledge: Knowledge) -> None:
     """`rows, err := db.Query(q)` with `db *sql.DB`: a method the knowledge
-    names by receiver type (sql.DB.Query), on a variable declared with that
-    type. Only declarations whose text names the type are resolved (the
-    type is written with its package's name: `sql.DB`)."""
+    names by receiver type (sql.DB.Query), on an operand the type oracle
+    types: a variable, parameter, package-level variable or struct field
+    declared with that type, a value made by a call whose result type the
+    knowledge or the package's own declaration gives. Only files that spell
+    one of those types or calls (with its package's name) are searched."""
     types = knowledge.method_types
     if not types:
         return
-    resolution = package.resolution
     typed_results = {
         family.import_path: [call.split(".", 1)[1] for call, _ in family.result_types]
         for family in knowledge.families if family.result_types
     }
     for parsed in package.files:
-        spelled = {
-            f"{knowledge.package_names.get(imported.path) or default_import_name(imported.path)}.{name}".encode(): imported.path
+        spelled = [
+            f"{knowledge.package_names.get(imported.path) or default_import_name(imported.path)}.{name}".encode()
             for imported in parsed.imports if imported.path in types
             for name in (*types[imported.path], *typed_results.get(imported.path, ()))
-        }
+        ]
         if not spelled or not any(needle in parsed.source.data for needle in spelled):
             continue
-        for node, function, operand in _calls_on_variables(facts, parsed):
-            declaration = resolution.declaration_text_of(parsed.root, node)
-            if declaration is None or not any(needle in declaration for needle in spelled):
-                continue
-            symbol = resolution.symbol(operand)
-            declared = imported_type(resolution, symbol) or _result_typed(facts, symbol)
+        for node, function, operand in _method_calls(facts, parsed):
+            declared = facts.types.imported_type_of(operand)
             if declared is None or declared[0] not in types or declared[1] not in types[declared[0]]:
                 continue
             method = syntax.text(function.child_by_field_name("field"))
-            name = f"{declared[1]}.{method}"
+            name = knowledge.canonical(declared[0], f"{declared[1]}.{method}")
             api = knowledge.lookup(declared[0], name)
             if api is None:
                 continue
-            facts.record(CallFact(node, declared[0], name, f"{syntax.text(operand)}.{method}", api))
+            facts.record(CallFact(node, declared[0], name, f"{syntax.text(operand)}.{method}", api, on_value=True))
 
 
 def _c_helper_api(view: CView, name: str, knowledge: Knowledge, known: ApiFunction | None) -> ApiFunction | None | bool:
@@ -590,6 +605,24 @@ def _index_own_api(facts: CallIndex, package: Package, knowledge: Knowledge) -> 
                 facts.record(CallFact(node, path, qualified, syntax.text(function), api))
 
 
+def _method_calls(facts: CallIndex, parsed) -> Iterator[tuple[Node, Node, Node]]:
+    """(call, selector, operand) for each `x.M(...)` and `x.f.M(...)` that
+    nothing has classified yet."""
+    calls = list(parsed.index.qualified_calls)
+    for callee in parsed.index.callee_names:
+        selector = callee.parent
+        operand = selector.child_by_field_name("operand") if selector.type == "selector_expression" else None
+        if operand is not None and operand.type == "selector_expression":
+            calls.append(selector.parent)
+    for node in sorted(calls, key=lambda call: call.start_byte):
+        if node in facts.calls:
+            continue
+        function = syntax.unparen(node.child_by_field_name("function"))
+        operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None else None
+        if operand is not None and operand.type in ("identifier", "selector_expression"):
+            yield node, function, operand
+
+
 def _calls_on_variables(facts: CallIndex, parsed) -> Iterator[tuple[Node, Node, Node]]:
     """(call, selector, variable) for each `x.M(...)` on a plain variable
     that nothing has classified yet."""
@@ -636,14 +669,11 @@ def _module_result_typed(facts: CallIndex, symbol: Symbol | None) -> tuple[str, 
     return fact.import_path, summary.results[index]
 
 
-def _result_typed(facts: CallIndex, symbol: Symbol | None) -> tuple[str, str] | None:
-    """(import path, type) of a variable declared from the first result of
-    a call whose result type the knowledge gives
-    (`device, ret := nvml.DeviceGetHandleByIndex(i)`), or of a method call
-    on such a variable (`gi, ret := device.GetGpuInstanceById(id)`)."""
-    if symbol is None or symbol.init is None or symbol.init_index > 0:
-        return None
-    fact = facts.calls.get(syntax.unparen(symbol.init))
+def _api_result_type(facts: CallIndex, call: Node) -> tuple[str, str] | None:
+    """(import path, type) of the first result of a classified call whose
+    result type the knowledge gives (`nvml.DeviceGetHandleByIndex(i)`, and
+    a method of such a value: `device.GetGpuInstanceById(id)`)."""
+    fact = facts.calls.get(call)
     if fact is None:
         return None
     type_name = facts.knowledge.result_type(fact.import_path, fact.name)
@@ -694,10 +724,6 @@ def index_calls(package: Package, knowledge: Knowledge, summaries: dict[str, dic
             fact = _qualified_call(node, package, knowledge)
             if fact is not None:
                 facts.record(fact)
-    _index_method_calls(facts, package, knowledge)
-    _index_module_methods(facts, package)
-    _index_own_api(facts, package, knowledge)
-    _index_c_side(facts, package, knowledge)
     for unit in package.units:
         facts._literals[unit.node] = unit
         if unit.symbol is not None:
@@ -707,6 +733,10 @@ def index_calls(package: Package, knowledge: Knowledge, summaries: dict[str, dic
         if unit.kind is UnitKind.METHOD:
             method = unit.name.rsplit(".", 1)[-1]
             facts._methods.setdefault(method, []).append(unit)
+    _index_method_calls(facts, package, knowledge)
+    _index_module_methods(facts, package)
+    _index_own_api(facts, package, knowledge)
+    _index_c_side(facts, package, knowledge)
     return facts
 
 

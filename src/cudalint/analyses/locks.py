@@ -328,6 +328,10 @@ class LockStates:
                 self.entry[unit] = None
             elif unit.name == "main" and self.package.name == "main" and init_locks:
                 self.entry[unit] = 1
+            elif unit.name == "init" and unit.kind is UnitKind.FUNCTION:
+                # runtime.main locks the main goroutine to the main thread
+                # while packages initialise: init functions run locked.
+                self.entry[unit] = 1
             else:
                 self.entry[unit] = _CAP if sites.get(unit) else 0
         exported_lock = any(self.wrapper(u) is Event.LOCK and exported(u) for u in units)
@@ -513,7 +517,7 @@ class LockStates:
         return self._needs[unit]
 
     def _first_need(self, unit: Unit) -> Happening | None:
-        if unit not in self.cfgs.graphs:
+        if unit not in self.cfgs.graphs or self.hands_context_to_own_goroutine(unit):
             return None
         graph = self.cfgs.graphs[unit]
         states = self.flow(unit, 0)
@@ -526,6 +530,41 @@ class LockStates:
                     return happening
                 locked = self.apply(locked, (happening,))
         return None
+
+    def hands_context_to_own_goroutine(self, unit: Unit) -> bool:
+        """A context constructor that starts the goroutine which will use
+        the context, locked to its own thread and making the context current
+        there (gorgonia's `go ctx.Run()`): the thread the constructor ran on
+        never uses it, so its callers need no lock."""
+        happenings = self.happenings(unit)
+        if not any(h.event is Event.BOUND or self.unlocked_need(h) for items in happenings.values() for h in items):
+            return False
+        goroutines = [
+            literal for literal in self.package.units
+            if literal.kind is UnitKind.LITERAL and literal.parent is unit and literal.use is LiteralUse.GO
+        ]
+        for statement in syntax.walk(unit.body) if unit.body is not None else ():
+            if statement.type == "go_statement" and syntax.enclosing_function(statement) == unit.node:
+                call = syntax.unparen(statement.named_children[0]) if statement.named_children else None
+                target = self.calls.local_target(call) if call is not None and call.type == "call_expression" else None
+                if target is not None:
+                    goroutines.append(target)
+        return any(self._sets_context_locked(goroutine) for goroutine in goroutines if goroutine is not unit)
+
+    def _sets_context_locked(self, goroutine: Unit) -> bool:
+        """The goroutine locks its thread before any thread-bound call and
+        makes a context current (directly or through the package's functions)."""
+        if goroutine not in self.cfgs.graphs or self.needs_lock(goroutine) is not None:
+            return False
+        for items in self.happenings(goroutine).values():
+            for happening in items:
+                if happening.event not in (Event.BOUND, Event.CALL):
+                    continue
+                last = self.chain(happening)[-1] if happening.event is Event.CALL else happening
+                fact = self.calls.calls.get(last.call) if last.event is Event.BOUND else None
+                if fact is not None and fact.api is not None and fact.api.context_setter:
+                    return True
+        return False
 
     def unlocked_need(self, happening: Happening) -> bool:
         """Whether this happening needs the thread locked when it runs: a

@@ -266,7 +266,7 @@ def first_success_as_written(fact: CallFact) -> str:
     family = fact.api.family if fact.api is not None else None
     if family is None:
         return fact.status.success[0]
-    written_package = fact.written.split(".", 1)[0] if "." not in fact.name else family.qualifier
+    written_package = family.qualifier if fact.on_value or "." in fact.name else fact.written.split(".", 1)[0]
     return spelled(fact.status.success[0], family.qualifier, written_package)
 
 

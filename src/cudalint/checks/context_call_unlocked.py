@@ -21,6 +21,8 @@ def check(p: Pass) -> None:
         # function nothing here calls leaves it to its callers outside.
         if threads.callers_own_the_thread(unit) or threads.reported_by_callers(unit):
             continue
+        if threads.hands_context_to_own_goroutine(unit):
+            continue  # its bindings serve a goroutine of its own that locks
         with p.isolating(unit):
             for _, happening, locked in threads.visits(unit, graph):
                 if locked == 0 and threads.unlocked_need(happening):
@@ -53,7 +55,11 @@ RULE = Rule(
     it, directly or through a function of the package that locks (or of
     another package of the module, as its summary says), and whose
     callers in the package have not either. A function nothing in the package
-    calls (or only itself) counts as unlocked; a `go` literal starts unlocked,
+    calls (or only itself) counts as unlocked; package `init` functions run
+    locked (runtime.main locks the main goroutine to the main thread while
+    packages initialise), and so do the functions only they call; a context
+    constructor that starts a goroutine which locks its thread and makes a
+    context current there (`go w.run()`) needs no lock of its callers; a `go` literal starts unlocked,
     and so does a literal kept in a variable and started with `go v()`. A
     func literal passed as an argument runs in a context cudalint cannot see
     (often a locked worker goroutine fed through a channel) and is not
