@@ -7,6 +7,7 @@ from pathlib import Path
 
 from cudalint import syntax
 from cudalint.cfg import CFG, build_package_cfgs
+from cudalint.framework import Analysis, PackageRun, Pass, requirements
 from cudalint.functions import Package, Unit, collect_packages
 from cudalint.knowledge import load_knowledge
 from cudalint.parse import parse
@@ -32,6 +33,16 @@ def package_of(*sources: str, names: tuple[str, ...] = ()) -> Package:
     assert len(packages) == 1, packages
     packages[0].resolution.ensure_all()  # the tests look at every identifier
     return packages[0]
+
+
+def package_run(package: Package) -> PackageRun:
+    """A run over the package with no rule enabled: analyses answer on demand."""
+    return PackageRun(package, build_package_cfgs(package), knowledge(), frozenset())
+
+
+def result_of(run: PackageRun, analysis: Analysis):
+    """An analysis's result, as a rule requiring it reads it."""
+    return Pass(run, requirements((analysis,))).result_of(analysis)
 
 
 def package_from_file(path: Path) -> Package:

@@ -12,12 +12,10 @@ import pytest
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS
 from cudalint.analyses.status import STATUS, Outcome, StatusSemantics, StatusSource, Subject
-from cudalint.cfg import build_package_cfgs
-from cudalint.framework import Pass, PackageRun, requirements
 from cudalint.functions import collect_packages
 from cudalint.parse import parse
 from cudalint.source import SourceFile
-from gosrc import knowledge
+from gosrc import knowledge, package_run, result_of
 
 SOURCE = """
 package p
@@ -80,8 +78,7 @@ def semantics() -> tuple[StatusSemantics, dict]:
     data = textwrap.dedent(SOURCE).lstrip("\n").encode()
     parsed = [parse(SourceFile(Path("p.go"), "p.go", data))[0]]
     (package,) = collect_packages(parsed, ".", knowledge().package_names)
-    run = PackageRun(package, build_package_cfgs(package), knowledge(), frozenset())
-    status = Pass(run, requirements((STATUS,))).result_of(STATUS)
+    status = result_of(package_run(package), STATUS)
     units = {unit.name: unit for unit in package.units}
     return status, units
 

@@ -674,6 +674,13 @@ class PackageCFGs:
     def analysable(self, unit: Unit) -> bool:
         return unit.problem is None and unit.body is not None and unit not in self.failures
 
+    def give_up(self, unit: Unit, problem: str) -> None:
+        """An analysis cannot follow this function (too many paths): as for a
+        function whose graph cannot be built, no graph of it is built from
+        now on, and it is reported as too complex (the first problem found
+        is the one said)."""
+        self.failures.setdefault(unit, problem)
+
     def build(self, unit: Unit) -> CFG | None:
         if not self.analysable(unit):
             return None

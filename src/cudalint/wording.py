@@ -85,10 +85,17 @@ def where_to_fix(origin: Origin) -> str:
     return "after the error check" if origin.status is not None else "right after the acquisition"
 
 
-def wrapper_what(call: Node, inner: str, release: bool) -> str:
-    """"the error returned by Sync (from C.cudaDeviceSynchronize inside it)"."""
+def wrapper_what(call: Node, inner: str, release: bool, raw: bool = False) -> str:
+    """"the error returned by Sync (from C.cudaDeviceSynchronize inside it)";
+    "the status returned by wait (...)" for a wrapper that passes the status through."""
     name = syntax.text(call.child_by_field_name("function"))
-    return f"the error returned by {name} (from {'the release ' if release else ''}{inner} inside it)"
+    what = "status" if raw else "error"
+    return f"the {what} returned by {name} (from {'the release ' if release else ''}{inner} inside it)"
+
+
+def wrapper_advice(raw: bool) -> str:
+    """What to do with a wrapper's dropped result."""
+    return "check it and handle the failure" if raw else "check that it is nil and handle the failure"
 
 
 def status_what(fact: CallFact) -> str:

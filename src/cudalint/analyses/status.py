@@ -25,6 +25,7 @@ from cudalint.analyses.calls import CALLS, CallFact, CallIndex, unwrap
 from cudalint.cfg import NodeKind, PackageCFGs
 from cudalint.framework import Analysis
 from cudalint.functions import Unit
+from cudalint.scope import SymbolKind
 from cudalint.knowledge import ApiFunction, StatusSpec
 
 
@@ -42,6 +43,10 @@ class Subject(str, Enum):
 
 # subject -> its role in the question, or None for an unrelated expression.
 Roles = Callable[[Node], "Subject | None"]
+
+# The status of a Go function of the code analysed that returns an error (a
+# wrapper handing a resource out): its last result, nil on success.
+ERROR_STATUS = StatusSpec("error", ("nil",), "last", "error")
 
 
 @dataclass(frozen=True)
@@ -74,11 +79,29 @@ class StatusSemantics:
         package under another name and writes `gonvml.SUCCESS`."""
         if source is None or source.status is None:
             return False
+        return self._success_value(source, value, 0)
+
+    def _success_value(self, source: StatusSource, value: Node | None, depth: int) -> bool:
+        """Also a constant of the package declared as one (`const Success
+        Result = 0`, `OK = Result(C.cudaSuccess)`, the first of an iota
+        block), compared after a conversion to the package's own status
+        type: `if err := Result(st); err != Success`."""
+        assert source.status is not None
+        value = unwrap(value, self.calls)
+        if value is None or depth > 8:
+            return False
         text = syntax.text(value)
         written_package = source.written.split(".", 1)[0]
-        return any(
-            text in (success, spelled(success, source.qualifier, written_package)) for success in source.status.success
-        )
+        if any(text in (success, spelled(success, source.qualifier, written_package)) for success in source.status.success):
+            return True
+        if text == "iota":
+            return "0" in source.status.success and value.parent is not None and _first_constant(value)
+        if value.type != "identifier":
+            return False
+        symbol = self.calls.package.resolution.symbol(value)
+        if symbol is None or symbol.kind is not SymbolKind.CONST or symbol.init is None or symbol.is_local:
+            return False
+        return self._success_value(source, symbol.init, depth + 1)
 
     def test(self, source: StatusSource | None, roles: Roles, condition: Node, polarity: bool) -> Outcome | None:
         """What taking this side (polarity) of `==`/`!=` condition says:
@@ -248,6 +271,17 @@ class StatusSemantics:
                 if outcome is not Outcome.FAILURE:
                     return False
         return seen_nil and seen_error
+
+
+def _first_constant(iota: Node) -> bool:
+    """Whether this `iota` is the value of the first spec of its const
+    block, where it is 0."""
+    spec = iota
+    while spec is not None and spec.type != "const_spec":
+        spec = spec.parent
+    declaration = spec.parent if spec is not None else None
+    specs = [child for child in syntax.children(declaration) if child.type == "const_spec"] if declaration is not None else []
+    return bool(specs) and specs[0] == spec and syntax.text(syntax.unparen(spec.child_by_field_name("value"))) == "iota"
 
 
 def spelled(success: str, qualifier: str, written_package: str) -> str:

@@ -8,8 +8,9 @@ when every non-nil error it returns comes from a status (a converter's
 error, an API call's `error`, another wrapper's, directly, through a
 variable it was assigned to, or wrapped by `fmt.Errorf` / `errors.Wrap`); a
 function that also returns an error of its own making (a validation error)
-is not a wrapper. Wrappers of other packages of the module come from their
-summaries.
+is not a wrapper. The package's exported wrappers are its facts (a
+`Wrapped` each), and wrappers of other packages of the module come from
+theirs.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from cudalint import fixpoint, syntax
-from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex
+from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
 from cudalint.analyses.status import STATUS, StatusSemantics
-from cudalint.framework import Analysis
-from cudalint.functions import Unit, UnitKind
+from cudalint.framework import Analysis, FactView, Pass
+from cudalint.functions import Unit, UnitKind, exported_name
 
 # Calls that wrap an error they are given into another one.
 _WRAPPING = frozenset({("fmt", "Errorf"), ("github.com/pkg/errors", "Wrap"), ("github.com/pkg/errors", "Wrapf")})
@@ -35,12 +36,18 @@ class Wrapped:
 
     inner: str
     release: bool
+    # The wrapper returns the status itself (`func (s *Stream) wait()
+    # C.cudaError_t`, `func sync() Result { return Result(C.cudaDeviceSynchronize()) }`),
+    # not an error made of it.
+    raw: bool = False
 
 
 class StatusWrappers:
-    def __init__(self, calls: CallIndex, status: StatusSemantics):
+    def __init__(self, calls: CallIndex, status: StatusSemantics, imported: FactView):
         self.calls = calls
         self.status = status
+        # The wrappers of the other packages of the module.
+        self.imported = imported
         self._found: dict[Unit, Wrapped | None] = {}
         self._sites: list[tuple[Unit, Node, Wrapped]] | None = None
 
@@ -54,14 +61,16 @@ class StatusWrappers:
 
     def at(self, call: Node) -> Wrapped | None:
         """The wrapped status of a call of a wrapper (of this package or,
-        through its summary, of another package of the module)."""
+        through its facts, of another package of the module)."""
         callee = self.calls.callee(call)
         if callee.kind is CalleeKind.LOCAL and callee.target is not None and callee.target.kind is not UnitKind.LITERAL:
             return self.of(callee.target)
-        summary = callee.summary if callee.kind is CalleeKind.MODULE else None
-        if summary is not None and summary.status_wrapper:
-            return Wrapped(summary.status_wrapper, summary.release_wrapper)
-        return None
+        return self._imported(callee.imported) if callee.kind is CalleeKind.MODULE else None
+
+    def _imported(self, function: tuple[str, str] | None) -> Wrapped | None:
+        """The wrapped status of a wrapper of another package of the module."""
+        wrapped = self.imported.get(*function) if function is not None else None
+        return wrapped if wrapped is not None and wrapped.inner else None
 
     def call_sites(self) -> list[tuple[Unit, Node, Wrapped]]:
         """(caller, call, wrapped status) for every call of a wrapper in the
@@ -86,11 +95,11 @@ class StatusWrappers:
                         seen.add(caller)
                         pending.append(caller)
             for call, fact in self.calls.calls.items():
-                summary = self.calls.module_summary(fact)
-                if summary is not None and summary.status_wrapper:
+                wrapped = self._imported(self.calls.module_function(fact))
+                if wrapped is not None:
                     caller = by_node.get(syntax.enclosing_function(call))
                     if caller is not None:
-                        sites[call] = (caller, call, Wrapped(summary.status_wrapper, summary.release_wrapper))
+                        sites[call] = (caller, call, wrapped)
             self._sites = sorted(sites.values(), key=lambda site: site[1].start_byte)
         return self._sites
 
@@ -100,8 +109,10 @@ class StatusWrappers:
         return [(unit, wrapped) for unit, wrapped in self._found.items() if wrapped is not None]
 
     def _wrapper(self, unit: Unit) -> Wrapped | None:
-        if not unit.returns_error or unit.body is None:
+        if unit.body is None:
             return None
+        if not unit.returns_error:
+            return self._raw_wrapper(unit)
         found: list[Wrapped] = []
         for statement in syntax.return_statements(unit.body):
             values = next((c for c in statement.named_children if c.type == "expression_list"), None)
@@ -120,6 +131,48 @@ class StatusWrappers:
         if not found:
             return None
         return Wrapped(found[0].inner, all(w.release for w in found))
+
+    def _raw_wrapper(self, unit: Unit) -> Wrapped | None:
+        """A function whose last result is a code status it passes through
+        on every return (converted to a type of its own or not), from an
+        API call, a variable set from one, or another such function; a
+        return of a literal value (`return C.cudaSuccess`) may stand beside
+        them."""
+        if unit.result_count < 1:
+            return None
+        found: list[Wrapped] = []
+        for statement in syntax.return_statements(unit.body):
+            values = next((c for c in statement.named_children if c.type == "expression_list"), None)
+            expressions = syntax.expressions(values) if values is not None else []
+            if not expressions or (len(expressions) == 1 and unit.result_count > 1):
+                return None
+            last = unwrap(expressions[-1], self.calls)
+            if last is not None and last.type == "identifier":
+                symbol = self.calls.package.resolution.symbol(last)
+                if symbol is not None and symbol.function == unit.node and symbol.init is not None and symbol.init_index <= 0:
+                    last = unwrap(symbol.init, self.calls)
+                elif symbol is not None and not symbol.is_local:
+                    continue  # a constant or package-level value
+            if last is not None and last.type in ("selector_expression", "int_literal"):
+                continue  # a value of its own: `return C.cudaSuccess`
+            wrapped = self._raw_status(unit, last)
+            if wrapped is None:
+                return None
+            found.append(wrapped)
+        return Wrapped(found[0].inner, all(w.release for w in found), raw=True) if found else None
+
+    def _raw_status(self, unit: Unit, expression: Node | None) -> Wrapped | None:
+        if expression is None or expression.type != "call_expression":
+            return None
+        fact = self.calls.status_call(expression)
+        if fact is not None and fact.status is not None and fact.status.kind != "error":
+            discardable = fact.api is not None and fact.api.discardable
+            return None if discardable else Wrapped(fact.written, fact.is_release, raw=True)
+        callee = self.calls.callee(expression)
+        if callee.kind is CalleeKind.LOCAL and callee.target is not None and callee.target is not unit:
+            nested = self.of(callee.target)
+            return nested if nested is not None and nested.raw else None
+        return None
 
     def _derived(self, unit: Unit, expression: Node | None, depth: int) -> Wrapped | None:
         """Whether this error expression comes from a status."""
@@ -143,11 +196,12 @@ class StatusWrappers:
         arguments = syntax.children(expression.child_by_field_name("arguments"))
         if callee.kind is CalleeKind.LOCAL and callee.target is not None:
             nested = self.of(callee.target) if callee.target is not unit else None
-            if nested is not None:
+            if nested is not None and not nested.raw:
                 return nested
             return self._converted(callee.target, arguments)
-        if callee.kind is CalleeKind.MODULE and callee.summary is not None and callee.summary.status_wrapper:
-            return Wrapped(callee.summary.status_wrapper, callee.summary.release_wrapper)
+        wrapped = self._imported(callee.imported) if callee.kind is CalleeKind.MODULE else None
+        if wrapped is not None:
+            return wrapped
         called = self.calls.qualified(expression)
         if called is not None and (called.import_path, called.name) in _WRAPPING:
             for argument in arguments:
@@ -191,6 +245,18 @@ class StatusWrappers:
         return None
 
 
+def _exported_wrappers(p: Pass) -> dict[str, Wrapped]:
+    """The package's exported status wrappers, by the name importers call them."""
+    found = {}
+    for unit, wrapped in p.result_of(WRAPPERS).found():
+        name = exported_name(unit)
+        if name is not None:
+            found[name] = wrapped
+    return found
+
+
 WRAPPERS: Analysis[StatusWrappers] = Analysis(
-    "wrappers", __doc__ or "", lambda p: StatusWrappers(p.result_of(CALLS), p.result_of(STATUS)), requires=(CALLS, STATUS),
+    "wrappers", __doc__ or "",
+    lambda p: StatusWrappers(p.result_of(CALLS), p.result_of(STATUS), p.imported_facts(WRAPPERS)),
+    requires=(CALLS, STATUS), facts=_exported_wrappers, fact_type=Wrapped,
 )

@@ -9,7 +9,7 @@ from cudalint.analyses.calls import CALLS, CallFact, CallIndex
 from cudalint.analyses.wrappers import WRAPPERS
 from cudalint.catalog import Level, Rule
 from cudalint.prefilter import imports_of
-from cudalint.wording import status_what, success_hint, wrapper_what
+from cudalint.wording import status_what, success_hint, wrapper_advice, wrapper_what
 from cudalint.framework import Pass
 from cudalint.parse import ParsedFile
 
@@ -23,7 +23,7 @@ def check(p: Pass) -> None:
     for unit, call, wrapped in p.result_of(WRAPPERS).call_sites():
         if not wrapped.release and _error_blank(call):
             with p.isolating(unit):
-                p.report(unit, call, f"{wrapper_what(call, wrapped.inner, False)} is assigned to _; check that it is nil and handle the failure")
+                p.report(unit, call, f"{wrapper_what(call, wrapped.inner, False, wrapped.raw)} is assigned to _; {wrapper_advice(wrapped.raw)}")
     # Package-level initializers run too (in the package's init).
     for parsed in p.package.files:
         for declaration in syntax.children(parsed.root):

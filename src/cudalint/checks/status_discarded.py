@@ -10,7 +10,7 @@ from cudalint.analyses.status import STATUS, StatusSemantics
 from cudalint.analyses.wrappers import WRAPPERS
 from cudalint.catalog import Level, Rule
 from cudalint.prefilter import imports_of
-from cudalint.wording import status_what, success_hint, wrapper_what
+from cudalint.wording import status_what, success_hint, wrapper_advice, wrapper_what
 from cudalint.framework import Pass
 
 
@@ -37,7 +37,7 @@ def check(p: Pass) -> None:
     for unit, call, wrapped in p.result_of(WRAPPERS).call_sites():
         if not wrapped.release and syntax.statement_of_call(call) == "expression_statement":
             with p.isolating(unit):
-                p.report(unit, call, f"{wrapper_what(call, wrapped.inner, False)} is discarded; check that it is nil and handle the failure")
+                p.report(unit, call, f"{wrapper_what(call, wrapped.inner, False, wrapped.raw)} is discarded; {wrapper_advice(wrapped.raw)}")
 
 
 def _converted_and_dropped(calls: CallIndex, status: StatusSemantics, statement: Node) -> tuple[Node, CallFact] | None:

@@ -1,0 +1,113 @@
+"""Closures and defers met by the path walk.
+
+A func literal that refers to the followed variable shares it: deferred, it
+may release it at exit (whatever the variable holds then, so it covers the
+handle even when registered before the acquisition); called in place, its
+effect on the variable applies there; stored in a local variable, the calls
+of that variable decide (`cleanup()`, `defer cleanup()`); escaping (stored
+elsewhere, passed on, returned), it takes the handle with it. What a literal
+does with a captured variable is its summary, as for a parameter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from cudalint.analyses.calls import CallIndex
+from cudalint.analyses.lifetimes.effects import Effects
+from cudalint.analyses.lifetimes.outcomes import Effect, Origin
+from cudalint.analyses.lifetimes.states import LeftControl, Phase, State, WalkRecord, release
+from cudalint.analyses.uses import Use, UseKind, VariableUses
+from cudalint.cfg import CFG, NodeKind
+from cudalint.functions import LiteralUse, Unit
+from cudalint.scope import Symbol
+
+# Uses of a local closure that hand it (and what it captured) on.
+_ESCAPES = (UseKind.RETURN, UseKind.STORE, UseKind.PASS_UNKNOWN, UseKind.PASS_LOCAL, UseKind.CAPTURE)
+
+
+class Closures:
+    def __init__(self, calls: CallIndex, uses: VariableUses, effects: Effects):
+        self._calls = calls
+        self._uses = uses
+        self._effects = effects
+        self._defer_nodes: dict[Unit, list[int]] = {}
+
+    def defers(self, graph: CFG) -> list[int]:
+        """The function's defer statements (its nodes), in node order."""
+        found = self._defer_nodes.get(graph.unit)
+        if found is None:
+            found = self._defer_nodes[graph.unit] = [n for n in graph.statement_nodes() if graph.kind(n) is NodeKind.DEFER]
+        return found
+
+    def closure_release(self, state: State, literal: Unit, symbol: Symbol, defer_node: int) -> State:
+        """A deferred closure (or deferred call of a local closure) that may
+        release the variable at exit."""
+        summary = self._effects.summary(literal, symbol)
+        if summary.effect is Effect.BORROWS:
+            return state
+        state = replace(state, closure_released=state.closure_released | {symbol})
+        if summary.releases_on_every_path:
+            state = replace(state, closure_always=state.closure_always | {(symbol, defer_node)})
+        return state
+
+    def literal(self, origin: Origin | None, state: State, n: int, literal: Unit, symbol: Symbol, record: WalkRecord) -> State:
+        """A func literal that refers to the handle's variable."""
+        use = literal.use
+        if use is LiteralUse.DEFERRED:
+            return self.closure_release(state, literal, symbol, n)
+        if use is LiteralUse.CALLED:
+            effect = self._effects.effect(literal, symbol)
+            if effect is Effect.RELEASES:
+                return release(origin, state, n, False, record, None)
+            if effect is Effect.BORROWS:
+                return state
+        if use is LiteralUse.STORED and literal.stored_in is not None and literal.stored_in.is_local:
+            return state  # a local closure: its calls (`cleanup()`, `defer cleanup()`) decide
+        if state.phase is Phase.RELEASED:
+            return state
+        record.transferred += 1
+        raise LeftControl
+
+    def bound_closures(self, origin: Origin | None, state: State, n: int, uses: list[Use], record: WalkRecord) -> State:
+        """`defer cleanup()` / `cleanup()` / `return cleanup` where cleanup is a
+        local variable bound to a func literal that refers to the handle."""
+        for use in uses:
+            literal = self._calls.unit_of(use.symbol)
+            if literal is None or literal.stored_in is not use.symbol:
+                continue
+            captured = self._uses.captures(literal) & state.names
+            if not captured:
+                continue
+            if use.kind is UseKind.CALLED:
+                for symbol in captured:
+                    effect = self._effects.effect(literal, symbol)
+                    if use.deferred:
+                        state = self.closure_release(state, literal, symbol, n)
+                    elif effect is Effect.RELEASES:
+                        state = release(origin, state, n, False, record, None)
+                    elif effect is Effect.RETAINS and state.phase is Phase.HELD:
+                        record.transferred += 1
+                        raise LeftControl
+            elif use.kind in _ESCAPES:
+                if state.phase is Phase.HELD:
+                    record.transferred += 1
+                    raise LeftControl
+        return state
+
+    def registered_before(self, graph: CFG, start: int, state: State) -> State:
+        """Deferred closures that release a variable at exit cover it even
+        when registered before the acquisition (they read it at exit)."""
+        if not state.names:
+            return state
+        for n in self.defers(graph):
+            if n == start or not graph.has_path(n, start):
+                continue
+            for use in self._uses.uses(graph.evaluated(n)):
+                if use.symbol in state.names and use.kind is UseKind.CAPTURE and use.deferred and use.unit is not None:
+                    state = self.closure_release(state, use.unit, use.symbol, n)
+                literal = self._calls.unit_of(use.symbol)
+                if use.kind is UseKind.CALLED and use.deferred and literal is not None and literal.stored_in is use.symbol:
+                    for symbol in self._uses.captures(literal) & state.names:
+                        state = self.closure_release(state, literal, symbol, n)
+        return state

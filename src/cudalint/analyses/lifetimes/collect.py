@@ -1,0 +1,125 @@
+"""Collecting outcomes: each acquisition followed, its walk turned into findings' data.
+
+An acquisition is born (origins), walked (walk) and its record read: the
+first path that leaves the function with the handle held is the leak's
+witness (with every statement after which some path leaves it held, where
+a release could go, and a deferred release that does not cover the path);
+otherwise a variable gone out of scope with it held; overwrites, double
+releases, uses after release and mismatched releases, each once. A handle
+that arrives as a parameter and is released here is walked too, for double
+releases and uses after release (CL102, CL104).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from cudalint.analyses.lifetimes.closures import Closures
+from cudalint.analyses.lifetimes.origins import Origins
+from cudalint.analyses.lifetimes.outcomes import (
+    DoubleRelease, Leak, Lost, Mismatch, Origin, Overwrite, UnitLifetimes, UseAfterRelease,
+)
+from cudalint.analyses.lifetimes.states import Phase, State, WalkRecord
+from cudalint.analyses.lifetimes.walk import Walker
+from cudalint.analyses.uses import UseKind, VariableUses
+from cudalint.cfg import CFG, ExitKind
+from cudalint.scope import Role, Symbol
+
+
+class Collector:
+    def __init__(self, origins: Origins, walker: Walker, closures: Closures, uses: VariableUses):
+        self._origins = origins
+        self._walker = walker
+        self._closures = closures
+        self._uses = uses
+
+    def follow(self, graph: CFG, origin: Origin, result: UnitLifetimes) -> None:
+        """Follow one acquisition and add what happens to it to `result`."""
+        start = self._origins.birth(origin)
+        if start is None:
+            return
+        origin, state, leak_detail = start
+        result.origins.append(origin)
+        if leak_detail is not None:
+            result.leaks.append(Leak(origin, Lost.DISCARDED, origin.node, origin.line, (origin.node,), leak_detail))
+            return
+        if state is None:
+            return  # transferred at birth (stored in a field, returned, ...)
+        outer = [symbol for symbol in state.names if symbol.function is not None and symbol.function != origin.unit.node]
+        if outer:
+            # A func literal acquiring into a variable of its enclosing
+            # function hands the resource to that function, which reads the
+            # variable after the literal has run.
+            result.handed_up.extend((origin, symbol) for symbol in outer)
+            return
+        record = self._walker.walk(graph, origin, origin.node, state, summary=False)
+        self._collect(graph, origin, record, result)
+
+    def released_parameters(self, graph: CFG, result: UnitLifetimes) -> None:
+        """A handle that arrives as a parameter and is released here: a second
+        release, or a use after it, is a finding too (CL102, CL104)."""
+        acquired = {origin.handle for origin in result.origins}
+        seen: set[tuple[Symbol, int]] = set()
+        for n in graph.statement_nodes():
+            if not graph.reachable(n):
+                continue
+            for use in self._uses.uses(graph.evaluated(n)):
+                if use.kind is not UseKind.RELEASE or use.deferred:
+                    continue
+                symbol = use.symbol
+                if symbol.role not in (Role.PARAM, Role.RECEIVER) or symbol.name in acquired or (symbol, n) in seen:
+                    continue
+                seen.add((symbol, n))
+                state = State(Phase.RELEASED, frozenset({symbol}), released_at=n)
+                record = self._walker.walk(graph, None, n, state, summary=False)
+                for node, first, by_defer in record.double_releases:
+                    result.double_releases.append(DoubleRelease(None, node, first, by_defer, symbol.name))
+                for node, late_use, released_line in record.uses_after_release:
+                    result.uses_after_release.append(UseAfterRelease(None, node, late_use, released_line))
+
+    def _collect(self, graph: CFG, origin: Origin, record: WalkRecord, result: UnitLifetimes) -> None:
+        handleless = origin.role.handle == "none"
+        if handleless:
+            # No handle to hand over: a function that never releases the kind
+            # is an intentional initialisation; only inconsistency is a leak.
+            if record.held_exits and record.released_exits:
+                exit_node, kind, path = record.held_exits[0]
+                result.leaks.append(self._leak(graph, origin, kind, path))
+            return
+        if record.held_exits:
+            exit_node, kind, path = record.held_exits[0]
+            leak = self._leak(graph, origin, kind, path)
+            held_at = tuple(dict.fromkeys(path[-2] for _, _, path in record.held_exits if len(path) >= 2))
+            result.leaks.append(replace(leak, held_at=held_at, released_through_held=bool(record.released_after & set(held_at))))
+        elif record.lost_in_scope:
+            node, line, path = record.lost_in_scope[0]
+            result.leaks.append(Leak(origin, Lost.SCOPE, node, line, path))
+        if record.overwrites:
+            node, _ = record.overwrites[0]
+            result.overwrites.append(Overwrite(origin, node, ()))
+        for node, first, by_defer in _unique(record.double_releases):
+            result.double_releases.append(DoubleRelease(origin, node, first, by_defer, origin.handle))
+        for node, use, released_line in _unique(record.uses_after_release, key=lambda item: item[0]):
+            result.uses_after_release.append(UseAfterRelease(origin, node, use, released_line))
+        for node, call, resource in _unique(record.mismatches):
+            result.mismatches.append(Mismatch(origin, node, call, resource))
+
+    def _leak(self, graph: CFG, origin: Origin, kind: ExitKind, path: tuple[int, ...]) -> Leak:
+        last = path[-2] if len(path) >= 2 else origin.node
+        how = Lost.GOEXIT if kind is ExitKind.GOEXIT else Lost.RETURN
+        other, early = None, False
+        for n in self._closures.defers(graph):
+            for use in self._uses.uses(graph.evaluated(n)):
+                if use.kind is UseKind.RELEASE and use.deferred and use.symbol.name == origin.handle and n not in path:
+                    other = n
+                    early = graph.reachable(n) and not graph.has_path(origin.node, n)
+        return Leak(origin, how, last, graph.line(last), path, other_defer=other, defer_too_early=early)
+
+
+def _unique(items, key=lambda item: item):
+    seen = set()
+    for item in items:
+        k = key(item)
+        if k not in seen:
+            seen.add(k)
+            yield item

@@ -1,0 +1,122 @@
+"""Interprocedural effects: what a function does with a value it starts with.
+
+A handle passed to a function of the package is released, retained (handed
+on, stored, released on some paths only) or borrowed by it; the answer is a
+`Summary` of the callee's paths, computed by the same path walk that follows
+acquisitions, started at the callee's entry with the parameter held. The
+parameters of the functions a question reaches are solved together, callees
+first (`fixpoint.solve`), so a chain of calls handing a pointer on is no
+chain of nested walks. A function of another package of the module answers
+through the facts its package exported (`facts.ResourceEffects`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from cudalint import fixpoint
+from cudalint.analyses.calls import CallIndex
+from cudalint.analyses.lifetimes.outcomes import Effect, Summary
+from cudalint.analyses.lifetimes.facts import ResourceEffects
+from cudalint.analyses.lifetimes.states import Phase, State, WalkRecord
+from cudalint.analyses.uses import Use
+from cudalint.cfg import CFG, PackageCFGs
+from cudalint.framework import FactView
+from cudalint.functions import Unit, UnitKind
+from cudalint.scope import Symbol
+
+# What a walk assumes of a value it cannot follow (a body not analysed, or
+# recursion): the function keeps it.
+KEEPS = Summary(False, False, True)
+
+# The walk of a value held at a function's entry (the engine's path walk).
+WalkFromEntry = Callable[[CFG, State], WalkRecord]
+
+
+def _keeps_all(unit: Unit) -> tuple[Summary, ...]:
+    return tuple(KEEPS for _ in unit.params)
+
+
+class Effects:
+    """The summaries of the package's functions, memoised per (function,
+    variable)."""
+
+    def __init__(self, cfgs: PackageCFGs, calls: CallIndex, walk_from_entry: WalkFromEntry, imported: FactView):
+        self._cfgs = cfgs
+        self._imported = imported  # the ResourceEffects of the other packages of the module
+        self._calls = calls
+        self._walk_from_entry = walk_from_entry
+        self._summaries: dict[tuple[Unit, Symbol], Summary] = {}
+        self._in_progress: set[tuple[Unit, Symbol]] = set()
+        self._by_parameter: dict[Unit, tuple[Summary, ...]] = {}
+
+    def effect(self, unit: Unit, symbol: Symbol) -> Effect:
+        """What `unit` does with the value of `symbol` it starts with (a
+        parameter, or a variable a func literal captures)."""
+        return self.summary(unit, symbol).effect
+
+    def summary(self, unit: Unit, symbol: Symbol) -> Summary:
+        key = (unit, symbol)
+        if key in self._summaries:
+            return self._summaries[key]
+        if unit.kind is not UnitKind.LITERAL and symbol in unit.params and key not in self._in_progress:
+            # A parameter: solved with every function unit reaches, callees
+            # first, so that a chain of calls handing a pointer on is no
+            # chain of nested walks.
+            fixpoint.solve([unit], self._calls.local_callees, self._parameter_summaries, self._by_parameter, _keeps_all)
+            return self._by_parameter[unit][unit.params.index(symbol)]
+        return self._walk_summary(unit, symbol)
+
+    def effect_of_use(self, use: Use) -> Effect:
+        """What the function a handle is passed to does with it: computed
+        for the package's own functions, read from the summary for an
+        exported function of another package of the module."""
+        if use.unit is not None:
+            return self.effect_of_argument(use.unit, use.index)
+        summary = self.imported(use.callee.imported) if use.callee is not None else None
+        if summary is None or not 0 <= use.index < len(summary.params):
+            return Effect.RETAINS
+        return Effect(summary.params[use.index])
+
+    def imported(self, function: tuple[str, str] | None) -> ResourceEffects | None:
+        """The facts of a function of another package of the module."""
+        return self._imported.get(*function) if function is not None else None
+
+    def hands_out(self, import_path: str, name: str) -> bool:
+        """Whether that function of another package of the module hands a resource out."""
+        effects = self._imported.get(import_path, name)
+        return effects is not None and bool(effects.hands_out)
+
+    def effect_of_argument(self, unit: Unit, index: int) -> Effect:
+        """What `unit` does with its argument at `index` (a variadic one, or
+        one past its parameters, is retained)."""
+        params = unit.params
+        if index < 0 or index >= len(params):
+            return Effect.RETAINS
+        declaration = params[index].node.parent if params[index].node is not None else None
+        if declaration is not None and declaration.type == "variadic_parameter_declaration":
+            return Effect.RETAINS
+        return self.effect(unit, params[index])
+
+    def _parameter_summaries(self, unit: Unit) -> tuple[Summary, ...]:
+        return tuple(self._walk_summary(unit, param, memo=False) for param in unit.params)
+
+    def _walk_summary(self, unit: Unit, symbol: Symbol, memo: bool = True) -> Summary:
+        key = (unit, symbol)
+        if key in self._in_progress or unit not in self._cfgs.graphs:
+            # Recursion, or a body we could not analyse: assume it keeps it.
+            return KEEPS
+        self._in_progress.add(key)
+        try:
+            graph = self._cfgs.graphs[unit]
+            walk = self._walk_from_entry(graph, State(Phase.HELD, frozenset({symbol})))
+        finally:
+            self._in_progress.discard(key)
+        summary = Summary(
+            releases_on_some_path=walk.released_exits > 0,
+            releases_on_every_path=walk.released_exits > 0 and not walk.held_exits and not walk.transferred,
+            hands_over=walk.transferred > 0,
+        )
+        if memo:
+            self._summaries[key] = summary
+        return summary

@@ -1,0 +1,154 @@
+"""The engine's front: one object per package that rules and analyses ask.
+
+It wires the jobs together, each given its collaborators: `effects`
+(callees' summaries, computed by the walk), `closures` (func literals and
+defers the walk meets), `walk` (the path walk), `origins` (acquisitions and
+their birth), `handouts` (what the package's functions give their callers)
+and `collect` (following each acquisition into outcomes). The effects and
+the walk need each other (a summary is a walk; a walk asks callees'
+summaries), so the effects reach the walk through this front.
+
+A function's outcomes are computed once, on first demand, within a budget
+of path states; a function beyond it is given up (a `too-complex`
+notification), never analysed in silence or in gigabytes.
+"""
+
+from __future__ import annotations
+
+from cudalint.analyses.calls import CallIndex
+from cudalint.analyses.lifetimes.closures import Closures
+from cudalint.analyses.lifetimes.collect import Collector
+from cudalint.analyses.lifetimes.effects import Effects
+from cudalint.analyses.lifetimes.handouts import HandOuts
+from cudalint.analyses.lifetimes.origins import Origins
+from cudalint.analyses.lifetimes.outcomes import Effect, Origin, Summary, UnitLifetimes
+from cudalint.analyses.lifetimes.resources import VariableResources
+from cudalint.analyses.lifetimes.states import PathBudgetExceeded, State, WalkRecord
+from cudalint.analyses.lifetimes.walk import Walker
+from cudalint.analyses.owners import Owners
+from cudalint.analyses.status import StatusSemantics
+from cudalint.analyses.uses import Use, VariableUses
+from cudalint.cfg import CFG, NodeKind, PackageCFGs
+from cudalint.framework import FactView
+from cudalint.functions import Unit
+from cudalint.knowledge import ResourceSpec
+from cudalint.scope import Symbol
+
+# Path states one function's lifetimes may visit, over all its origins and
+# the summaries they need: beyond it the function is reported as too complex
+# (a `too-complex` notification), never analysed in silence or in gigabytes.
+UNIT_BUDGET = 100_000
+
+
+class Engine:
+    def __init__(
+        self, cfgs: PackageCFGs, calls: CallIndex, uses: VariableUses, owners: Owners, status: StatusSemantics, imported: FactView,
+    ):
+        self.owners = owners  # the package's owning types, for its exported summary
+        self._cfgs = cfgs
+        self._calls = calls
+        self._results: dict[Unit, UnitLifetimes] = {}
+        self._analysing: set[Unit] = set()
+        self._effects = Effects(cfgs, calls, self._walk_from_entry, imported)
+        closures = Closures(calls, uses, self._effects)
+        self._resources = VariableResources(calls, owners)
+        self._walker = Walker(calls, uses, status, self._resources, self._effects, closures)
+        self._hand_outs = HandOuts(calls, owners, self.lifetimes, self._analysing.__contains__, self._effects.hands_out)
+        self._origins = Origins(calls, self._effects, self._hand_outs.handed_out, self.lifetimes)
+        self._collector = Collector(self._origins, self._walker, closures, uses)
+
+    # -- outcomes ---------------------------------------------------------------
+
+    def lifetimes(self, unit: Unit) -> UnitLifetimes:
+        """What happens to every acquisition of `unit` (empty for a function
+        given up: over the budget of path states)."""
+        found = self._results.get(unit)
+        if found is None:
+            self._analysing.add(unit)
+            try:
+                with self._walker.budget(UNIT_BUDGET):
+                    found = self._analyse(unit)
+            except PathBudgetExceeded:
+                self._cfgs.give_up(unit, f"has too many paths to follow (over {UNIT_BUDGET:,} path states)")
+                found = UnitLifetimes(unit)
+            finally:
+                self._analysing.discard(unit)
+            self._results[unit] = found
+        return found
+
+    def units_with_acquisitions(self) -> list[Unit]:
+        """The functions that acquire something: by an API call, or by a
+        call of a function of the package that hands a resource out."""
+        return self._hand_outs.units_with_acquisitions()
+
+    def handed_out(self, unit: Unit) -> list[tuple[Origin, int]]:
+        """What a function of the package hands its caller: (acquisition,
+        result index) for each resource it acquires, never leaks, and
+        returns."""
+        return self._hand_outs.handed_out(unit)
+
+    def returns_on_success(self, origin: Origin) -> list[int]:
+        """The return statements reached from the acquisition on its success
+        side (where the resource is held), in node order."""
+        graph = self._cfgs.graphs[origin.unit]
+        birth = self._origins.birth(origin)
+        if birth is None or birth[1] is None:
+            return []
+        state = birth[1]
+        walker = self._walker
+
+        def step(n: int, _: None):
+            if n != origin.node and graph.kind(n) is NodeKind.RETURN:
+                return
+            for edge in graph.out_edges(n):
+                if walker.through_edge(origin, state, edge) is not None:
+                    yield edge.target, None
+
+        return sorted(n for n, _ in graph.walk(origin.node, None, step) if graph.kind(n) is NodeKind.RETURN)
+
+    # -- effects ------------------------------------------------------------------
+
+    def effect(self, unit: Unit, symbol: Symbol) -> Effect:
+        """What `unit` does with the value of `symbol` it starts with (a
+        parameter, or a variable a func literal captures)."""
+        return self._effects.effect(unit, symbol)
+
+    def summary(self, unit: Unit, symbol: Symbol) -> Summary:
+        """How `unit`'s paths treat the value of `symbol` it starts with."""
+        return self._effects.summary(unit, symbol)
+
+    def effect_of_use(self, use: Use) -> Effect:
+        """What the function a handle is passed to does with it."""
+        return self._effects.effect_of_use(use)
+
+    def effect_of_argument(self, unit: Unit, index: int) -> Effect:
+        """What `unit` does with its argument at `index`."""
+        return self._effects.effect_of_argument(unit, index)
+
+    def resources_of(self, symbol: Symbol, origin: Origin | None = None) -> list[ResourceSpec]:
+        """The resources a variable may hold: the followed origin's, or those
+        its declared type or its initialising call say."""
+        return self._resources.of(symbol, origin)
+
+    # -- the jobs, wired ------------------------------------------------------------
+
+    def _analyse(self, unit: Unit) -> UnitLifetimes:
+        result = UnitLifetimes(unit)
+        graph = self._cfgs.graphs.get(unit)
+        if graph is None:
+            return result
+        follow = self._collector.follow
+        for origin in self._origins.of_wrappers(unit, graph) + self._origins.of_literals(unit, graph):
+            follow(graph, origin, result)
+        api_facts = self._calls.api_facts_in(unit)
+        if not api_facts:
+            return result
+        for origin in self._origins.of_api_calls(unit, graph):
+            follow(graph, origin, result)
+        if any(fact.api.is_release for fact in api_facts):
+            self._collector.released_parameters(graph, result)
+        return result
+
+    def _walk_from_entry(self, graph: CFG, state: State) -> WalkRecord:
+        """A summary's walk: the value held at the function's entry."""
+        return self._walker.walk(graph, None, graph.entry, state, summary=True)

@@ -1,0 +1,132 @@
+"""Hand-outs: the resources a function of the package gives its caller.
+
+A function that acquires a resource, never leaks it and returns it as a
+bare variable (with a nil error where it returns one: `func alloc(n)
+(unsafe.Pointer, error)`), or returns the acquiring call itself (`return
+C.CString(s)`), or wraps it in an owning type it constructs, hands it out:
+its callers acquire that resource at their call. Hand-outs are solved
+callees first, so a chain of wrappers is no chain of nested analyses; the
+functions that acquire anything are those calling the API, a module
+wrapper, or a function of the package that hands something out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from cudalint import fixpoint, syntax
+from cudalint.analyses.calls import CallIndex
+from cudalint.analyses.lifetimes.origins import Lifetimes, value_parent
+from cudalint.analyses.lifetimes.outcomes import Origin
+from cudalint.analyses.owners import Owners, owned_resource
+from cudalint.functions import Unit, UnitKind
+
+
+class HandOuts:
+    def __init__(
+        self, calls: CallIndex, owners: Owners, lifetimes: Lifetimes, analysing: Callable[[Unit], bool],
+        module_hands_out: Callable[[str, str], bool],
+    ):
+        self._calls = calls
+        self._module_hands_out = module_hands_out  # (import path, name) of a module function that hands out
+        self._owners = owners
+        self._lifetimes = lifetimes
+        self._analysing = analysing
+        self._handing: dict[Unit, list[tuple[Origin, int]]] = {}
+        self._acquiring: list[Unit] | None = None
+
+    def handed_out(self, unit: Unit) -> list[tuple[Origin, int]]:
+        """What a function of the package hands its caller: (acquisition,
+        result index) for each resource it acquires, never leaks, and
+        returns as a bare variable, with a nil error where it returns one
+        (`func alloc(n) (unsafe.Pointer, error)`). Its callers then acquire
+        that resource at their call, held where the error is nil."""
+        if unit in self._handing:
+            return self._handing[unit]
+        if self._analysing(unit) or unit.kind is UnitKind.LITERAL or unit.body is None:
+            return []  # recursion, or not a function its callers name
+        # Callees first; a recursive wrapper hands out nothing (the answer
+        # its callers got before it was known), so nothing in a cycle is
+        # analysed under an assumption that changes afterwards.
+        fixpoint.solve([unit], self._calls.local_callees, self._hand_outs, self._handing, lambda _: [], rounds=0)
+        return self._handing[unit]
+
+    def units_with_acquisitions(self) -> list[Unit]:
+        """The functions that acquire something: by an API call, or by a
+        call of a function of the package that hands a resource out."""
+        if self._acquiring is None:
+            calls = self._calls
+            found = {unit.node: unit for unit in calls.units_calling_api() + calls.units_calling_module(self._module_hands_out)}
+            # A literal may hand what it acquires to the function around it.
+            for literal in list(found.values()):
+                if literal.kind is UnitKind.LITERAL and literal.parent is not None:
+                    found.setdefault(literal.parent.node, literal.parent)
+            pending = list(found.values())
+            by_node = {unit.node: unit for unit in calls.package.units}
+            while pending:
+                wrapper = pending.pop()
+                if not self.handed_out(wrapper):
+                    continue
+                for call in calls.calls_of(wrapper):
+                    caller = by_node.get(syntax.enclosing_function(call))
+                    if caller is not None and caller.node not in found:
+                        found[caller.node] = caller
+                        pending.append(caller)
+            self._acquiring = [unit for unit in calls.package.units if unit.node in found]
+        return self._acquiring
+
+    def _hand_outs(self, unit: Unit) -> list[tuple[Origin, int]]:
+        if unit.kind is UnitKind.LITERAL or unit.body is None:
+            return []
+        found = self._lifetimes(unit)
+        lost = {leak.origin for leak in found.leaks} | {overwrite.origin for overwrite in found.overwrites}
+        handed = []
+        for origin in found.origins:
+            if origin in lost or origin.role.handle == "none":
+                continue
+            index = _returned_at(unit, origin.handle) if origin.handle else self._returned_directly(unit, origin)
+            if index is not None:
+                handed.append((origin, index))
+                continue
+            constructed = self._owners.constructed(unit, origin.handle, origin.resource) if origin.handle else None
+            if constructed is not None:
+                index, owner = constructed
+                handed.append((replace(origin, resource=owned_resource(origin.resource, owner.type_name, owner.methods)), index))
+        return handed
+
+    def _returned_directly(self, unit: Unit, origin: Origin) -> int | None:
+        """`return C.CString(s)`: the position of the acquiring call among
+        the returned values (with a nil error after it, if any)."""
+        if not origin.role.is_result:
+            return None
+        child, parent = value_parent(origin.call, self._calls)
+        if parent is None or parent.type != "expression_list" or parent.parent is None or parent.parent.type != "return_statement":
+            return None
+        values = syntax.expressions(parent)
+        if len(values) == 1 and unit.result_count > 1:
+            return origin.role.index  # `return alloc(n)`: its results are the function's
+        index = next((i for i, value in enumerate(values) if value.id == child.id), None)
+        if index is None or (unit.returns_error and (index == len(values) - 1 or syntax.text(values[-1]) != "nil")):
+            return None
+        return index
+
+
+def _returned_at(unit: Unit, handle: str) -> int | None:
+    """The result position at which the function returns the variable
+    `handle` itself, if every return that returns it does so there with a
+    nil error (when the last result is an error); None otherwise."""
+    index = None
+    returns_error = unit.returns_error
+    for statement in syntax.return_statements(unit.body):
+        values = next((c for c in statement.named_children if c.type == "expression_list"), None)
+        expressions = syntax.expressions(values) if values is not None else []
+        positions = [i for i, e in enumerate(expressions) if e.type == "identifier" and syntax.text(e) == handle]
+        if not positions:
+            continue
+        if len(positions) > 1 or (index is not None and positions[0] != index):
+            return None
+        if returns_error and syntax.text(expressions[-1]) != "nil":
+            return None
+        index = positions[0]
+    return index

@@ -1,0 +1,315 @@
+"""Acquisitions: where a function comes to hold a resource, and who holds it.
+
+An origin is a call the knowledge names as an acquire (`C.cudaMalloc(&p,
+n)`), a call of a function of the package that hands a resource out (a
+wrapper, as its hand-outs say), an exported function of another package of
+the module that does (as its summary says), or a func literal that runs at
+a known call and acquires into a variable of this function. Its birth is the
+state right after the call: the variable that holds the handle (through
+`&p`, an assignment of the result, or none: a result discarded or only
+compared is lost at once) and the proxy, the variable or expression whose
+test says whether the acquire succeeded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.analyses.calls import CalleeKind, CallIndex, unwrap
+from cudalint.analyses.lifetimes.effects import Effects
+from cudalint.analyses.lifetimes.outcomes import Effect, Origin, UnitLifetimes
+from cudalint.analyses.lifetimes.states import Phase, State
+from cudalint.analyses.owners import owned_resource
+from cudalint.analyses.status import ERROR_STATUS
+from cudalint.cfg import CFG
+from cudalint.functions import Unit, UnitKind
+from cudalint.knowledge import ApiFunction, CallRole
+from cudalint.scope import Symbol
+
+# What a function of the package hands its caller: (acquisition, result index).
+HandOuts = Callable[[Unit], list[tuple[Origin, int]]]
+# A function's outcomes (what a func literal hands up to the function around it).
+Lifetimes = Callable[[Unit], UnitLifetimes]
+# The state right after an acquisition: the origin (with its handle named),
+# who holds it (None: handed over at once), and why it is lost at once.
+Birth = tuple[Origin, State | None, str | None]
+
+
+class Origins:
+    def __init__(self, calls: CallIndex, effects: Effects, handed_out: HandOuts, lifetimes: Lifetimes):
+        self._calls = calls
+        self._effects = effects
+        self._handed_out = handed_out
+        self._lifetimes = lifetimes
+
+    def of_api_calls(self, unit: Unit, graph: CFG) -> list[Origin]:
+        """Acquisitions by calls the knowledge describes, reachable ones, in
+        source order."""
+        origins = []
+        for fact in self._calls.api_facts_in(unit):
+            acquires = fact.api.roles("acquire")
+            if not acquires:
+                continue
+            n = graph.node_containing(fact.node)
+            if n is None or not graph.reachable(n):
+                continue
+            for resource, role in acquires:
+                origins.append(Origin(unit, n, fact.node, fact.written, fact.api, resource, role, ""))
+        return origins
+
+    def of_wrappers(self, unit: Unit, graph: CFG) -> list[Origin]:
+        """Acquisitions by calls of the package's functions that hand a
+        resource out, as if each were an API call returning it."""
+        if unit.body is None:
+            return []
+        origins = []
+        for call in syntax.calls_in(unit.body):
+            callee = self._calls.callee(call)
+            target = callee.target
+            if callee.kind is CalleeKind.MODULE and self._effects.hands_out(*callee.imported):
+                origins.extend(self._of_module_function(unit, graph, call, callee))
+                continue
+            if callee.kind is not CalleeKind.LOCAL or target is None or target is unit or target.kind is UnitKind.LITERAL:
+                continue
+            n = graph.node_containing(call)
+            if n is None or not graph.reachable(n):
+                continue
+            for inner, index in self._handed_out(target):
+                api = ApiFunction(
+                    inner.api.family, target.name, ERROR_STATUS if target.returns_error else None,
+                    False, (), (inner.resource,),
+                )
+                origins.append(Origin(
+                    unit, n, call, callee.written, api, inner.resource, CallRole(target.name, f"result{index}"), "", via=inner,
+                ))
+        return origins
+
+    def of_literals(self, unit: Unit, graph: CFG) -> list[Origin]:
+        """Acquisitions a func literal makes into this function's variables,
+        where the literal runs at a known call and returns an error: called
+        in place (`func() error {...}()`) or passed to a function of the
+        package that calls it and returns an error (`retry(func() error
+        {...})`). The resource is held where that call's error is nil."""
+        if unit.body is None:
+            return []
+        origins = []
+        for call in syntax.calls_in(unit.body):
+            if syntax.enclosing_function(call) != unit.node:
+                continue
+            for literal in self._literals_run_by(call):
+                if literal.parent is not unit or not literal.returns_error:
+                    continue
+                n = graph.node_containing(call)
+                if n is None or not graph.reachable(n):
+                    continue
+                for inner, symbol in self._lifetimes(literal).handed_up:
+                    if symbol.function != unit.node:
+                        continue
+                    api = ApiFunction(inner.api.family, inner.written, ERROR_STATUS, False, (), (inner.resource,))
+                    origins.append(Origin(
+                        unit, n, inner.call, inner.written, api, inner.resource, CallRole(inner.written, "captured"),
+                        symbol.name, captured=symbol, through=call,
+                    ))
+        return origins
+
+    def _literals_run_by(self, call: Node) -> list[Unit]:
+        function = syntax.unparen(call.child_by_field_name("function"))
+        if function is not None and function.type == "func_literal":
+            found = self._calls.literal(function)
+            return [found] if found is not None else []
+        arguments = call.child_by_field_name("arguments")
+        if arguments is None or not any(syntax.unparen(a).type == "func_literal" for a in syntax.children(arguments)):
+            return []  # nothing to run: spare classifying the call
+        callee = self._calls.callee(call)
+        target = callee.target
+        if callee.kind is not CalleeKind.LOCAL or target is None or not target.returns_error:
+            return []
+        literals = []
+        for index, argument in enumerate(syntax.children(call.child_by_field_name("arguments"))):
+            argument = syntax.unparen(argument)
+            if argument is not None and argument.type == "func_literal" and _calls_parameter(target, index):
+                found = self._calls.literal(argument)
+                if found is not None:
+                    literals.append(found)
+        return literals
+
+    def _of_module_function(self, unit: Unit, graph: CFG, call: Node, callee) -> list[Origin]:
+        """`gpu.Alloc(n)` of another package of the module that hands out a
+        resource: an acquisition here, as its summary says."""
+        n = graph.node_containing(call)
+        if n is None or not graph.reachable(n):
+            return []
+        origins = []
+        for handed in self._effects.imported(callee.imported).hands_out:
+            found = self._calls.knowledge.resource(handed.family, handed.resource)
+            if found is None:
+                continue
+            family, resource = found
+            if handed.owner:
+                qualifier = callee.written.rsplit(".", 1)[0]
+                resource = owned_resource(resource, f"{qualifier}.{handed.owner}", handed.methods)
+            api = ApiFunction(family, callee.written, ERROR_STATUS if handed.returns_error else None, False, (), (resource,))
+            origins.append(Origin(
+                unit, n, call, callee.written, api, resource, CallRole(callee.written, f"result{handed.index}"), "",
+                via_text=handed.via,
+            ))
+        return origins
+
+    def birth(self, origin: Origin) -> Birth | None:
+        """The state right after the acquiring call: who holds the handle and
+        which variable carries the status. None: nothing to follow."""
+        call, role = origin.call, origin.role
+        if origin.captured is not None:
+            return origin, State(Phase.HELD, frozenset({origin.captured}), self._proxy(replace(origin, call=origin.through))), None
+        proxy = self._proxy(origin)
+        if role.handle == "none":
+            return origin, State(Phase.HELD, frozenset(), proxy), None
+        if role.is_result:
+            return self._result_birth(origin, proxy)
+        arguments = syntax.children(call.child_by_field_name("arguments"))
+        if role.index >= len(arguments):
+            return None
+        argument = unwrap(arguments[role.index], self._calls)
+        if argument is None:
+            return None
+        if role.is_out:
+            if argument.type != "unary_expression" or syntax.text(argument.child_by_field_name("operator")) != "&":
+                return None  # stored through a pointer the caller gave: handed over at once
+            target = unwrap(argument.child_by_field_name("operand"), self._calls)
+        else:
+            target = argument
+        if target is None or target.type != "identifier":
+            return None  # `&b.ptr`: owned by the struct from the start
+        symbol = self._calls.package.resolution.symbol(target)
+        if symbol is None or not symbol.is_local:
+            return None  # a global: the package owns it
+        origin = replace(origin, handle=symbol.name)
+        return origin, State(Phase.HELD, frozenset({symbol}), proxy), None
+
+    def _result_birth(self, origin: Origin, proxy) -> Birth | None:
+        call = origin.call
+        child, parent = value_parent(call, self._calls)
+        if parent is None:
+            return None
+        if parent.type == "expression_list":
+            holder = parent.parent
+            if holder is not None and holder.type == "return_statement":
+                return origin, None, None
+            if holder is not None and holder.type in ("short_var_declaration", "assignment_statement", "var_spec"):
+                left = (
+                    holder.children_by_field_name("name") if holder.type == "var_spec"
+                    else syntax.expressions(holder.child_by_field_name("left"))
+                )
+                right = syntax.children(parent)
+                if len(right) == 1:
+                    index = origin.role.index if len(left) > 1 else 0
+                else:
+                    index = [c.id for c in right].index(child.id) if origin.role.index == 0 else -1
+                if not 0 <= index < len(left):
+                    return None
+                target = syntax.unparen(left[index])
+                if target is not None and target.type == "identifier":
+                    if syntax.text(target) == "_":
+                        return origin, State(Phase.HELD, frozenset()), "its result is assigned to _"
+                    symbol = self._calls.package.resolution.symbol(target)
+                    if symbol is not None and symbol.is_local:
+                        return replace(origin, handle=symbol.name), State(Phase.HELD, frozenset({symbol}), proxy), None
+                return origin, None, None
+            return None
+        if parent.type == "expression_statement":
+            return origin, State(Phase.HELD, frozenset()), "its result is discarded"
+        if parent.type == "argument_list":
+            return self._temporary(origin, parent.parent, [c.id for c in syntax.children(parent)].index(child.id))
+        if parent.type in ("binary_expression", "if_statement", "unary_expression"):
+            return origin, State(Phase.HELD, frozenset()), "its result is only compared, never stored"
+        return origin, None, None
+
+    def _temporary(self, origin: Origin, call: Node, index: int) -> Birth:
+        """`C.puts(C.CString(s))`: the result is handed straight to a call."""
+        callee = self._calls.callee(call)
+        if callee.kind is CalleeKind.API and callee.api is not None:
+            if any(role.index == index for _, role in callee.api.roles("release")):
+                return origin, None, None
+            if any(role.index == index for _, role in callee.api.roles("transfer")):
+                return origin, None, None
+            return origin, State(Phase.HELD, frozenset()), f"it is passed to {callee.written} and then lost"
+        if callee.kind in (CalleeKind.FAMILY, CalleeKind.STD_BORROW):
+            return origin, State(Phase.HELD, frozenset()), f"it is passed to {callee.written} and then lost"
+        if callee.kind is CalleeKind.LOCAL and callee.target is not None:
+            if self._effects.effect_of_argument(callee.target, index) is Effect.BORROWS:
+                return origin, State(Phase.HELD, frozenset()), f"it is passed to {callee.written}, which does not free it, and then lost"
+        return origin, None, None
+
+    def _proxy(self, origin: Origin) -> Symbol | Node | None:
+        """The variable (or call, inside a condition) whose test says whether
+        the acquire succeeded."""
+        status = origin.status
+        current: Node = origin.call
+        while True:
+            child, parent = value_parent(current, self._calls)
+            if parent is None:
+                return None
+            if parent.type == "binary_expression":
+                return current
+            if parent.type == "argument_list":
+                current = parent.parent  # a helper converting the status: its result carries it
+                continue
+            if parent.type == "expression_list":
+                holder = parent.parent
+                if holder is None or holder.type not in ("short_var_declaration", "assignment_statement", "var_spec"):
+                    return None
+                left = (
+                    holder.children_by_field_name("name") if holder.type == "var_spec"
+                    else syntax.expressions(holder.child_by_field_name("left"))
+                )
+                if current is origin.call:
+                    if status is None:
+                        return None
+                    index = status.result_index(len(left))
+                else:
+                    index = len(left) - 1
+                if not 0 <= index < len(left) or (current is origin.call and origin.role.is_result and index == origin.role.index):
+                    return None
+                target = syntax.unparen(left[index])
+                if target is None or target.type != "identifier" or syntax.text(target) == "_":
+                    return None
+                return self._calls.package.resolution.symbol(target)
+            return None
+
+
+def value_parent(node: Node, calls: CallIndex) -> tuple[Node, Node | None]:
+    """The node that consumes a value, skipping parentheses and conversions."""
+    child, parent = node, node.parent
+    while parent is not None:
+        if parent.type == "parenthesized_expression":
+            child, parent = parent, parent.parent
+            continue
+        if parent.type == "argument_list":
+            call = parent.parent
+            if call is not None and calls.callee(call).kind is CalleeKind.CONVERSION:
+                child, parent = call, call.parent
+                continue
+        return child, parent
+    return child, None
+
+
+def _calls_parameter(function: Unit, index: int) -> bool:
+    """Whether `function` calls its parameter `index` itself, on its own
+    goroutine (`f()`, not `go f()` nor inside a literal)."""
+    params = function.params
+    if index >= len(params) or function.body is None:
+        return False
+    parameter = params[index]
+    for call in syntax.calls_in(function.body):
+        callee = syntax.unparen(call.child_by_field_name("function"))
+        if (
+            callee is not None and callee.type == "identifier" and syntax.enclosing_function(call) == function.node
+            and syntax.statement_of_call(call) != "go_statement"
+            and function.resolution.symbol(callee) is parameter
+        ):
+            return True
+    return False

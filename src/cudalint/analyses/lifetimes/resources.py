@@ -1,0 +1,71 @@
+"""The resources a variable may hold, when no acquisition says.
+
+A variable not followed from its acquisition (a parameter, a field's
+value) holds what its type owns: an owning type of the package
+(`owners`), an owning type of another package of the module (its facts),
+a type of a knowledge family with a release method (`set.Free()`), or what
+the call that initialised it acquires. The walk asks this to know whether a
+method call releases the handle; `defers` asks it to word a deferred
+release.
+"""
+
+from __future__ import annotations
+
+from cudalint import syntax
+from cudalint.analyses.calls import CallIndex
+from cudalint.analyses.lifetimes.outcomes import Origin
+from cudalint.analyses.owners import Owners, owned_resource
+from cudalint.gotypes import imported_type
+from cudalint.knowledge import ResourceSpec
+from cudalint.scope import Symbol
+
+
+class VariableResources:
+    def __init__(self, calls: CallIndex, owners: Owners):
+        self._calls = calls
+        self._owners = owners
+
+    def of(self, symbol: Symbol, origin: Origin | None = None) -> list[ResourceSpec]:
+        """The resources a variable may hold: the followed origin's, or those
+        its declared type or its initialising call say."""
+        if origin is not None:
+            return [origin.resource]
+        calls = self._calls
+        found: list[ResourceSpec] = []
+        owner = self._owners.of(calls.local_type(symbol))
+        if owner is not None:
+            found.extend(owned_resource(resource, owner.type_name, owner.methods) for resource in owner.resources)
+        declared = imported_type(calls.package.resolution, symbol)
+        if declared is not None:
+            path, type_name = declared
+            found.extend(self._owned_elsewhere(symbol, path, type_name))
+            for family in calls.knowledge.families:
+                if family.import_path != path:
+                    continue
+                for resource in family.resources:
+                    if any(r.handle == "receiver" and r.call.startswith(f"{family.qualifier}.{type_name}.") for r in resource.release):
+                        found.append(resource)
+        init = syntax.unparen(symbol.init)
+        fact = calls.calls.get(init) if init is not None else None
+        if fact is not None and fact.api is not None:
+            found.extend(resource for resource, _ in fact.api.roles("acquire"))
+        return found
+
+    def releases_by_method(self, symbol: Symbol, method: str, origin: Origin | None) -> bool:
+        """Whether calling `method` on the variable releases what it holds."""
+        return any(resource.release_method(method) is not None for resource in self.of(symbol, origin))
+
+    def _owned_elsewhere(self, symbol: Symbol, path: str, type_name: str) -> list[ResourceSpec]:
+        """`b *gpu.Buffer`: the resources an owning type of another package of
+        the module holds, as its summary says."""
+        calls = self._calls
+        summary = self._owners.elsewhere(path, type_name)
+        if summary is None or not summary.owns:
+            return []
+        qualifier = syntax.text(symbol.type_node).lstrip("*").rsplit(".", 1)[0]
+        found = []
+        for family_name, resource_name in summary.owns:
+            known = calls.knowledge.resource(family_name, resource_name)
+            if known is not None:
+                found.append(owned_resource(known[1], f"{qualifier}.{type_name}", summary.methods))
+        return found

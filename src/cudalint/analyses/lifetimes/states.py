@@ -1,0 +1,99 @@
+"""What the path walk carries and records.
+
+A walk follows one handle (an acquisition, or a value a function starts
+with) over (node, state) pairs. The state is small and finite so that the
+walk terminates: which variables hold the handle, whether it is held or
+released, the variable that carries the acquire's status, and the releases
+registered to run at exit. What the walk sees on the way (exits with the
+handle held, releases, hand-overs, double releases, uses after release) is
+written into a `WalkRecord`, which the engine turns into outcomes.
+
+The transition shared by the walk and the closures it meets (a release)
+lives here too, so that neither reaches into the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import Enum
+
+from tree_sitter import Node
+
+from cudalint.analyses.lifetimes.outcomes import Origin
+from cudalint.analyses.uses import Use
+from cudalint.cfg import ExitKind
+from cudalint.knowledge import ResourceSpec
+from cudalint.scope import Symbol
+
+
+class Phase(str, Enum):
+    HELD = "held"
+    RELEASED = "released"
+
+
+@dataclass(frozen=True)
+class State:
+    phase: Phase
+    names: frozenset[Symbol]
+    # The status of the acquire, while it has not been tested: a variable
+    # (`st := C.cudaMalloc(&p, n)`) or the call itself inside a condition.
+    proxy: Symbol | Node | None = None
+    # The `defer release(x)` registered while held (it captured the value).
+    deferred_release: int | None = None
+    # Variables a deferred closure will release at exit, whatever they hold then,
+    # and the defer statements of those that release on every path.
+    closure_released: frozenset[Symbol] = frozenset()
+    closure_always: frozenset[tuple[Symbol, int]] = frozenset()
+    # A variable that went out of scope was captured by such a closure: the
+    # closure still sees the value and releases it at exit.
+    captured_release: bool = False
+    released_at: int | None = None  # the node that released it
+
+    @property
+    def covered(self) -> bool:
+        """A release registered to run at exit will release the handle."""
+        return self.deferred_release is not None or self.captured_release or bool(self.names & self.closure_released)
+
+
+@dataclass
+class WalkRecord:
+    """Result of following one origin (or one parameter, for a summary)."""
+
+    held_exits: list[tuple[int, ExitKind, tuple[int, ...]]] = field(default_factory=list)
+    released_exits: int = 0
+    released_after: set[int] = field(default_factory=set)  # the statements those exits leave from
+    transferred: int = 0
+    lost_in_scope: list[tuple[int, int, tuple[int, ...]]] = field(default_factory=list)  # (node, line, path)
+    overwrites: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)
+    double_releases: list[tuple[int, int, bool]] = field(default_factory=list)  # (second, first, by defer)
+    uses_after_release: list[tuple[int, Use, int]] = field(default_factory=list)  # (node, use, released at)
+    mismatches: list[tuple[int, str, ResourceSpec]] = field(default_factory=list)
+
+
+class PathBudgetExceeded(Exception):
+    """The function has more paths than the engine follows."""
+
+
+class LeftControl(Exception):
+    """The followed handle left the function's control (transferred or failed)."""
+
+
+def release(origin: Origin | None, state: State, n: int, deferred: bool, record: WalkRecord, role) -> State:
+    """Node n releases the handle, now or (deferred) at exit: a second
+    release is recorded, and so is a release of another kind of resource."""
+    if role is not None and origin is not None:
+        resource, _ = role
+        if resource != origin.resource and resource.name != origin.resource.name:
+            record.mismatches.append((n, role[1].call, resource))
+    if deferred:
+        if state.phase is Phase.RELEASED:
+            record.double_releases.append((n, state.released_at or 0, False))
+            return state
+        if state.deferred_release is not None:
+            record.double_releases.append((n, state.deferred_release, True))
+            return state
+        return replace(state, deferred_release=n)
+    if state.phase is Phase.RELEASED:
+        record.double_releases.append((n, state.released_at or 0, False))
+        return state
+    return replace(state, phase=Phase.RELEASED, released_at=n, proxy=None)

@@ -1,0 +1,367 @@
+"""The path walk: one handle followed over a function's control-flow graph.
+
+From the acquiring call (or a function's entry, for a summary) the walk is
+a breadth-first search over (node, state) pairs, so it is exact along each
+path up to the state's precision, terminates (states are finite), and its
+parents give the shortest witness path for every finding. On each edge the
+failure side of the acquire's status test is cut (`status` decides which
+side that is), variables whose scope the edge leaves die, and the exits are
+recorded; on each node the handle's uses apply: reads first (the right-hand
+side is evaluated before the assignment), then copies, then writes.
+
+A walk spends path states from the budget of the function being analysed;
+beyond it the function is given up (`PathBudgetExceeded`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.analyses.calls import CalleeKind, CallIndex
+from cudalint.analyses.lifetimes.closures import Closures
+from cudalint.analyses.lifetimes.effects import Effects
+from cudalint.analyses.lifetimes.outcomes import Effect, Origin
+from cudalint.analyses.lifetimes.resources import VariableResources
+from cudalint.analyses.lifetimes.states import LeftControl, PathBudgetExceeded, Phase, State, WalkRecord, release
+from cudalint.analyses.status import Outcome, Roles, StatusSemantics, StatusSource, Subject
+from cudalint.analyses.uses import Use, UseKind, VariableUses
+from cudalint.cfg import CFG, Edge, ExitKind, NodeKind
+from cudalint.functions import Unit
+from cudalint.scope import Role, Symbol
+
+_MAX_STATES = 20000  # per walk; a guard, far above what real functions need
+
+
+class Walker:
+    def __init__(
+        self, calls: CallIndex, uses: VariableUses, status: StatusSemantics, resources: VariableResources,
+        effects: Effects, closures: Closures,
+    ):
+        self._calls = calls
+        self._uses = uses
+        self._status = status
+        self._resources = resources
+        self._effects = effects
+        self._closures = closures
+        self._budget: int | None = None  # path states left for the function being analysed
+
+    @contextmanager
+    def budget(self, states: int) -> Iterator[None]:
+        """Walks inside draw on a budget of this many path states (the
+        function being analysed); the outer budget is restored after."""
+        outer, self._budget = self._budget, states
+        try:
+            yield
+        finally:
+            self._budget = outer
+
+    def walk(self, graph: CFG, origin: Origin | None, start: int, state: State, *, summary: bool) -> WalkRecord:
+        """Follow the handle from node `start` in `state` (origin None: a
+        value the function starts with, for a summary)."""
+        record = WalkRecord()
+        if origin is not None:
+            state = self._closures.registered_before(graph, start, state)
+        parents: dict[tuple[int, State], tuple[int, State] | None] = {(start, state): None}
+        queue: deque[tuple[int, State]] = deque([(start, state)])
+        reported_scope = False
+        handleless = origin is not None and origin.role.handle == "none"
+        while queue:
+            if len(parents) >= _MAX_STATES and self._budget is not None:
+                raise PathBudgetExceeded
+            if len(parents) >= _MAX_STATES:
+                break
+            if self._budget is not None:
+                self._budget -= 1
+                if self._budget < 0:
+                    raise PathBudgetExceeded
+            node, current = queue.popleft()
+            for edge in graph.out_edges(node):
+                successor = edge.target
+                following = self.through_edge(origin, current, edge)
+                if following is None:
+                    continue
+                following, dead = self._scope_exit(graph, following, node, successor)
+                if dead is not None and not following.names and not handleless:
+                    if following.phase is Phase.HELD and not following.covered and not reported_scope and origin is not None:
+                        reported_scope = True
+                        path = _path(parents, (node, current)) + (successor,)
+                        record.lost_in_scope.append((node, _scope_end_line(graph, node, successor, dead), path))
+                    continue
+                if graph.kind(successor) is NodeKind.EXIT:
+                    _at_exit(record, following, graph.exit_kind(successor), parents, (node, current), successor)
+                    continue
+                try:
+                    after = self._through_node(graph, origin, following, successor, record, summary)
+                except LeftControl:
+                    continue
+                key = (successor, after)
+                if key not in parents:
+                    parents[key] = (node, current)
+                    queue.append(key)
+        return record
+
+    def through_edge(self, origin: Origin | None, state: State, edge: Edge) -> State | None:
+        """The state on the far side of an edge; None where the edge cannot
+        be taken in this state (the failure side of the acquire's status
+        test holds nothing, a constant-false condition is never true)."""
+        condition = edge.condition
+        if condition is not None:
+            constant = self._calls.package.resolution.constant_bool(condition)
+            if constant is not None and constant != edge.polarity:
+                return None  # `if debug` with `const debug = false`: never taken
+        if state.phase is not Phase.HELD:
+            return state
+        outcome = None
+        source = _source(origin)
+        if condition is not None:
+            outcome = self._status.test(source, self._roles(state), condition, bool(edge.polarity))
+        elif edge.tests_case:
+            outcome = self._status.case(source, self._roles(state), edge.tag, edge.case, bool(edge.polarity))
+        if outcome is Outcome.FAILURE:
+            return None
+        if outcome is Outcome.SUCCESS:
+            return replace(state, proxy=None)
+        return state
+
+    def _roles(self, state: State) -> Roles:
+        """What an expression tested on a path is to the walk: the status
+        (the proxy: the status variable, or an error made of it), or the
+        handle (compared with nil)."""
+        resolution = self._calls.package.resolution
+
+        def roles(subject: Node) -> Subject | None:
+            proxy = state.proxy
+            if proxy is not None and (
+                (isinstance(proxy, Node) and subject == proxy)
+                or (subject.type == "identifier" and resolution.symbol(subject) is proxy)
+            ):
+                return Subject.STATUS
+            if subject.type == "identifier" and resolution.symbol(subject) in state.names:
+                return Subject.HANDLE
+            return None
+
+        return roles
+
+    def _scope_exit(self, graph: CFG, state: State, node: int, successor: int) -> tuple[State, Node | None]:
+        """Variables whose scope the edge leaves die on it."""
+        if not state.names or graph.kind(successor) is NodeKind.EXIT:
+            return state, None
+        here = graph.ast(node)
+        there = graph.ast(successor)
+        if there is None:
+            return state, None
+        dying = []
+        for symbol in state.names:
+            scope = symbol.scope_node
+            if scope is None or symbol.role is not Role.LOCAL or scope == symbol.function:
+                continue
+            if _inside(there, scope):
+                continue
+            if here is None or _inside(here, scope) or graph.kind(node) is NodeKind.ENTRY:
+                dying.append(symbol)
+        if not dying:
+            return state, None
+        captured = state.captured_release or any(symbol in state.closure_released for symbol in dying)
+        return replace(state, names=state.names - frozenset(dying), captured_release=captured), dying[0].scope_node
+
+    def _through_node(self, graph: CFG, origin: Origin | None, state: State, n: int, record: WalkRecord, summary: bool) -> State:
+        """Apply what node n does to the handle: reads first (the right-hand
+        side is evaluated before the assignment), then copies, then writes."""
+        uses = self._uses.uses(graph.evaluated(n))
+        kind = graph.kind(n)
+        if origin is not None and origin.role.handle == "none":
+            return self._handleless_node(graph, origin, state, n)
+        mine = [use for use in uses if use.symbol in state.names]
+        resource = origin.resource if origin is not None else None
+        aliases: set[Symbol] = set()
+        applied_literals: set[tuple[Unit, Symbol]] = set()
+        for use in mine:
+            if use.kind in (UseKind.WRITE, UseKind.ACQUIRE_OUT):
+                continue
+            if resource is not None and resource.any_use_releases:
+                # context.WithCancel's cancel: calling it, deferring it or
+                # handing it on all dispose of it.
+                if use.deferred:
+                    state = replace(state, deferred_release=n)
+                    continue
+                record.transferred += 1
+                raise LeftControl
+            state = self._read(origin, state, n, use, record, aliases, applied_literals)
+        state = self._closures.bound_closures(origin, state, n, uses, record)
+        if kind is NodeKind.RETURN and state.names & set(graph.unit.results) and not _returns_values(graph.ast(n)):
+            record.transferred += 1
+            raise LeftControl
+        if aliases:
+            state = replace(state, names=state.names | frozenset(aliases))
+        for use in mine:
+            if use.kind not in (UseKind.WRITE, UseKind.ACQUIRE_OUT) or use.symbol in aliases:
+                continue
+            remaining = state.names - {use.symbol}
+            if state.phase is Phase.HELD and not remaining and state.deferred_release is None:
+                if origin is not None and not summary:
+                    record.overwrites.append((n, ()))
+                record.transferred += 1  # the walk ends here either way
+                raise LeftControl
+            if not remaining:
+                raise LeftControl
+            state = replace(state, names=remaining, proxy=None if use.symbol is state.proxy else state.proxy)
+        if isinstance(state.proxy, Symbol) and origin is not None:
+            converted = self._converted(graph, origin, state.proxy, n)
+            if converted is not None:
+                return replace(state, proxy=converted)
+        if isinstance(state.proxy, Symbol) and any(
+            u.symbol is state.proxy and u.kind is UseKind.WRITE for u in uses
+        ):
+            state = replace(state, proxy=None)
+        return state
+
+    def _converted(self, graph: CFG, origin: Origin, proxy: Symbol, n: int) -> Symbol | None:
+        """`err = errorString(st)` where errorString is a converter of the
+        package, or `err := Result(st)`, a conversion to the package's own
+        status type: from here on, err says whether the acquisition succeeded."""
+        statement = graph.ast(n)
+        if statement is None or graph.kind(n) is not NodeKind.STMT:
+            return None
+        resolution = self._calls.package.resolution
+        for left, right in syntax.assignment_sides(statement):
+            if len(right) != 1 or not left:
+                continue
+            call = syntax.unparen(right[0])
+            if call is None or call.type != "call_expression":
+                continue
+            arguments = syntax.children(call.child_by_field_name("arguments"))
+            index = next((i for i, a in enumerate(arguments) if a.type == "identifier" and resolution.symbol(a) is proxy), None)
+            callee = self._calls.callee(call)
+            target = syntax.unparen(left[-1])
+            if index is None or target is None or target.type != "identifier" or syntax.text(target) == "_":
+                continue
+            if callee.kind is CalleeKind.CONVERSION and len(arguments) == 1 and len(left) == 1:
+                return resolution.symbol(target)
+            if callee.kind is not CalleeKind.LOCAL or callee.target is None:
+                continue
+            if self._status.converts(callee.target, index, _source(origin)):
+                return resolution.symbol(target)
+        return None
+
+    def _read(self, origin: Origin | None, state: State, n: int, use: Use, record: WalkRecord, aliases: set, applied: set) -> State:
+        released = state.phase is Phase.RELEASED
+        kind = use.kind
+        if kind is UseKind.RELEASE:
+            return release(origin, state, n, use.deferred, record, use.role)
+        if kind is UseKind.METHOD:
+            if self._resources.releases_by_method(use.symbol, use.method, origin):
+                return release(origin, state, n, use.deferred, record, None)
+            if released:
+                record.uses_after_release.append((n, use, state.released_at or 0))
+            return state
+        if kind is UseKind.CALLED:
+            if released:
+                record.uses_after_release.append((n, use, state.released_at or 0))
+            return state
+        if kind in (UseKind.RETURN, UseKind.TRANSFER_CALL):
+            if released:
+                record.uses_after_release.append((n, use, state.released_at or 0))
+                return state
+            record.transferred += 1
+            raise LeftControl
+        if kind in (UseKind.STORE, UseKind.PASS_UNKNOWN):
+            if released:
+                return state
+            record.transferred += 1
+            raise LeftControl
+        if kind in (UseKind.PASS_API, UseKind.DEREF):
+            if released:
+                record.uses_after_release.append((n, use, state.released_at or 0))
+            return state
+        if kind is UseKind.ALIAS and use.target is not None:
+            aliases.add(use.target)
+            return state
+        if kind is UseKind.PASS_LOCAL and (use.unit is not None or use.callee is not None):
+            effect = self._effects.effect_of_use(use)
+            if effect is Effect.RELEASES:
+                return release(origin, state, n, use.deferred, record, None)
+            if effect is Effect.RETAINS and not released:
+                record.transferred += 1
+                raise LeftControl
+            return state
+        if kind is UseKind.CAPTURE and use.unit is not None:
+            key = (use.unit, use.symbol)
+            if key in applied:
+                return state
+            applied.add(key)
+            return self._closures.literal(origin, state, n, use.unit, use.symbol, record)
+        return state
+
+    def _handleless_node(self, graph: CFG, origin: Origin, state: State, n: int) -> State:
+        """nvmlInit / nvmlShutdown: no handle, so any release of the kind counts."""
+        for root in graph.evaluated(n):
+            for call in syntax.calls_in(root):
+                fact = self._calls.calls.get(call)
+                if fact is None or fact.api is None:
+                    continue
+                if any(resource.name == origin.resource.name for resource, _ in fact.api.roles("release")):
+                    deferred = _is_deferred_call(call)
+                    if deferred:
+                        state = replace(state, deferred_release=n)
+                    elif state.phase is Phase.HELD:
+                        state = replace(state, phase=Phase.RELEASED, released_at=n, proxy=None)
+        return state
+
+
+def _at_exit(record: WalkRecord, state: State, kind: ExitKind, parents, previous, exit_node: int) -> None:
+    if kind not in (ExitKind.RETURN, ExitKind.GOEXIT):
+        return
+    if state.phase is not Phase.RELEASED and not state.covered:
+        record.held_exits.append((exit_node, kind, _path(parents, previous) + (exit_node,)))
+        return
+    record.released_exits += 1
+    if previous is not None:
+        record.released_after.add(previous[0])
+    if state.phase is Phase.RELEASED and state.released_at is not None:
+        if state.deferred_release is not None:
+            record.double_releases.append((state.deferred_release, state.released_at, True))
+        for symbol, defer_node in state.closure_always:
+            if symbol in state.names:
+                record.double_releases.append((defer_node, state.released_at, True))
+
+
+def _source(origin: Origin | None) -> StatusSource | None:
+    """The status an acquisition's call reports (None on a summary walk)."""
+    return StatusSource.of(origin.api, origin.written) if origin is not None else None
+
+
+def _path(parents: dict, key) -> tuple[int, ...]:
+    nodes = []
+    while key is not None:
+        nodes.append(key[0])
+        key = parents.get(key)
+    return tuple(reversed(nodes))
+
+
+def _inside(node: Node | None, scope: Node | None) -> bool:
+    if node is None or scope is None:
+        return False
+    return scope.start_byte <= node.start_byte < scope.end_byte
+
+
+def _returns_values(statement: Node | None) -> bool:
+    return statement is not None and any(c.type == "expression_list" for c in statement.named_children)
+
+
+def _scope_end_line(graph: CFG, node: int, successor: int, scope: Node) -> int:
+    if graph.kind(node) in (NodeKind.CONTINUE, NodeKind.BREAK, NodeKind.GOTO):
+        return graph.line(node)
+    return scope.end_point[0] + 1
+
+
+def _is_deferred_call(call: Node) -> bool:
+    parent = call.parent
+    while parent is not None and parent.type == "parenthesized_expression":
+        parent = parent.parent
+    return parent is not None and parent.type == "defer_statement"
