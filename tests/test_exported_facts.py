@@ -34,8 +34,8 @@ GPU = "example.com/fixtures/module/gpu"
 
 @pytest.fixture()
 def module(tmp_path: Path) -> Path:
-    """The two-package fixture module (gpu hands out, svc imports gpu) plus
-    a package that imports neither."""
+    """The fixture module (gpu hands out, svc and deferred import gpu) plus
+    a package that imports none of them."""
     root = tmp_path / "mod"
     root.mkdir()
     (root / "go.mod").write_text("module example.com/fixtures\n\ngo 1.19\n")
@@ -197,7 +197,7 @@ def test_an_edit_reanalyses_the_package_and_its_importers_only(module: Path, tmp
     gpu = module / "module" / "gpu" / "gpu.go"
     gpu.write_text(gpu.read_text() + "\n// An edit of the dependency.\n")
     assert _findings(check(["./..."], base=module, cache_dir=cache)) == _findings(cold)
-    assert sorted(analysed) == ["gpu", "svc"], "other imports neither: its cached result stands"
+    assert sorted(analysed) == ["deferred", "gpu", "svc"], "other imports neither: its cached result stands"
     assert made == []
 
 

@@ -46,7 +46,7 @@ class DeferredReleases:
     def _find_units(self) -> list[Unit]:
         calls = self._calls
         package = calls.package
-        if not calls.api_calls and not calls.units_calling_module_wrappers():
+        if not calls.api_calls and not self._lifetimes.units_with_acquisitions():
             return []  # acquires nothing, directly or through the module's wrappers
         release_methods = {
             role.method for family in self._knowledge.families for resource in family.resources
