@@ -10,7 +10,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from cudalint.cli import main
+from cudalint.app.cli import main
 
 
 @dataclass

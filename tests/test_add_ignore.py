@@ -1,5 +1,5 @@
 """Issue 24: `--add-ignore REASON` (ruff's --add-noqa): a directive above each
-line with a reported finding, written under --fix's rules (rewrite.py)."""
+line with a reported finding, written under --fix's rules (fixes/rewrite.py)."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def test_only_what_the_run_reports(tree: Path) -> None:
 
 
 def test_a_file_changed_since_it_was_analysed_is_not_written(tree: Path, monkeypatch) -> None:
-    from cudalint import addignore
+    from cudalint.app import addignore
 
     real = addignore.add
 

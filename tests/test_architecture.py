@@ -39,21 +39,20 @@ def test_no_private_name_crosses_a_module(path: Path) -> None:
             assert not private, f"{_module_name(path)} imports {module}.{name}"
 
 
-# Modules of checks/ that are no rule: what messages say (wording), where
-# fixes put statements (placement), and the shapes CL503's fix rewrites
-# (header_rewrite, longer than the rule's one screen).
-SHARED = ("wording", "placement", "header_rewrite")
-
-
 @pytest.mark.parametrize("path", sorted((PACKAGE / "checks").glob("*.py")), ids=lambda p: p.name)
-def test_a_rule_imports_no_other_rule(path: Path) -> None:
+def test_checks_holds_rules_only_and_a_rule_imports_no_other_rule(path: Path) -> None:
+    """checks/ is the rules, one module each, and their registry: what
+    rules share lives below them (`wording`, the prefilter's `imports_of`,
+    the fix machinery of `cudalint.fixes`)."""
     if path.name == "__init__.py":
         return
+    defined = {
+        target.id for node in ast.parse(path.read_text(encoding="utf-8")).body if isinstance(node, ast.Assign)
+        for target in node.targets if isinstance(target, ast.Name)
+    }
+    assert "RULE" in defined, f"{path.name} defines no RULE: a module of checks/ is one rule"
     for module, name in _imports(path):
-        if module == "cudalint.checks":
-            assert name in SHARED, f"{path.name} imports the rule module {name}"
-        elif module.startswith("cudalint.checks."):
-            assert module.removeprefix("cudalint.checks.") in SHARED, f"{path.name} imports {module}"
+        assert not (module == "cudalint.checks" or module.startswith("cudalint.checks.")), f"{path.name} imports {module}.{name}"
 
 
 @pytest.mark.parametrize("path", sorted((PACKAGE / "analyses").rglob("*.py")), ids=lambda p: p.relative_to(PACKAGE).as_posix())
@@ -212,3 +211,34 @@ def test_go_types_are_inferred_only_by_the_type_oracle(path: Path) -> None:
     assert not inferred, f"{path.name} infers Go types: {sorted(inferred)}"
     # Struct fields (and embedded types) are read off a declaration only there.
     assert not ('"struct_type"' in text and '"field_declaration"' in text), f"{path.name} reads struct fields"
+
+
+# The package's front door imports the application lazily (`cudalint.check`),
+# and `python -m cudalint` starts it.
+_DOORS = {"cudalint", "cudalint.__main__"}
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_the_application_is_on_top(path: Path) -> None:
+    """The application (cudalint.app: command line, session, configuration,
+    baseline, changes) uses the pipeline and nothing below uses it; the fix
+    machinery (cudalint.fixes) serves rules and application and imports
+    neither."""
+    name = _module_name(path)
+    if name == "cudalint.app" or name.startswith("cudalint.app.") or name in _DOORS:
+        return
+    for module, _ in _imports(path):
+        assert not (module == "cudalint.app" or module.startswith("cudalint.app.")), f"{name} imports {module}"
+        if name.startswith("cudalint.fixes"):
+            assert not module.startswith("cudalint.checks"), f"{name} imports {module}"
+
+
+def test_the_command_line_and_the_library_share_one_run() -> None:
+    """Only the session calls the driver's analysis: the command line and
+    `cudalint.check` both go through it, so they cannot drift apart."""
+    callers = {
+        _module_name(path) for path in MODULES
+        if not _module_name(path).startswith("cudalint.driver")
+        and any(module.startswith("cudalint.driver") and name == "analyze" for module, name in _imports(path))
+    }
+    assert callers == {"cudalint.app.session"}

@@ -214,7 +214,7 @@ def test_every_fixture_gives_byte_identical_output_however_it_is_run(tmp_path: P
 
 _GRAPH_LIBRARY_PROBE = """
 import sys
-from cudalint.cli import main
+from cudalint.app.cli import main
 try:
     main(["-j", "1", "-q", "./..."])
 except SystemExit:

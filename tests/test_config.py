@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from clirun import cudalint
-from cudalint.config import glob_regex
+from cudalint.globs import glob_regex
 
 SOURCE = """package p
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cudalint import api, cside
+from cudalint import cside
+from cudalint.app import session
 from cudalint.parse import parse
 from cudalint.source import read_source
 from conftest import FIXTURES
@@ -71,8 +72,8 @@ def test_with_the_cuda_headers_the_except_lists_are_a_fallback(monkeypatch: pyte
     whose headers this machine has), every fixture gives the same findings:
     the headers say which names return no status or are types."""
     with_lists = {directory: _findings(run_fixture(directory)) for directory in _package_dirs()}
-    real = api.load_knowledge
-    monkeypatch.setattr(api, "load_knowledge", lambda files: _strip_excepts(real(files), STRIPPED))
+    real = session.load_knowledge
+    monkeypatch.setattr(session, "load_knowledge", lambda files: _strip_excepts(real(files), STRIPPED))
     stripped = _strip_excepts(real(()), STRIPPED)
     assert stripped.lookup("C", "cudaGetErrorString") is not None  # the pattern alone takes it for a status call
     for directory, expected in with_lists.items():

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from cudalint import cli, entry, rewrite
+from cudalint.app import entry, fixing, session
+from cudalint.fixes import rewrite
 from clirun import cudalint, cudalint_process
 from conftest import FIXTURES
 
@@ -144,7 +145,7 @@ def test_a_cache_entry_cannot_put_its_code_in_a_report_s_fixes(project: Path, re
 
 
 def test_a_fix_naming_a_file_the_run_did_not_analyse_is_refused(project: Path) -> None:
-    from cudalint import rewrite
+    from cudalint.fixes import rewrite
 
     analysed = {"leaks.go": project / "leaks.go"}
     with pytest.raises(rewrite.Refused, match="not one of the files this run analysed"):
@@ -159,7 +160,7 @@ def test_a_fix_naming_a_file_the_run_did_not_analyse_is_refused(project: Path) -
 
 def _after_first_analysis(monkeypatch: pytest.MonkeyPatch, action: Callable[[], None]) -> None:
     """Run `action` right after the run's first analysis (before it fixes)."""
-    analyze = cli.analyze
+    analyze = session.analyze
     calls = []
 
     def analyse_then_act(*args, **kwargs):
@@ -169,7 +170,7 @@ def _after_first_analysis(monkeypatch: pytest.MonkeyPatch, action: Callable[[], 
             action()
         return result
 
-    monkeypatch.setattr(cli, "analyze", analyse_then_act)
+    monkeypatch.setattr(session, "analyze", analyse_then_act)
 
 
 def test_a_second_run_that_fixed_first_leaves_nothing_to_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -328,7 +329,7 @@ def test_a_symlinked_directory_leading_out_of_the_tree_is_not_rewritten(tmp_path
 def test_an_interrupted_run_says_which_files_it_rewrote(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture,
 ) -> None:
-    analyze = cli.analyze
+    analyze = session.analyze
     calls = []
 
     def interrupted_the_second_time(*args, **kwargs):
@@ -337,7 +338,7 @@ def test_an_interrupted_run_says_which_files_it_rewrote(
             raise KeyboardInterrupt
         return analyze(*args, **kwargs)
 
-    monkeypatch.setattr(cli, "analyze", interrupted_the_second_time)
+    monkeypatch.setattr(session, "analyze", interrupted_the_second_time)
     monkeypatch.chdir(project)
     assert entry.run(["--isolated", "--no-cache", "--fix", "."]) == 2
     stderr = capsys.readouterr().err
@@ -375,13 +376,13 @@ def test_a_run_whose_file_another_run_fixed_reports_what_the_file_holds_now(
     expected.mkdir()
     (expected / "leaks.go").write_bytes(GOLDEN)
     status_on_fixed = cudalint("--isolated", "--no-cache", ".", cwd=expected).exit_code
-    write = cli._rewrite
+    write = fixing.write
 
-    def fixed_by_another_run_first(path, edits, analysed, root):
+    def fixed_by_another_run_first(run, path, edits, analysed, root):
         (project / "leaks.go").write_bytes(GOLDEN)
-        return write(path, edits, analysed, root)
+        return write(run, path, edits, analysed, root)
 
-    monkeypatch.setattr(cli, "_rewrite", fixed_by_another_run_first)
+    monkeypatch.setattr(fixing, "write", fixed_by_another_run_first)
     status = entry.run(["--isolated", "--no-cache", "--format", "json", "--fix", "."])
     captured = capsys.readouterr()
     assert "leaks.go changed since it was analysed: not fixed" in captured.err

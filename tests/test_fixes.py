@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cudalint import fixes
+from cudalint.fixes import editing
 from cudalint.findings import Fix, Finding, Position, Span, TextEdit
 from clirun import cudalint, cudalint_process
 from conftest import FIXTURES
@@ -241,17 +241,17 @@ def _finding(*edits: TextEdit, safe: bool = True) -> Finding:
 
 def test_overlapping_fixes_wait_a_round_and_unsafe_ones_need_asking() -> None:
     first, overlapping, apart = _edit(0, 4, "ABCD", "abcd"), _edit(2, 6, "XY", "cdef"), _edit(8, 9, "Z", "i")
-    plan = fixes.plan([_finding(first), _finding(overlapping), _finding(apart), _finding(apart, safe=False)])
+    plan = editing.plan([_finding(first), _finding(overlapping), _finding(apart), _finding(apart, safe=False)])
     assert plan.fixes == 2 and plan.edits["f.go"] == [first, apart]
-    assert fixes.plan([_finding(apart, safe=False)]).fixes == 0
-    assert fixes.plan([_finding(apart, safe=False)], unsafe=True).fixes == 1
-    assert fixes.apply(b"abcdefghi", plan.edits["f.go"]) == b"ABCDefghZ"
+    assert editing.plan([_finding(apart, safe=False)]).fixes == 0
+    assert editing.plan([_finding(apart, safe=False)], unsafe=True).fixes == 1
+    assert editing.apply(b"abcdefghi", plan.edits["f.go"]) == b"ABCDefghZ"
 
 
 def test_a_file_changed_since_it_was_read_is_not_written() -> None:
     edit = _edit(0, 4, "ABCD", "abcd")
-    assert fixes.apply(b"abcd", [edit]) == b"ABCD"
-    assert fixes.apply(b"wxyz", [edit]) is None
+    assert editing.apply(b"abcd", [edit]) == b"ABCD"
+    assert editing.apply(b"wxyz", [edit]) is None
 
 
 def test_a_loop_body_is_wrapped_only_with_unsafe_fixes(tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ import pytest
 import tree_sitter
 import tree_sitter_go
 
-from cudalint import gofmt, syntax
+from cudalint import syntax
+from cudalint.fixes import gofmt
 
 _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_go.language()))
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from clirun import CGO_FILE, cudalint
-from cudalint.cli import _nothing_analysed
-from cudalint.config import Config, PathGlobs
+from cudalint.app.inputs import nothing_analysed
+from cudalint.app.config import Config
+from cudalint.globs import PathGlobs
 from cudalint.discover import Discovery, IgnoreRule, discover
 from gitrepo import git, init
 
@@ -188,9 +189,9 @@ def test_nothing_analysed_names_both_causes(tmp_path: Path) -> None:
     ) in done.stderr
 
 
-def test_nothing_analysed_without_go_files_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _nothing_analysed(Discovery(), PathGlobs.compile(tmp_path, ()), Config(), (), tmp_path)
-    assert capsys.readouterr().err == "cudalint: warning: nothing analysed: no Go files found\n"
+def test_nothing_analysed_without_go_files_says_so(tmp_path: Path) -> None:
+    said = nothing_analysed(Discovery(), PathGlobs.compile(tmp_path, ()), Config(), (), tmp_path)
+    assert said == "cudalint: warning: nothing analysed: no Go files found"
     write(tmp_path, {"notes.txt": "no Go here\n"})
     done = cudalint("--no-cache", "./...", cwd=tmp_path)
     assert done.exit_code == 2

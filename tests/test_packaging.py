@@ -32,7 +32,7 @@ def test_wheel_carries_every_rules_file(wheel: Path) -> None:
     shipped = {f"cudalint/rules/{p.name}" for p in (ROOT / "rules").glob("*.toml")}
     assert shipped and shipped <= names
     assert "cudalint/rules/README.md" in names
-    assert "cudalint/cli.py" in names and "cudalint/checks/status_discarded.py" in names
+    assert "cudalint/app/cli.py" in names and "cudalint/checks/status_discarded.py" in names
 
 
 def test_installed_package_reads_its_own_rules(wheel: Path, tmp_path: Path) -> None:

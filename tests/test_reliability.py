@@ -113,15 +113,15 @@ def test_a_real_full_file_system(tmp_path: Path) -> None:
 
 _BUSY = textwrap.dedent("""
     import sys, time
-    import cudalint.cli as cli
+    import cudalint.app.session as session
 
     def busy(*args, **kwargs):
         print("busy", file=sys.stderr, flush=True)
         time.sleep(60)
 
-    cli.analyze = busy
+    session.analyze = busy
     sys.argv = ["cudalint", "--no-cache", "./..."]
-    from cudalint.entry import main
+    from cudalint.app.entry import main
     main()
 """)
 
@@ -146,14 +146,14 @@ def test_interrupted_runs_exit_2(project: Path, signum: int) -> None:
 
 _RAISING = textwrap.dedent("""
     import sys
-    import cudalint.cli as cli
+    import cudalint.app.inputs as inputs
 
     def broken(*args, **kwargs):
         raise {error}
 
-    cli.discover = broken
+    inputs.discover = broken
     sys.argv = ["cudalint", "--no-cache", *sys.argv[1:]]
-    from cudalint.entry import main
+    from cudalint.app.entry import main
     main()
 """)
 

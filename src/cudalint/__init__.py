@@ -17,7 +17,7 @@ def __getattr__(name: str):
     """`cudalint.check` without importing the analysis on `import cudalint`
     (the command line's start-up pays only for what it uses)."""
     if name == "check":
-        from cudalint.api import check
+        from cudalint.app.api import check
 
         return check
     raise AttributeError(name)

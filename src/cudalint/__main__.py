@@ -1,4 +1,4 @@
-from cudalint.entry import main
+from cudalint.app.entry import main
 
 if __name__ == "__main__":
     main()

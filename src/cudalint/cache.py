@@ -52,7 +52,7 @@ _TEMPORARY = ".tmp-"
 _MAGIC = b"cudalint-cache"
 _GITIGNORE = b"# Automatically created by cudalint.\n*\n"
 _TAG = b"Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by cudalint.\n"
-# What `--clean-cache` requires of a directory before it removes it (cleancache.py).
+# What `--clean-cache` requires of a directory before it removes it (app/cleancache.py).
 CACHEDIR_TAG = _TAG
 
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)

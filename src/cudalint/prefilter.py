@@ -10,10 +10,16 @@ returns" may live in a file that mentions no CUDA at all.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from cudalint.catalog import Rule
-from cudalint.knowledge import Knowledge
+from cudalint.knowledge import Family, Knowledge
+
+
+def imports_of(knowledge: Knowledge, wanted: Callable[[Family], bool]) -> frozenset[bytes]:
+    """A rule's needles: the quoted import paths of the knowledge families
+    it has something to say about."""
+    return frozenset(f'"{family.import_path}"'.encode() for family in knowledge.families if wanted(family))
 
 
 def needles_for(rules: Iterable[Rule], knowledge: Knowledge, enabled: frozenset[str]) -> tuple[bytes, ...]:

@@ -10,8 +10,8 @@ from cudalint.analyses.lifetimes import LIFETIMES, Engine
 from cudalint.analyses.uses import USES, UseKind, VariableUses
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
-from cudalint.checks.placement import after_success_check, move_defer
-from cudalint.checks.wording import imports_of
+from cudalint.fixes.placement import after_success_check, move_defer
+from cudalint.prefilter import imports_of
 from cudalint.findings import Fix
 from cudalint.framework import Pass, Ref
 from cudalint.functions import Unit

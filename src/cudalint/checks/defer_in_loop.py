@@ -10,8 +10,8 @@ from cudalint.analyses.defers import DEFERS, DeferredReleases
 from cudalint.analyses.uses import USES, UseKind, VariableUses
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
-from cudalint.checks.placement import indent_of, replacement
-from cudalint.checks.wording import imports_of
+from cudalint.fixes.placement import indent_of, replacement
+from cudalint.prefilter import imports_of
 from cudalint.findings import Fix
 from cudalint.framework import Pass
 from cudalint.functions import Unit

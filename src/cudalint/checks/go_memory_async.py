@@ -6,7 +6,7 @@ from cudalint import syntax
 from cudalint.analyses.calls import CALLS
 from cudalint.analyses.provenance import PROVENANCE
 from cudalint.catalog import Level, Rule
-from cudalint.checks.wording import imports_of
+from cudalint.prefilter import imports_of
 from cudalint.framework import Pass
 
 

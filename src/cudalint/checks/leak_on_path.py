@@ -13,8 +13,9 @@ from cudalint.analyses.lifetimes import LIFETIMES, Engine, Leak, Lost, Origin
 from cudalint.analyses.uses import USES, UseKind, VariableUses
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
-from cudalint.checks.placement import after_success_check, indent_of, insert_after, insert_before, move_defer, statement_of
-from cudalint.checks.wording import imports_of, release_statement, release_verb, where_to_fix
+from cudalint.fixes.placement import after_success_check, indent_of, insert_after, insert_before, move_defer, statement_of
+from cudalint.prefilter import imports_of
+from cudalint.wording import release_statement, release_verb, where_to_fix
 from cudalint.findings import Fix, Step
 from cudalint.framework import Pass, Ref
 from cudalint.functions import Unit

@@ -5,7 +5,7 @@ from __future__ import annotations
 from cudalint.analyses.calls import CALLS
 from cudalint.analyses.locks import LOCKS, Event, concerns_threads, lock_outcomes, unlocks_somewhere
 from cudalint.catalog import Level, Rule
-from cudalint.checks.wording import imports_of
+from cudalint.prefilter import imports_of
 from cudalint.framework import Pass, Ref
 
 

@@ -6,7 +6,8 @@ from cudalint.analyses.calls import CALLS
 from cudalint.analyses.lifetimes import LIFETIMES
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG
-from cudalint.checks.wording import imports_of, release_verb
+from cudalint.prefilter import imports_of
+from cudalint.wording import release_verb
 from cudalint.framework import Pass, Ref
 from cudalint.functions import Unit
 

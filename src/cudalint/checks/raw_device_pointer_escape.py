@@ -9,7 +9,7 @@ from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
 from cudalint.analyses.lifetimes import LIFETIMES
 from cudalint.analyses.uses import USES, Use, UseKind
 from cudalint.catalog import Level, Rule
-from cudalint.checks.wording import imports_of
+from cudalint.prefilter import imports_of
 from cudalint.framework import Pass, Ref
 from cudalint.functions import Unit, UnitKind
 from cudalint.knowledge import CallRole

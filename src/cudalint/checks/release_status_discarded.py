@@ -6,7 +6,8 @@ from cudalint import syntax
 from cudalint.analyses.calls import CALLS
 from cudalint.analyses.wrappers import WRAPPERS
 from cudalint.catalog import Level, Rule
-from cudalint.checks.wording import imports_of, status_what, wrapper_what
+from cudalint.prefilter import imports_of
+from cudalint.wording import status_what, wrapper_what
 from cudalint.framework import Pass
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from cudalint import syntax
 from cudalint.catalog import Level, Rule
 from cudalint.framework import Pass
-from cudalint.checks.header_rewrite import Rewriter, without_import
+from cudalint.fixes.header_rewrite import Rewriter, without_import
 from cudalint.functions import innermost_unit
 from cudalint.parse import ParsedFile
 

@@ -8,7 +8,8 @@ from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CallFact, CallIndex
 from cudalint.analyses.wrappers import WRAPPERS
 from cudalint.catalog import Level, Rule
-from cudalint.checks.wording import imports_of, status_what, success_hint, wrapper_advice, wrapper_what
+from cudalint.prefilter import imports_of
+from cudalint.wording import status_what, success_hint, wrapper_advice, wrapper_what
 from cudalint.framework import Pass
 from cudalint.parse import ParsedFile
 

@@ -9,7 +9,8 @@ from cudalint.analyses.calls import CALLS, CalleeKind, CallFact, CallIndex
 from cudalint.analyses.status import STATUS, StatusSemantics
 from cudalint.analyses.wrappers import WRAPPERS
 from cudalint.catalog import Level, Rule
-from cudalint.checks.wording import imports_of, status_what, success_hint, wrapper_advice, wrapper_what
+from cudalint.prefilter import imports_of
+from cudalint.wording import status_what, success_hint, wrapper_advice, wrapper_what
 from cudalint.framework import Pass
 
 

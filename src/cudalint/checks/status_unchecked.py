@@ -7,7 +7,8 @@ from cudalint.analyses.calls import CALLS, CallFact, CallIndex
 from cudalint.analyses.uses import USES, Use, UseKind, VariableUses
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, ExitKind, NodeKind
-from cudalint.checks.wording import imports_of, success_hint
+from cudalint.prefilter import imports_of
+from cudalint.wording import success_hint
 from cudalint.framework import Pass, Ref
 from cudalint.functions import Unit
 from cudalint.scope import Role, Symbol

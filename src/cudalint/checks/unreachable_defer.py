@@ -9,7 +9,7 @@ from cudalint.analyses.defers import DEFERS, DeferredReleases
 from cudalint.analyses.uses import USES, UseKind, VariableUses
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
-from cudalint.checks.wording import imports_of
+from cudalint.prefilter import imports_of
 from cudalint.framework import Pass
 from cudalint.functions import Unit
 from cudalint.scope import Role

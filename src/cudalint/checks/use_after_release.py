@@ -10,7 +10,7 @@ from cudalint.analyses.lifetimes import LIFETIMES
 from cudalint.analyses.uses import UseKind
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG
-from cudalint.checks.wording import imports_of
+from cudalint.prefilter import imports_of
 from cudalint.framework import Pass, Ref
 from cudalint.functions import Unit
 

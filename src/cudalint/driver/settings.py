@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudalint.config import PerFileIgnores
+from cudalint.globs import PerFileIgnores
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ import sys
 import traceback
 from typing import Any, NoReturn
 
-from cudalint import pipestatus
+from cudalint.app import pipestatus
 
 EXIT_CLEAN, EXIT_ERROR = 0, 2
 
@@ -153,7 +153,7 @@ def run(args: list[str] | None = None) -> int:
         return EXIT_ERROR
     code: Any
     try:
-        from cudalint.cli import main as command
+        from cudalint.app.cli import main as command
 
         code = command.main(args=args, prog_name="cudalint", standalone_mode=False)
     except SystemExit as exit_:

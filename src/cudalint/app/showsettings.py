@@ -15,7 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cudalint.catalog import select_rules
-from cudalint.config import Config, PathGlobs, find_config
+from cudalint.app.config import Config, find_config
+from cudalint.globs import PathGlobs
 from cudalint.source import display_path
 
 

@@ -5,15 +5,13 @@ checks so that every message says the same thing the same way."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.analyses.calls import CallFact
 from cudalint.analyses.lifetimes import Origin
 from cudalint.analyses.status import first_success_as_written
-from cudalint.knowledge import CallRole, Family, Knowledge, ResourceSpec
+from cudalint.knowledge import CallRole, ResourceSpec
 
 _VERBS = (
     ("unregister", "unregistered"), ("free", "freed"), ("destroy", "destroyed"), ("unload", "unloaded"),
@@ -115,8 +113,3 @@ def success_hint(fact: CallFact) -> str:
         return "check that it is nil and handle the failure"
     return f"compare it with {first_success_as_written(fact)} and handle the failure"
 
-
-def imports_of(knowledge: Knowledge, wanted: Callable[[Family], bool]) -> frozenset[bytes]:
-    """Prefilter needles: the quoted import paths of the families a rule
-    has something to say about."""
-    return frozenset(f'"{family.import_path}"'.encode() for family in knowledge.families if wanted(family))

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from cudalint import fixes
+from cudalint.fixes import editing
 from cudalint.findings import TextEdit
 
 try:
@@ -70,7 +70,7 @@ def rewrite(file: Path, edits: list[TextEdit]) -> bool:
         status = os.fstat(fd)
         _check_writable(status)
         data = _read_all(fd)
-        new = fixes.apply(data, edits)
+        new = editing.apply(data, edits)
         if new is None:
             raise Refused("changed since it was analysed")
         if new == data:

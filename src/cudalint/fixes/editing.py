@@ -6,7 +6,7 @@ last use of reflect removes its import), which is made once. `--diff` shows the 
 writes them (and `--unsafe-fixes` adds the others). Edits that overlap an
 edit already planned are left for a later round (`--fix` runs the analysis
 again after writing, up to a bound); a file whose bytes differ from what
-the analysis read is never written (rewrite.py writes them).
+the analysis read is never written (`rewrite` writes them).
 """
 
 from __future__ import annotations

@@ -30,8 +30,9 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from cudalint import gofmt, syntax
-from cudalint.checks.placement import delete_line, replacement
+from cudalint import syntax
+from cudalint.fixes import gofmt
+from cudalint.fixes.placement import delete_line, replacement
 from cudalint.findings import Fix, TextEdit
 from cudalint.gotypes import declared_type
 from cudalint.scope import Resolution, Symbol

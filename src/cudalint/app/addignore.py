@@ -2,7 +2,7 @@
 line with a current finding (ruff's `--add-noqa`), the fastest way to adopt
 cudalint on a legacy tree besides a baseline.
 
-It is a source rewrite and obeys the rules of `--fix` (rewrite.py): only the
+It is a source rewrite and obeys the rules of `--fix` (fixes/rewrite.py): only the
 run's discovered files under the analysed root, reached without a symbolic
 link, written under the file's lock, atomically, keeping its mode, owner and
 group, and only while its whole content is still the bytes analysed (their
@@ -21,7 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cudalint import rewrite
+from cudalint.fixes import rewrite
 from cudalint.findings import Finding, Span, TextEdit
 from cudalint.source import SourceFile
 from cudalint.suppressions import is_code

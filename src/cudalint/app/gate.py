@@ -15,8 +15,8 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudalint.baseline import Baseline
-from cudalint.changes import Changes
+from cudalint.app.baseline import Baseline
+from cudalint.app.changes import Changes
 from cudalint.findings import Finding, NotificationKind, Result
 from cudalint.source import display_path
 
