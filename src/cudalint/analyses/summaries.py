@@ -72,6 +72,11 @@ class FunctionSummary:
     # where that type has summarised methods: `dev, err := gpu.Open(0)`
     # makes dev a gpu.Device in the importer.
     results: tuple[str, ...] = ()
+    # A release wrapper: (parameter index, family, resource) for each
+    # parameter it frees on some path, itself or a field of it
+    # (`func release(p unsafe.Pointer) { C.cudaFree(p) }`): an importer's
+    # type whose method passes a field here owns that resource.
+    releases: tuple[tuple[int, str, str], ...] = ()
 
 
 # Import path -> exported function name -> summary.
@@ -140,6 +145,12 @@ def summaries_of(run: PackageRun) -> dict[str, FunctionSummary]:
         results = result_types(unit) if unit.kind is UnitKind.FUNCTION and summary_name(unit) is not None else ()
         if any(result in typed for result in results):
             found[unit.name] = replace(found.get(unit.name, FunctionSummary()), results=results)
+    for unit in run.package.units:
+        name = summary_name(unit) if unit.kind is UnitKind.FUNCTION else None
+        released = lifetimes.owners.released_parameters(unit) if name is not None else ()
+        releases = tuple(dict.fromkeys((index, families[r].name, r.name) for index, r in released if r in families))
+        if releases:
+            found[name] = replace(found.get(name, FunctionSummary()), releases=releases)
     for owner in lifetimes.owners.exported():
         owns = tuple((families[resource].name, resource.name) for resource in owner.resources if resource in families)
         if owns:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from cudalint import fixpoint, syntax
-from cudalint.analyses.calls import CallIndex
+from cudalint.analyses.calls import CallIndex, unwrap
 from cudalint.analyses.lifetimes.origins import Lifetimes, value_parent
 from cudalint.analyses.lifetimes.outcomes import Origin
 from cudalint.analyses.owners import Owners, owned_resource
@@ -81,14 +81,16 @@ class HandOuts:
         for origin in found.origins:
             if origin in lost or origin.role.handle == "none":
                 continue
-            index = _returned_at(unit, origin.handle) if origin.handle else self._returned_directly(unit, origin)
-            if index is not None:
-                handed.append((origin, index))
-                continue
+            # A new value of an owning type made of the handle first: the
+            # conversion `DevicePtr(p)` is also the handle returned.
             constructed = self._owners.constructed(unit, origin.handle, origin.resource) if origin.handle else None
             if constructed is not None:
                 index, owner = constructed
-                handed.append((replace(origin, resource=owned_resource(origin.resource, owner.type_name, owner.methods)), index))
+                handed.append((replace(origin, resource=owned_resource(origin.resource.owns or origin.resource, owner.type_name, owner.methods)), index))
+                continue
+            index = _returned_at(unit, origin.handle, self._calls) if origin.handle else self._returned_directly(unit, origin)
+            if index is not None:
+                handed.append((origin, index))
         return handed
 
     def _returned_directly(self, unit: Unit, origin: Origin) -> int | None:
@@ -108,16 +110,17 @@ class HandOuts:
         return index
 
 
-def _returned_at(unit: Unit, handle: str) -> int | None:
+def _returned_at(unit: Unit, handle: str, calls: CallIndex) -> int | None:
     """The result position at which the function returns the variable
-    `handle` itself, if every return that returns it does so there with a
+    `handle` itself, or converted (`return Handle(h), nil`: a named type is
+    the same handle), if every return that returns it does so there with a
     nil error (when the last result is an error); None otherwise."""
     index = None
     returns_error = unit.returns_error
     for statement in syntax.return_statements(unit.body):
         values = next((c for c in statement.named_children if c.type == "expression_list"), None)
         expressions = syntax.expressions(values) if values is not None else []
-        positions = [i for i, e in enumerate(expressions) if e.type == "identifier" and syntax.text(e) == handle]
+        positions = [i for i, e in enumerate(expressions) if _is_variable(unwrap(e, calls), handle)]
         if not positions:
             continue
         if len(positions) > 1 or (index is not None and positions[0] != index):
@@ -126,3 +129,7 @@ def _returned_at(unit: Unit, handle: str) -> int | None:
             return None
         index = positions[0]
     return index
+
+
+def _is_variable(node, handle: str) -> bool:
+    return node is not None and node.type == "identifier" and syntax.text(node) == handle
