@@ -36,7 +36,7 @@ from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
 from cudalint.framework import Analysis
 from cudalint.functions import Unit, UnitKind
 from cudalint.knowledge import CallRole, ResourceSpec
-from cudalint.scope import SymbolKind
+from cudalint.scope import Symbol, SymbolKind
 
 # The receiver's position in a function's released values.
 RECEIVER = -1
@@ -135,15 +135,37 @@ class Owners:
         values = ([unit.receiver] if unit.receiver is not None else []) + list(unit.params)
         found: list[tuple[int, ResourceSpec]] = []
         for argument, resources in self._releases_in(unit):
-            node = unwrap(argument, self.facts)
-            if node is not None and node.type == "selector_expression":
-                node = syntax.unparen(node.child_by_field_name("operand"))  # a field of the value
-            symbol = self.facts.package.resolution.symbol(node) if node is not None and node.type == "identifier" else None
+            symbol = self._value_released(argument, values)
             if symbol is None or symbol not in values:
                 continue
             index = RECEIVER if symbol is unit.receiver else unit.params.index(symbol)
             found.extend((index, resource) for resource in resources)
         return tuple(dict.fromkeys(found))
+
+    def _value_released(self, argument: Node, values: list) -> Symbol | None:
+        """The parameter or receiver a released argument is, or holds: through
+        conversions (`C.CUdeviceptr(d)`), a field (`b.ptr`), a dereference
+        (`C.cufftHandle(*plan)` with `plan *Handle`) or a local variable
+        made of one (`str := *stream`)."""
+        resolution = self.facts.package.resolution
+        node = unwrap(argument, self.facts)
+        for _ in range(8):
+            if node is None:
+                return None
+            if node.type == "selector_expression":
+                node = unwrap(node.child_by_field_name("operand"), self.facts)  # a field of the value
+            elif node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "*":
+                node = unwrap(node.child_by_field_name("operand"), self.facts)
+            elif node.type == "identifier":
+                symbol = resolution.symbol(node)
+                if symbol is None or symbol in values:
+                    return symbol
+                if symbol.kind is not SymbolKind.VAR or not symbol.is_local or symbol.init is None or symbol.init_index >= 0:
+                    return None
+                node = unwrap(symbol.init, self.facts)
+            else:
+                return None
+        return None
 
     def _releases_in(self, unit: Unit) -> Iterator[tuple[Node, tuple[ResourceSpec, ...]]]:
         """(value, resources) for each value a call in the body frees."""
