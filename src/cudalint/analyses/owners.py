@@ -76,6 +76,7 @@ class Owners:
         self._owners: dict[str, Owner | None] = {}
         self._released: dict[Unit, Released] = {}
         self._releasing: set[Node] | None = None
+        self._finalized: set[str] | None = None
 
     def of(self, type_name: str | None) -> Owner | None:
         """The owning type of that name, if the package declares one."""
@@ -97,6 +98,21 @@ class Owners:
             resources = tuple(dict.fromkeys(r for released in found.values() for r in released))
             self._owners[type_name] = Owner(type_name, tuple(sorted(found)), resources) if found else None
         return self._owners[type_name]
+
+    def finalized(self, type_name: str) -> bool:
+        """Whether the package registers a finalizer on values of the type
+        (`runtime.SetFinalizer(d, destroy)`): such a value dropped is
+        released by the collector, so it is no leak (CL508 is about relying
+        on that)."""
+        if self._finalized is None:
+            self._finalized = set()
+            for _, call in self.facts.calls_to("runtime", "SetFinalizer"):
+                arguments = syntax.children(call.child_by_field_name("arguments"))
+                if len(arguments) == 2 and syntax.text(syntax.unparen(arguments[1])) != "nil":
+                    found = self.facts.types.type_of(arguments[0])
+                    if found is not None:
+                        self._finalized.add(found)
+        return type_name in self._finalized
 
     def exported(self) -> list[Owner]:
         """The package's exported owning types, for its importers."""

@@ -19,7 +19,7 @@ from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CallIndex, unwrap
 from cudalint.analyses.lifetimes.origins import Lifetimes, value_parent
 from cudalint.analyses.lifetimes.outcomes import Origin
-from cudalint.analyses.owners import Owners, owned_resource
+from cudalint.analyses.owners import Owners, owned_resource, owner_type
 from cudalint.functions import Unit, UnitKind
 
 
@@ -87,10 +87,12 @@ class HandOuts:
             constructed = self._owners.constructed(unit, origin.handle, origin.resource) if origin.handle else None
             if constructed is not None:
                 index, owner = constructed
+                if self._owners.finalized(owner.type_name):
+                    continue  # the collector releases a value dropped
                 origin = replace(origin, resource=owned_resource(origin.resource.owns or origin.resource, owner.type_name, owner.methods))
             else:
                 index = _returned_at(unit, origin.handle, self._calls, origin.resource.owns is not None) if origin.handle else self._returned_directly(unit, origin)
-            if index is None:
+            if index is None or (origin.resource.owns is not None and origin.captured is None and self._finalized(origin)):
                 continue
             # A value of an owning type that holds two acquisitions (`new(Timer)`
             # with both events made into its fields) is one value handed out.
@@ -100,6 +102,11 @@ class HandOuts:
                 held.add((origin.handle, index))
             handed.append((origin, index))
         return handed
+
+    def _finalized(self, origin: Origin) -> bool:
+        """An owning type's value made here whose type has a finalizer."""
+        local = origin.resource.release[0].call.startswith("_.")  # owned_resource's qualifier of the package's own types
+        return local and self._owners.finalized(owner_type(origin.resource))
 
     def _returned_directly(self, unit: Unit, origin: Origin) -> int | None:
         """`return C.CString(s)`: the position of the acquiring call among

@@ -206,8 +206,8 @@ class Origins:
         if symbol is None or symbol.role is not Role.LOCAL or symbol.function != origin.unit.node:
             return None
         owner = self._owners.of(self._calls.types.type_of(operand))
-        if owner is None or origin.resource not in owner.resources:
-            return None
+        if owner is None or origin.resource not in owner.resources or self._owners.finalized(owner.type_name):
+            return None  # a type with a finalizer: the collector releases a value dropped
         resource = owned_resource(origin.resource, owner.type_name, owner.methods)
         return replace(origin, handle=symbol.name, resource=resource), State(Phase.HELD, frozenset({symbol}), proxy), None
 
@@ -278,6 +278,10 @@ class Origins:
                 return current
             if parent.type == "argument_list":
                 current = parent.parent  # a helper converting the status: its result carries it
+                continue
+            holder = parent.parent
+            if parent.type == "selector_expression" and holder is not None and holder.type == "call_expression" and holder.child_by_field_name("function") == parent:
+                current = holder  # `Status(st).error("x")`: a method of the converted status carries it
                 continue
             if parent.type == "expression_list":
                 holder = parent.parent
