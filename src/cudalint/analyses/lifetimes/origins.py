@@ -200,8 +200,8 @@ class Origins:
         type's method. A field of anything else (`&b.ptr` of a receiver or
         parameter, of a global) is owned by the struct from the start."""
         operand = syntax.unparen(field.child_by_field_name("operand"))
-        if operand is None or operand.type != "identifier":
-            return None
+        if operand is None or operand.type != "identifier" or (proxy is None and origin.status is not None):
+            return None  # (a status tested in a way not followed: the struct's, as before)
         symbol = self._calls.package.resolution.symbol(operand)
         if symbol is None or symbol.role is not Role.LOCAL or symbol.function != origin.unit.node:
             return None
