@@ -13,15 +13,17 @@ types of a package and the functions that construct them (return a new
 value of the type holding an acquisition: a composite literal, keyed or
 positional, through `&` or not, or a conversion `DevicePtr(p)`), so that the
 resource engine can treat a constructor's call as an acquisition whose
-release is the type's method, in the package and, through summaries, in its
-importers.
+release is the type's method, in the package and, through its facts
+(`OwnedResources`, filed under the type's name), in its importers.
 
 A method releases what it passes to a release: an API release, a function of
 the package or of the module that frees its parameter (a release wrapper:
 `release(b.ptr)`, `MemFree(ptr)`), another releasing method of the receiver,
 or a releasing method of a field whose type owns a resource (`s.ptr.Free()`).
 Which parameters a function frees is solved callees first, like the other
-per-function facts (`fixpoint`).
+per-function facts (`fixpoint`); an exported release wrapper's are a fact
+(`OwnedResources.releases`, filed under the function's name) for the owning
+types of its importers.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ from tree_sitter import Node
 
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
-from cudalint.framework import Analysis
-from cudalint.functions import Unit, UnitKind
+from cudalint.framework import Analysis, FactView, Pass
+from cudalint.functions import Unit, UnitKind, exported_name
 from cudalint.knowledge import CallRole, ResourceSpec
 from cudalint.scope import Symbol, SymbolKind
 
@@ -44,6 +46,19 @@ RECEIVER = -1
 # (value position, resource) for each value a function frees on some path:
 # a parameter's index, or RECEIVER; freeing a field of the value counts.
 Released = tuple[tuple[int, ResourceSpec], ...]
+
+
+@dataclass(frozen=True)
+class OwnedResources:
+    """The fact an exported owning type gives importers: the (family,
+    resource) pairs it holds and the methods that release them. Filed under
+    an exported function's name instead, it says which of the function's
+    parameters it frees (`releases`: parameter index, family, resource), a
+    release wrapper the importers' owning types may free their fields with."""
+
+    owns: tuple[tuple[str, str], ...]
+    methods: tuple[str, ...]
+    releases: tuple[tuple[int, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -71,8 +86,10 @@ def owner_type(resource: ResourceSpec) -> str:
 
 
 class Owners:
-    def __init__(self, facts: CallIndex):
+    def __init__(self, facts: CallIndex, imported: FactView):
         self.facts = facts
+        # The owning types and release wrappers of the other packages of the module.
+        self.imported = imported
         self._owners: dict[str, Owner | None] = {}
         self._released: dict[Unit, Released] = {}
         self._releasing: set[Node] | None = None
@@ -117,6 +134,10 @@ class Owners:
     def exported(self) -> list[Owner]:
         """The package's exported owning types, for its importers."""
         return [owner for name in self._method_types() if name[:1].isupper() and (owner := self.of(name)) is not None]
+
+    def elsewhere(self, import_path: str, type_name: str) -> OwnedResources | None:
+        """An owning type of another package of the module, as its facts say."""
+        return self.imported.get(import_path, type_name)
 
     def _method_types(self) -> list[str]:
         """The names of the package's types that have methods, structs first
@@ -194,8 +215,9 @@ class Owners:
                     if 0 <= role.index < len(arguments):
                         yield arguments[role.index], (resource,)
                 continue
-            if callee.kind is CalleeKind.MODULE and callee.summary is not None:
-                for index, family, name in callee.summary.releases:
+            imported = self.imported.get(*callee.imported) if callee.kind is CalleeKind.MODULE and callee.imported is not None else None
+            if imported is not None:
+                for index, family, name in imported.releases:
                     known = facts.knowledge.resource(family, name)
                     if known is not None and 0 <= index < len(arguments):
                         yield arguments[index], (known[1],)
@@ -218,11 +240,11 @@ class Owners:
         an owning type of another package of the module frees."""
         facts = self.facts
         typed = facts.types.imported_type_of(operand)
-        summary = facts.summaries.get(typed[0], {}).get(typed[1]) if typed is not None else None
-        if summary is None or not summary.owns or method not in summary.methods:
+        owned = self.elsewhere(*typed) if typed is not None else None
+        if owned is None or not owned.owns or method not in owned.methods:
             return ()
         found = []
-        for family, name in summary.owns:
+        for family, name in owned.owns:
             known = facts.knowledge.resource(family, name)
             if known is not None:
                 found.append(known[1])
@@ -241,8 +263,8 @@ class Owners:
                 if any(facts.calls[call].is_release for call in facts.api_calls.get(unit.node, ())):
                     seeds[unit.node] = unit
             for call, fact in facts.calls.items():
-                summary = facts.module_summary(fact)
-                if summary is not None and summary.releases:
+                imported = self.imported.get(*function) if (function := facts.module_function(fact)) is not None else None
+                if imported is not None and imported.releases:
                     unit = by_node.get(syntax.enclosing_function(call))
                     if unit is not None:
                         seeds[unit.node] = unit
@@ -264,10 +286,7 @@ class Owners:
         """The functions that call a release method's name of an owning type
         of another package of the module (`s.ptr.Free()`), by name: which of
         them release is _releases_in's to say."""
-        names = {
-            method for functions in self.facts.summaries.values() for summary in functions.values()
-            if summary.owns for method in summary.methods
-        }
+        names = {method for _, _, owned in self.imported.items() if owned.owns for method in owned.methods}
         if not names:
             return
         for parsed in self.facts.package.files:
@@ -344,4 +363,27 @@ def _mentions(node: Node, name: str) -> bool:
     return any(child.type == "identifier" and syntax.text(child) == name for child in syntax.walk(node))
 
 
-OWNERS: Analysis[Owners] = Analysis("owners", __doc__ or "", lambda p: Owners(p.result_of(CALLS)), requires=(CALLS,))
+def _exported_owners(p: Pass) -> dict[str, OwnedResources]:
+    """The package's exported owning types that hold a resource of a known
+    family, and its exported release wrappers (functions that free a
+    parameter of a known family's resource)."""
+    families = {resource: family for family in p.knowledge.families for resource in family.resources}
+    owners = p.result_of(OWNERS)
+    found = {}
+    for owner in owners.exported():
+        owns = tuple((families[resource].name, resource.name) for resource in owner.resources if resource in families)
+        if owns:
+            found[owner.type_name] = OwnedResources(owns, owner.methods)
+    for unit in p.package.units:
+        name = exported_name(unit) if unit.kind is UnitKind.FUNCTION else None
+        released = owners.released_parameters(unit) if name is not None else ()
+        releases = tuple(dict.fromkeys((index, families[r].name, r.name) for index, r in released if r in families))
+        if releases:
+            found[name] = OwnedResources((), (), releases)
+    return found
+
+
+OWNERS: Analysis[Owners] = Analysis(
+    "owners", __doc__ or "", lambda p: Owners(p.result_of(CALLS), p.imported_facts(OWNERS)), requires=(CALLS,),
+    facts=_exported_owners, fact_type=OwnedResources,
+)
