@@ -174,6 +174,13 @@ class FactView:
         """The objects of that package this analysis has a fact about."""
         return sorted(name for name, facts in self._imported.objects(import_path).items() if self._type in facts)
 
+    def items(self) -> Iterator[tuple[str, str, Any]]:
+        """(import path, name, fact) for every fact of this type."""
+        for import_path in sorted(self._imported.packages()):
+            for name, facts in self._imported.objects(import_path).items():
+                if self._type in facts:
+                    yield import_path, name, facts[self._type]
+
 
 @dataclass
 class PackageRun:

@@ -1,20 +1,34 @@
-"""Owning types: Go types that hold a GPU resource in a field and free it in
-a method of their own (`type Buffer struct{ ptr unsafe.Pointer }` with
-`func (b *Buffer) Free() error { return check(C.cudaFree(b.ptr)) }`).
+"""Owning types: Go types that hold a GPU resource and free it in a method
+of their own: a struct with the handle in a field (`type Buffer struct{ ptr
+unsafe.Pointer }` with `func (b *Buffer) Free() error { return
+check(C.cudaFree(b.ptr)) }`), or a named handle type (`type DevicePtr
+uintptr` with `func (p DevicePtr) Free() error { return
+check(C.cudaFree(unsafe.Pointer(p))) }`).
 
 Real bindings hand resources out this way far more often than as bare
 pointers, and a value of such a type leaks its resource exactly like the
 pointer would: `b, err := NewBuffer(n)` followed by a return that neither
 calls `b.Free()` nor hands `b` on is a leak. This analysis finds the owning
 types of a package and the functions that construct them (return a new
-value of the type holding an acquisition), so that the resource engine can
-treat a constructor's call as an acquisition whose release is the type's
-method, in the package and, through its facts (`OwnedResources`, filed
-under the type's name), in its importers.
+value of the type holding an acquisition: a composite literal, keyed or
+positional, through `&` or not, or a conversion `DevicePtr(p)`), so that the
+resource engine can treat a constructor's call as an acquisition whose
+release is the type's method, in the package and, through its facts
+(`OwnedResources`, filed under the type's name), in its importers.
+
+A method releases what it passes to a release: an API release, a function of
+the package or of the module that frees its parameter (a release wrapper:
+`release(b.ptr)`, `MemFree(ptr)`), another releasing method of the receiver,
+or a releasing method of a field whose type owns a resource (`s.ptr.Free()`).
+Which parameters a function frees is solved callees first, like the other
+per-function facts (`fixpoint`); an exported release wrapper's are a fact
+(`OwnedResources.releases`, filed under the function's name) for the owning
+types of its importers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -22,27 +36,39 @@ from tree_sitter import Node
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
 from cudalint.framework import Analysis, FactView, Pass
-from cudalint.functions import Unit, UnitKind
+from cudalint.functions import Unit, UnitKind, exported_name
 from cudalint.knowledge import CallRole, ResourceSpec
+from cudalint.scope import Symbol, SymbolKind
 
+# The receiver's position in a function's released values.
+RECEIVER = -1
 
-@dataclass(frozen=True)
-class Owner:
-    """A type of the package whose `methods` release the `resources` held in
-    its fields."""
-
-    type_name: str
-    methods: tuple[str, ...]
-    resources: tuple[ResourceSpec, ...]
+# (value position, resource) for each value a function frees on some path:
+# a parameter's index, or RECEIVER; freeing a field of the value counts.
+Released = tuple[tuple[int, ResourceSpec], ...]
 
 
 @dataclass(frozen=True)
 class OwnedResources:
     """The fact an exported owning type gives importers: the (family,
-    resource) pairs it holds and the methods that release them."""
+    resource) pairs it holds and the methods that release them. Filed under
+    an exported function's name instead, it says which of the function's
+    parameters it frees (`releases`: parameter index, family, resource), a
+    release wrapper the importers' owning types may free their fields with."""
 
     owns: tuple[tuple[str, str], ...]
     methods: tuple[str, ...]
+    releases: tuple[tuple[int, str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Owner:
+    """A type of the package whose `methods` release the `resources` held in
+    its fields (or in the value itself, for a named handle type)."""
+
+    type_name: str
+    methods: tuple[str, ...]
+    resources: tuple[ResourceSpec, ...]
 
 
 def owned_resource(resource: ResourceSpec, type_written: str, methods: tuple[str, ...]) -> ResourceSpec:
@@ -62,99 +88,236 @@ def owner_type(resource: ResourceSpec) -> str:
 class Owners:
     def __init__(self, facts: CallIndex, imported: FactView):
         self.facts = facts
-        # The owning types of the other packages of the module.
+        # The owning types and release wrappers of the other packages of the module.
         self.imported = imported
         self._owners: dict[str, Owner | None] = {}
-        self._releases: dict[Unit, tuple[ResourceSpec, ...]] = {}
+        self._released: dict[Unit, Released] = {}
+        self._releasing: set[Node] | None = None
+        self._finalized: set[str] | None = None
 
     def of(self, type_name: str | None) -> Owner | None:
         """The owning type of that name, if the package declares one."""
         if type_name is None:
             return None
         if type_name not in self._owners:
+            self._owners[type_name] = None  # a question reaching it back while it is asked
             found: dict[str, tuple[ResourceSpec, ...]] = {}
             methods = self.facts.methods_of_type(type_name)
-            # Some method must call a release itself (others may call it):
-            # asked first, it spares resolving the methods of every other type.
-            if not any(self._calls_a_release(method) for method in methods):
+            # Some method must reach a release (others may call it): asked
+            # first, it spares resolving the methods of every other type.
+            releasing = self._releasing_units()
+            if not any(method.node in releasing for method in methods):
                 methods = []
             for method in methods:
-                released = self._released_fields(method)
+                released = tuple(dict.fromkeys(r for index, r in self.released(method) if index == RECEIVER))
                 if released:
                     found[method.name.rsplit(".", 1)[-1]] = released
             resources = tuple(dict.fromkeys(r for released in found.values() for r in released))
             self._owners[type_name] = Owner(type_name, tuple(sorted(found)), resources) if found else None
         return self._owners[type_name]
 
+    def finalized(self, type_name: str) -> bool:
+        """Whether the package registers a finalizer on values of the type
+        (`runtime.SetFinalizer(d, destroy)`): such a value dropped is
+        released by the collector, so it is no leak (CL508 is about relying
+        on that)."""
+        if self._finalized is None:
+            self._finalized = set()
+            for _, call in self.facts.calls_to("runtime", "SetFinalizer"):
+                arguments = syntax.children(call.child_by_field_name("arguments"))
+                if len(arguments) == 2 and syntax.text(syntax.unparen(arguments[1])) != "nil":
+                    found = self.facts.types.type_of(arguments[0])
+                    if found is not None:
+                        self._finalized.add(found)
+        return type_name in self._finalized
+
     def exported(self) -> list[Owner]:
         """The package's exported owning types, for its importers."""
-        return [owner for name in self.facts.struct_types() if name[:1].isupper() and (owner := self.of(name)) is not None]
+        return [owner for name in self._method_types() if name[:1].isupper() and (owner := self.of(name)) is not None]
 
     def elsewhere(self, import_path: str, type_name: str) -> OwnedResources | None:
         """An owning type of another package of the module, as its facts say."""
         return self.imported.get(import_path, type_name)
 
-    def _calls_a_release(self, method: Unit) -> bool:
-        return any(self.facts.calls[call].is_release for call in self.facts.api_calls.get(method.node, ()))
+    def _method_types(self) -> list[str]:
+        """The names of the package's types that have methods, structs first
+        in declaration order, then named types of other kinds."""
+        names = dict.fromkeys(self.facts.struct_types())
+        for unit in self.facts.package.units:
+            if unit.kind is UnitKind.METHOD:
+                names.setdefault(unit.name.rsplit(".", 1)[0].removeprefix("(*").removesuffix(")"))
+        return list(names)
 
-    def _released_fields(self, method: Unit) -> tuple[ResourceSpec, ...]:
-        """The resources a method frees out of its receiver's fields: by an
-        API release of `r.field`, or by calling another method of the type
-        that does (`Close` calling `Free`). Solved callees first."""
-        if method not in self._releases:
-            fixpoint.solve([method], self.facts.local_callees, self._fields_released_by, self._releases, lambda _: ())
-        return self._releases[method]
+    # -- releases ------------------------------------------------------------------
 
-    def _fields_released_by(self, method: Unit) -> tuple[ResourceSpec, ...]:
-        if method.body is None:
+    def released(self, unit: Unit) -> Released:
+        """What `unit` frees on some path: (parameter index or RECEIVER,
+        resource), the value itself or one of its fields, by an API release
+        or through a release wrapper of the package or the module. Solved
+        callees first."""
+        if unit not in self._released:
+            fixpoint.solve([unit], self.facts.local_callees, self._released_by, self._released, lambda _: ())
+        return self._released[unit]
+
+    def released_parameters(self, unit: Unit) -> Released:
+        """The parameters (not the receiver) `unit` frees on some path: a
+        release wrapper's, for its importers' owning types."""
+        if unit.node not in self._releasing_units():
             return ()
-        receiver = method.receiver
-        found: list[ResourceSpec] = []
-        for call in syntax.calls_in(method.body):
-            callee = self.facts.callee(call)
+        return tuple(item for item in self.released(unit) if item[0] != RECEIVER)
+
+    def _released_by(self, unit: Unit) -> Released:
+        if unit.body is None or unit.kind is UnitKind.LITERAL or unit.node not in self._releasing_units():
+            return ()
+        values = ([unit.receiver] if unit.receiver is not None else []) + list(unit.params)
+        found: list[tuple[int, ResourceSpec]] = []
+        for argument, resources in self._releases_in(unit):
+            symbol = self._value_released(argument, values)
+            if symbol is None or symbol not in values:
+                continue
+            index = RECEIVER if symbol is unit.receiver else unit.params.index(symbol)
+            found.extend((index, resource) for resource in resources)
+        return tuple(dict.fromkeys(found))
+
+    def _value_released(self, argument: Node, values: list) -> Symbol | None:
+        """The parameter or receiver a released argument is, or holds: through
+        conversions (`C.CUdeviceptr(d)`), a field (`b.ptr`), a dereference
+        (`C.cufftHandle(*plan)` with `plan *Handle`) or a local variable
+        made of one (`str := *stream`)."""
+        resolution = self.facts.package.resolution
+        node = unwrap(argument, self.facts)
+        for _ in range(8):
+            if node is None:
+                return None
+            if node.type == "selector_expression":
+                node = unwrap(node.child_by_field_name("operand"), self.facts)  # a field of the value
+            elif node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "*":
+                node = unwrap(node.child_by_field_name("operand"), self.facts)
+            elif node.type == "identifier":
+                symbol = resolution.symbol(node)
+                if symbol is None or symbol in values:
+                    return symbol
+                if symbol.kind is not SymbolKind.VAR or not symbol.is_local or symbol.init is None or symbol.init_index >= 0:
+                    return None
+                node = unwrap(symbol.init, self.facts)
+            else:
+                return None
+        return None
+
+    def _releases_in(self, unit: Unit) -> Iterator[tuple[Node, tuple[ResourceSpec, ...]]]:
+        """(value, resources) for each value a call in the body frees."""
+        facts = self.facts
+        for call in syntax.calls_in(unit.body):
+            callee = facts.callee(call)
             arguments = syntax.children(call.child_by_field_name("arguments"))
             if callee.kind is CalleeKind.API and callee.api is not None:
                 for resource, role in callee.api.roles("release"):
-                    if 0 <= role.index < len(arguments) and self._field_of(arguments[role.index], receiver):
-                        found.append(resource)
-            elif callee.kind is CalleeKind.LOCAL and callee.target is not None and callee.target.kind is UnitKind.METHOD:
-                function = syntax.unparen(call.child_by_field_name("function"))
-                operand = function.child_by_field_name("operand") if function is not None and function.type == "selector_expression" else None
-                if operand is not None and self._is_receiver(operand, receiver):
-                    found.extend(self._released_fields(callee.target))
-        return tuple(dict.fromkeys(found))
+                    if 0 <= role.index < len(arguments):
+                        yield arguments[role.index], (resource,)
+                continue
+            imported = self.imported.get(*callee.imported) if callee.kind is CalleeKind.MODULE and callee.imported is not None else None
+            if imported is not None:
+                for index, family, name in imported.releases:
+                    known = facts.knowledge.resource(family, name)
+                    if known is not None and 0 <= index < len(arguments):
+                        yield arguments[index], (known[1],)
+            function = syntax.unparen(call.child_by_field_name("function"))
+            operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None and function.type == "selector_expression" else None
+            if callee.kind is CalleeKind.LOCAL and callee.target is not None and callee.target is not unit and callee.target.kind is not UnitKind.LITERAL:
+                released = self._released.get(callee.target, ())
+                for index, resource in released:
+                    if index == RECEIVER and operand is not None:
+                        yield operand, (resource,)
+                    elif 0 <= index < len(arguments):
+                        yield arguments[index], (resource,)
+            elif operand is not None and callee.kind in (CalleeKind.UNKNOWN, CalleeKind.MODULE):
+                resources = self._imported_owner_releases(operand, syntax.text(function.child_by_field_name("field")))
+                if resources:
+                    yield operand, resources
 
-    def _field_of(self, argument: Node, receiver) -> bool:
-        """`r.ptr`, `C.CUdeviceptr(r.ptr)`, `unsafe.Pointer(r.buf)`: a field
-        of the receiver, through conversions."""
-        node = unwrap(argument, self.facts)
-        return (
-            node is not None and node.type == "selector_expression"
-            and self._is_receiver(node.child_by_field_name("operand"), receiver)
-        )
+    def _imported_owner_releases(self, operand: Node, method: str) -> tuple[ResourceSpec, ...]:
+        """`s.ptr.Free()` with `ptr gpu.DevicePtr`: what the release method of
+        an owning type of another package of the module frees."""
+        facts = self.facts
+        typed = facts.types.imported_type_of(operand)
+        owned = self.elsewhere(*typed) if typed is not None else None
+        if owned is None or not owned.owns or method not in owned.methods:
+            return ()
+        found = []
+        for family, name in owned.owns:
+            known = facts.knowledge.resource(family, name)
+            if known is not None:
+                found.append(known[1])
+        return tuple(found)
 
-    def _is_receiver(self, node: Node | None, receiver) -> bool:
-        node = syntax.unparen(node)
-        return (
-            receiver is not None and node is not None and node.type == "identifier"
-            and self.facts.package.resolution.symbol(node) is receiver
-        )
+    def _releasing_units(self) -> set[Node]:
+        """The functions that may free something: those calling an API
+        release, a module function that frees a parameter or a release
+        method of another package's owning type, and their callers in the
+        package, transitively (found from the releases up, once)."""
+        if self._releasing is None:
+            facts = self.facts
+            by_node = {unit.node: unit for unit in facts.package.units}
+            seeds: dict[Node, Unit] = {}
+            for unit in facts.package.units:
+                if any(facts.calls[call].is_release for call in facts.api_calls.get(unit.node, ())):
+                    seeds[unit.node] = unit
+            for call, fact in facts.calls.items():
+                imported = self.imported.get(*function) if (function := facts.module_function(fact)) is not None else None
+                if imported is not None and imported.releases:
+                    unit = by_node.get(syntax.enclosing_function(call))
+                    if unit is not None:
+                        seeds[unit.node] = unit
+            for unit in self._owner_method_callers(by_node):
+                seeds[unit.node] = unit
+            found = dict(seeds)
+            pending = [unit for unit in seeds.values() if unit.kind is not UnitKind.LITERAL]
+            while pending:
+                unit = pending.pop()
+                for call in facts.calls_of(unit):
+                    caller = by_node.get(syntax.enclosing_function(call))
+                    if caller is not None and caller.node not in found:
+                        found[caller.node] = caller
+                        pending.append(caller)
+            self._releasing = set(found)
+        return self._releasing
+
+    def _owner_method_callers(self, by_node: dict[Node, Unit]) -> Iterator[Unit]:
+        """The functions that call a release method's name of an owning type
+        of another package of the module (`s.ptr.Free()`), by name: which of
+        them release is _releases_in's to say."""
+        names = {method for _, _, owned in self.imported.items() if owned.owns for method in owned.methods}
+        if not names:
+            return
+        for parsed in self.facts.package.files:
+            for name, calls in syntax.calls_by_name(parsed.index).items():
+                if name in names:
+                    for call in calls:
+                        unit = by_node.get(syntax.enclosing_function(call))
+                        if unit is not None:
+                            yield unit
+
+    # -- constructors ----------------------------------------------------------------
 
     def constructed(self, unit: Unit, handle: str, resource: ResourceSpec) -> tuple[int, Owner] | None:
         """Where `unit` returns a new value of an owning type that holds the
         variable `handle` (of `resource`): `return &Buffer{ptr: p}, nil`,
-        or `b := &Buffer{ptr: p}` ... `return b, nil`. Every such return
-        must put it at one result position, with a nil error after it where
-        the function returns one; the owner must release that resource."""
+        `return Buffer{p, n}, nil`, `return DevicePtr(p), nil`, or `b :=
+        &Buffer{ptr: p}` ... `return b, nil`. Every such return must put it
+        at one result position, with a nil error after it where the
+        function returns one; the owner must release that resource (a
+        value of another owning type, `&Workspace{mem: p}` with `p
+        DevicePtr`, stands for what that type owns)."""
+        resource = resource.owns or resource
         found: tuple[int, Owner] | None = None
         for statement in syntax.return_statements(unit.body):
             values = next((c for c in statement.named_children if c.type == "expression_list"), None)
             expressions = syntax.expressions(values) if values is not None else []
             for index, value in enumerate(expressions):
-                literal = self._literal_of(value)
-                if literal is None or not _mentions(literal, handle):
+                made = self._made_of(value, handle)
+                if made is None:
                     continue
-                owner = self.of(_literal_type(literal))
+                owner = self.of(made)
                 if owner is None or resource not in owner.resources:
                     continue
                 if unit.returns_error and syntax.text(expressions[-1]) != "nil":
@@ -164,16 +327,31 @@ class Owners:
                 found = (index, owner)
         return found
 
-    def _literal_of(self, value: Node) -> Node | None:
-        """The composite literal a returned value is (through `&`), or the one
-        a returned variable was declared with."""
+    def _made_of(self, value: Node, handle: str) -> str | None:
+        """The package type of a new value made of the variable `handle`: a
+        composite literal mentioning it (through `&`), a conversion of it
+        (`DevicePtr(p)`, `DevicePtr(uintptr(p))`), or a variable declared
+        with one of those."""
         node = syntax.unparen(value)
         if node is not None and node.type == "identifier":
             symbol = self.facts.package.resolution.symbol(node)
             node = syntax.unparen(symbol.init) if symbol is not None and symbol.init_index < 0 else None
         if node is not None and node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
             node = syntax.unparen(node.child_by_field_name("operand"))
-        return node if node is not None and node.type == "composite_literal" else None
+        if node is None:
+            return None
+        if node.type == "composite_literal":
+            return _literal_type(node) if _mentions(node, handle) else None
+        if node.type == "call_expression":
+            function = syntax.unparen(node.child_by_field_name("function"))
+            if function is None or function.type != "identifier" or self.facts.callee(node).kind is not CalleeKind.CONVERSION:
+                return None
+            symbol = self.facts.package.resolution.symbol(function)
+            converted = unwrap(node, self.facts)
+            if symbol is None or symbol.kind is not SymbolKind.TYPE or converted is None or converted.type != "identifier":
+                return None
+            return syntax.text(function) if syntax.text(converted) == handle else None
+        return None
 
 
 def _literal_type(literal: Node) -> str | None:
@@ -186,13 +364,22 @@ def _mentions(node: Node, name: str) -> bool:
 
 
 def _exported_owners(p: Pass) -> dict[str, OwnedResources]:
-    """The package's exported owning types that hold a resource of a known family."""
+    """The package's exported owning types that hold a resource of a known
+    family, and its exported release wrappers (functions that free a
+    parameter of a known family's resource)."""
     families = {resource: family for family in p.knowledge.families for resource in family.resources}
+    owners = p.result_of(OWNERS)
     found = {}
-    for owner in p.result_of(OWNERS).exported():
+    for owner in owners.exported():
         owns = tuple((families[resource].name, resource.name) for resource in owner.resources if resource in families)
         if owns:
             found[owner.type_name] = OwnedResources(owns, owner.methods)
+    for unit in p.package.units:
+        name = exported_name(unit) if unit.kind is UnitKind.FUNCTION else None
+        released = owners.released_parameters(unit) if name is not None else ()
+        releases = tuple(dict.fromkeys((index, families[r].name, r.name) for index, r in released if r in families))
+        if releases:
+            found[name] = OwnedResources((), (), releases)
     return found
 
 

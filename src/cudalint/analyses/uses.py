@@ -159,7 +159,7 @@ class VariableUses:
                         method=f"{syntax.text(parent.child_by_field_name('field'))}.{syntax.text(holder.child_by_field_name('field'))}",
                         deferred=syntax.statement_of_call(outer) == "defer_statement",
                     )
-                return Use(UseKind.DEREF, symbol, identifier)
+                return self._field_use(symbol, identifier, parent)
             if kind in ("index_expression", "slice_expression"):
                 operand = parent.child_by_field_name("operand")
                 return Use(UseKind.DEREF if operand == child else UseKind.READ, symbol, identifier)
@@ -178,6 +178,31 @@ class VariableUses:
                 return Use(UseKind.WRITE, symbol, identifier)
             return Use(UseKind.READ, symbol, identifier)
         return Use(UseKind.READ, symbol, identifier)
+
+    def _field_use(self, symbol: Symbol, identifier: Node, selector: Node) -> Use:
+        """`x.f`: a read of a field, which an API release of it
+        (`C.cudaFree(b.ptr)`) marks with the release's role, so that a value
+        of a type owning that resource is released by it."""
+        child, parent = selector, selector.parent
+        while parent is not None:
+            if parent.type in ("parenthesized_expression", "type_conversion_expression"):
+                child, parent = parent, parent.parent
+                continue
+            if parent.type != "argument_list" or parent.parent is None:
+                break
+            call = parent.parent
+            callee = self.facts.callee(call)
+            if callee.kind is CalleeKind.CONVERSION:
+                child, parent = call, call.parent
+                continue
+            if callee.kind is CalleeKind.API and callee.api is not None:
+                index = [c.id for c in syntax.children(parent)].index(child.id)
+                for resource, role in callee.api.roles("release"):
+                    if role.index == index:
+                        deferred = syntax.statement_of_call(call) == "defer_statement"
+                        return Use(UseKind.DEREF, symbol, identifier, call=call, callee=callee, role=(resource, role), deferred=deferred)
+            break
+        return Use(UseKind.DEREF, symbol, identifier)
 
     def _argument(self, symbol: Symbol, identifier: Node, call: Node, callee: Callee, index: int) -> Use:
         statement = syntax.statement_of_call(call)

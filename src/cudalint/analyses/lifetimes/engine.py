@@ -55,7 +55,7 @@ class Engine:
         self._resources = VariableResources(calls, owners)
         self._walker = Walker(calls, uses, status, self._resources, self._effects, closures)
         self._hand_outs = HandOuts(calls, owners, self.lifetimes, self._analysing.__contains__, self._effects.hands_out)
-        self._origins = Origins(calls, self._effects, self._hand_outs.handed_out, self.lifetimes)
+        self._origins = Origins(calls, self._effects, self._hand_outs.handed_out, self.lifetimes, owners)
         self._collector = Collector(self._origins, self._walker, closures, uses)
 
     def releasing_function(self, import_path: str) -> str | None:

@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from cudalint import fixpoint, syntax
-from cudalint.analyses.calls import CallIndex
+from cudalint.analyses.calls import CallIndex, unwrap
 from cudalint.analyses.lifetimes.origins import Lifetimes, value_parent
 from cudalint.analyses.lifetimes.outcomes import Origin
-from cudalint.analyses.owners import Owners, owned_resource
+from cudalint.analyses.owners import Owners, owned_resource, owner_type
 from cudalint.functions import Unit, UnitKind
 
 
@@ -82,18 +82,35 @@ class HandOuts:
         found = self._lifetimes(unit)
         lost = {leak.origin for leak in found.leaks} | {overwrite.origin for overwrite in found.overwrites}
         handed = []
+        held: set[tuple[str, int]] = set()  # (variable, result index): one value, one hand-out
         for origin in found.origins:
             if origin in lost or origin.role.handle == "none":
                 continue
-            index = _returned_at(unit, origin.handle) if origin.handle else self._returned_directly(unit, origin)
-            if index is not None:
-                handed.append((origin, index))
-                continue
+            # A new value of an owning type made of the handle first: the
+            # conversion `DevicePtr(p)` is also the handle returned.
             constructed = self._owners.constructed(unit, origin.handle, origin.resource) if origin.handle else None
             if constructed is not None:
                 index, owner = constructed
-                handed.append((replace(origin, resource=owned_resource(origin.resource, owner.type_name, owner.methods)), index))
+                if self._owners.finalized(owner.type_name):
+                    continue  # the collector releases a value dropped
+                origin = replace(origin, resource=owned_resource(origin.resource.owns or origin.resource, owner.type_name, owner.methods))
+            else:
+                index = _returned_at(unit, origin.handle, self._calls, origin.resource.owns is not None) if origin.handle else self._returned_directly(unit, origin)
+            if index is None or (origin.resource.owns is not None and origin.captured is None and self._finalized(origin)):
+                continue
+            # A value of an owning type that holds two acquisitions (`new(Timer)`
+            # with both events made into its fields) is one value handed out.
+            if origin.handle and origin.resource.owns is not None:
+                if (origin.handle, index) in held:
+                    continue
+                held.add((origin.handle, index))
+            handed.append((origin, index))
         return handed
+
+    def _finalized(self, origin: Origin) -> bool:
+        """An owning type's value made here whose type has a finalizer."""
+        local = origin.resource.release[0].call.startswith("_.")  # owned_resource's qualifier of the package's own types
+        return local and self._owners.finalized(owner_type(origin.resource))
 
     def _returned_directly(self, unit: Unit, origin: Origin) -> int | None:
         """`return C.CString(s)`: the position of the acquiring call among
@@ -112,16 +129,18 @@ class HandOuts:
         return index
 
 
-def _returned_at(unit: Unit, handle: str) -> int | None:
+def _returned_at(unit: Unit, handle: str, calls: CallIndex, owning: bool = False) -> int | None:
     """The result position at which the function returns the variable
-    `handle` itself, if every return that returns it does so there with a
+    `handle` itself, or converted (`return Handle(h), nil`: a named type is
+    the same handle), or its address where it is a value of an owning type
+    (`return &ctx`), if every return that returns it does so there with a
     nil error (when the last result is an error); None otherwise."""
     index = None
     returns_error = unit.returns_error
     for statement in syntax.return_statements(unit.body):
         values = next((c for c in statement.named_children if c.type == "expression_list"), None)
         expressions = syntax.expressions(values) if values is not None else []
-        positions = [i for i, e in enumerate(expressions) if e.type == "identifier" and syntax.text(e) == handle]
+        positions = [i for i, e in enumerate(expressions) if _is_variable(unwrap(e, calls), handle, owning)]
         if not positions:
             continue
         if len(positions) > 1 or (index is not None and positions[0] != index):
@@ -130,3 +149,9 @@ def _returned_at(unit: Unit, handle: str) -> int | None:
             return None
         index = positions[0]
     return index
+
+
+def _is_variable(node, handle: str, address: bool) -> bool:
+    if address and node is not None and node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
+        node = syntax.unparen(node.child_by_field_name("operand"))
+    return node is not None and node.type == "identifier" and syntax.text(node) == handle

@@ -23,12 +23,12 @@ from cudalint.analyses.calls import CalleeKind, CallIndex, unwrap
 from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.outcomes import Effect, Origin, UnitLifetimes
 from cudalint.analyses.lifetimes.states import Phase, State
-from cudalint.analyses.owners import owned_resource
+from cudalint.analyses.owners import Owners, owned_resource
 from cudalint.analyses.status import ERROR_STATUS
 from cudalint.cfg import CFG
 from cudalint.functions import Unit, UnitKind
 from cudalint.knowledge import ApiFunction, CallRole
-from cudalint.scope import Symbol
+from cudalint.scope import Role, Symbol
 
 # What a function of the package hands its caller: (acquisition, result index).
 HandOuts = Callable[[Unit], list[tuple[Origin, int]]]
@@ -40,8 +40,9 @@ Birth = tuple[Origin, State | None, str | None]
 
 
 class Origins:
-    def __init__(self, calls: CallIndex, effects: Effects, handed_out: HandOuts, lifetimes: Lifetimes):
+    def __init__(self, calls: CallIndex, effects: Effects, handed_out: HandOuts, lifetimes: Lifetimes, owners: Owners):
         self._calls = calls
+        self._owners = owners
         self._effects = effects
         self._handed_out = handed_out
         self._lifetimes = lifetimes
@@ -182,13 +183,33 @@ class Origins:
             target = unwrap(argument.child_by_field_name("operand"), self._calls)
         else:
             target = argument
+        if target is not None and target.type == "selector_expression":
+            return self._field_birth(origin, target, proxy)
         if target is None or target.type != "identifier":
-            return None  # `&b.ptr`: owned by the struct from the start
+            return None
         symbol = self._calls.package.resolution.symbol(target)
         if symbol is None or not symbol.is_local:
             return None  # a global: the package owns it
         origin = replace(origin, handle=symbol.name)
         return origin, State(Phase.HELD, frozenset({symbol}), proxy), None
+
+    def _field_birth(self, origin: Origin, field: Node, proxy) -> Birth | None:
+        """`C.cuCtxCreate(&ctx.id, ...)` into a field of a value this function
+        makes (`var ctx Context`, `d := new(TensorD)`) of a type that owns
+        the resource: the value holds it from then on, released by the
+        type's method. A field of anything else (`&b.ptr` of a receiver or
+        parameter, of a global) is owned by the struct from the start."""
+        operand = syntax.unparen(field.child_by_field_name("operand"))
+        if operand is None or operand.type != "identifier" or (proxy is None and origin.status is not None):
+            return None  # (a status tested in a way not followed: the struct's, as before)
+        symbol = self._calls.package.resolution.symbol(operand)
+        if symbol is None or symbol.role is not Role.LOCAL or symbol.function != origin.unit.node:
+            return None
+        owner = self._owners.of(self._calls.types.type_of(operand))
+        if owner is None or origin.resource not in owner.resources or self._owners.finalized(owner.type_name):
+            return None  # a type with a finalizer: the collector releases a value dropped
+        resource = owned_resource(origin.resource, owner.type_name, owner.methods)
+        return replace(origin, handle=symbol.name, resource=resource), State(Phase.HELD, frozenset({symbol}), proxy), None
 
     def _result_birth(self, origin: Origin, proxy) -> Birth | None:
         call = origin.call
@@ -257,6 +278,10 @@ class Origins:
                 return current
             if parent.type == "argument_list":
                 current = parent.parent  # a helper converting the status: its result carries it
+                continue
+            holder = parent.parent
+            if parent.type == "selector_expression" and holder is not None and holder.type == "call_expression" and holder.child_by_field_name("function") == parent:
+                current = holder  # `Status(st).error("x")`: a method of the converted status carries it
                 continue
             if parent.type == "expression_list":
                 holder = parent.parent

@@ -55,6 +55,11 @@ class VariableResources:
         """Whether calling `method` on the variable releases what it holds."""
         return any(resource.release_method(method) is not None for resource in self.of(symbol, origin))
 
+    def owns(self, symbol: Symbol, resource: ResourceSpec, origin: Origin | None) -> bool:
+        """Whether the variable holds a value of an owning type of that
+        resource: releasing its field (`C.cudaFree(b.ptr)`) releases it."""
+        return any(held.owns is not None and held.owns.name == resource.name for held in self.of(symbol, origin))
+
     def _owned_elsewhere(self, symbol: Symbol, path: str, type_name: str) -> list[ResourceSpec]:
         """`b *gpu.Buffer`: the resources an owning type of another package of
         the module holds, as its summary says."""

@@ -275,6 +275,8 @@ class Walker:
                 return state
             record.transferred += 1
             raise LeftControl
+        if kind is UseKind.DEREF and use.role is not None and self._resources.owns(use.symbol, use.role[0], origin):
+            return release(origin, state, n, use.deferred, record, None)  # `C.cudaFree(b.ptr)` of an owning type's value
         if kind in (UseKind.PASS_API, UseKind.DEREF):
             if released:
                 record.uses_after_release.append((n, use, state.released_at or 0))
