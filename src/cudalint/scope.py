@@ -151,6 +151,7 @@ class Resolution:
     # Names whose mentioning declarations are all resolved.
     _mentioned: set[str] = field(default_factory=set, repr=False)
     _error_types: dict[tuple[str, bool], bool] = field(default_factory=dict, repr=False)
+    _error_receivers: frozenset[str] | None = field(default=None, repr=False)
 
     def ensure(self, root: Node, node: Node) -> Node | None:
         """Resolve the top-level declaration of file `root` that holds `node`
@@ -255,14 +256,23 @@ class Resolution:
             )
         if not pointer:
             return False  # a value of a non-interface type is never nil
-        for root in self.file_scopes:
-            for declaration in syntax.children(root):
-                if declaration.type != "method_declaration" or syntax.text(declaration.child_by_field_name("name")) != "Error":
-                    continue
-                receiver = declaration.child_by_field_name("receiver")
-                if receiver is not None and syntax.text(receiver).replace("*", " ").split()[-1].rstrip(")") == name:
-                    return True
-        return False
+        return name in self._with_error_method()
+
+    def _with_error_method(self) -> frozenset[str]:
+        """The package's types with an `Error` method, found in one pass
+        over the top-level declarations (asked per type, a scan each was
+        quadratic in a package of thousands of types)."""
+        if self._error_receivers is None:
+            found = set()
+            for root in self.file_scopes:
+                for declaration in syntax.children(root):
+                    if declaration.type != "method_declaration" or syntax.text(declaration.child_by_field_name("name")) != "Error":
+                        continue
+                    receiver = declaration.child_by_field_name("receiver")
+                    if receiver is not None:
+                        found.add(syntax.text(receiver).replace("*", " ").split()[-1].rstrip(")"))
+            self._error_receivers = frozenset(found)
+        return self._error_receivers
 
     def package_of(self, identifier: Node | None) -> str | None:
         """The import path an identifier names, if it names an imported package."""

@@ -118,6 +118,7 @@ class CallIndex:
     # Calls of a name, and method values of a name, by the unit they name.
     _calls_by_target: dict[str, dict[Unit, list[Node]]] = field(default_factory=dict, repr=False)
     _values_by_method: dict[str, dict[Unit, list[Node]]] = field(default_factory=dict, repr=False)
+    _methods_by_type: dict[str, list[Unit]] | None = field(default=None, repr=False)
     _by_name_per_file: dict[Node, dict[str, list[Node]]] = field(default_factory=dict, repr=False)
     # Per file (root): the named calls and their start bytes, in order.
     _named_calls: dict[Node, tuple[list[int], list[Node]]] = field(default_factory=dict, repr=False)
@@ -425,9 +426,15 @@ class CallIndex:
         return list(self.types.structs())
 
     def methods_of_type(self, type_name: str) -> list[Unit]:
-        """The methods declared with receiver T or *T."""
-        wanted = (f"{type_name}.", f"(*{type_name}).")
-        return [unit for units in self._methods.values() for unit in units if unit.name.startswith(wanted)]
+        """The methods declared with receiver T or *T (indexed once: a scan
+        per type was quadratic in a package of thousands of types)."""
+        if self._methods_by_type is None:
+            self._methods_by_type = {}
+            for units in self._methods.values():
+                for unit in units:
+                    receiver = unit.name.rsplit(".", 1)[0].removeprefix("(*").removesuffix(")")
+                    self._methods_by_type.setdefault(receiver, []).append(unit)
+        return list(self._methods_by_type.get(type_name, ()))
 
     def _method_of(self, type_name: str, method: str) -> Unit | None:
         """The method of a type or, promoted, of the types it embeds (the
