@@ -1,37 +1,20 @@
-"""Lexical scopes of a Go package: which declaration every identifier refers to.
-
-Passes must tell apart two `d`s declared in sibling blocks, a `:=` that
-redeclares `err` in an inner scope (a new variable) from one that reuses it in
-the same scope (an assignment), and `C.cudaFree` from a local variable named
-`C`. This module answers those questions once, with Go's scoping rules, so
-that no pass ever matches names by text.
-"""
+"""The resolution of one top-level declaration: Go's scoping rules
+applied to its statements and expressions, binding every identifier to its
+Symbol in the tables of the package's Resolution; and the declarations of
+a file, found by position or by the words they mention."""
 
 from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
-from enum import Enum
+from dataclasses import dataclass
+from typing import Protocol
 
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.parse import ParsedFile
-
-MAX_NESTING = 1000
-MAX_DECLARATION_BYTES = syntax.MAX_DECLARATION_BYTES
-
-UNIVERSE_FUNCS = frozenset({
-    "append", "cap", "clear", "close", "complex", "copy", "delete", "imag", "len", "make",
-    "max", "min", "new", "panic", "print", "println", "real", "recover",
-})
-UNIVERSE_VALUES = frozenset({"true", "false", "iota", "nil"})
-UNIVERSE_TYPES = frozenset({
-    "any", "bool", "byte", "comparable", "complex64", "complex128", "error", "float32", "float64",
-    "int", "int8", "int16", "int32", "int64", "rune", "string", "uint", "uint8", "uint16",
-    "uint32", "uint64", "uintptr",
-})
+from cudalint.scope.symbols import MAX_DECLARATION_BYTES, MAX_NESTING, UNIVERSE_FUNCS, UNIVERSE_TYPES, UNIVERSE_VALUES
+from cudalint.scope.symbols import Nesting, NestingTooDeep, Role, Scope, Symbol, SymbolKind
 
 # Node kinds that only ever describe types: nothing inside them is a variable use.
 _TYPE_NODES = frozenset({
@@ -42,275 +25,14 @@ _TYPE_NODES = frozenset({
 })
 
 
-class NestingTooDeep(Exception):
-    """Raised when statements nest beyond MAX_NESTING; the caller skips the function."""
+class Tables(Protocol):
+    """What resolving writes: the tables of the package's Resolution."""
 
-
-class Nesting:
-    """The depth of a recursive walk over statements, stopped at MAX_NESTING
-    so that pathological input costs one notification, not the process.
-
-        with self.nesting(node):
-            ...recurse...
-    """
-
-    __slots__ = ("depth",)
-
-    def __init__(self) -> None:
-        self.depth = 0
-
-    def __call__(self, node: Node | None) -> Nesting:
-        if self.depth >= MAX_NESTING:
-            raise NestingTooDeep(node)
-        return self
-
-    def __enter__(self) -> None:
-        self.depth += 1
-
-    def __exit__(self, *_exc: object) -> None:
-        self.depth -= 1
-
-
-class SymbolKind(str, Enum):
-    VAR = "var"
-    CONST = "const"
-    TYPE = "type"
-    FUNC = "func"
-    PACKAGE = "package"
-    BUILTIN = "builtin"
-
-
-class Role(str, Enum):
-    LOCAL = "local"
-    PARAM = "param"
-    RESULT = "result"
-    RECEIVER = "receiver"
-    GLOBAL = "global"
-    IMPORT = "import"
-    UNIVERSE = "universe"
-
-
-@dataclass(eq=False)
-class Symbol:
-    name: str
-    kind: SymbolKind
-    role: Role
-    node: Node | None = None
-    type_node: Node | None = None
-    init: Node | None = None
-    init_index: int = -1
-    import_path: str | None = None
-    function: Node | None = None
-    # The node whose extent is the variable's scope (a block, an if/for/switch
-    # statement, a case clause, a function): flow that leaves it ends the
-    # variable's life, e.g. at the end of a loop iteration.
-    scope_node: Node | None = None
-
-    @property
-    def is_local(self) -> bool:
-        return self.role in (Role.LOCAL, Role.PARAM, Role.RESULT, Role.RECEIVER)
-
-    def __repr__(self) -> str:
-        where = f"@{self.node.start_point[0] + 1}" if self.node is not None else ""
-        return f"<{self.kind.value} {self.name}{where}>"
-
-
-@dataclass(eq=False)
-class Scope:
-    parent: Scope | None
-    node: Node | None
-    function: Node | None
-    names: dict[str, Symbol] = field(default_factory=dict)
-
-    def lookup(self, name: str) -> Symbol | None:
-        scope: Scope | None = self
-        while scope is not None:
-            found = scope.names.get(name)
-            if found is not None:
-                return found
-            scope = scope.parent
-        return None
-
-
-@dataclass
-class Resolution:
-    """Identifier -> Symbol for one package, plus the scope of every function."""
-
-    refs: dict[Node, Symbol] = field(default_factory=dict)
-    declarations: dict[Node, Symbol] = field(default_factory=dict)
-    function_scopes: dict[Node, Scope] = field(default_factory=dict)
-    type_switch_symbols: dict[Node, list[Symbol]] = field(default_factory=dict)
-    package_symbols: dict[str, Symbol] = field(default_factory=dict)
-    file_scopes: dict[Node, Scope] = field(default_factory=dict)
-    failed: dict[Node, str] = field(default_factory=dict)
-    # Top-level declarations not resolved yet, with their file.
-    _pending: dict[Node, _File] = field(default_factory=dict, repr=False)
-    _files: dict[Node, _File] = field(default_factory=dict, repr=False)
-    # Identifiers already looked up in vain (no resolution can add them now).
-    _misses: set[int] = field(default_factory=set, repr=False)
-    # Names whose mentioning declarations are all resolved.
-    _mentioned: set[str] = field(default_factory=set, repr=False)
-    _error_types: dict[tuple[str, bool], bool] = field(default_factory=dict, repr=False)
-    _error_receivers: frozenset[str] | None = field(default=None, repr=False)
-
-    def ensure(self, root: Node, node: Node) -> Node | None:
-        """Resolve the top-level declaration of file `root` that holds `node`
-        (if not done yet), and return that declaration."""
-        file = self._files.get(root)
-        declaration = file.declaration_at(node) if file is not None else None
-        if declaration is not None and declaration in self._pending:
-            _resolve_declaration(self, declaration, self._pending.pop(declaration))
-        return declaration
-
-    def declaration_text_of(self, root: Node, node: Node) -> bytes | None:
-        """The bytes of the top-level declaration of file `root` holding `node`."""
-        file = self._files.get(root)
-        declaration = file.declaration_at(node) if file is not None else None
-        return file.data[declaration.start_byte:declaration.end_byte] if declaration is not None else None
-
-    def ensure_mentioning(self, name: str) -> None:
-        """Resolve every declaration whose text contains `name`: the only
-        ones that can refer to a package-level symbol of that name."""
-        if not self._pending or name in self._mentioned:
-            return
-        self._mentioned.add(name)
-        needle = name.encode()
-        for file in self._files.values():
-            for declaration in file.declarations_mentioning(needle):
-                if declaration in self._pending:
-                    _resolve_declaration(self, declaration, self._pending.pop(declaration))
-
-    def ensure_all(self) -> None:
-        for declaration in list(self._pending):
-            file = self._pending.pop(declaration, None)
-            if file is not None:
-                _resolve_declaration(self, declaration, file)
-
-    def symbol(self, identifier: Node | None) -> Symbol | None:
-        """What an identifier refers to. Names are resolved one top-level
-        declaration at a time, on demand: the first question about an
-        identifier of a declaration not resolved yet resolves it here, so
-        no caller can forget to and silently get None."""
-        if identifier is None:
-            return None
-        found = self.refs.get(identifier)
-        if found is None and self._pending and identifier.id not in self._misses:
-            self._misses.add(identifier.id)
-            declaration = self._pending_around(identifier)
-            if declaration is not None:
-                _resolve_declaration(self, declaration, self._pending.pop(declaration))
-                found = self.refs.get(identifier)
-        return found
-
-    def _pending_around(self, node: Node) -> Node | None:
-        """The unresolved top-level declaration holding node: found by
-        position in each file's declarations, and confirmed to be in the same
-        tree. Never by walking up: tree-sitter finds a parent by descending
-        from the root, so walking up from 10,000 nested literals costs the
-        square of the depth, for each identifier."""
-        several = len(self._files) > 1
-        for file in self._files.values():
-            declaration = file.declaration_at(node)
-            if declaration is None or declaration not in self._pending:
-                continue
-            if declaration == node:
-                return declaration
-            if declaration.child_with_descendant(node) is None:
-                continue
-            # child_with_descendant compares positions only: another file's
-            # declaration at the same bytes passes it. Node equality knows
-            # the tree; the smallest node at an identifier's bytes is itself.
-            if not several or declaration.descendant_for_byte_range(node.start_byte, node.end_byte) == node:
-                return declaration
-        return None
-
-    def is_error_type(self, type_node: Node | None) -> bool:
-        """Whether a result declared with this type reports failure as a
-        non-nil value: `error`, an interface of the package that embeds
-        `error` or declares `Error() string` (a custom error interface), or
-        a pointer to a type of the package with an `Error` method."""
-        if type_node is None:
-            return False
-        if syntax.text(type_node) == "error":
-            return True
-        pointer = type_node.type == "pointer_type"
-        inner = syntax.children(type_node)[-1] if pointer and syntax.children(type_node) else type_node
-        if inner.type != "type_identifier":
-            return False
-        name = syntax.text(inner)
-        if (name, pointer) not in self._error_types:
-            self._error_types[(name, pointer)] = self._error_like(name, pointer)
-        return self._error_types[(name, pointer)]
-
-    def _error_like(self, name: str, pointer: bool) -> bool:
-        symbol = self.package_symbols.get(name)
-        spec = symbol.node.parent if symbol is not None and symbol.kind is SymbolKind.TYPE and symbol.node is not None else None
-        body = spec.child_by_field_name("type") if spec is not None and spec.type == "type_spec" else None
-        if body is None:
-            return False
-        if body.type == "interface_type":
-            return any(
-                (element.type == "method_elem" and syntax.text(element.child_by_field_name("name")) == "Error")
-                or (element.type == "type_elem" and syntax.text(element) == "error")
-                for element in syntax.children(body)
-            )
-        if not pointer:
-            return False  # a value of a non-interface type is never nil
-        return name in self._with_error_method()
-
-    def _with_error_method(self) -> frozenset[str]:
-        """The package's types with an `Error` method, found in one pass
-        over the top-level declarations (asked per type, a scan each was
-        quadratic in a package of thousands of types)."""
-        if self._error_receivers is None:
-            found = set()
-            for root in self.file_scopes:
-                for declaration in syntax.children(root):
-                    if declaration.type != "method_declaration" or syntax.text(declaration.child_by_field_name("name")) != "Error":
-                        continue
-                    receiver = declaration.child_by_field_name("receiver")
-                    if receiver is not None:
-                        found.add(syntax.text(receiver).replace("*", " ").split()[-1].rstrip(")"))
-            self._error_receivers = frozenset(found)
-        return self._error_receivers
-
-    def package_of(self, identifier: Node | None) -> str | None:
-        """The import path an identifier names, if it names an imported package."""
-        symbol = self.symbol(identifier)
-        if symbol is not None and symbol.kind is SymbolKind.PACKAGE:
-            return symbol.import_path
-        return None
-
-    def constant_bool(self, expression: Node | None, depth: int = 0) -> bool | None:
-        """The value of a boolean expression built from `true`, `false`,
-        constants declared from them, `!`, `&&` and `||`; None otherwise.
-        (The CFG never folds conditions; rules that must, ask here.)"""
-        node = syntax.unparen(expression)
-        if node is None or depth > 32:
-            return None
-        if node.type in ("true", "false"):
-            return node.type == "true"
-        if node.type == "identifier":
-            symbol = self.symbol(node)
-            if symbol is not None and symbol.kind is SymbolKind.CONST and symbol.init is not None:
-                return self.constant_bool(symbol.init, depth + 1)
-            return None
-        if node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "!":
-            value = self.constant_bool(node.child_by_field_name("operand"), depth + 1)
-            return None if value is None else not value
-        if node.type == "binary_expression":
-            operator = syntax.text(node.child_by_field_name("operator"))
-            left = self.constant_bool(node.child_by_field_name("left"), depth + 1)
-            right = self.constant_bool(node.child_by_field_name("right"), depth + 1)
-            if operator == "&&":
-                return False if left is False or right is False else (True if left and right else None)
-            if operator == "||":
-                return True if left is True or right is True else (False if left is False and right is False else None)
-        return None
-
-    def is_builtin(self, identifier: Node | None, name: str) -> bool:
-        symbol = self.symbol(identifier)
-        return symbol is not None and symbol.kind is SymbolKind.BUILTIN and symbol.name == name
+    refs: dict[Node, Symbol]
+    declarations: dict[Node, Symbol]
+    function_scopes: dict[Node, Scope]
+    type_switch_symbols: dict[Node, list[Symbol]]
+    failed: dict[Node, str]
 
 
 _UNIVERSE: dict[str, Symbol] = {}
@@ -322,27 +44,10 @@ for _name in UNIVERSE_TYPES:
     _UNIVERSE[_name] = Symbol(_name, SymbolKind.TYPE, Role.UNIVERSE)
 
 
-def default_import_name(path: str) -> str:
-    """The package name an import path most likely declares (the go command's
-    convention: the last element, skipping a major-version suffix)."""
-    parts = [p for p in path.split("/") if p]
-    if not parts:
-        return path
-    last = parts[-1]
-    if len(parts) > 1 and last.startswith("v") and last[1:].isdigit():
-        last = parts[-2]
-    for suffix in (".v1", ".v2", ".v3", ".v4", ".v5", ".v6", ".v7", ".v8", ".v9"):
-        if last.endswith(suffix):
-            last = last[: -len(suffix)]
-    if last.startswith("go-"):
-        last = last[3:]
-    if last.endswith("-go"):
-        last = last[:-3]
-    return last.replace("-", "_").replace(".", "_")
+class Resolver:
+    """Binds the identifiers of one declaration at a time (see DeclarationFile)."""
 
-
-class _Resolver:
-    def __init__(self, resolution: Resolution, package_scope: Scope):
+    def __init__(self, resolution: Tables, package_scope: Scope):
         self.res = resolution
         self.package_scope = package_scope
         self.nesting = Nesting()
@@ -655,50 +360,16 @@ def _initializer(left: list[Node], right: list[Node], index: int) -> tuple[Node 
     return None, -1
 
 
-def resolve_package(files: list[ParsedFile], package_names: dict[str, str]) -> Resolution:
-    """Prepare the resolution of a package (all its files together: a function
-    in one file may call a function declared in another). The package and file
-    scopes are built now; each top-level declaration is resolved when first
-    needed (Resolution.ensure): most functions of a package never are."""
-    resolution = Resolution()
-    package_scope = Scope(None, None, None)
-    for parsed in files:
-        for declaration in syntax.children(parsed.root):
-            _predeclare(declaration, package_scope, resolution)
-    resolution.package_symbols = dict(package_scope.names)
-    resolver = _Resolver(resolution, package_scope)
-    for parsed in files:
-        file_scope = Scope(None, parsed.root, None)
-        resolution.file_scopes[parsed.root] = file_scope
-        for imported in parsed.imports:
-            name = imported.name or package_names.get(imported.path) or default_import_name(imported.path)
-            if name in ("_", "."):
-                continue
-            identifier = imported.node.child_by_field_name("name") or imported.node
-            symbol = Symbol(name, SymbolKind.PACKAGE, Role.IMPORT, identifier, import_path=imported.path)
-            file_scope.names[name] = symbol
-        # Package-level names shadow nothing in the file scope (Go forbids the
-        # clash), so the package scope can sit inside the file scope for lookup.
-        top = Scope(file_scope, parsed.root, None, package_scope.names)
-        cgo = file_scope.names.get("C")
-        cgo = cgo if cgo is not None and cgo.import_path == "C" else None
-        file = _File(resolver, top, cgo, parsed.source.data, syntax.children(parsed.root), parsed.index.func_literals)
-        resolution._files[parsed.root] = file
-        for declaration in file.declarations:
-            resolution._pending[declaration] = file
-    return resolution
-
-
 # Names looked up by scanning a file's bytes before it gets a word index.
 _SCANS_BEFORE_INDEX = 32
 _WORD = re.compile(rb"(?<![0-9A-Za-z_\x80-\xff])[A-Za-z_\x80-\xff][0-9A-Za-z_\x80-\xff]*")
 
 
 @dataclass
-class _File:
+class DeclarationFile:
     """What resolving one of a file's declarations needs."""
 
-    resolver: _Resolver
+    resolver: Resolver
     top: Scope
     cgo: Symbol | None
     data: bytes
@@ -757,7 +428,7 @@ class _File:
         return self.literals[low:high]
 
 
-def _resolve_declaration(resolution: Resolution, declaration: Node, file: _File) -> None:
+def resolve_declaration(resolution: Tables, declaration: Node, file: DeclarationFile) -> None:
     resolver, top = file.resolver, file.top
     resolver.nesting = Nesting()
     resolver.cgo = file.cgo
@@ -793,8 +464,7 @@ def _resolve_declaration(resolution: Resolution, declaration: Node, file: _File)
                 pass
 
 
-
-def _predeclare(declaration: Node, scope: Scope, resolution: Resolution) -> None:
+def predeclare(declaration: Node, scope: Scope, resolution: Tables) -> None:
     def add(identifier: Node | None, kind: SymbolKind, **extra) -> None:
         if identifier is None:
             return

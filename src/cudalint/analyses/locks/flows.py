@@ -1,0 +1,197 @@
+"""What each function does to its caller's lock count: the counts held
+before each statement for a given entry count (`flow`), and the lock and
+unlock wrappers (`wrapper`), solved callees first."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from tree_sitter import Node
+
+from cudalint import fixpoint, syntax
+from cudalint.analyses.locks.events import CAP, Event, Happening, LockEvents
+from cudalint.cfg import CFG, ExitKind, NodeKind, PackageCFGs
+from cudalint.functions import Package, Unit, UnitKind
+
+
+class LockFlows:
+    """The lock counts and wrapper effects of the functions of one package."""
+
+    def __init__(self, package: Package, cfgs: PackageCFGs, events: LockEvents):
+        self.package = package
+        self.cfgs = cfgs
+        self.events = events
+        self.wrappers: dict[Unit, Event | None] = {}
+
+    def happenings(self, unit: Unit) -> dict[int, list[Happening]]:
+        return self.events.happenings(unit)
+
+    def callees(self, unit: Unit) -> list[Unit]:
+        """The functions of the package whose lock facts this one's depend on:
+        those it calls, defers or starts, also from a deferred literal."""
+        if unit not in self.cfgs.graphs:
+            return []
+        found: list[Unit] = []
+        for happenings in self.happenings(unit).values():
+            for happening in happenings:
+                if happening.target is not None:
+                    found.append(happening.target)
+                found.extend(happening.closure)
+        return found
+
+    def wrapper(self, unit: Unit) -> Event | None:
+        """LOCK for a function that leaves its caller's thread locked on every
+        return, UNLOCK for one that only unlocks it; None for anything else
+        (and for a recursive function whose effect does not settle).
+        Solved for everything the function reaches, callees first."""
+        if unit not in self.wrappers:
+            fixpoint.solve([unit], self.callees, self._wrapper_effect, self.wrappers, lambda _: None)
+        return self.wrappers[unit]
+
+    def _wrapper_effect(self, unit: Unit) -> Event | None:
+        """(Locks nest, so a function that locks and defers the unlock is neither.)"""
+        if unit not in self.cfgs.graphs:
+            return None
+        events = {h.event for hs in self.happenings(unit).values() for h in hs}
+        if self.locks_always(unit) or self.locks_on_success(unit):
+            return Event.LOCK
+        if Event.LOCK not in events and self._locked_on_return(unit, 1) == 0:
+            return Event.UNLOCK
+        return None
+
+    def locks_always(self, unit: Unit) -> bool:
+        """A lock wrapper that returns with the thread locked on every path."""
+        on_return = self._locked_on_return(unit, 0)
+        return on_return is not None and on_return >= 1
+
+    def locks_on_success(self, unit: Unit) -> bool:
+        """A lock wrapper that reports failure: it returns with the thread
+        locked exactly where its error result is nil, and unlocked where it
+        reports an error (`if err := lockDevice(d); err != nil { return err }`)."""
+        if not unit.returns_error:
+            return False
+        outcomes = _return_outcomes(self, self.cfgs.graphs[unit])
+        if not outcomes:
+            return False
+        success = [locked for statement, locked in outcomes if _returns_nil_error(statement)]
+        failure = [locked for statement, locked in outcomes if not _returns_nil_error(statement)]
+        return bool(success) and all(success) and not any(failure)
+
+    def lost_token(self, unit: Unit) -> Node | None:
+        """A lock handed out with a token (`Init() (*Token, error)` locks,
+        and the token's method unlocks): the failing return that keeps the
+        thread locked but returns no token to unlock it with, if any. The
+        function never unlocks, returns a value besides its error, and the
+        package has an unlock wrapper (the token's method)."""
+        if not unit.returns_error or unit.result_count < 2 or self.unlocks_somewhere(unit):
+            return None
+        if not any(self.wrapper(u) is Event.UNLOCK for u in self.package.units if u.kind is UnitKind.METHOD):
+            return None
+        outcomes = _return_outcomes(self, self.cfgs.graphs[unit])
+        handed = [statement for statement, locked in outcomes if locked and _returns_nil_error(statement)]
+        lost = [statement for statement, locked in outcomes if locked and statement is not None and not _returns_nil_error(statement)]
+        return lost[0] if handed and lost else None
+
+    def _locked_on_return(self, unit: Unit, entry: int) -> int | None:
+        graph = self.cfgs.graphs[unit]
+        exit_node = graph.exits[ExitKind.RETURN]
+        if exit_node not in graph.live:
+            return None
+        deferred = sum(1 for hs in self.happenings(unit).values() for h in hs if self.defers_unlock(h))
+        return max(self.flow(unit, entry).get(exit_node, entry) - deferred, 0)
+
+    def defers_unlock(self, happening: Happening) -> bool:
+        """`defer runtime.UnlockOSThread()`, `defer unlockGPU()` of an unlock
+        wrapper, or a deferred literal that calls one."""
+        if happening.event is Event.DEFER_UNLOCK:
+            return True
+        if happening.event is Event.DEFER_CLOSURE:
+            return any(self.wrapper(target) is Event.UNLOCK for target in happening.closure)
+        return (
+            happening.event is Event.CALL and happening.deferred and happening.target is not None
+            and self.wrapper(happening.target) is Event.UNLOCK
+        )
+
+    def unlocks(self, happening: Happening) -> bool:
+        if happening.event is Event.UNLOCK:
+            return True
+        return (
+            happening.event is Event.CALL and not happening.deferred and not happening.spawned
+            and happening.target is not None and self.wrapper(happening.target) is Event.UNLOCK
+        )
+
+    def locks(self, happening: Happening) -> bool:
+        if happening.event is Event.LOCK:
+            return True
+        return (
+            happening.event is Event.CALL and not happening.deferred and not happening.spawned
+            and happening.target is not None and self.wrapper(happening.target) is Event.LOCK
+        )
+
+    def flow(self, unit: Unit, entry: int) -> dict[int, int]:
+        """The lock count held on every path before each node (a greatest
+        fixpoint: unreachable nodes keep the cap and are never reported)."""
+        graph = self.cfgs.graphs[unit]
+        happenings = self.happenings(unit)
+        before = {n: CAP for n in graph.nodes()}
+        before[graph.entry] = entry
+        visited = {graph.entry}
+        queue = deque([graph.entry])
+        while queue:
+            n = queue.popleft()
+            after = self.apply(before[n], happenings.get(n, ()))
+            for successor in graph.successors(n):
+                value = min(before[successor], after)
+                if successor == graph.entry:
+                    value = min(value, entry)
+                if value != before[successor] or successor not in visited:
+                    before[successor] = value
+                    visited.add(successor)
+                    queue.append(successor)
+        return before
+
+    def apply(self, count: int, happenings) -> int:
+        for happening in happenings:
+            effect = happening.event
+            if effect is Event.CALL and not (happening.spawned or happening.deferred) and happening.target is not None:
+                effect = self.wrapper(happening.target)
+            if effect is Event.LOCK:
+                count = min(count + 1, CAP)
+            elif effect is Event.UNLOCK:
+                count = max(count - 1, 0)
+        return count
+
+
+    def unlocks_somewhere(self, unit: Unit) -> bool:
+        return any(self.unlocks(h) or self.defers_unlock(h) for hs in self.happenings(unit).values() for h in hs)
+
+
+def _returns_nil_error(statement: Node | None) -> bool:
+    values = next((c for c in statement.named_children if c.type == "expression_list"), None) if statement is not None else None
+    expressions = syntax.expressions(values) if values is not None else []
+    return bool(expressions) and syntax.text(expressions[-1]) == "nil"
+
+
+def _return_outcomes(flows: LockFlows, graph: CFG) -> list[tuple[Node | None, bool]]:
+    """(return statement, locked when it returns) on each path from the entry,
+    with the thread unlocked at entry (deferred unlocks applied)."""
+    found: list[tuple[Node | None, bool]] = []
+    happenings = flows.happenings(graph.unit)
+
+    def step(n: int, state: tuple[int, int]):
+        count, deferred = state
+        for happening in happenings.get(n, ()):
+            if flows.defers_unlock(happening):
+                deferred = min(deferred + 1, CAP)
+            else:
+                count = flows.apply(count, (happening,))
+        for successor in graph.successors(n):
+            if graph.kind(successor) is not NodeKind.EXIT:
+                yield successor, (count, deferred)
+            elif graph.exit_kind(successor) is ExitKind.RETURN:
+                statement = graph.ast(n) if graph.kind(n) is NodeKind.RETURN else None
+                found.append((statement, count - deferred > 0))
+
+    for _ in graph.walk(graph.entry, (0, 0), step):
+        pass
+    return found
