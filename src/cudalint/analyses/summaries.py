@@ -72,6 +72,9 @@ class FunctionSummary:
     # where that type has summarised methods: `dev, err := gpu.Open(0)`
     # makes dev a gpu.Device in the importer.
     results: tuple[str, ...] = ()
+    # The counted (handle-less) kinds it releases on some path, (family,
+    # resource): `defer gpu.Shutdown()` in an importer releases NVML's count.
+    counted_releases: tuple[tuple[str, str], ...] = ()
 
 
 # Import path -> exported function name -> summary.
@@ -121,10 +124,14 @@ def summaries_of(run: PackageRun) -> dict[str, FunctionSummary]:
         name = summary_name(unit)
         if name is None or unit.body is None:
             continue
-        hands_out = tuple(_hand_out(origin, index, unit.returns_error) for origin, index in lifetimes.handed_out(unit))
+        hands_out = tuple(
+            _hand_out(origin, index, unit.returns_error) for origin, index in lifetimes.handed_out(unit)
+            if index >= 0 or unit.returns_error or unit.node.child_by_field_name("result") is None
+        )
         params = tuple(lifetimes.effect_of_argument(unit, i).value for i in range(len(unit.params)))
-        if hands_out or any(effect != "retains" for effect in params):
-            found[name] = FunctionSummary(hands_out, params)
+        counted = lifetimes.counted_releases(unit)
+        if hands_out or counted or any(effect != "retains" for effect in params):
+            found[name] = FunctionSummary(hands_out, params, counted_releases=counted)
     wrappers = Pass(run, requirements((WRAPPERS,))).result_of(WRAPPERS)
     for unit, wrapped in wrappers.found():
         name = summary_name(unit)

@@ -31,6 +31,36 @@ def check(p: Pass) -> None:
                 _check_defer(p, defers, lifetimes, uses, graph, n)
 
     p.visit_graphs(defers.units(), visit)
+    p.visit_graphs(lifetimes.units_with_acquisitions(), lambda unit, graph: _check_early(p, lifetimes, graph))
+
+
+def _check_early(p: Pass, lifetimes: Engine, graph: CFG) -> None:
+    """A release registered before the acquisition succeeded: a counted
+    kind's (`defer nvml.Shutdown()` above `if ret := nvml.Init(); ret !=
+    nvml.SUCCESS { return }`), or a release handed out as a function
+    (`defer cleanup()` above go-dcgm's `if err != nil`)."""
+    reported: set[int] = set()
+    for early in lifetimes.lifetimes(graph.unit).early_releases:
+        if early.defer in reported:
+            continue
+        reported.add(early.defer)
+        origin = early.origin
+        defer = graph.ast(early.defer)
+        exit_span = graph.span(early.node)
+        refs = {"acquired": Ref(origin.call, f"{origin.resource.name} acquired here")}
+        if exit_span is not None:
+            refs["exit"] = Ref(exit_span, "it failed, and this return runs the defer")
+        where = "@exit" if exit_span is not None else f"line {graph.line(early.node)}"
+        if origin.role.handle == "none":
+            effect = f"releases a count of {origin.resource.name} this function never took"
+        else:
+            effect = f"calls {origin.handle}, which is nil when {origin.written} fails"
+        p.report(
+            graph.unit, defer,
+            f"{syntax.text(defer)} is registered before {origin.written} at @acquired has succeeded: "
+            f"where it fails, the return at {where} {effect}; register it after the success check",
+            **refs,
+        )
 
 
 def _check_defer(p: Pass, defers: DeferredReleases, lifetimes: Engine, uses: VariableUses, graph: CFG, n: int) -> None:

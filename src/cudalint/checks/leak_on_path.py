@@ -65,6 +65,13 @@ def _message(reads: _Reads, leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]
     if exit_span is not None:
         refs["exit"] = Ref(exit_span, f"{origin.handle or 'it'} is still held here")
     exit_at = "@exit" if exit_span is not None else f"line {leak.line}"
+    if origin.role.handle == "none" and leak.failing:
+        where = "the goroutine exit" if leak.how is Lost.GOEXIT else "the failing return"
+        return (
+            f"{what} is not {verb} on {where} at {exit_at}: the caller sees the failure and will not "
+            f"release it, so the count stays taken; release it before this return "
+            f"(`{remedy.removeprefix('defer ')}`)"
+        ), refs
     if origin.role.handle == "none":
         return (
             f"{what} is {verb} on some paths but not on the return at {exit_at}; "

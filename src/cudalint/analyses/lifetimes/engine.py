@@ -18,6 +18,7 @@ from __future__ import annotations
 from cudalint.analyses.calls import CallIndex
 from cudalint.analyses.lifetimes.closures import Closures
 from cudalint.analyses.lifetimes.collect import Collector
+from cudalint.analyses.lifetimes.counted import Counted
 from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.handouts import HandOuts
 from cudalint.analyses.lifetimes.origins import Origins
@@ -49,10 +50,12 @@ class Engine:
         self._effects = Effects(cfgs, calls, self._walk_from_entry)
         closures = Closures(calls, uses, self._effects)
         self._resources = VariableResources(calls, owners)
-        self._walker = Walker(calls, uses, status, self._resources, self._effects, closures)
+        counted = Counted(calls, uses)
+        self._walker = Walker(calls, uses, status, self._resources, self._effects, closures, counted)
         self._hand_outs = HandOuts(calls, owners, self.lifetimes, self._analysing.__contains__)
         self._origins = Origins(calls, self._effects, self._hand_outs.handed_out, self.lifetimes)
-        self._collector = Collector(self._origins, self._walker, closures, uses)
+        self._collector = Collector(self._origins, self._walker, closures, uses, counted)
+        self._counted = counted
 
     # -- outcomes ---------------------------------------------------------------
 
@@ -102,6 +105,17 @@ class Engine:
                     yield edge.target, None
 
         return sorted(n for n, _ in graph.walk(origin.node, None, step) if graph.kind(n) is NodeKind.RETURN)
+
+    def counted_releases(self, unit: Unit) -> tuple[tuple[str, str], ...]:
+        """The counted (handle-less) kinds `unit` releases on some path,
+        (family, resource): for its exported summary."""
+        found = []
+        for family in self._calls.knowledge.families:
+            for resource in family.resources:
+                if resource.release and any(role.handle == "none" for role in resource.release):
+                    if self._counted.releases(unit, resource.name):
+                        found.append((family.name, resource.name))
+        return tuple(found)
 
     # -- effects ------------------------------------------------------------------
 
