@@ -123,9 +123,21 @@ RULE = Rule(
     `p` had then, usually nil, and the allocation made afterwards is never
     freed (cudalint also reports that leak, CL101).
 
+    A release of a count with no handle (`defer nvml.Shutdown()`,
+    `defer C.dcgmShutdown()`) registered before the acquisition's success
+    check, above the acquisition or between it and the check, is reported
+    where some path on which the acquisition failed returns: it gives back a
+    count this function never took. So is `defer cleanup()` above the error
+    check of an acquisition that hands out its release as a function
+    (go-dcgm's `cleanup, err := dcgm.Init(mode)`). Not where the failing
+    branch ends the process (`log.Fatal`, `os.Exit`): deferred calls never run.
+
     ## Why is this bad?
     It looks like the canonical cleanup and passes review, while it frees
-    nothing and the real allocation leaks on every call.
+    nothing and the real allocation leaks on every call. A count released
+    without its acquisition decrements another component's count (NVML is
+    shut down under it) or returns an error nobody reads; a nil cleanup
+    function panics.
 
     ## Example
     ```go
@@ -151,7 +163,8 @@ RULE = Rule(
     ## Fix safety
     Safe: the defer (with its trailing comment) moves to right after the
     acquisition's success check, where the deferred call names nothing but
-    the handle and both are statements of one block. Otherwise no fix.
+    the handle and both are statements of one block. Otherwise no fix, and
+    none for a count's release or a cleanup function.
     """,
     tags=("correctness", "resource-leak"),
     check=check,

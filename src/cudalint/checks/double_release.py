@@ -50,6 +50,9 @@ RULE = Rule(
     the same value, or an explicit release of a handle a registered `defer`
     will release again when the function returns. Handles that arrive as
     parameters are followed from the point where the function releases them.
+    A count with no handle (`nvml.Init` / `nvml.Shutdown`) released twice
+    after one acquisition is reported the same way: the second release
+    gives back a count another user of the library holds.
 
     ## Why is this bad?
     A double free is memory corruption, not an error the driver catches.

@@ -370,6 +370,14 @@ RULE = Rule(
     for `err != nil` after a Go wrapper, and for `p == nil` after `C.malloc`.
     Paths that end in `panic`, `os.Exit` or `log.Fatal` are not reported.
 
+    A count with no handle (`nvml.Init`, `C.dcgmInit`,
+    `C.cuDevicePrimaryCtxRetain`, paired by kind with their releases) is
+    reported on a *failing* return that holds it (a non-nil error, a failure
+    status), even in a function that never releases it: the caller sees the
+    failure and never gives the count back. A function that keeps it where
+    it succeeds is an initialiser: its callers acquire it at their call, up
+    to `main`, `init`, `TestMain` and exported functions.
+
     A variable declared inside a loop body is a new variable in each iteration:
     losing its resource at the end of an iteration is a leak too. A result
     that is never stored (`C.puts(C.CString(s))`) is reported as well.
