@@ -38,7 +38,7 @@ from cudalint import syntax
 from cudalint.analyses.calls import CalleeKind, CallIndex
 from cudalint.analyses.lifetimes.outcomes import EarlyRelease, Origin
 from cudalint.analyses.lifetimes.states import LeftControl, Phase, State, WalkRecord, release
-from cudalint.analyses.status import Outcome
+from cudalint.analyses.status import Outcome, StatusSemantics, StatusSource
 from cudalint.analyses.uses import UseKind, VariableUses
 from cudalint.cfg import CFG, ExitKind, NodeKind
 from cudalint.functions import Unit, UnitKind
@@ -57,8 +57,9 @@ def is_counted(origin: Origin | None) -> bool:
 
 
 class Counted:
-    def __init__(self, calls: CallIndex, uses: VariableUses):
+    def __init__(self, calls: CallIndex, uses: VariableUses, status: StatusSemantics):
         self._calls = calls
+        self._status = status
         self._uses = uses
         self._releasing: dict[tuple[Node, str], bool] = {}
 
@@ -186,7 +187,7 @@ class Counted:
         expressions = syntax.expressions(values) if values is not None else []
         if not expressions:
             results = unit.results
-            return self._tested_failing(statement, results[-1].name, failure, origin.status) if results else None
+            return self._tested_failing(statement, origin, results[-1].name, failure) if results else None
         last = syntax.unparen(expressions[-1])
         if last is None:
             return None
@@ -202,15 +203,19 @@ class Counted:
                 symbol = self._calls.package.resolution.symbol(last)
                 if symbol is not None and not symbol.is_local:
                     return True  # a sentinel error of the package
-                return self._tested_failing(statement, text, failure, origin.status)
+                return self._tested_failing(statement, origin, text, failure)
             return None
-        if _is_success(text, origin.status):
+        if self._is_success(origin, last):
             return False
         if last.type == "identifier":
-            return self._tested_failing(statement, text, failure, origin.status)
+            return self._tested_failing(statement, origin, text, failure)
         return None
 
-    def _tested_failing(self, statement: Node, name: str, failure: str, status: StatusSpec | None) -> bool | None:
+    def _is_success(self, origin: Origin, value: Node | None) -> bool:
+        """A success value of the acquisition's family (`nvml.SUCCESS`)."""
+        return value is not None and self._status.is_success_value(StatusSource.of(origin.api, origin.written), value)
+
+    def _tested_failing(self, statement: Node, origin: Origin, name: str, failure: str) -> bool | None:
         """`if err != nil { return err }`: the return sits on the side of
         an enclosing `if` where the variable it returns is a failure."""
         child, parent = statement, statement.parent
@@ -223,10 +228,11 @@ class Counted:
                 )
                 if side is not None and condition is not None and condition.type == "binary_expression":
                     operator = syntax.text(condition.child_by_field_name("operator"))
-                    left = syntax.text(condition.child_by_field_name("left"))
-                    right = syntax.text(condition.child_by_field_name("right"))
-                    other = right if left == name else left if right == name else None
-                    good = other is not None and (other == "nil" if failure == "error" else _is_success(other, status))
+                    left, right = condition.child_by_field_name("left"), condition.child_by_field_name("right")
+                    other = right if syntax.text(left) == name else left if syntax.text(right) == name else None
+                    good = other is not None and (
+                        syntax.text(other) == "nil" if failure == "error" else self._is_success(origin, other)
+                    )
                     if good and operator in ("==", "!="):
                         return (operator == "!=") == side
             child, parent = parent, parent.parent
@@ -329,13 +335,6 @@ def _same_name(written: str, status_type: str) -> bool:
     return written.removeprefix("C.").rsplit(".", 1)[-1] == status_type.removeprefix("C.").rsplit(".", 1)[-1]
 
 
-def _is_success(text: str, status: StatusSpec | None) -> bool:
-    """A success value of the family, by its last name (`nvml.SUCCESS` as
-    `lib.SUCCESS` too)."""
-    if status is None or status.kind != "code":
-        return False
-    tail = text.rsplit(".", 1)[-1]
-    return any(tail == value.rsplit(".", 1)[-1] for value in status.success)
 
 
 def _statement_of(call: Node | None) -> str:

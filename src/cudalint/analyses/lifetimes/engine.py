@@ -50,7 +50,7 @@ class Engine:
         self._effects = Effects(cfgs, calls, self._walk_from_entry)
         closures = Closures(calls, uses, self._effects)
         self._resources = VariableResources(calls, owners)
-        counted = Counted(calls, uses)
+        counted = Counted(calls, uses, status)
         self._walker = Walker(calls, uses, status, self._resources, self._effects, closures, counted)
         self._hand_outs = HandOuts(calls, owners, self.lifetimes, self._analysing.__contains__)
         self._origins = Origins(calls, self._effects, self._hand_outs.handed_out, self.lifetimes)
