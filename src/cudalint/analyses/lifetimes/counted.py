@@ -42,6 +42,8 @@ from cudalint.analyses.status import Outcome, StatusSemantics, StatusSource
 from cudalint.analyses.uses import UseKind, VariableUses
 from cudalint.cfg import CFG, ExitKind, NodeKind
 from cudalint.functions import Unit, UnitKind
+from cudalint.gotypes import imported_type, named_type
+from cudalint.scope import SymbolKind
 from cudalint.knowledge import StatusSpec
 
 # Functions that keep a count for the process lifetime: nobody calls them
@@ -80,8 +82,16 @@ class Counted:
                     continue  # a literal called in place: below, with the other literals
                 if self._call_releases(call, name):
                     state = release(origin, state, n, _statement_of(call) == "defer_statement", record, None)
+                elif self._unseen(call) and state.phase is Phase.HELD:
+                    record.transferred += 1  # a method the analysis cannot see into may release it: silence
+                    raise LeftControl
             for literal in _literals(root):
                 unit = self._calls.literal(literal)
+                if unit is not None and unit.body is not None and state.phase is Phase.HELD and any(
+                    self._unseen(call) for call in syntax.calls_in(unit.body)
+                ):
+                    record.transferred += 1
+                    raise LeftControl
                 if unit is None or not self.releases(unit, name):
                     continue
                 call = literal.parent if literal.parent is not None and literal.parent.type == "call_expression" else None
@@ -98,14 +108,19 @@ class Counted:
     def releases(self, unit: Unit, name: str) -> bool:
         """Whether some path of `unit` releases the kind `name`: a release
         call of it, a function of the package or module that releases it,
-        a func literal it calls or defers that does."""
+        a func literal it calls or defers that does; and `unit` takes no
+        count of its own (one that does, Init and a deferred Shutdown,
+        releases its own, not its caller's)."""
         key = (unit.node, name)
         if key in self._releasing:
             return self._releasing[key]
         self._releasing[key] = False  # recursion: assume not, while asking
         found = False
         if unit.body is not None:
-            for call in syntax.calls_in(unit.body):
+            calls = list(syntax.calls_in(unit.body))
+            if any(self._acquires(call, name) for call in calls):
+                return False  # it takes its own count (Init ... defer Shutdown): balanced, no release of the caller's
+            for call in calls:
                 function = syntax.unparen(call.child_by_field_name("function"))
                 if function is not None and function.type == "func_literal":
                     literal = self._calls.literal(function)
@@ -132,6 +147,36 @@ class Counted:
             bound = self._calls.unit_of(self._calls.package.resolution.symbol(function))
             return bound is not None and bound.kind is UnitKind.LITERAL and self.releases(bound, name)
         return False
+
+    def _unseen(self, call: Node) -> bool:
+        """A call the analysis cannot see into that may release a count: a
+        function value, or a method of a value whose type is no standard
+        library's (an interface of the module: `defer provider.Cleanup()`,
+        `nvmlprovider.Client().Cleanup()`). Functions of other packages
+        (loggers) and methods of the standard library's types are not."""
+        callee = self._calls.callee(call)
+        if callee.kind is CalleeKind.VALUE:
+            return True
+        if callee.kind is not CalleeKind.UNKNOWN:
+            return False
+        function = syntax.unparen(call.child_by_field_name("function"))
+        if function is None or function.type != "selector_expression":
+            return False
+        operand = syntax.unparen(function.child_by_field_name("operand"))
+        if operand is None:
+            return False
+        if operand.type == "call_expression":
+            return self._calls.callee(operand).kind in (CalleeKind.LOCAL, CalleeKind.MODULE, CalleeKind.VALUE)
+        if operand.type != "identifier":
+            return False  # a field, an index: its type is not known here, no guess
+        resolution = self._calls.package.resolution
+        symbol = resolution.symbol(operand)
+        if symbol is None or symbol.kind is not SymbolKind.VAR:
+            return False  # a package's function, a type's method expression
+        typed = imported_type(resolution, symbol)
+        if typed is not None:
+            return "." in typed[0].split("/", 1)[0]  # a type of a module outside the standard library
+        return symbol.type_node is not None and named_type(symbol.type_node) is not None and self._calls.local_type(symbol) is not None
 
     def _acquires(self, call: Node, name: str) -> bool:
         fact = self._calls.calls.get(call)
@@ -270,7 +315,7 @@ class Counted:
                         path = _path(parents, current) + (target,)
                         found.setdefault(deferred, EarlyRelease(origin, deferred, node, path))
                     continue
-                if self._reacquires(graph, target, origin):
+                if self._reacquires(graph, target, origin) or self._overwrites(graph, target, state):
                     continue
                 registered = deferred
                 if graph.kind(target) is NodeKind.DEFER and deferred is None and self._registers(graph, origin, state, target, name):
@@ -280,6 +325,14 @@ class Counted:
                     parents[key] = current
                     queue.append(key)
         return list(found.values())
+
+    def _overwrites(self, graph: CFG, n: int, state: State) -> bool:
+        """The variable holding the acquisition's status gets a new value:
+        from here on nothing says whether it failed."""
+        proxy = state.proxy
+        return proxy is not None and not isinstance(proxy, Node) and any(
+            use.symbol is proxy and use.kind is UseKind.WRITE for use in self._uses.uses(graph.evaluated(n))
+        )
 
     def _reacquires(self, graph: CFG, n: int, origin: Origin) -> bool:
         return any(
