@@ -166,7 +166,11 @@ class Counted:
         if operand is None:
             return False
         if operand.type == "call_expression":
-            return self._calls.callee(operand).kind in (CalleeKind.LOCAL, CalleeKind.MODULE, CalleeKind.VALUE)
+            inner = self._calls.callee(operand)
+            if inner.kind in (CalleeKind.LOCAL, CalleeKind.MODULE, CalleeKind.VALUE):
+                return True
+            fact = self._calls.call(operand)
+            return inner.kind is CalleeKind.UNKNOWN and fact is not None and _outside_std(fact.import_path)
         if operand.type != "identifier":
             return False  # a field, an index: its type is not known here, no guess
         resolution = self._calls.package.resolution
@@ -175,7 +179,7 @@ class Counted:
             return False  # a package's function, a type's method expression
         typed = imported_type(resolution, symbol)
         if typed is not None:
-            return "." in typed[0].split("/", 1)[0]  # a type of a module outside the standard library
+            return _outside_std(typed[0])
         return symbol.type_node is not None and named_type(symbol.type_node) is not None and self._calls.local_type(symbol) is not None
 
     def _acquires(self, call: Node, name: str) -> bool:
@@ -388,6 +392,11 @@ def _same_name(written: str, status_type: str) -> bool:
     return written.removeprefix("C.").rsplit(".", 1)[-1] == status_type.removeprefix("C.").rsplit(".", 1)[-1]
 
 
+
+
+def _outside_std(import_path: str) -> bool:
+    """An import path of a module, not of the standard library."""
+    return "." in import_path.split("/", 1)[0]
 
 
 def _statement_of(call: Node | None) -> str:
