@@ -63,6 +63,15 @@ def test_an_analysis_imports_no_rule_and_reports_nothing(path: Path) -> None:
     assert ".report(" not in path.read_text(encoding="utf-8")
 
 
+@pytest.mark.parametrize("path", sorted((PACKAGE / "driver").glob("*.py")), ids=lambda p: p.name)
+def test_the_driver_imports_no_analysis(path: Path) -> None:
+    """The driver moves facts between packages as opaque data; what they
+    say is between the analysis that exports them and those that read them."""
+    for module, name in _imports(path):
+        assert not module.startswith("cudalint.analyses"), f"driver/{path.name} imports {module}"
+        assert (module, name) != ("cudalint", "analyses"), f"driver/{path.name} imports cudalint.analyses"
+
+
 def test_only_the_graph_modules_touch_networkx() -> None:
     users = {
         _module_name(path) for path in MODULES

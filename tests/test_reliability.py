@@ -414,7 +414,7 @@ def test_a_function_of_gotos_is_too_complex_not_silent_nor_huge(tmp_path: Path) 
 
 
 def test_identical_findings_are_reported_once() -> None:
-    from cudalint.driver import _one_per_defect
+    from cudalint.driver import one_per_defect
     from cudalint.findings import Finding, Position, Result, Span
 
     span = Span(Position(3, 2, 2), Position(3, 9, 9))
@@ -425,7 +425,7 @@ def test_identical_findings_are_reported_once() -> None:
         Finding("CL102", "a.go", other, "released at line 1"), Finding("CL102", "a.go", other, "released at line 2"),
     ])
     result.sort()
-    _one_per_defect(result)
+    one_per_defect(result)
     assert [(f.rule_id, f.message) for f in result.findings] == [
         ("CL101", "leaks p"), ("CL101", "leaks q"), ("CL301", "dropped"), ("CL102", "released at line 1"),
     ]

@@ -67,7 +67,7 @@ def test_an_edit_during_the_run_never_poisons_the_cache(project: Path, monkeypat
     moment it is analysed (simulated by editing it as the analysis of its
     directory starts). After the edit is reverted, a cached run must report
     what --no-cache reports."""
-    import cudalint.driver as driver
+    import cudalint.driver.package as driver
 
     knowledge = load_knowledge()
     target = project / "a" / "a.go"
@@ -297,7 +297,7 @@ _HOOK = textwrap.dedent("""
     import os, time
     mode = os.environ.get("CUDALINT_TEST_HOOK")
     if mode:
-        import cudalint.driver as driver
+        import cudalint.driver.package as driver
         original = driver.analyze_directory
 
         def hooked(paths, *args, **kwargs):

@@ -42,7 +42,7 @@ from typing import Any
 from cudalint import __version__
 from cudalint.findings import Notification, Result
 
-_FORMAT = 2
+_FORMAT = 3
 DEFAULT_DIRECTORY = ".cudalint_cache"
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
 MAX_BYTES = 512 * 1024 * 1024

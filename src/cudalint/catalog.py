@@ -59,6 +59,10 @@ class Rule:
     check: Callable[[Pass], None] | None = None
     requires: tuple[Analysis, ...] = ()
     needles: Callable[[Knowledge], frozenset[bytes]] | None = None
+    # One finding per (file, span) whatever its messages: a release that can
+    # be a second release is one defect however many earlier releases can
+    # precede it (the report keeps the first message in sorted order).
+    one_per_span: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "doc", inspect.cleandoc(self.doc))

@@ -396,8 +396,28 @@ def _function(node: Node) -> CFunction | None:
     return _with_wrapped(function, body) if body is not None else function
 
 
+def _only_call(body: Node) -> Node | None:
+    """The one call a void helper's body makes, alone or under a guard
+    without else (`static void release(void *p) { if (p) free(p); }`):
+    such a helper is that call with its status dropped."""
+    statements = [child for child in body.named_children if child.type != "comment"]
+    if len(statements) != 1:
+        return None
+    statement = statements[0]
+    if statement.type == "if_statement" and statement.child_by_field_name("alternative") is None:
+        inner = statement.child_by_field_name("consequence")
+        if inner is not None and inner.type == "compound_statement":
+            return _only_call(inner)
+        statement = inner
+    if statement is None or statement.type != "expression_statement" or not statement.named_children:
+        return None
+    call = statement.named_children[0]
+    return call if call.type == "call_expression" else None
+
+
 def _with_wrapped(function: CFunction, body: Node) -> CFunction:
-    """A helper whose every return returns the same call's result."""
+    """A helper whose every return returns the same call's result, or a
+    void helper that makes one call."""
     calls = []
     stack = [body]
     while stack:
@@ -413,6 +433,9 @@ def _with_wrapped(function: CFunction, body: Node) -> CFunction:
             calls.append(value)
         else:
             stack.extend(node.named_children)
+    if not calls and function.returns == "void" and not function.pointer:
+        only = _only_call(body)
+        calls = [only] if only is not None else []
     names = {_pointer_name(call.child_by_field_name("function")) for call in calls}
     if len(calls) == 0 or len(names) != 1:
         return function

@@ -228,12 +228,12 @@ class Result:
     files_skipped: int = 0
     internal_errors: int = 0
     # What the analysed package tells the packages that import it
-    # (cudalint.analyses.summaries.ExportedSummary items): the parent hands
-    # them to importers, so that no worker summarises a dependency again.
-    summaries: list[Any] = field(default_factory=list)
-    # Whether `summaries` was made (only where a package of the run imports
+    # (cudalint.framework.ObjectFact items, opaque to the driver): the parent
+    # hands them to importers, so that no worker analyses a dependency again.
+    facts: list[Any] = field(default_factory=list)
+    # Whether `facts` were exported (only where a package of the run imports
     # this one): a result without them lends importers nothing.
-    summarised: bool = False
+    exports_facts: bool = False
 
     def extend(self, other: Result) -> None:
         self.findings.extend(other.findings)
@@ -242,7 +242,7 @@ class Result:
         self.files_analysed += other.files_analysed
         self.files_skipped += other.files_skipped
         self.internal_errors += other.internal_errors
-        self.summaries.extend(other.summaries)
+        self.facts.extend(other.facts)
 
     def sort(self) -> None:
         self.findings.sort(key=Finding.sort_key)

@@ -10,6 +10,14 @@ Two kinds of analyzer run over a package:
   that others need. It declares the analyses it requires and reads their
   typed results with `Pass.result_of`.
 
+An analysis may also export **facts** about the package's exported objects
+(functions, methods `T.M`, types), as go/analysis's object facts: its
+`facts` hook turns a run into {object name: fact}, each fact an instance of
+its `fact_type` and plain data (frozen dataclasses, tuples, strings), so
+that facts travel between processes and into the result cache as the
+driver moves them, without knowing what they say. The passes over an
+importing package read them with `Pass.imported_facts(analysis)`.
+
 `result_of` only answers for analyses the asking rule or analysis declared
 (directly or through the requirements of those), as go/analysis's `ResultOf`
 does: a forgotten declaration is an error in the tests, not a silent
@@ -20,20 +28,21 @@ rule reading it fails the same way and the driver reports it once.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from tree_sitter import Node
 
-from cudalint.cfg import CFG, PackageCFGs
+from cudalint.cfg import CFG, ExitKind, PackageCFGs
 from cudalint.findings import Finding, Fix, Related, Span, Step, fill_template
 from cudalint.functions import Package, Unit
 from cudalint.knowledge import Knowledge
 from cudalint.parse import ParsedFile
 
 R = TypeVar("R")
+F = TypeVar("F")
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,6 +53,11 @@ class Analysis(Generic[R]):
     doc: str
     run: Callable[[Pass], R]
     requires: tuple[Analysis, ...] = ()
+    # What it tells importers: {object name: fact} for one package (only the
+    # objects it has something to say about), read off a pass that may ask
+    # for its own result; every fact is a `fact_type`.
+    facts: Callable[[Pass], Mapping[str, Any]] | None = None
+    fact_type: type | None = None
 
     def __repr__(self) -> str:
         return f"Analysis({self.name})"
@@ -90,6 +104,73 @@ class Ref:
 _PLACEHOLDER = re.compile(r"@([a-z_]+)\b")
 
 
+@dataclass(frozen=True)
+class NoReturn:
+    """The fact an exported function that never returns gives its importers
+    (the `noreturn` analysis exports it): how it ends (ExitKind values;
+    none: it blocks for ever). It is the one fact the framework reads
+    itself: the graphs of a run end a path at the calls of such functions."""
+
+    exits: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ObjectFact:
+    """One fact an analysis exports about an object of a package, named as
+    importers name it (`Alloc`, `Device.Alloc`, `Buffer`)."""
+
+    import_path: str
+    name: str
+    fact: Any
+
+
+class ImportedFacts:
+    """The facts the packages a package imports exported: per import path
+    and object name, one fact per fact type."""
+
+    def __init__(self, facts: Iterable[ObjectFact] = ()) -> None:
+        self._facts: dict[str, dict[str, dict[type, Any]]] = {}
+        for exported in facts:
+            self._facts.setdefault(exported.import_path, {}).setdefault(exported.name, {})[type(exported.fact)] = exported.fact
+
+    def __bool__(self) -> bool:
+        return bool(self._facts)
+
+    def packages(self) -> frozenset[str]:
+        """The import paths that exported at least one fact."""
+        return frozenset(self._facts)
+
+    def objects(self, import_path: str) -> Mapping[str, Any]:
+        """The names of the objects of that package some fact is about."""
+        return self._facts.get(import_path, {})
+
+    def knows(self, import_path: str, name: str) -> bool:
+        """Whether some analysis exported a fact about import_path.name."""
+        return name in self._facts.get(import_path, {})
+
+    def fact(self, fact_type: type[F], import_path: str, name: str) -> F | None:
+        return self._facts.get(import_path, {}).get(name, {}).get(fact_type)
+
+    def exits(self) -> dict[tuple[str, str], frozenset[ExitKind]]:
+        """(import path, name) -> how it ends, for the imported functions
+        that never return: the CFG builder ends a path at their calls."""
+        return {
+            (path, name): frozenset(ExitKind(kind) for kind in facts[NoReturn].exits)
+            for path, objects in self._facts.items() for name, facts in objects.items() if NoReturn in facts
+        }
+
+
+class FactView:
+    """One analysis's facts about the objects of imported packages."""
+
+    def __init__(self, imported: ImportedFacts, fact_type: type) -> None:
+        self._imported = imported
+        self._type = fact_type
+
+    def get(self, import_path: str, name: str) -> Any:
+        return self._imported.fact(self._type, import_path, name)
+
+
 @dataclass
 class PackageRun:
     """What the passes over one package share: its inputs and the results of
@@ -99,11 +180,42 @@ class PackageRun:
     cfgs: PackageCFGs
     knowledge: Knowledge
     enabled: frozenset[str]
-    # Summaries of the packages of the module this one imports (import path
-    # -> function name -> cudalint.analyses.summaries.FunctionSummary).
-    summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The facts of the packages this one imports.
+    imported: ImportedFacts = field(default_factory=ImportedFacts)
     results: dict[Analysis, Any] = field(default_factory=dict)
     failures: dict[Analysis, BaseException] = field(default_factory=dict)
+
+
+def start_run(package: Package, knowledge: Knowledge, enabled: frozenset[str], imported: ImportedFacts) -> PackageRun:
+    """A run over one package whose graphs end a path at the calls of the
+    imported functions that never return."""
+    return PackageRun(package, PackageCFGs(package, imported_exits=imported.exits()), knowledge, enabled, imported)
+
+
+def export_facts(run: PackageRun, analyses: Iterable[Analysis]) -> list[ObjectFact]:
+    """The facts these analyses export about the package of a run, in a
+    stable order. An analysis's hook runs after the hooks of the analyses
+    that require it, and may read the names those export facts about
+    (`Pass.exported_objects`). A crash is raised: the package then exports
+    nothing (its importers read its files instead)."""
+    import_path = run.package.import_path
+    assert import_path is not None, "only a package of a module exports facts"
+    exporting = [analysis for analysis in analyses if analysis.facts is not None]
+    dependents = {
+        analysis: [other for other in exporting if other is not analysis and analysis in requirements(other.requires)]
+        for analysis in exporting
+    }
+    by_analysis: dict[Analysis, dict[str, Any]] = {}
+    while len(by_analysis) < len(exporting):
+        analysis = next(a for a in exporting if a not in by_analysis and all(d in by_analysis for d in dependents[a]))
+        named = frozenset(name for other in dependents[analysis] for name in by_analysis[other])
+        hook = analysis.facts
+        assert hook is not None
+        by_analysis[analysis] = dict(hook(Pass(run, requirements((analysis,)), analysis=analysis, exported=named)))
+    return [
+        ObjectFact(import_path, name, fact)
+        for analysis in exporting for name, fact in sorted(by_analysis[analysis].items())
+    ]
 
 
 @dataclass
@@ -113,6 +225,10 @@ class Pass:
     run: PackageRun
     allowed: frozenset[Analysis]
     rule_id: str | None = None  # the rule this pass reports for; None: an analysis
+    analysis: Analysis | None = None  # the analysis this pass computes for, if any
+    # While facts are exported: the objects the analyses requiring this one
+    # export facts about.
+    exported: frozenset[str] = frozenset()
     findings: list[Finding] = field(default_factory=list)
     # Functions on which the rule crashed: the rest of the package goes on.
     crashes: list[tuple[Unit, BaseException]] = field(default_factory=list)
@@ -137,13 +253,27 @@ class Pass:
         if analysis in run.failures:
             raise AnalysisFailure(analysis, run.failures[analysis])
         if analysis not in run.results:
-            inner = Pass(run, requirements(analysis.requires))
+            inner = Pass(run, requirements(analysis.requires), analysis=analysis)
             try:
                 run.results[analysis] = analysis.run(inner)
             except Exception as error:  # noqa: BLE001 - remembered and re-raised to every reader
                 run.failures[analysis] = error
                 raise AnalysisFailure(analysis, error) from error
         return run.results[analysis]
+
+    def imported_facts(self, analysis: Analysis) -> FactView:
+        """The facts `analysis` exported about the objects of the packages
+        this one imports: for the pass's own analysis and those it declared."""
+        if analysis not in self.allowed and analysis is not self.analysis:
+            asker = self.rule_id or (self.analysis.name if self.analysis is not None else "an analysis")
+            raise UndeclaredAnalysis(f"{asker} reads the facts of {analysis.name} without requiring it")
+        assert analysis.fact_type is not None, f"{analysis.name} exports no facts"
+        return FactView(self.run.imported, analysis.fact_type)
+
+    def exported_objects(self) -> frozenset[str]:
+        """While facts are exported: the objects of this package that the
+        analyses requiring this one export facts about."""
+        return self.exported
 
     def graphs_of(self, units) -> Iterator[tuple[Unit, CFG]]:
         """The graphs of these units (built on demand), in package order."""

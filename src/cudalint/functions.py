@@ -101,14 +101,16 @@ class Unit:
 
     @property
     def returns_error(self) -> bool:
-        """Whether the last result is declared `error`."""
+        """Whether the last result reports failure as a non-nil value:
+        declared `error`, or a custom error type of the package (see
+        Resolution.is_error_type)."""
         result = self.node.child_by_field_name("result")
         if result is None:
             return False
         if result.type != "parameter_list":
-            return syntax.text(result) == "error"
+            return self.resolution.is_error_type(result)
         declarations = syntax.children(result)
-        return bool(declarations) and syntax.text(declarations[-1].child_by_field_name("type")) == "error"
+        return bool(declarations) and self.resolution.is_error_type(declarations[-1].child_by_field_name("type"))
 
     def __repr__(self) -> str:
         return f"<Unit {self.name} {self.file.display}:{syntax.line(self.node)}>"
@@ -124,13 +126,28 @@ class Package:
     resolution: Resolution
     units: list[Unit]
     # Its import path in its module (None outside a module, and for an
-    # external `_test` package): set by the driver, which knows the module.
+    # external `_test` package).
     import_path: str | None = None
     # Directories of C headers the configuration names (cside.py).
     c_include: tuple = ()
     # The language version its module's go.mod states (None outside a
     # module): fixes use no newer feature.
     go_version: tuple[int, int] | None = None
+
+
+def exported_name(unit: Unit) -> str | None:
+    """The name importers call a function or method by: `Alloc`, and
+    `Device.Alloc` for a method of Device or *Device (both exported); None
+    for what importers cannot call, and for functions of `_test.go` files
+    (importers never see them, and what a package exports must not depend on
+    whether its tests were read)."""
+    if unit.file.source.path.name.endswith("_test.go") or unit.kind is UnitKind.LITERAL:
+        return None
+    if unit.kind is UnitKind.FUNCTION:
+        return unit.name if unit.name[:1].isupper() else None
+    receiver, _, method = unit.name.rpartition(".")
+    type_name = receiver.removeprefix("(*").removesuffix(")")
+    return f"{type_name}.{method}" if type_name[:1].isupper() and method[:1].isupper() else None
 
 
 def _receiver_type(method: Node) -> str:
@@ -308,9 +325,14 @@ def innermost_unit(units: list[Unit], node: Node) -> Unit | None:
     return found
 
 
-def collect_packages(files: list[ParsedFile], directory: str, package_names: dict[str, str]) -> list[Package]:
+def collect_packages(
+    files: list[ParsedFile], directory: str, package_names: dict[str, str], *,
+    import_path: str | None = None, c_include: tuple = (), go_version: tuple[int, int] | None = None,
+) -> list[Package]:
     """Group a directory's files by package clause (a directory may hold `x`
-    and `x_test`) and collect the units of each package."""
+    and `x_test`) and collect the units of each package; `import_path` is
+    the directory's (an external `x_test` package has none), `c_include`
+    and `go_version` the configuration's and the module's."""
     by_name: dict[str, list[ParsedFile]] = {}
     for parsed in files:
         by_name.setdefault(parsed.package, []).append(parsed)
@@ -321,5 +343,8 @@ def collect_packages(files: list[ParsedFile], directory: str, package_names: dic
         units: list[Unit] = []
         for parsed in members:
             units.extend(_UnitCollector(parsed, resolution).collect())
-        packages.append(Package(directory, name, members, resolution, units))
+        packages.append(Package(
+            directory, name, members, resolution, units,
+            import_path=None if name.endswith("_test") else import_path, c_include=c_include, go_version=go_version,
+        ))
     return packages

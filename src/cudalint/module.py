@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 _MODULE = re.compile(rb"^\s*module\s+\"?([^\s\"/][^\s\"]*)\"?", re.MULTILINE)
@@ -55,7 +54,25 @@ class Module:
         return None
 
 
-@lru_cache(maxsize=None)
+class Modules:
+    """The modules of directories, each go.mod read once per run (one
+    instance per run and per worker: a go.mod edited between two runs of
+    one process is read again)."""
+
+    def __init__(self) -> None:
+        self._found: dict[Path, Module | None] = {}
+
+    def of(self, directory: Path) -> Module | None:
+        if directory not in self._found:
+            self._found[directory] = module_of(directory)
+        return self._found[directory]
+
+    def import_path(self, directory: Path) -> str | None:
+        """The directory's import path in its module (None outside one)."""
+        module = self.of(directory)
+        return module.import_path(directory) if module is not None else None
+
+
 def module_of(directory: Path) -> Module | None:
     """The module of the nearest go.mod at or above the directory."""
     current = directory
@@ -103,10 +120,9 @@ def imports(data: bytes) -> list[str]:
     return [os.fsdecode(path) for path in found]
 
 
-def in_module_imports(directory: Path, contents: list[bytes]) -> list[Path]:
+def in_module_imports(directory: Path, module: Module | None, contents: list[bytes]) -> list[Path]:
     """The directories of the packages of the same module (or locally
-    replaced) that these files of `directory` import."""
-    module = module_of(directory)
+    replaced) that these files of `directory` (of `module`) import."""
     if module is None:
         return []
     prefixes = [module.path.encode()] + [prefix.encode() for prefix, _ in module.replacements]

@@ -150,6 +150,7 @@ class Resolution:
     _misses: set[int] = field(default_factory=set, repr=False)
     # Names whose mentioning declarations are all resolved.
     _mentioned: set[str] = field(default_factory=set, repr=False)
+    _error_types: dict[tuple[str, bool], bool] = field(default_factory=dict, repr=False)
 
     def ensure(self, root: Node, node: Node) -> Node | None:
         """Resolve the top-level declaration of file `root` that holds `node`
@@ -221,6 +222,47 @@ class Resolution:
             if not several or declaration.descendant_for_byte_range(node.start_byte, node.end_byte) == node:
                 return declaration
         return None
+
+    def is_error_type(self, type_node: Node | None) -> bool:
+        """Whether a result declared with this type reports failure as a
+        non-nil value: `error`, an interface of the package that embeds
+        `error` or declares `Error() string` (a custom error interface), or
+        a pointer to a type of the package with an `Error` method."""
+        if type_node is None:
+            return False
+        if syntax.text(type_node) == "error":
+            return True
+        pointer = type_node.type == "pointer_type"
+        inner = syntax.children(type_node)[-1] if pointer and syntax.children(type_node) else type_node
+        if inner.type != "type_identifier":
+            return False
+        name = syntax.text(inner)
+        if (name, pointer) not in self._error_types:
+            self._error_types[(name, pointer)] = self._error_like(name, pointer)
+        return self._error_types[(name, pointer)]
+
+    def _error_like(self, name: str, pointer: bool) -> bool:
+        symbol = self.package_symbols.get(name)
+        spec = symbol.node.parent if symbol is not None and symbol.kind is SymbolKind.TYPE and symbol.node is not None else None
+        body = spec.child_by_field_name("type") if spec is not None and spec.type == "type_spec" else None
+        if body is None:
+            return False
+        if body.type == "interface_type":
+            return any(
+                (element.type == "method_elem" and syntax.text(element.child_by_field_name("name")) == "Error")
+                or (element.type == "type_elem" and syntax.text(element) == "error")
+                for element in syntax.children(body)
+            )
+        if not pointer:
+            return False  # a value of a non-interface type is never nil
+        for root in self.file_scopes:
+            for declaration in syntax.children(root):
+                if declaration.type != "method_declaration" or syntax.text(declaration.child_by_field_name("name")) != "Error":
+                    continue
+                receiver = declaration.child_by_field_name("receiver")
+                if receiver is not None and syntax.text(receiver).replace("*", " ").split()[-1].rstrip(")") == name:
+                    return True
+        return False
 
     def package_of(self, identifier: Node | None) -> str | None:
         """The import path an identifier names, if it names an imported package."""

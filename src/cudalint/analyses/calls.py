@@ -6,15 +6,21 @@ status call of the cuda-runtime family that acquires device memory; `cu.MemFree`
 through an aliased import is the same wrapper function under another name; a
 call through a local variable that shadows a package name is nothing the
 knowledge knows (except `C.name`, which cgo reads by spelling); `C.CUdeviceptr(p)` is a conversion; `upload(d)` is a function of this
-package, whose effect on `d` the resource engine summarises.
+package, whose effect on `d` the resource engine summarises; `gpu.Alloc(n)`
+of another package of the module is a MODULE call when some analysis
+exported a fact about `gpu.Alloc` (`Pass.imported_facts`).
+
+The analysis exports one fact itself: for an exported function, the
+package's own types its results are declared with (`ResultTypes`), where a
+method of such a type is something importers have facts about, so that
+`dev.Alloc(n)` with `dev, err := gpu.Open(0)` names `gpu.Device.Alloc`.
 """
 
 from __future__ import annotations
 
 import bisect
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from itertools import islice
@@ -22,9 +28,9 @@ from itertools import islice
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.framework import Analysis
-from cudalint.functions import Package, Unit, UnitKind
-from cudalint.gotypes import TypeOracle, imported_type, named_type
+from cudalint.framework import Analysis, ImportedFacts, Pass
+from cudalint.functions import Package, Unit, UnitKind, exported_name
+from cudalint.gotypes import TypeOracle, imported_type, named_type, result_types
 from cudalint.cside import CView, view_of
 from cudalint.knowledge import ApiFunction, CallRole, Knowledge, StatusSpec
 from cudalint.scope import Symbol, SymbolKind, default_import_name
@@ -43,7 +49,7 @@ class CalleeKind(str, Enum):
     FAMILY = "family"  # another function of a package the knowledge covers, or any C function
     CONVERSION = "conversion"  # a type: T(x) converts, the value flows through
     LOCAL = "local"  # a function or method of this package: summarised
-    MODULE = "module"  # an exported function of another package of the module: its summary applies
+    MODULE = "module"  # an exported function of another package of the module: its facts apply
     BUILTIN = "builtin"
     STD_BORROW = "std-borrow"
     VALUE = "value"  # a call through a variable holding a function
@@ -77,16 +83,23 @@ class Callee:
     api: ApiFunction | None = None
     target: Unit | None = None  # LOCAL: the unit called
     symbol: Symbol | None = None  # VALUE: the variable called through
-    summary: Any = None  # MODULE: its cudalint.analyses.summaries.FunctionSummary
+    imported: tuple[str, str] | None = None  # MODULE: (import path, name), what its facts are about
+
+
+@dataclass(frozen=True)
+class ResultTypes:
+    """The fact `calls` exports about an exported function: per result, the
+    package's own type it is declared with ("" for others)."""
+
+    results: tuple[str, ...]
 
 
 @dataclass
 class CallIndex:
     package: Package
     knowledge: Knowledge
-    # Summaries of the module's packages this one imports (import path ->
-    # function name -> FunctionSummary).
-    summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The facts of the module's packages this one imports.
+    imported: ImportedFacts = field(default_factory=ImportedFacts)
     # Qualified calls of the packages rules watch (the knowledge's, runtime,
     # unsafe, reflect), found up front.
     calls: dict[Node, CallFact] = field(default_factory=dict)
@@ -131,21 +144,21 @@ class CallIndex:
         literals are units of their own), in source order."""
         return [self.calls[call] for call in self.api_calls.get(unit.node, [])]
 
-    def module_summary(self, fact: CallFact | None) -> Any:
-        """The summary of a function of another package of the module that
-        this call names (None for anything else)."""
-        if fact is None or fact.api is not None:
+    def module_function(self, fact: CallFact | None) -> tuple[str, str] | None:
+        """(import path, name) of the function of another package of the
+        module that this call names, if its package exported facts about it
+        (None for anything else, and where the knowledge describes it)."""
+        if fact is None or fact.api is not None or not self.imported.knows(fact.import_path, fact.name):
             return None
-        return self.summaries.get(fact.import_path, {}).get(fact.name)
+        return fact.import_path, fact.name
 
-    def units_calling_module_wrappers(self) -> list[Unit]:
+    def units_calling_module(self, wanted: Callable[[str, str], bool]) -> list[Unit]:
         """The functions that call a function of another package of the
-        module that hands a resource out."""
+        module for which `wanted(import path, name)`."""
         by_node = {unit.node: unit for unit in self.package.units}
         found: dict[Node, Unit] = {}
         for call, fact in self.calls.items():
-            summary = self.summaries.get(fact.import_path, {}).get(fact.name)
-            if summary is not None and summary.hands_out:
+            if self.imported.knows(fact.import_path, fact.name) and wanted(fact.import_path, fact.name):
                 unit = by_node.get(syntax.enclosing_function(call))
                 if unit is not None:
                     found[unit.node] = unit
@@ -338,9 +351,8 @@ class CallIndex:
                 return Callee(CalleeKind.CONVERSION, written)
             if fact.import_path in self.knowledge.import_paths:
                 return Callee(CalleeKind.FAMILY, written)
-            summary = self.summaries.get(fact.import_path, {}).get(fact.name)
-            if summary is not None:
-                return Callee(CalleeKind.MODULE, written, summary=summary)
+            if self.imported.knows(fact.import_path, fact.name):
+                return Callee(CalleeKind.MODULE, written, imported=(fact.import_path, fact.name))
             if fact.import_path in BORROWING_STD or (fact.import_path, fact.name) in _BORROWING_STD_FUNCS:
                 return Callee(CalleeKind.STD_BORROW, written)
             return Callee(CalleeKind.UNKNOWN, written)
@@ -517,6 +529,9 @@ def _c_helper_api(view: CView, name: str, knowledge: Knowledge, known: ApiFuncti
 
 
 def _wrapping(inner: ApiFunction, helper, written: str) -> ApiFunction:
+    """The helper as an API function: the wrapped call's roles moved to the
+    helper's parameters, and its status, unless the helper returns void
+    (it drops the status: its callers have none to check)."""
     roles = []
     for kind in ("acquire", "release", "transfer"):
         for resource, role in inner.roles(kind):
@@ -527,8 +542,9 @@ def _wrapping(inner: ApiFunction, helper, written: str) -> ApiFunction:
             if 0 <= index < len(helper.wrapped_args) and helper.wrapped_args[index] >= 0:
                 prefix = "out" if role.is_out else "arg"
                 roles.append((kind, resource, CallRole(written, f"{prefix}{helper.wrapped_args[index]}")))
+    status = None if helper.returns == "void" and not helper.pointer else inner.status
     return ApiFunction(
-        inner.family, written, inner.status, inner.discardable,
+        inner.family, written, status, inner.discardable,
         tuple(r for k, r, _ in roles if k == "release"), tuple(r for k, r, _ in roles if k == "acquire"),
         tuple(r for k, r, _ in roles if k == "transfer"), helper_roles=tuple(roles),
     )
@@ -637,36 +653,38 @@ def _calls_on_variables(facts: CallIndex, parsed) -> Iterator[tuple[Node, Node, 
 
 def _index_module_methods(facts: CallIndex, package: Package) -> None:
     """`dev.Alloc(n)` with `dev *gpu.Device` (declared, or made by a function
-    of gpu whose summary gives its result's type): a method of another
-    package of the module, named `Device.Alloc` in that package's summary."""
-    if not any("." in name for functions in facts.summaries.values() for name in functions):
+    of gpu whose facts give its result's type): a method of another
+    package of the module, named `Device.Alloc` in that package's facts."""
+    imported = facts.imported
+    packages = imported.packages()
+    if not any("." in name for path in packages for name in imported.objects(path)):
         return
     resolution = package.resolution
     for parsed in package.files:
-        if not any(imported.path in facts.summaries for imported in parsed.imports):
+        if not any(imported_package.path in packages for imported_package in parsed.imports):
             continue
         for node, function, operand in _calls_on_variables(facts, parsed):
             resolution.ensure(parsed.root, node)
             symbol = resolution.symbol(operand)
             typed = imported_type(resolution, symbol) or _module_result_typed(facts, symbol)
-            if typed is None or typed[0] not in facts.summaries:
+            if typed is None or typed[0] not in packages:
                 continue
             name = f"{typed[1]}.{syntax.text(function.child_by_field_name('field'))}"
-            if name in facts.summaries[typed[0]]:
+            if imported.knows(typed[0], name):
                 facts.calls[node] = CallFact(node, typed[0], name, syntax.text(function), None)
 
 
 def _module_result_typed(facts: CallIndex, symbol: Symbol | None) -> tuple[str, str] | None:
     """(import path, type) of a variable made by a function of another
-    package of the module whose summary types that result."""
+    package of the module whose facts type that result."""
     if symbol is None or symbol.init is None:
         return None
-    fact = facts.calls.get(syntax.unparen(symbol.init))
-    summary = facts.module_summary(fact)
+    function = facts.module_function(facts.calls.get(syntax.unparen(symbol.init)))
+    typed = facts.imported.fact(ResultTypes, *function) if function is not None else None
     index = max(symbol.init_index, 0)
-    if summary is None or index >= len(summary.results) or not summary.results[index]:
+    if typed is None or index >= len(typed.results) or not typed.results[index]:
         return None
-    return fact.import_path, summary.results[index]
+    return function[0], typed.results[index]
 
 
 def _api_result_type(facts: CallIndex, call: Node) -> tuple[str, str] | None:
@@ -701,12 +719,12 @@ def unwrap(node: Node | None, facts: CallIndex) -> Node | None:
 _WATCHED = frozenset({"runtime", "unsafe", "reflect"})
 
 
-def index_calls(package: Package, knowledge: Knowledge, summaries: dict[str, dict[str, Any]] | None = None) -> CallIndex:
+def index_calls(package: Package, knowledge: Knowledge, imported: ImportedFacts | None = None) -> CallIndex:
     """Classify the calls of watched packages (those the API knowledge
     describes, runtime, unsafe, reflect), resolving just the declarations that
     make them; other callees are classified on demand by CallIndex.callee."""
-    facts = CallIndex(package, knowledge, summaries or {})
-    watched = knowledge.import_paths | _WATCHED | frozenset(facts.summaries)
+    facts = CallIndex(package, knowledge, imported or ImportedFacts())
+    watched = knowledge.import_paths | _WATCHED | facts.imported.packages()
     resolution = package.resolution
     for parsed in package.files:
         names = {
@@ -740,6 +758,20 @@ def index_calls(package: Package, knowledge: Knowledge, summaries: dict[str, dic
     return facts
 
 
+def _exported_result_types(p: Pass) -> dict[str, ResultTypes]:
+    """The result types of the package's exported functions, where one of
+    them is a type some method of which the analyses above this one export
+    facts about (else importers have nothing to look up through it)."""
+    typed = {name.split(".", 1)[0] for name in p.exported_objects() if "." in name}
+    found = {}
+    for unit in p.package.units:
+        results = result_types(unit) if unit.kind is UnitKind.FUNCTION and exported_name(unit) is not None else ()
+        if any(result in typed for result in results):
+            found[unit.name] = ResultTypes(results)
+    return found
+
+
 CALLS: Analysis[CallIndex] = Analysis(
-    "calls", __doc__ or "", lambda p: index_calls(p.package, p.knowledge, p.run.summaries),
+    "calls", __doc__ or "", lambda p: index_calls(p.package, p.knowledge, p.run.imported),
+    facts=_exported_result_types, fact_type=ResultTypes,
 )

@@ -46,8 +46,8 @@ class DeferredReleases:
     def _find_units(self) -> list[Unit]:
         calls = self._calls
         package = calls.package
-        if not calls.api_calls:
-            return []
+        if not calls.api_calls and not self._lifetimes.units_with_acquisitions():
+            return []  # acquires nothing, directly or through the module's wrappers
         release_methods = {
             role.method for family in self._knowledge.families for resource in family.resources
             for role in resource.release if role.handle == "receiver"
@@ -62,7 +62,7 @@ class DeferredReleases:
                 callee = calls.callee(call)
                 function = syntax.unparen(call.child_by_field_name("function"))
                 method = syntax.text(function.child_by_field_name("field")) if function is not None and function.type == "selector_expression" else ""
-                if callee.kind in (CalleeKind.LOCAL, CalleeKind.VALUE, CalleeKind.API) or method in release_methods:
+                if callee.kind in (CalleeKind.LOCAL, CalleeKind.VALUE, CalleeKind.API, CalleeKind.MODULE) or method in release_methods:
                     unit = by_node.get(syntax.enclosing_function(statement))
                     if unit is not None:
                         found.add(unit)

@@ -40,6 +40,7 @@ from tree_sitter import Node
 
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
+from cudalint.analyses.status import STATUS, StatusSemantics
 from cudalint.cfg import CFG, ExitKind, NodeKind
 from cudalint.framework import Analysis, Pass
 from cudalint.functions import LiteralUse, Unit, UnitKind
@@ -171,6 +172,7 @@ class _Builder:
         self.p = p
         self.package = p.package
         self.calls: CallIndex = p.result_of(CALLS)
+        self.status: StatusSemantics = p.result_of(STATUS)
         self.resolution = p.package.resolution
         self.types = self.calls.types.paths()
         self.literals: dict[Node, Unit] = {u.node: u for u in p.package.units if u.kind is UnitKind.LITERAL}
@@ -426,7 +428,7 @@ class _Builder:
         found: set[Guard] = set()
         deferred = at.type == "defer_statement" or syntax.statement_of_call(at) == "defer_statement"
         if not deferred and path:
-            found |= {Guard(GuardKind.CLEARED, q) for q in self._cleared(graph, n, root, path)}
+            found |= {Guard(GuardKind.CLEARED, q) for q in self._cleared(unit, graph, n, at, root, path)}
         for kind, symbol, marked in self.marks(unit):
             if symbol is root:
                 found.add(Guard(kind, marked))
@@ -434,19 +436,42 @@ class _Builder:
             found.add(Guard(GuardKind.CHECKED, flag))
         return frozenset(found)
 
-    def _cleared(self, graph: CFG, n: int, root: Symbol, path: tuple[str, ...]) -> set[tuple[str, ...]]:
+    def _cleared(self, unit: Unit, graph: CFG, n: int, at: Node, root: Symbol, path: tuple[str, ...]) -> set[tuple[str, ...]]:
         """The locations holding the handle (the field, or what holds it)
-        that every path through node n assigns, before or after it."""
+        that every path through node n assigns, before or after it: in a
+        statement, or in a closure deferred on the way (it runs at the
+        return). After n, a path through the failure side of the release's
+        own status test needs no clearing: nothing was freed there."""
         clears: dict[tuple[str, ...], set[int]] = {}
         for statement in graph.statement_nodes():
             ast = graph.ast(statement)
-            if ast is not None and ast.type == "assignment_statement":
-                for location in self._assigned(ast, root, path):
+            if ast is None:
+                continue
+            if ast.type == "defer_statement":
+                assignments = [a for a in syntax.walk(ast) if a.type == "assignment_statement"]
+            else:
+                assignments = [ast] if ast.type == "assignment_statement" else []
+            for assignment in assignments:
+                for location in self._assigned(assignment, root, path):
                     clears.setdefault(location, set()).add(statement)
+        failed = self._failure_edges(unit, graph, at)
         return {
             location for location, nodes in clears.items()
-            if not (_reaches(graph, graph.entry, {n}, nodes) and _reaches(graph, n, {graph.exits[ExitKind.RETURN]}, nodes))
+            if not (_reaches(graph, graph.entry, {n}, nodes) and _reaches(graph, n, {graph.exits[ExitKind.RETURN]}, nodes, failed))
         }
+
+    def _failure_edges(self, unit: Unit, graph: CFG, release: Node) -> set[tuple[int, int]]:
+        """(source, target) of the edges on which the status of the release
+        call at `release` has been tested as a failure."""
+        found: set[tuple[int, int]] = set()
+        for source in graph.statement_nodes():
+            for edge in graph.out_edges(source):
+                if edge.condition is None or not edge.polarity:
+                    continue
+                fact = self.status.failed_test(unit, edge.condition)
+                if fact is not None and release.start_byte <= fact.node.start_byte and fact.node.end_byte <= release.end_byte:
+                    found.add((source, edge.target))
+        return found
 
     def _assigned(self, assignment: Node, root: Symbol, path: tuple[str, ...]) -> list[tuple[str, ...]]:
         """Which locations on the handle's path an assignment overwrites: the
@@ -777,13 +802,14 @@ def _declared_inside(symbol: Symbol, unit: Unit) -> bool:
     return node is not None and unit.node.start_byte <= node.start_byte < unit.node.end_byte
 
 
-def _reaches(graph: CFG, start: int, goals: set[int], blocked: set[int]) -> bool:
-    """Whether some path from start reaches a goal without passing a blocked node."""
+def _reaches(graph: CFG, start: int, goals: set[int], blocked: set[int], cut: set[tuple[int, int]] = frozenset()) -> bool:
+    """Whether some path from start reaches a goal without passing a
+    blocked node or a cut edge."""
 
     def step(n: int, state: None):
         if n != start and n in blocked:
             return []
-        return [(m, None) for m in graph.successors(n)]
+        return [(m, None) for m in graph.successors(n) if (n, m) not in cut]
 
     for n, _ in graph.walk(start, None, step):
         if n in goals and (n == start or n not in blocked):
@@ -868,4 +894,4 @@ def find_finalizers(p: Pass) -> Finalizers:
     return result
 
 
-FINALIZERS: Analysis[Finalizers] = Analysis("finalizers", __doc__ or "", find_finalizers, requires=(CALLS,))
+FINALIZERS: Analysis[Finalizers] = Analysis("finalizers", __doc__ or "", find_finalizers, requires=(CALLS, STATUS))

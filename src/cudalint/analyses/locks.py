@@ -7,6 +7,9 @@ unlocks, thread-bound CUDA calls, calls of the package's own functions),
 recognises lock and unlock wrappers, solves every relevant function's entry
 state from its in-package callers to a fixpoint, and answers the path
 questions the CL4xx rules ask. It reports nothing.
+
+What an exported function does to its caller's thread is its fact
+(`thread_facts.ThreadEffects`).
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from cudalint import syntax
 from cudalint import fixpoint
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex
 from cudalint.cfg import CFG, Edge, ExitKind, NodeKind, PackageCFGs
-from cudalint.framework import Analysis
+from cudalint.analyses.thread_facts import ThreadEffects, exported_effects
+from cudalint.framework import Analysis, FactView, Pass
 from cudalint.functions import LiteralUse, Package, Unit, UnitKind
 from cudalint.scope import SymbolKind
 
@@ -46,7 +50,8 @@ class Happening:
     spawned: bool = False  # CALL through `go`
     deferred: bool = False  # CALL through `defer`: its effect happens at return
     # BOUND by a function of another package of the module that needs the
-    # thread locked: the thread-bound call inside it, for messages.
+    # thread locked: the thread-bound call inside it, for messages; LOCK by
+    # one that locks only where its error is nil: "on success".
     via: str = ""
     # DEFER_CLOSURE: the functions of the package the literal calls.
     closure: tuple[Unit, ...] = ()
@@ -64,6 +69,8 @@ class LockStates:
     package: Package
     cfgs: PackageCFGs
     calls: CallIndex
+    # What the functions of the other packages of the module do to the thread.
+    imported: FactView
     events: dict[Unit, dict[int, list[Happening]]] = field(default_factory=dict)
     wrappers: dict[Unit, Event | None] = field(default_factory=dict)
     entry: dict[Unit, int | None] = field(default_factory=dict)  # lock count; None: a context we cannot see
@@ -126,12 +133,14 @@ class LockStates:
             return None
         if fact is not None and fact.api is not None and fact.api.thread_bound:
             return Happening(Event.BOUND, call)
-        summary = self.calls.module_summary(fact)
+        summary = _imported_effects(self.calls, self.imported, fact)
         if summary is not None:
             if summary.needs_lock:
                 return Happening(Event.BOUND, call, via=summary.needs_lock)
             if summary.thread == "lock" and statement != "defer_statement":
                 return Happening(Event.LOCK, call)
+            if summary.thread == "lock-on-success" and statement != "defer_statement":
+                return Happening(Event.LOCK, call, via="on success")
             if summary.thread == "unlock":
                 return Happening(Event.DEFER_UNLOCK if statement == "defer_statement" else Event.UNLOCK, call)
         callee = self.calls.callee(call)
@@ -501,7 +510,7 @@ class LockStates:
                 return False
             calls = self._calls_of_variable(unit, variable)
             return bool(calls) and all(spawned for spawned in calls)
-        if exported(unit):
+        if self._callable_outside(unit):
             return False  # callers outside the package may call it directly
         calls = self.calls.calls_of(unit)
         return bool(calls) and all(syntax.statement_of_call(call) == "go_statement" for call in calls)
@@ -598,9 +607,17 @@ class LockStates:
         """An exported function or a method that nothing in the package calls
         is an edge of the package: its callers, outside, decide the thread
         (a binding's one-line wrapper of cudaSetDevice is theirs to lock)."""
-        if unit.kind is UnitKind.LITERAL or not (exported(unit) or unit.kind is UnitKind.METHOD) or _test_entry(unit):
+        if unit.kind is UnitKind.LITERAL or _test_entry(unit):
+            return False
+        if not (unit.kind is UnitKind.METHOD or self._callable_outside(unit)):
             return False
         return not self.call_sites.get(unit)
+
+    def _callable_outside(self, unit: Unit) -> bool:
+        """An exported function of a package others can import: package
+        main is imported by nobody, so its exported functions are called
+        from inside or not at all."""
+        return exported(unit) and self.package.name != "main"
 
     def _calls_of_variable(self, literal: Unit, variable) -> list[bool]:
         """For each call through a local variable bound to a literal: is it `go v(...)`?"""
@@ -623,7 +640,7 @@ class LockStates:
         by_node = {u.node: u for u in self.package.units}
         pending = []
         for call, fact in self.calls.calls.items():
-            function = syntax.enclosing_function(call) if _touches_threads(self.calls, fact) else None
+            function = syntax.enclosing_function(call) if _touches_threads(self.calls, self.imported, fact) else None
             if function is not None and function in by_node:
                 pending.append(by_node[function])
         relevant: set[Unit] = set()
@@ -832,27 +849,37 @@ def exported(unit: Unit) -> bool:
 
 
 
-def _solved(p) -> LockStates:
-    threads = LockStates(p.package, p.cfgs, p.result_of(CALLS))
+def _solved(p: Pass) -> LockStates:
+    threads = LockStates(p.package, p.cfgs, p.result_of(CALLS), p.imported_facts(LOCKS))
     threads.solve()
     return threads
 
 
-LOCKS: Analysis[LockStates] = Analysis("locks", __doc__ or "", _solved, requires=(CALLS,))
+LOCKS: Analysis[LockStates] = Analysis(
+    "locks", __doc__ or "", _solved, requires=(CALLS,),
+    facts=lambda p: exported_effects(p.result_of(LOCKS)) if concerns_threads(p) else {}, fact_type=ThreadEffects,
+)
 
 
-def concerns_threads(calls: CallIndex) -> bool:
+def concerns_threads(p: Pass) -> bool:
     """Whether the package locks, unlocks or makes a thread-bound call at
-    all (else there is nothing to solve)."""
-    return any(_touches_threads(calls, fact) for fact in calls.calls.values())
+    all (else there is nothing to solve). `p` must require LOCKS."""
+    calls = p.result_of(CALLS)
+    imported = p.imported_facts(LOCKS)
+    return any(_touches_threads(calls, imported, fact) for fact in calls.calls.values())
 
 
-def _touches_threads(calls: CallIndex, fact) -> bool:
+def _imported_effects(calls: CallIndex, imported: FactView, fact) -> ThreadEffects | None:
+    function = calls.module_function(fact)
+    return imported.get(*function) if function is not None else None
+
+
+def _touches_threads(calls: CallIndex, imported: FactView, fact) -> bool:
     """A lock, an unlock or a thread-bound call: of runtime, of the API, or
-    of another package of the module as its summary says."""
+    of another package of the module as its facts say."""
     if fact.import_path == _RUNTIME:
         return fact.name in ("LockOSThread", "UnlockOSThread")
     if fact.api is not None:
         return fact.api.thread_bound
-    summary = calls.module_summary(fact)
+    summary = _imported_effects(calls, imported, fact)
     return summary is not None and bool(summary.needs_lock or summary.thread)

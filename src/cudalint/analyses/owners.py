@@ -9,7 +9,8 @@ calls `b.Free()` nor hands `b` on is a leak. This analysis finds the owning
 types of a package and the functions that construct them (return a new
 value of the type holding an acquisition), so that the resource engine can
 treat a constructor's call as an acquisition whose release is the type's
-method, in the package and, through summaries, in its importers.
+method, in the package and, through its facts (`OwnedResources`, filed
+under the type's name), in its importers.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from tree_sitter import Node
 
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
-from cudalint.framework import Analysis
+from cudalint.framework import Analysis, FactView, Pass
 from cudalint.functions import Unit, UnitKind
 from cudalint.knowledge import CallRole, ResourceSpec
 
@@ -33,6 +34,15 @@ class Owner:
     type_name: str
     methods: tuple[str, ...]
     resources: tuple[ResourceSpec, ...]
+
+
+@dataclass(frozen=True)
+class OwnedResources:
+    """The fact an exported owning type gives importers: the (family,
+    resource) pairs it holds and the methods that release them."""
+
+    owns: tuple[tuple[str, str], ...]
+    methods: tuple[str, ...]
 
 
 def owned_resource(resource: ResourceSpec, type_written: str, methods: tuple[str, ...]) -> ResourceSpec:
@@ -50,8 +60,10 @@ def owner_type(resource: ResourceSpec) -> str:
 
 
 class Owners:
-    def __init__(self, facts: CallIndex):
+    def __init__(self, facts: CallIndex, imported: FactView):
         self.facts = facts
+        # The owning types of the other packages of the module.
+        self.imported = imported
         self._owners: dict[str, Owner | None] = {}
         self._releases: dict[Unit, tuple[ResourceSpec, ...]] = {}
 
@@ -77,6 +89,10 @@ class Owners:
     def exported(self) -> list[Owner]:
         """The package's exported owning types, for its importers."""
         return [owner for name in self.facts.struct_types() if name[:1].isupper() and (owner := self.of(name)) is not None]
+
+    def elsewhere(self, import_path: str, type_name: str) -> OwnedResources | None:
+        """An owning type of another package of the module, as its facts say."""
+        return self.imported.get(import_path, type_name)
 
     def _calls_a_release(self, method: Unit) -> bool:
         return any(self.facts.calls[call].is_release for call in self.facts.api_calls.get(method.node, ()))
@@ -169,4 +185,18 @@ def _mentions(node: Node, name: str) -> bool:
     return any(child.type == "identifier" and syntax.text(child) == name for child in syntax.walk(node))
 
 
-OWNERS: Analysis[Owners] = Analysis("owners", __doc__ or "", lambda p: Owners(p.result_of(CALLS)), requires=(CALLS,))
+def _exported_owners(p: Pass) -> dict[str, OwnedResources]:
+    """The package's exported owning types that hold a resource of a known family."""
+    families = {resource: family for family in p.knowledge.families for resource in family.resources}
+    found = {}
+    for owner in p.result_of(OWNERS).exported():
+        owns = tuple((families[resource].name, resource.name) for resource in owner.resources if resource in families)
+        if owns:
+            found[owner.type_name] = OwnedResources(owns, owner.methods)
+    return found
+
+
+OWNERS: Analysis[Owners] = Analysis(
+    "owners", __doc__ or "", lambda p: Owners(p.result_of(CALLS), p.imported_facts(OWNERS)), requires=(CALLS,),
+    facts=_exported_owners, fact_type=OwnedResources,
+)

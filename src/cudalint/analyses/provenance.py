@@ -16,7 +16,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CallIndex, unwrap
 from cudalint.framework import Analysis
-from cudalint.functions import Package
+from cudalint.functions import Package, UnitKind
 from cudalint.gotypes import imported_type
 from cudalint.scope import Role, Symbol, SymbolKind
 
@@ -143,12 +143,59 @@ class Provenance:
         return None
 
     def uintptr_from_go(self, symbol: Symbol) -> Node | None:
-        """The assignment that gave a uintptr variable a Go object's address."""
+        """The assignment that gave a uintptr variable a Go object's
+        address; for a parameter, the argument a caller in the package
+        passes (`copyTo(uintptr(unsafe.Pointer(&buf[0])))`)."""
         candidates = ([symbol.init] if symbol.init is not None else []) + self.assigned_values(symbol)
+        if symbol.role is Role.PARAM:
+            candidates += self._arguments_for(symbol)
         for value in candidates:
             if value is not None and self._go_address(value):
                 return value
         return None
+
+    def element_from_go(self, index: Node) -> Node | None:
+        """For `addrs[i]`: a Go object's address the package stores in an
+        element of that slice or array variable (`addrs[i] = uintptr(...)`,
+        `addrs = append(addrs, uintptr(...))`, `[]uintptr{uintptr(...)}`)."""
+        operand = syntax.unparen(index.child_by_field_name("operand"))
+        symbol = self.resolution.symbol(operand) if operand is not None and operand.type == "identifier" else None
+        if symbol is None or symbol.kind is not SymbolKind.VAR:
+            return None
+        values: list[Node] = []
+        for reference in self.calls.references(symbol):
+            parent = reference.parent
+            if parent is not None and parent.type == "index_expression" and parent.child_by_field_name("operand") == reference:
+                values += self._stored_into(parent)
+        for whole in ([symbol.init] if symbol.init is not None else []) + self.assigned_values(symbol):
+            whole = syntax.unparen(whole)
+            if whole is not None and whole.type == "composite_literal":
+                body = whole.child_by_field_name("body")
+                values += [syntax.children(e)[-1] if e.type == "keyed_element" else e for e in syntax.children(body)] if body is not None else []
+            elif whole is not None and whole.type == "call_expression" and syntax.text(whole.child_by_field_name("function")) == "append":
+                values += syntax.children(whole.child_by_field_name("arguments"))[1:]
+        return next((value for value in values if self._go_address(value)), None)
+
+    def _stored_into(self, element: Node) -> list[Node]:
+        """The values assigned to this `x[i]` (`x[i] = v`)."""
+        parent = element.parent
+        holder = parent.parent if parent is not None and parent.type == "expression_list" else None
+        if holder is None or holder.type != "assignment_statement" or holder.child_by_field_name("left") != parent:
+            return []
+        left, right = syntax.expressions(parent), syntax.expressions(holder.child_by_field_name("right"))
+        return [right[[c.id for c in left].index(element.id)]] if len(left) == len(right) else []
+
+    def _arguments_for(self, parameter: Symbol) -> list[Node]:
+        unit = next((u for u in self.package.units if u.node == parameter.function), None)
+        if unit is None or unit.kind is UnitKind.LITERAL or parameter not in unit.params:
+            return []
+        position = unit.params.index(parameter)
+        found = []
+        for call in self.calls.calls_of(unit):
+            arguments = syntax.children(call.child_by_field_name("arguments"))
+            if position < len(arguments):
+                found.append(arguments[position])
+        return found
 
     def _go_address(self, value: Node | None) -> bool:
         """uintptr(<Go memory>), a reflect value's address, or arithmetic on

@@ -8,8 +8,9 @@ when every non-nil error it returns comes from a status (a converter's
 error, an API call's `error`, another wrapper's, directly, through a
 variable it was assigned to, or wrapped by `fmt.Errorf` / `errors.Wrap`); a
 function that also returns an error of its own making (a validation error)
-is not a wrapper. Wrappers of other packages of the module come from their
-summaries.
+is not a wrapper. The package's exported wrappers are its facts (a
+`Wrapped` each), and wrappers of other packages of the module come from
+theirs.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from tree_sitter import Node
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
 from cudalint.analyses.status import STATUS, StatusSemantics
-from cudalint.framework import Analysis
-from cudalint.functions import Unit, UnitKind
+from cudalint.framework import Analysis, FactView, Pass
+from cudalint.functions import Unit, UnitKind, exported_name
 
 # Calls that wrap an error they are given into another one.
 _WRAPPING = frozenset({("fmt", "Errorf"), ("github.com/pkg/errors", "Wrap"), ("github.com/pkg/errors", "Wrapf")})
@@ -42,9 +43,11 @@ class Wrapped:
 
 
 class StatusWrappers:
-    def __init__(self, calls: CallIndex, status: StatusSemantics):
+    def __init__(self, calls: CallIndex, status: StatusSemantics, imported: FactView):
         self.calls = calls
         self.status = status
+        # The wrappers of the other packages of the module.
+        self.imported = imported
         self._found: dict[Unit, Wrapped | None] = {}
         self._sites: list[tuple[Unit, Node, Wrapped]] | None = None
 
@@ -58,14 +61,16 @@ class StatusWrappers:
 
     def at(self, call: Node) -> Wrapped | None:
         """The wrapped status of a call of a wrapper (of this package or,
-        through its summary, of another package of the module)."""
+        through its facts, of another package of the module)."""
         callee = self.calls.callee(call)
         if callee.kind is CalleeKind.LOCAL and callee.target is not None and callee.target.kind is not UnitKind.LITERAL:
             return self.of(callee.target)
-        summary = callee.summary if callee.kind is CalleeKind.MODULE else None
-        if summary is not None and summary.status_wrapper:
-            return Wrapped(summary.status_wrapper, summary.release_wrapper)
-        return None
+        return self._imported(callee.imported) if callee.kind is CalleeKind.MODULE else None
+
+    def _imported(self, function: tuple[str, str] | None) -> Wrapped | None:
+        """The wrapped status of a wrapper of another package of the module."""
+        wrapped = self.imported.get(*function) if function is not None else None
+        return wrapped if wrapped is not None and wrapped.inner else None
 
     def call_sites(self) -> list[tuple[Unit, Node, Wrapped]]:
         """(caller, call, wrapped status) for every call of a wrapper in the
@@ -90,11 +95,11 @@ class StatusWrappers:
                         seen.add(caller)
                         pending.append(caller)
             for call, fact in self.calls.calls.items():
-                summary = self.calls.module_summary(fact)
-                if summary is not None and summary.status_wrapper:
+                wrapped = self._imported(self.calls.module_function(fact))
+                if wrapped is not None:
                     caller = by_node.get(syntax.enclosing_function(call))
                     if caller is not None:
-                        sites[call] = (caller, call, Wrapped(summary.status_wrapper, summary.release_wrapper))
+                        sites[call] = (caller, call, wrapped)
             self._sites = sorted(sites.values(), key=lambda site: site[1].start_byte)
         return self._sites
 
@@ -194,8 +199,9 @@ class StatusWrappers:
             if nested is not None and not nested.raw:
                 return nested
             return self._converted(callee.target, arguments)
-        if callee.kind is CalleeKind.MODULE and callee.summary is not None and callee.summary.status_wrapper:
-            return Wrapped(callee.summary.status_wrapper, callee.summary.release_wrapper)
+        wrapped = self._imported(callee.imported) if callee.kind is CalleeKind.MODULE else None
+        if wrapped is not None:
+            return wrapped
         called = self.calls.qualified(expression)
         if called is not None and (called.import_path, called.name) in _WRAPPING:
             for argument in arguments:
@@ -239,6 +245,18 @@ class StatusWrappers:
         return None
 
 
+def _exported_wrappers(p: Pass) -> dict[str, Wrapped]:
+    """The package's exported status wrappers, by the name importers call them."""
+    found = {}
+    for unit, wrapped in p.result_of(WRAPPERS).found():
+        name = exported_name(unit)
+        if name is not None:
+            found[name] = wrapped
+    return found
+
+
 WRAPPERS: Analysis[StatusWrappers] = Analysis(
-    "wrappers", __doc__ or "", lambda p: StatusWrappers(p.result_of(CALLS), p.result_of(STATUS)), requires=(CALLS, STATUS),
+    "wrappers", __doc__ or "",
+    lambda p: StatusWrappers(p.result_of(CALLS), p.result_of(STATUS), p.imported_facts(WRAPPERS)),
+    requires=(CALLS, STATUS), facts=_exported_wrappers, fact_type=Wrapped,
 )

@@ -34,7 +34,8 @@ from cudalint.checks import (
     unreachable_defer,
     use_after_release,
 )
-from cudalint.framework import Analysis
+from cudalint.analyses.noreturn import NORETURN
+from cudalint.framework import Analysis, requirements
 from cudalint.toolrules import TOOL_RULES
 
 CHECKS: tuple[Rule, ...] = (
@@ -62,6 +63,16 @@ CHECKS: tuple[Rule, ...] = (
     finalizer_double_release.RULE,
     finalizer_only_release.RULE,
 )
+
+
+# The analyses whose facts a package exports for its importers: every one
+# with a `facts` hook that a rule requires, and the no-return verdicts the
+# CFG builder reads. They are exported whatever rules a run enables, so that
+# what a package tells its importers never depends on the run's selection.
+FACT_ANALYSES: tuple[Analysis, ...] = tuple(sorted(
+    (analysis for analysis in requirements((*(a for rule in CHECKS for a in rule.requires), NORETURN)) if analysis.facts is not None),
+    key=lambda analysis: analysis.name,
+))
 
 
 class RegistryError(Exception):

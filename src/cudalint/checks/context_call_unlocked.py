@@ -12,13 +12,14 @@ from cudalint.functions import LiteralUse, Unit
 
 
 def check(p: Pass) -> None:
-    if not concerns_threads(p.result_of(CALLS)):
+    if not concerns_threads(p):
         return
     threads = p.result_of(LOCKS)
     for unit, graph in p.graphs_of(threads.solved_units()):
         # Reported at the outermost unlocked call: callers in the package
         # that call this function directly carry the finding; an exported
-        # function nothing here calls leaves it to its callers outside.
+        # function nothing here calls leaves it to its callers outside
+        # (package main has none).
         if threads.callers_own_the_thread(unit) or threads.reported_by_callers(unit):
             continue
         if threads.hands_context_to_own_goroutine(unit):
@@ -55,7 +56,10 @@ RULE = Rule(
     it, directly or through a function of the package that locks (or of
     another package of the module, as its summary says), and whose
     callers in the package have not either. A function nothing in the package
-    calls (or only itself) counts as unlocked; package `init` functions run
+    calls (or only itself) counts as unlocked, and an exported function or
+    a method that nothing in the package calls is left to its callers
+    outside (except an exported function of package main, which nobody
+    imports); package `init` functions run
     locked (runtime.main locks the main goroutine to the main thread while
     packages initialise), and so do the functions only they call; a context
     constructor that starts a goroutine which locks its thread and makes a

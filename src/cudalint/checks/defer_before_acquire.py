@@ -65,7 +65,7 @@ def _check_early(p: Pass, lifetimes: Engine, graph: CFG) -> None:
 
 def _check_defer(p: Pass, defers: DeferredReleases, lifetimes: Engine, uses: VariableUses, graph: CFG, n: int) -> None:
     for use, symbol in defers.releasing_uses(graph, n):
-        if symbol.role is not Role.LOCAL or use.kind is UseKind.PASS_LOCAL:
+        if symbol.role is not Role.LOCAL:
             continue
         origins = [o for o in lifetimes.lifetimes(graph.unit).origins if o.handle == symbol.name and o.role.handle != "none"]
         if not origins or any(graph.has_path(o.node, n) for o in origins):

@@ -93,4 +93,7 @@ RULE = Rule(
     check=check,
     requires=(CALLS, LIFETIMES),
     needles=lambda knowledge: imports_of(knowledge, lambda family: bool(family.resources)),
+    # A release that can be a second release is one defect however many
+    # earlier releases can precede it.
+    one_per_span=True,
 )

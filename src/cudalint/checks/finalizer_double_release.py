@@ -86,8 +86,10 @@ RULE = Rule(
 
     - the field is set to nil or zero after the release on every path
       (`b.ptr = nil`, `*b = Buffer{}`, or copied to a local and cleared
-      before freeing the copy); the finalizer then frees nil, which frees
-      nothing;
+      before freeing the copy), also in a closure deferred on the way
+      (`defer func() { b.ptr = nil }()`), except on the paths where the
+      release's own status says it failed (nothing was freed there); the
+      finalizer then frees nil, which frees nothing;
     - the release runs inside the same `sync.Once` (`b.once.Do(...)`) on
       both paths;
     - the explicit path sets a flag field that the finalizer checks before

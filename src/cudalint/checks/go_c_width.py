@@ -147,7 +147,6 @@ RULE = Rule(
     """,
     tags=("correctness", "memory-safety"),
     since="0.2.0",
-    preview=True,
     check=check,
     needles=lambda knowledge: frozenset({b"unsafe.Pointer"}),
 )

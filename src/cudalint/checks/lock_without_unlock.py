@@ -10,7 +10,7 @@ from cudalint.framework import Pass, Ref
 
 
 def check(p: Pass) -> None:
-    if not concerns_threads(p.result_of(CALLS)):
+    if not concerns_threads(p):
         return
     threads = p.result_of(LOCKS)
     for unit, graph in p.graphs_of(threads.solved_units()):
@@ -33,8 +33,8 @@ def check(p: Pass) -> None:
                 continue
             for n, items in happenings.items():
                 for happening in items:
-                    if happening.event is not Event.LOCK or not graph.reachable(n):
-                        continue
+                    if happening.event is not Event.LOCK or happening.via or not graph.reachable(n):
+                        continue  # a lock wrapper's failing branch holds no lock
                     outcomes = lock_outcomes(threads, graph, n, happening)
                     if outcomes["unlocked"] and outcomes["locked"]:
                         p.report(

@@ -32,8 +32,9 @@ def check(p: Pass) -> None:
 
 
 def _stored_go_address(resolution: Resolution, memory: Provenance, expression: Node) -> tuple[str, Node] | None:
-    """A uintptr variable or field in the expression (arithmetic included)
-    that was given a Go object's address somewhere else."""
+    """A uintptr variable, parameter, field or slice element in the
+    expression (arithmetic included) that was given a Go object's address
+    somewhere else (for a parameter: by a caller in the package)."""
     node = syntax.unparen(expression)
     if node is None:
         return None
@@ -52,6 +53,9 @@ def _stored_go_address(resolution: Resolution, memory: Provenance, expression: N
     if node.type == "selector_expression":
         source = memory.field_from_go(node)
         return (syntax.text(node), source) if source is not None else None
+    if node.type == "index_expression":
+        source = memory.element_from_go(node)
+        return (syntax.text(node), source) if source is not None else None
     return None
 
 
@@ -61,9 +65,11 @@ RULE = Rule(
     """
     ## What it does
     Reports `unsafe.Pointer(x)` where `x` (or arithmetic on it, `base + off`)
-    is a `uintptr` variable or struct field that was given the address of a
-    Go object somewhere (`uintptr(unsafe.Pointer(&buf[0]))`, `v.UnsafeAddr()`,
-    `reflect.ValueOf(s).Index(i).UnsafeAddr()`, a composite literal's field).
+    is a `uintptr` variable, struct field or slice element that was given
+    the address of a Go object somewhere (`uintptr(unsafe.Pointer(&buf[0]))`,
+    `v.UnsafeAddr()`, `reflect.ValueOf(s).Index(i).UnsafeAddr()`, a composite
+    literal's field, `addrs[i] = ...`), or a `uintptr` parameter that a caller
+    in the package passes such an address.
     Arithmetic done entirely in one expression,
     `unsafe.Pointer(uintptr(unsafe.Pointer(p)) + off)`, is fine, and so are
     device addresses (`C.CUdeviceptr`, a `uintptr` from `cudaMalloc`): the GC

@@ -10,7 +10,7 @@ from cudalint.framework import Pass
 
 
 def check(p: Pass) -> None:
-    if not concerns_threads(p.result_of(CALLS)):
+    if not concerns_threads(p):
         return
     threads = p.result_of(LOCKS)
     for unit, graph in p.graphs_of(threads.solved_units()):

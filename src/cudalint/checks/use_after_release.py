@@ -88,4 +88,7 @@ RULE = Rule(
     check=check,
     requires=(CALLS, LIFETIMES),
     needles=lambda knowledge: imports_of(knowledge, lambda family: bool(family.resources)),
+    # A use that can follow a release is one defect however many releases
+    # can precede it.
+    one_per_span=True,
 )

@@ -29,14 +29,16 @@ The package is cut by job: `outcomes` (the data rules read), `states` (what
 a walk carries and records), `origins` (acquisitions), `handouts` (what
 wrappers give their callers), `walk` (the path walk), `closures` (func
 literals and defers), `effects` (callees' summaries), `resources` (what a
-variable may hold), `collect` (walks turned into outcomes) and `engine`
-(the front that wires them and answers rules and analyses).
+variable may hold), `collect` (walks turned into outcomes), `facts` (what
+the package's exported functions tell importers) and `engine` (the front
+that wires them and answers rules and analyses).
 """
 
 from __future__ import annotations
 
 from cudalint.analyses.calls import CALLS
 from cudalint.analyses.lifetimes.engine import UNIT_BUDGET, Engine
+from cudalint.analyses.lifetimes.facts import ResourceEffects, exported_effects
 from cudalint.analyses.lifetimes.outcomes import (
     DoubleRelease, Effect, Leak, Lost, Mismatch, Origin, Overwrite, Summary, UnitLifetimes, UseAfterRelease,
 )
@@ -52,6 +54,9 @@ __all__ = [
 
 LIFETIMES: Analysis[Engine] = Analysis(
     "lifetimes", __doc__ or "",
-    lambda p: Engine(p.cfgs, p.result_of(CALLS), p.result_of(USES), p.result_of(OWNERS), p.result_of(STATUS)),
+    lambda p: Engine(
+        p.cfgs, p.result_of(CALLS), p.result_of(USES), p.result_of(OWNERS), p.result_of(STATUS), p.imported_facts(LIFETIMES),
+    ),
     requires=(CALLS, USES, OWNERS, STATUS),
+    facts=lambda p: exported_effects(p.result_of(LIFETIMES)), fact_type=ResourceEffects,
 )

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Callable
+from typing import Any
 from dataclasses import replace
 
 from tree_sitter import Node
@@ -46,6 +48,9 @@ from cudalint.gotypes import imported_type, named_type
 from cudalint.scope import SymbolKind
 from cudalint.knowledge import StatusSpec
 
+# The exported facts of a function of another package of the module.
+Imported = Callable[[tuple[str, str] | None], Any]
+
 # Functions that keep a count for the process lifetime: nobody calls them
 # (exported functions are handed on to their importers instead).
 _ENTRY_POINTS = ("main", "init", "TestMain")
@@ -59,8 +64,9 @@ def is_counted(origin: Origin | None) -> bool:
 
 
 class Counted:
-    def __init__(self, calls: CallIndex, uses: VariableUses, status: StatusSemantics):
+    def __init__(self, calls: CallIndex, uses: VariableUses, status: StatusSemantics, imported: Imported):
         self._calls = calls
+        self._imported = imported  # the facts of a function of another package of the module
         self._status = status
         self._uses = uses
         self._releasing: dict[tuple[Node, str], bool] = {}
@@ -137,8 +143,9 @@ class Counted:
         if fact is not None and fact.api is not None:
             return any(resource.name == name for resource, _ in fact.api.roles("release"))
         callee = self._calls.callee(call)
-        if callee.kind is CalleeKind.MODULE and callee.summary is not None:
-            return any(resource == name for _, resource in getattr(callee.summary, "counted_releases", ()))
+        if callee.kind is CalleeKind.MODULE:
+            facts = self._imported(callee.imported)
+            return facts is not None and any(resource == name for _, resource in getattr(facts, "counted_releases", ()))
         target = callee.target
         if callee.kind is CalleeKind.LOCAL and target is not None:
             return self.releases(target, name)

@@ -7,7 +7,7 @@ acquisitions, started at the callee's entry with the parameter held. The
 parameters of the functions a question reaches are solved together, callees
 first (`fixpoint.solve`), so a chain of calls handing a pointer on is no
 chain of nested walks. A function of another package of the module answers
-through its exported summary.
+through the facts its package exported (`facts.ResourceEffects`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ from collections.abc import Callable
 from cudalint import fixpoint
 from cudalint.analyses.calls import CallIndex
 from cudalint.analyses.lifetimes.outcomes import Effect, Summary
+from cudalint.analyses.lifetimes.facts import ResourceEffects
 from cudalint.analyses.lifetimes.states import Phase, State, WalkRecord
 from cudalint.analyses.uses import Use
 from cudalint.cfg import CFG, PackageCFGs
+from cudalint.framework import FactView
 from cudalint.functions import Unit, UnitKind
 from cudalint.scope import Symbol
 
@@ -39,8 +41,9 @@ class Effects:
     """The summaries of the package's functions, memoised per (function,
     variable)."""
 
-    def __init__(self, cfgs: PackageCFGs, calls: CallIndex, walk_from_entry: WalkFromEntry):
+    def __init__(self, cfgs: PackageCFGs, calls: CallIndex, walk_from_entry: WalkFromEntry, imported: FactView):
         self._cfgs = cfgs
+        self._imported = imported  # the ResourceEffects of the other packages of the module
         self._calls = calls
         self._walk_from_entry = walk_from_entry
         self._summaries: dict[tuple[Unit, Symbol], Summary] = {}
@@ -70,10 +73,19 @@ class Effects:
         exported function of another package of the module."""
         if use.unit is not None:
             return self.effect_of_argument(use.unit, use.index)
-        summary = use.callee.summary if use.callee is not None else None
+        summary = self.imported(use.callee.imported) if use.callee is not None else None
         if summary is None or not 0 <= use.index < len(summary.params):
             return Effect.RETAINS
         return Effect(summary.params[use.index])
+
+    def imported(self, function: tuple[str, str] | None) -> ResourceEffects | None:
+        """The facts of a function of another package of the module."""
+        return self._imported.get(*function) if function is not None else None
+
+    def hands_out(self, import_path: str, name: str) -> bool:
+        """Whether that function of another package of the module hands a resource out."""
+        effects = self._imported.get(import_path, name)
+        return effects is not None and bool(effects.hands_out)
 
     def effect_of_argument(self, unit: Unit, index: int) -> Effect:
         """What `unit` does with its argument at `index` (a variadic one, or

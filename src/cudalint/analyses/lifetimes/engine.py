@@ -30,6 +30,7 @@ from cudalint.analyses.owners import Owners
 from cudalint.analyses.status import StatusSemantics
 from cudalint.analyses.uses import Use, VariableUses
 from cudalint.cfg import CFG, NodeKind, PackageCFGs
+from cudalint.framework import FactView
 from cudalint.functions import Unit
 from cudalint.knowledge import ResourceSpec
 from cudalint.scope import Symbol
@@ -41,18 +42,20 @@ UNIT_BUDGET = 100_000
 
 
 class Engine:
-    def __init__(self, cfgs: PackageCFGs, calls: CallIndex, uses: VariableUses, owners: Owners, status: StatusSemantics):
+    def __init__(
+        self, cfgs: PackageCFGs, calls: CallIndex, uses: VariableUses, owners: Owners, status: StatusSemantics, imported: FactView,
+    ):
         self.owners = owners  # the package's owning types, for its exported summary
         self._cfgs = cfgs
         self._calls = calls
         self._results: dict[Unit, UnitLifetimes] = {}
         self._analysing: set[Unit] = set()
-        self._effects = Effects(cfgs, calls, self._walk_from_entry)
+        self._effects = Effects(cfgs, calls, self._walk_from_entry, imported)
         closures = Closures(calls, uses, self._effects)
         self._resources = VariableResources(calls, owners)
-        counted = Counted(calls, uses, status)
+        counted = Counted(calls, uses, status, self._effects.imported)
         self._walker = Walker(calls, uses, status, self._resources, self._effects, closures, counted)
-        self._hand_outs = HandOuts(calls, owners, self.lifetimes, self._analysing.__contains__)
+        self._hand_outs = HandOuts(calls, owners, self.lifetimes, self._analysing.__contains__, self._effects.hands_out)
         self._origins = Origins(calls, self._effects, self._hand_outs.handed_out, self.lifetimes)
         self._collector = Collector(self._origins, self._walker, closures, uses, counted)
         self._counted = counted
@@ -108,13 +111,12 @@ class Engine:
 
     def counted_releases(self, unit: Unit) -> tuple[tuple[str, str], ...]:
         """The counted (handle-less) kinds `unit` releases on some path,
-        (family, resource): for its exported summary."""
+        (family, resource): for its exported facts."""
         found = []
         for family in self._calls.knowledge.families:
             for resource in family.resources:
-                if resource.release and any(role.handle == "none" for role in resource.release):
-                    if self._counted.releases(unit, resource.name):
-                        found.append((family.name, resource.name))
+                if any(role.handle == "none" for role in resource.release) and self._counted.releases(unit, resource.name):
+                    found.append((family.name, resource.name))
         return tuple(found)
 
     # -- effects ------------------------------------------------------------------

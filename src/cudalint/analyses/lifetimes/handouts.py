@@ -25,8 +25,12 @@ from cudalint.functions import Unit, UnitKind
 
 
 class HandOuts:
-    def __init__(self, calls: CallIndex, owners: Owners, lifetimes: Lifetimes, analysing: Callable[[Unit], bool]):
+    def __init__(
+        self, calls: CallIndex, owners: Owners, lifetimes: Lifetimes, analysing: Callable[[Unit], bool],
+        module_hands_out: Callable[[str, str], bool],
+    ):
         self._calls = calls
+        self._module_hands_out = module_hands_out  # (import path, name) of a module function that hands out
         self._owners = owners
         self._lifetimes = lifetimes
         self._analysing = analysing
@@ -54,7 +58,7 @@ class HandOuts:
         call of a function of the package that hands a resource out."""
         if self._acquiring is None:
             calls = self._calls
-            found = {unit.node: unit for unit in calls.units_calling_api() + calls.units_calling_module_wrappers()}
+            found = {unit.node: unit for unit in calls.units_calling_api() + calls.units_calling_module(self._module_hands_out)}
             # A literal may hand what it acquires to the function around it.
             for literal in list(found.values()):
                 if literal.kind is UnitKind.LITERAL and literal.parent is not None:

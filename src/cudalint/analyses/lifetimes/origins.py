@@ -71,7 +71,7 @@ class Origins:
         for call in syntax.calls_in(unit.body):
             callee = self._calls.callee(call)
             target = callee.target
-            if callee.kind is CalleeKind.MODULE and callee.summary.hands_out:
+            if callee.kind is CalleeKind.MODULE and self._effects.hands_out(*callee.imported):
                 origins.extend(self._of_module_function(unit, graph, call, callee))
                 continue
             if callee.kind is not CalleeKind.LOCAL or target is None or target is unit or target.kind is UnitKind.LITERAL:
@@ -145,7 +145,7 @@ class Origins:
         if n is None or not graph.reachable(n):
             return []
         origins = []
-        for handed in callee.summary.hands_out:
+        for handed in self._effects.imported(callee.imported).hands_out:
             found = self._calls.knowledge.resource(handed.family, handed.resource)
             if found is None:
                 continue

@@ -2,7 +2,7 @@
 
 A variable not followed from its acquisition (a parameter, a field's
 value) holds what its type owns: an owning type of the package
-(`owners`), an owning type of another package of the module (its summary),
+(`owners`), an owning type of another package of the module (its facts),
 a type of a knowledge family with a release method (`set.Free()`), or what
 the call that initialised it acquires. The walk asks this to know whether a
 method call releases the handle; `defers` asks it to word a deferred
@@ -59,7 +59,7 @@ class VariableResources:
         """`b *gpu.Buffer`: the resources an owning type of another package of
         the module holds, as its summary says."""
         calls = self._calls
-        summary = calls.summaries.get(path, {}).get(type_name)
+        summary = self._owners.elsewhere(path, type_name)
         if summary is None or not summary.owns:
             return []
         qualifier = syntax.text(symbol.type_node).lstrip("*").rsplit(".", 1)[0]

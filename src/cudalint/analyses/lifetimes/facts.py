@@ -1,0 +1,78 @@
+"""The facts the resource engine (`lifetimes`) exports about a package's
+exported functions: what each does with each parameter (releases, retains
+or only borrows it) and which resources it hands out (result k holds
+resource R, held where its error is nil). In an importer, a call of such a
+function is an acquisition, or a release or a borrow of its arguments,
+exactly as the API knowledge would make it: a leak through `gpu.Alloc` in
+package `svc` is found, and a `gpu.Fill(d)` that only borrows `d` is no
+hand-over.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cudalint.analyses.owners import owner_type
+from cudalint.functions import exported_name
+
+
+@dataclass(frozen=True)
+class HandOut:
+    """Result `index` of the function holds a `resource` of `family`."""
+
+    index: int
+    family: str
+    resource: str
+    returns_error: bool
+    via: str  # the acquisition inside, for messages: "C.cudaMalloc at line 12 of memory.go"
+    # A value of an owning type of the package holding the resource (`*Buffer`
+    # from NewBuffer), released by any of its `methods`; "" for the bare handle.
+    owner: str = ""
+    methods: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ResourceEffects:
+    """The fact: the resources handed out, and per parameter "releases",
+    "retains" or "borrows"."""
+
+    hands_out: tuple[HandOut, ...] = ()
+    params: tuple[str, ...] = ()
+    # The counted (handle-less) kinds it releases on some path, (family,
+    # resource): `defer gpu.Shutdown()` in an importer gives NVML's count back.
+    counted_releases: tuple[tuple[str, str], ...] = ()
+
+
+def exported_effects(engine: Any) -> dict[str, ResourceEffects]:
+    """The facts of the package's exported functions that say something (a
+    function that hands nothing out and only retains says nothing new).
+    Only a function that calls the API, or a wrapper of it, can hand out,
+    release or use a handle in a way the knowledge describes; any other
+    keeps the conservative default at its callers (a hand-over)."""
+    found: dict[str, ResourceEffects] = {}
+    for unit in engine.units_with_acquisitions():
+        name = exported_name(unit)
+        if name is None or unit.body is None:
+            continue
+        # A count (index -1) travels where its condition does: a nil error,
+        # or a function with no result at all.
+        hands_out = tuple(
+            _hand_out(origin, index, unit.returns_error) for origin, index in engine.handed_out(unit)
+            if index >= 0 or unit.returns_error or unit.node.child_by_field_name("result") is None
+        )
+        params = tuple(engine.effect_of_argument(unit, i).value for i in range(len(unit.params)))
+        counted = engine.counted_releases(unit)
+        if hands_out or counted or any(effect != "retains" for effect in params):
+            found[name] = ResourceEffects(hands_out, params, counted)
+    return found
+
+
+def _hand_out(origin: Any, index: int, returns_error: bool) -> HandOut:
+    inner = origin.innermost
+    resource = origin.resource
+    via = f"{inner.written} at line {inner.line} of {inner.unit.file.source.path.name}"
+    if resource.owns is None:
+        return HandOut(index, inner.api.family.name, resource.name, returns_error, via)
+    methods = tuple(role.method for role in resource.release)
+    return HandOut(index, inner.api.family.name, resource.owns.name, returns_error, via, owner_type(resource), methods)

@@ -1,0 +1,70 @@
+"""Exported functions that never return, for the packages that import them.
+
+A function whose body cannot return (`Die` calling `log.Fatalf`, `Abort`
+panicking) ends a path at its calls in its own package already (the CFG
+builder asks its graph). This analysis tells importers the same: it exports
+a `NoReturn` fact per such exported function, saying how it ends, and
+the importer's graphs end a path at its calls, as they do at `os.Exit`.
+Only bodies that name a way to end are asked, since asking builds their
+graphs.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.cfg import ExitKind
+from cudalint.framework import Analysis, NoReturn, Pass
+from cudalint.functions import UnitKind
+
+# A function that never returns ends in one of these (or in a call of a
+# function that does, which the same words usually name).
+_ENDINGS = (b"panic(", b"Exit(", b"Fatal", b"Goexit(", b"FailNow(", b"Skip", b"for {", b"select {}")
+
+
+def exported_no_returns(p: Pass) -> dict[str, frozenset[ExitKind]]:
+    """The exported functions of the package (not of its `_test.go` files)
+    whose body cannot return, and how they end."""
+    found = {}
+    for unit in p.package.units:
+        if unit.kind is not UnitKind.FUNCTION or not unit.name[:1].isupper() or unit.body is None or unit.symbol is None:
+            continue
+        if unit.file.source.path.name.endswith("_test.go"):
+            continue
+        body = unit.file.source.data[unit.body.start_byte:unit.body.end_byte]
+        if not _ends_without_return(unit.body) or not any(ending in body for ending in _ENDINGS):
+            continue
+        exits = p.cfgs.exits_of_function(unit.symbol)
+        if exits is not None:
+            found[unit.name] = exits
+    return found
+
+
+def _ends_without_return(body: Node) -> bool:
+    """Whether the body's last statement could be a terminating statement
+    that is not a return (a call, `for {}`, `select {}`, an if with an else,
+    a switch): a function ending otherwise returns, and its graph is not
+    worth building to find out."""
+    statements = syntax.statements(body)
+    if not statements:
+        return False
+    last = statements[-1]
+    if last.type == "if_statement":
+        return last.child_by_field_name("alternative") is not None
+    return last.type in (
+        "expression_statement", "for_statement", "select_statement", "expression_switch_statement",
+        "type_switch_statement", "block", "labeled_statement", "goto_statement",
+    )
+
+
+def _facts(p: Pass) -> dict[str, NoReturn]:
+    return {
+        name: NoReturn(tuple(sorted(kind.value for kind in exits)))
+        for name, exits in p.result_of(NORETURN).items()
+    }
+
+
+NORETURN: Analysis[dict[str, frozenset[ExitKind]]] = Analysis(
+    "noreturn", __doc__ or "", exported_no_returns, facts=_facts, fact_type=NoReturn,
+)

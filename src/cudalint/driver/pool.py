@@ -1,0 +1,223 @@
+"""The worker pool: jobs spread over processes, each started as soon as the
+jobs it waits for are done, and the run never hangs on a dead worker.
+
+A pool's processes get the run's settings and knowledge once, in the pool's
+initialiser, which makes each process's Worker; the jobs it then runs reach
+that Worker through the one per-process holder below, set there only.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any
+
+from cudalint.cache import CacheRefused, ResultCache
+from cudalint.driver.dependencies import KnownFacts
+from cudalint.driver.keys import salt
+from cudalint.driver.package import Context
+from cudalint.driver.schedule import Schedule
+from cudalint.driver.settings import Settings
+from cudalint.driver.worker import STARTED, Job, Worker
+from cudalint.findings import Notification, NotificationKind, Result
+from cudalint.knowledge import Knowledge
+from cudalint.progress import Progress
+from cudalint.source import display_path
+
+_PARENT_POLL_SECONDS = 0.5
+EXIT_WORKER_ORPHANED = 3
+
+
+class _ThisProcess:
+    """The Worker of a pool process, made by the pool's initialiser."""
+
+    worker: Worker | None = None
+
+
+def default_jobs() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def failed(paths: list[Path], settings: Settings, what: str) -> Result:
+    where = display_path(paths[0].parent, settings.base)
+    return Result(internal_errors=1, notifications=[Notification(
+        NotificationKind.INTERNAL_ERROR, where, f"internal error: {what}; not analysed, results are incomplete", level="error",
+    )])
+
+
+def _die_with_parent(parent: int) -> None:
+    """A worker must not outlive the run: killed with SIGKILL when its parent
+    dies (Linux), and everywhere a watchdog thread exits when the parent is
+    gone (the worker is then re-parented)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        except Exception:  # noqa: BLE001 - the watchdog below still works
+            pass
+    if os.getppid() != parent:  # died before prctl took effect
+        os._exit(EXIT_WORKER_ORPHANED)
+
+    def watch() -> None:
+        while True:
+            time.sleep(_PARENT_POLL_SECONDS)
+            if os.getppid() != parent:
+                os._exit(EXIT_WORKER_ORPHANED)
+
+    threading.Thread(target=watch, name="cudalint-parent-watch", daemon=True).start()
+
+
+def _init_worker(settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...], states: Any, parent: int) -> None:
+    _die_with_parent(parent)
+    # Ctrl-C reaches the whole process group: the parent handles it and stops
+    # the workers; SIGTERM kills a worker outright.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    cache = None
+    if settings.cache_dir is not None:
+        try:
+            cache = ResultCache(settings.cache_dir, salt(settings, knowledge, needles))
+        except CacheRefused:  # the parent checked it; changed since: no cache
+            cache = None
+    _ThisProcess.worker = Worker(Context.of(settings, knowledge, needles), cache, states)
+
+
+def _work(job: Job) -> Result:
+    worker = _ThisProcess.worker
+    assert worker is not None, "a pool's initialiser makes its process's worker"
+    return worker.work(job)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool at once (interrupted run): cancel what waits, kill what runs."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        try:
+            process.kill()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+class Pool:
+    """The jobs of one run (`misses`) over worker processes."""
+
+    def __init__(
+        self, misses: list[list[Path]], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...], jobs: int,
+        schedule: Schedule, progress: Progress,
+    ) -> None:
+        self.misses = misses
+        self.settings = settings
+        self.initargs = (settings, knowledge, needles)
+        self.jobs = jobs
+        self.schedule = schedule
+        self.progress = progress
+
+    def run(self) -> list[Result]:
+        """Run every job over worker processes. A worker that dies (killed,
+        out of memory, a crash in native code) takes the pool down with it:
+        the jobs it was running are retried once, each in a worker of its
+        own, and a job that kills that worker too is reported as an internal
+        error; the jobs that merely waited go to a new pool."""
+        misses, schedule = self.misses, self.schedule
+        results: dict[int, Result] = {}
+        deaths: dict[int, int] = {}
+        queue = list(range(len(misses)))
+        while queue:
+            for i in [i for i in queue if deaths.get(i)]:
+                outcome = self._alone(i, *schedule.start(i))
+                results[i] = outcome if outcome is not None else failed(
+                    misses[i], self.settings,
+                    "the worker process analysing this directory died twice (killed by a signal, out of memory, or a "
+                    "crash in native code)",
+                )
+                schedule.finish(i, results[i])
+            waiting = [i for i in queue if not deaths.get(i)]
+            queue = []
+            if waiting:
+                unfinished, running = self._pool(waiting, results)
+                for i in running:
+                    deaths[i] = deaths.get(i, 0) + 1
+                queue = unfinished
+        return [results[i] for i in range(len(misses))]
+
+    def _pool(self, indices: list[int], results: dict[int, Result]) -> tuple[list[int], list[int]]:
+        """Run `indices` over a pool, each as soon as the jobs it waits for
+        are done. Returns the jobs left unfinished because a worker died,
+        and among them those a dead worker was running."""
+        misses, schedule = self.misses, self.schedule
+        context = multiprocessing.get_context()
+        states = context.Array("b", len(misses), lock=False)
+        workers = min(self.jobs, len(indices))
+        pool = ProcessPoolExecutor(
+            max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(*self.initargs, states, os.getpid()),
+        )
+        futures: dict[Any, int] = {}
+        wanted = set(indices)
+        broken = False
+        try:
+            while not broken:
+                # Jobs whose dependencies are done first; a worker that would
+                # otherwise idle takes a waiting job, which then makes its
+                # dependencies' facts from their files (the same facts, made
+                # twice). Every job whose dependencies are done is queued at
+                # once. A job that waits is not started early to keep a worker
+                # busy: it would analyse its dependencies again, and on real
+                # trees (a large generated binding imported by a large
+                # package) that cost more CPU than the idle worker saved.
+                for i in [i for i in schedule.ready() if i in wanted]:
+                    futures[pool.submit(_work, (i, misses[i], *schedule.start(i)))] = i
+                if not futures:
+                    break
+                finished, _ = wait(futures, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    i = futures.pop(future)
+                    try:
+                        results[i] = future.result()
+                        self.progress.tick()
+                    except BrokenProcessPool:
+                        broken = True  # retried below
+                        schedule.give_back(i)
+                        continue
+                    except Exception as error:  # noqa: BLE001 - e.g. a result that could not be sent back
+                        results[i] = failed(misses[i], self.settings, f"{type(error).__name__}: {error}")
+                    schedule.finish(i, results[i])
+        except BaseException:
+            _stop(pool)
+            raise
+        pool.shutdown(wait=True, cancel_futures=True)
+        for i in futures.values():
+            schedule.give_back(i)
+        unfinished = [i for i in indices if i not in results]
+        running = [i for i in unfinished if states[i] == STARTED]
+        return unfinished, running or unfinished
+
+    def _alone(self, index: int, known: KnownFacts, export: bool) -> Result | None:
+        """One job in a worker of its own: None if that worker died too."""
+        paths = self.misses[index]
+        pool = ProcessPoolExecutor(
+            max_workers=1, mp_context=multiprocessing.get_context(),
+            initializer=_init_worker, initargs=(*self.initargs, None, os.getpid()),
+        )
+        try:
+            return pool.submit(_work, (index, paths, known, export)).result()
+        except BrokenProcessPool:
+            return None
+        except Exception as error:  # noqa: BLE001
+            return failed(paths, self.settings, f"{type(error).__name__}: {error}")
+        except BaseException:
+            _stop(pool)
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)

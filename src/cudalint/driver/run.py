@@ -1,0 +1,149 @@
+"""The run: every discovered file, directory by directory.
+
+Directories are grouped with the packages of their module they import
+(dependencies), looked up in the cache (an unchanged tree starts no worker
+at all), and the misses run in dependency order, in this process or over a
+pool of workers. The results are merged, sorted, and cut to one finding per
+defect and to the files reported on.
+"""
+
+from __future__ import annotations
+
+from itertools import groupby
+from pathlib import Path
+
+from cudalint import prefilter, suppressions
+from cudalint.checks import CHECKS
+from cudalint.discover import printable
+from cudalint.driver.dependencies import KnownFacts, with_dependencies
+from cudalint.driver.keys import open_cache, read_all, result_key
+from cudalint.driver.package import Context
+from cudalint.driver.pool import Pool, default_jobs
+from cudalint.driver.schedule import Schedule, record
+from cudalint.driver.settings import Settings
+from cudalint.driver.worker import Worker
+from cudalint.findings import Finding, Notification, NotificationKind, Result
+from cudalint.knowledge import Knowledge
+from cudalint.progress import Progress
+from cudalint.source import SourceFile, display_path
+
+# Worker start-up costs more than a handful of packages take to analyse.
+_PARALLEL_THRESHOLD = 32
+
+
+def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Result:
+    """Analyse these files (and read what their packages need), as the
+    settings say: the findings, sorted, one per defect."""
+    needles = prefilter.needles_for(CHECKS, knowledge, settings.enabled)
+    if suppressions.TOOL_RULE in settings.enabled:
+        # A directive in a package without GPU code suppresses nothing: look at it.
+        needles += (b"cudalint:",)
+    context = Context.of(settings, knowledge, needles)
+    directories = [list(group) for _, group in groupby(sorted(files, key=lambda p: (p.parent.as_posix(), p.name)), key=lambda p: p.parent)]
+    # What the parent reads to find imports, it reuses for cache keys.
+    reads: dict[Path, SourceFile | Notification] = {}
+    directories = with_dependencies(directories, settings.base, context.modules, needles, reads)
+    total = Result()
+    # Hits are read here: an unchanged tree starts no worker at all.
+    cache, refused = open_cache(settings, knowledge, needles)
+    if refused is not None:
+        total.notifications.append(refused)
+    try:
+        misses: list[list[Path]] = []
+        known: KnownFacts = {}
+        for directory in directories:
+            if cache is not None:
+                contents = [reads.get(path) for path in directory]
+                if None in contents:
+                    contents = read_all(directory, settings)
+                cached = _trusted(cache.get(result_key(cache, context.modules, directory, contents)), directory, settings, total)
+                if cached is not None:
+                    total.extend(cached)
+                    record(known, context.modules, directory[0].parent, cached)
+                    continue
+            misses.append(directory)
+        schedule = Schedule(misses, known, context.modules)
+        # More workers than CPUs only cost memory.
+        jobs = max(1, min(settings.jobs, default_jobs()))
+        missed_files = sum(len(directory) for directory in misses)
+        progress = Progress(len(misses), settings.progress_after)
+        if jobs > 1 and len(misses) > 1 and missed_files >= _PARALLEL_THRESHOLD:
+            for part in Pool(misses, settings, knowledge, needles, jobs, schedule, progress).run():
+                total.extend(part)
+        else:
+            worker = Worker(context, cache)
+            while ready := schedule.ready():
+                index = ready[0]
+                part = worker.work((index, misses[index], *schedule.start(index)))
+                schedule.finish(index, part)
+                total.extend(part)
+                progress.tick()
+        progress.close()
+        if cache is not None and misses:
+            cache.evict()
+    finally:
+        if cache is not None:
+            cache.close()
+    total.sort()
+    total.facts = []  # they served the importers; the report has no use for them
+    one_per_defect(total)
+    if settings.reported is not None:
+        _only_reported(total, {display_path(path, settings.base) for path in settings.reported})
+    return total
+
+
+def _trusted(cached: Result | None, directory: list[Path], settings: Settings, total: Result) -> Result | None:
+    """A cached result, unless it names a file other than the directory's
+    own (an altered entry: said in a notification) or carries fixes; then
+    the directory is analysed again, and its entry replaced. Fixes are never
+    read back: a forged entry could otherwise direct --fix, or put its own
+    code in the suggested fixes of a JSON or SARIF report."""
+    if cached is None:
+        return None
+    own = {display_path(path, settings.base) for path in directory if path.parent == directory[0].parent}
+    foreign = sorted({f.path for f in (*cached.findings, *cached.suppressed)} - own)
+    if foreign:
+        total.notifications.append(Notification(
+            NotificationKind.CACHE, display_path(directory[0].parent, settings.base),
+            f"a cached result names {printable(foreign[0])}, which is not a file of this directory; "
+            "the entry was dropped and the directory analysed again",
+        ))
+        return None
+    if any(finding.fixes for finding in cached.findings):
+        return None
+    return cached
+
+
+_ABOUT_INPUT = frozenset({
+    NotificationKind.SYNTAX_ERROR, NotificationKind.UNREADABLE, NotificationKind.NOT_GO_SOURCE, NotificationKind.TOO_COMPLEX,
+})
+
+
+def _only_reported(result: Result, reported: set[str]) -> None:
+    """Drop what concerns the files read only as context (the rest of a
+    package whose staged files are checked): their findings, suppressed
+    findings and input notifications. Internal errors stay: the result is
+    incomplete whichever file they concern."""
+    result.findings = [f for f in result.findings if f.path in reported]
+    result.suppressed = [f for f in result.suppressed if f.path in reported]
+    result.notifications = [n for n in result.notifications if n.kind not in _ABOUT_INPUT or n.path in reported]
+
+
+def one_per_defect(result: Result) -> None:
+    """One defect is one finding: the same rule, file, span and message is
+    kept once, and a rule declared `one_per_span` (a release that can be a
+    second release is one defect however many earlier releases can precede
+    it) once per span: the first message in sorted order, which names the
+    earliest release. `result` must be sorted."""
+    per_span = frozenset(rule.id for rule in CHECKS if rule.one_per_span)
+    for name in ("findings", "suppressed"):
+        seen: set[tuple] = set()
+        kept: list[Finding] = []
+        for finding in getattr(result, name):
+            key: tuple = (finding.rule_id, finding.path, finding.span)
+            if finding.rule_id not in per_span:
+                key += (finding.message,)
+            if key not in seen:
+                seen.add(key)
+                kept.append(finding)
+        setattr(result, name, kept)
