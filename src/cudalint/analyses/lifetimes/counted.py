@@ -36,7 +36,7 @@ from dataclasses import replace
 
 from tree_sitter import Node
 
-from cudalint import syntax
+from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CalleeKind, CallIndex
 from cudalint.analyses.lifetimes.outcomes import EarlyRelease, Origin
 from cudalint.analyses.lifetimes.states import LeftControl, Phase, State, WalkRecord, release
@@ -69,7 +69,7 @@ class Counted:
         self._imported = imported  # the facts of a function of another package of the module
         self._status = status
         self._uses = uses
-        self._releasing: dict[tuple[Node, str], bool] = {}
+        self._releasing: dict[str, dict[Unit, bool]] = {}  # per kind
 
     # -- what a node does to a count ---------------------------------------------
 
@@ -114,31 +114,32 @@ class Counted:
     def releases(self, unit: Unit, name: str) -> bool:
         """Whether some path of `unit` releases the kind `name`: a release
         call of it, a function of the package or module that releases it,
-        a func literal it calls or defers that does; and `unit` takes no
-        count of its own (one that does, Init and a deferred Shutdown,
-        releases its own, not its caller's)."""
-        key = (unit.node, name)
-        if key in self._releasing:
-            return self._releasing[key]
-        self._releasing[key] = False  # recursion: assume not, while asking
-        found = False
-        if unit.body is not None:
-            calls = list(syntax.calls_in(unit.body))
-            if any(self._acquires(call, name) for call in calls):
-                return False  # it takes its own count (Init ... defer Shutdown): balanced, no release of the caller's
-            for call in calls:
-                function = syntax.unparen(call.child_by_field_name("function"))
-                if function is not None and function.type == "func_literal":
-                    literal = self._calls.literal(function)
-                    found = literal is not None and self.releases(literal, name)
-                else:
-                    found = self._call_releases(call, name)
-                if found:
-                    break
-        self._releasing[key] = found
-        return found
+        in its body or a func literal of it; and `unit` takes no count of
+        its own (one that does, Init and a deferred Shutdown, releases its
+        own, not its caller's). Solved callees first (`fixpoint`), never by
+        recursion along the call graph."""
+        memo = self._releasing.setdefault(name, {})
+        if unit not in memo:
+            fixpoint.solve([unit], self._calls.local_callees, lambda u: self._releases_here(u, name, memo), memo, lambda _: False)
+        return memo[unit]
 
-    def _call_releases(self, call: Node, name: str) -> bool:
+    def _releases_here(self, unit: Unit, name: str, memo: dict[Unit, bool]) -> bool:
+        """`releases`, reading the package's callees from the memo."""
+        if unit.body is None:
+            return False
+        calls = [node for node in syntax.walk(unit.body) if node.type == "call_expression"]
+        if any(self._acquires(call, name) for call in calls):
+            return False  # it takes its own count (Init ... defer Shutdown): balanced, no release of the caller's
+        for call in calls:
+            callee = self._calls.callee(call)
+            if callee.kind is CalleeKind.LOCAL and callee.target is not None:
+                if memo.get(callee.target, False):
+                    return True
+            elif self._call_releases(call, name, local=False):
+                return True
+        return False
+
+    def _call_releases(self, call: Node, name: str, local: bool = True) -> bool:
         fact = self._calls.calls.get(call)
         if fact is not None and fact.api is not None:
             return any(resource.name == name for resource, _ in fact.api.roles("release"))
@@ -146,6 +147,8 @@ class Counted:
         if callee.kind is CalleeKind.MODULE:
             facts = self._imported(callee.imported)
             return facts is not None and any(resource == name for _, resource in getattr(facts, "counted_releases", ()))
+        if not local:
+            return False  # a function of the package, or a literal of the body: read from the memo, or walked
         target = callee.target
         if callee.kind is CalleeKind.LOCAL and target is not None:
             return self.releases(target, name)
