@@ -54,7 +54,7 @@ def spelled(origin: Origin, qualified: str) -> str:
 def release_statement(origin: Origin) -> str:
     """The statement that would release the resource, as this file spells it."""
     resource = origin.resource
-    if resource.any_use_releases:
+    if resource.any_use_releases and (origin.role.handle != "none" or not resource.release):
         return f"defer {origin.handle or 'x'}()"
     if not resource.release:
         return ""

@@ -31,6 +31,36 @@ def check(p: Pass) -> None:
                 _check_defer(p, defers, lifetimes, uses, graph, n)
 
     p.visit_graphs(defers.units(), visit)
+    p.visit_graphs(lifetimes.units_with_acquisitions(), lambda unit, graph: _check_early(p, lifetimes, graph))
+
+
+def _check_early(p: Pass, lifetimes: Engine, graph: CFG) -> None:
+    """A release registered before the acquisition succeeded: a counted
+    kind's (`defer nvml.Shutdown()` above `if ret := nvml.Init(); ret !=
+    nvml.SUCCESS { return }`), or a release handed out as a function
+    (`defer cleanup()` above go-dcgm's `if err != nil`)."""
+    reported: set[int] = set()
+    for early in lifetimes.lifetimes(graph.unit).early_releases:
+        if early.defer in reported:
+            continue
+        reported.add(early.defer)
+        origin = early.origin
+        defer = graph.ast(early.defer)
+        exit_span = graph.span(early.node)
+        refs = {"acquired": Ref(origin.call, f"{origin.resource.name} acquired here")}
+        if exit_span is not None:
+            refs["exit"] = Ref(exit_span, "it failed, and this return runs the defer")
+        where = "@exit" if exit_span is not None else f"line {graph.line(early.node)}"
+        if origin.role.handle == "none":
+            effect = f"releases a count of {origin.resource.name} this function never took"
+        else:
+            effect = f"calls {origin.handle}, which is nil when {origin.written} fails"
+        p.report(
+            graph.unit, defer,
+            f"{syntax.text(defer)} is registered before {origin.written} at @acquired has succeeded: "
+            f"where it fails, the return at {where} {effect}; register it after the success check",
+            **refs,
+        )
 
 
 def _check_defer(p: Pass, defers: DeferredReleases, lifetimes: Engine, uses: VariableUses, graph: CFG, n: int) -> None:
@@ -93,9 +123,21 @@ RULE = Rule(
     `p` had then, usually nil, and the allocation made afterwards is never
     freed (cudalint also reports that leak, CL101).
 
+    A release of a count with no handle (`defer nvml.Shutdown()`,
+    `defer C.dcgmShutdown()`) registered before the acquisition's success
+    check, above the acquisition or between it and the check, is reported
+    where some path on which the acquisition failed returns: it gives back a
+    count this function never took. So is `defer cleanup()` above the error
+    check of an acquisition that hands out its release as a function
+    (go-dcgm's `cleanup, err := dcgm.Init(mode)`). Not where the failing
+    branch ends the process (`log.Fatal`, `os.Exit`): deferred calls never run.
+
     ## Why is this bad?
     It looks like the canonical cleanup and passes review, while it frees
-    nothing and the real allocation leaks on every call.
+    nothing and the real allocation leaks on every call. A count released
+    without its acquisition decrements another component's count (NVML is
+    shut down under it) or returns an error nobody reads; a nil cleanup
+    function panics.
 
     ## Example
     ```go
@@ -121,7 +163,8 @@ RULE = Rule(
     ## Fix safety
     Safe: the defer (with its trailing comment) moves to right after the
     acquisition's success check, where the deferred call names nothing but
-    the handle and both are statements of one block. Otherwise no fix.
+    the handle and both are statements of one block. Otherwise no fix, and
+    none for a count's release or a cleanup function.
     """,
     tags=("correctness", "resource-leak"),
     check=check,

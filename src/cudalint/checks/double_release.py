@@ -17,6 +17,17 @@ def check(p: Pass) -> None:
     def visit(unit: Unit, graph: CFG) -> None:
         for double in lifetimes.lifetimes(unit).double_releases:
             first = Ref(graph.ast(double.first), "the first release")
+            if not double.handle and double.origin is not None:
+                # A count (nvml.Init): one acquisition, released twice.
+                origin = double.origin
+                again = "again by this defer when the function returns" if double.by_defer else "again here"
+                p.report(
+                    unit, graph.ast(double.node),
+                    f"{origin.resource.name} taken once by {origin.written} at @acquired is released at @first "
+                    f"and {again}: the second release drops a count that another user holds; release it once",
+                    first=first, acquired=Ref(origin.call, f"{origin.resource.name} acquired here"),
+                )
+                continue
             if double.by_defer:
                 message = (
                     f"{double.handle} is released at @first and again by this defer when the function "
@@ -39,6 +50,9 @@ RULE = Rule(
     the same value, or an explicit release of a handle a registered `defer`
     will release again when the function returns. Handles that arrive as
     parameters are followed from the point where the function releases them.
+    A count with no handle (`nvml.Init` / `nvml.Shutdown`) released twice
+    after one acquisition is reported the same way: the second release
+    gives back a count another user of the library holds.
 
     ## Why is this bad?
     A double free is memory corruption, not an error the driver catches.

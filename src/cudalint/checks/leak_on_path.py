@@ -82,6 +82,13 @@ def _message(reads: _Reads, leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]
     if exit_span is not None:
         refs["exit"] = Ref(exit_span, f"{origin.handle or 'it'} is still held here")
     exit_at = "@exit" if exit_span is not None else f"line {leak.line}"
+    if origin.role.handle == "none" and leak.failing:
+        where = "the goroutine exit" if leak.how is Lost.GOEXIT else "the failing return"
+        return (
+            f"{what} is not {verb} on {where} at {exit_at}: the caller sees the failure and will not "
+            f"release it, so the count stays taken; release it before this return "
+            f"(`{remedy.removeprefix('defer ')}`)"
+        ), refs
     if origin.role.handle == "none":
         return (
             f"{what} is {verb} on some paths but not on the return at {exit_at}; "
@@ -382,6 +389,14 @@ RULE = Rule(
     early return leaks nothing, because nothing was allocated. The same holds
     for `err != nil` after a Go wrapper, and for `p == nil` after `C.malloc`.
     Paths that end in `panic`, `os.Exit` or `log.Fatal` are not reported.
+
+    A count with no handle (`nvml.Init`, `C.dcgmInit`,
+    `C.cuDevicePrimaryCtxRetain`, paired by kind with their releases) is
+    reported on a *failing* return that holds it (a non-nil error, a failure
+    status), even in a function that never releases it: the caller sees the
+    failure and never gives the count back. A function that keeps it where
+    it succeeds is an initialiser: its callers acquire it at their call, up
+    to `main`, `init`, `TestMain` and exported functions.
 
     A variable declared inside a loop body is a new variable in each iteration:
     losing its resource at the end of an iteration is a leak too. A result

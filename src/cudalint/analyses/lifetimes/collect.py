@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from cudalint.analyses.lifetimes.closures import Closures
+from cudalint.analyses.lifetimes.counted import Counted, is_counted
 from cudalint.analyses.lifetimes.origins import Origins
 from cudalint.analyses.lifetimes.outcomes import (
     DoubleRelease, Leak, Lost, Mismatch, Origin, Overwrite, UnitLifetimes, UseAfterRelease,
@@ -27,7 +28,8 @@ from cudalint.scope import Role, Symbol
 
 
 class Collector:
-    def __init__(self, origins: Origins, walker: Walker, closures: Closures, uses: VariableUses):
+    def __init__(self, origins: Origins, walker: Walker, closures: Closures, uses: VariableUses, counted: Counted):
+        self._counted = counted
         self._origins = origins
         self._walker = walker
         self._closures = closures
@@ -52,8 +54,13 @@ class Collector:
             # variable after the literal has run.
             result.handed_up.extend((origin, symbol) for symbol in outer)
             return
+        if is_counted(origin):
+            state = self._counted.registered_before(graph, origin, state, self._closures.defers(graph))
         record = self._walker.walk(graph, origin, origin.node, state, summary=False)
         self._collect(graph, origin, record, result)
+        if is_counted(origin) or origin.resource.any_use_releases:
+            # A release registered before the acquisition succeeded (CL202).
+            result.early_releases.extend(self._counted.early_releases(graph, origin, state, self._walker.outcome))
 
     def released_parameters(self, graph: CFG, result: UnitLifetimes) -> None:
         """A handle that arrives as a parameter and is released here: a second
@@ -78,13 +85,8 @@ class Collector:
                     result.uses_after_release.append(UseAfterRelease(None, node, late_use, released_line))
 
     def _collect(self, graph: CFG, origin: Origin, record: WalkRecord, result: UnitLifetimes) -> None:
-        handleless = origin.role.handle == "none"
-        if handleless:
-            # No handle to hand over: a function that never releases the kind
-            # is an intentional initialisation; only inconsistency is a leak.
-            if record.held_exits and record.released_exits:
-                exit_node, kind, path = record.held_exits[0]
-                result.leaks.append(self._leak(graph, origin, kind, path))
+        if is_counted(origin):
+            self._collect_count(graph, origin, record, result)
             return
         if record.held_exits:
             exit_node, kind, path = record.held_exits[0]
@@ -103,6 +105,28 @@ class Collector:
             result.uses_after_release.append(UseAfterRelease(origin, node, use, released_line))
         for node, call, resource in _unique(record.mismatches):
             result.mismatches.append(Mismatch(origin, node, call, resource))
+
+    def _collect_count(self, graph: CFG, origin: Origin, record: WalkRecord, result: UnitLifetimes) -> None:
+        """A count held on a failing return leaks (the caller will not
+        release it); held on succeeding returns it is handed to the caller,
+        unless another succeeding return released it (the caller cannot know
+        which it got) outside main, init and TestMain; see `counted`."""
+        fails = self._counted.fails
+        failing = [(kind, path) for _, kind, path in record.held_exits if len(path) >= 2 and fails(graph, origin, kind, path[-2])]
+        succeeding = [(kind, path) for _, kind, path in record.held_exits if (kind, path) not in failing]
+        if failing:
+            kind, path = failing[0]
+            result.leaks.append(replace(self._leak(graph, origin, kind, path), failing=True))
+        released_on_success = any(
+            fails(graph, origin, ExitKind.RETURN, n) is False for n in record.released_after
+        )
+        if succeeding and released_on_success and not self._counted.keeps(graph.unit):
+            kind, path = succeeding[0]
+            result.leaks.append(self._leak(graph, origin, kind, path))
+        elif succeeding:
+            result.counted_out.append(origin)
+        for node, first, by_defer in _unique(record.double_releases):
+            result.double_releases.append(DoubleRelease(origin, node, first, by_defer, ""))
 
     def _leak(self, graph: CFG, origin: Origin, kind: ExitKind, path: tuple[int, ...]) -> Leak:
         last = path[-2] if len(path) >= 2 else origin.node

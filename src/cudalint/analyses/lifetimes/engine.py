@@ -18,6 +18,7 @@ from __future__ import annotations
 from cudalint.analyses.calls import CallIndex
 from cudalint.analyses.lifetimes.closures import Closures
 from cudalint.analyses.lifetimes.collect import Collector
+from cudalint.analyses.lifetimes.counted import Counted
 from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.handouts import HandOuts
 from cudalint.analyses.lifetimes.origins import Origins
@@ -53,10 +54,12 @@ class Engine:
         self._effects = Effects(cfgs, calls, self._walk_from_entry, imported)
         closures = Closures(calls, uses, self._effects)
         self._resources = VariableResources(calls, owners)
-        self._walker = Walker(calls, uses, status, self._resources, self._effects, closures)
+        counted = Counted(calls, uses, status, self._effects.imported)
+        self._walker = Walker(calls, uses, status, self._resources, self._effects, closures, counted)
         self._hand_outs = HandOuts(calls, owners, self.lifetimes, self._analysing.__contains__, self._effects.hands_out)
         self._origins = Origins(calls, self._effects, self._hand_outs.handed_out, self.lifetimes, owners)
-        self._collector = Collector(self._origins, self._walker, closures, uses)
+        self._collector = Collector(self._origins, self._walker, closures, uses, counted)
+        self._counted = counted
 
     def releasing_function(self, import_path: str) -> str | None:
         """The function of another package of the module that releases its
@@ -118,6 +121,16 @@ class Engine:
                     yield edge.target, None
 
         return sorted(n for n, _ in graph.walk(origin.node, None, step) if graph.kind(n) is NodeKind.RETURN)
+
+    def counted_releases(self, unit: Unit) -> tuple[tuple[str, str], ...]:
+        """The counted (handle-less) kinds `unit` releases on some path,
+        (family, resource): for its exported facts."""
+        found = []
+        for family in self._calls.knowledge.families:
+            for resource in family.resources:
+                if any(role.handle == "none" for role in resource.release) and self._counted.releases(unit, resource.name):
+                    found.append((family.name, resource.name))
+        return tuple(found)
 
     # -- effects ------------------------------------------------------------------
 

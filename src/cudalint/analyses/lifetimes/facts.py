@@ -39,6 +39,9 @@ class ResourceEffects:
 
     hands_out: tuple[HandOut, ...] = ()
     params: tuple[str, ...] = ()
+    # The counted (handle-less) kinds it releases on some path, (family,
+    # resource): `defer gpu.Shutdown()` in an importer gives NVML's count back.
+    counted_releases: tuple[tuple[str, str], ...] = ()
 
 
 def exported_effects(engine: Any) -> dict[str, ResourceEffects]:
@@ -52,10 +55,16 @@ def exported_effects(engine: Any) -> dict[str, ResourceEffects]:
         name = exported_name(unit)
         if name is None or unit.body is None:
             continue
-        hands_out = tuple(_hand_out(origin, index, unit.returns_error) for origin, index in engine.handed_out(unit))
+        # A count (index -1) travels where its condition does: a nil error,
+        # or a function with no result at all.
+        hands_out = tuple(
+            _hand_out(origin, index, unit.returns_error) for origin, index in engine.handed_out(unit)
+            if index >= 0 or unit.returns_error or unit.node.child_by_field_name("result") is None
+        )
         params = tuple(engine.effect_of_argument(unit, i).value for i in range(len(unit.params)))
-        if hands_out or any(effect != "retains" for effect in params):
-            found[name] = ResourceEffects(hands_out, params)
+        counted = engine.counted_releases(unit)
+        if hands_out or counted or any(effect != "retains" for effect in params):
+            found[name] = ResourceEffects(hands_out, params, counted)
     return found
 
 

@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CallIndex, unwrap
+from cudalint.analyses.lifetimes.counted import hand_out_status
 from cudalint.analyses.lifetimes.origins import Lifetimes, value_parent
 from cudalint.analyses.lifetimes.outcomes import Origin
 from cudalint.analyses.owners import Owners, owned_resource, owner_type
@@ -38,7 +39,7 @@ class HandOuts:
 
     def handed_out(self, unit: Unit) -> list[tuple[Origin, int]]:
         """What a function of the package hands its caller: (acquisition,
-        result index) for each resource it acquires, never leaks, and
+        result index, -1 for a count) for each resource it acquires, never leaks, and
         returns as a bare variable, with a nil error where it returns one
         (`func alloc(n) (unsafe.Pointer, error)`). Its callers then acquire
         that resource at their call, held where the error is nil."""
@@ -84,7 +85,11 @@ class HandOuts:
         handed = []
         held: set[tuple[str, int]] = set()  # (variable, result index): one value, one hand-out
         for origin in found.origins:
-            if origin in lost or origin.role.handle == "none":
+            if origin.role.handle == "none":
+                if origin in found.counted_out and hand_out_status(unit, origin) is not None:
+                    handed.append((origin, -1))  # an initialiser: the count, held where it succeeds
+                continue
+            if origin in lost:
                 continue
             # A new value of an owning type made of the handle first: the
             # conversion `DevicePtr(p)` is also the handle returned.

@@ -20,6 +20,7 @@ from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.analyses.calls import CalleeKind, CallIndex, unwrap
+from cudalint.analyses.lifetimes.counted import hand_out_status
 from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.outcomes import Effect, Origin, UnitLifetimes
 from cudalint.analyses.lifetimes.states import Phase, State
@@ -80,13 +81,13 @@ class Origins:
             if n is None or not graph.reachable(n):
                 continue
             for inner, index in self._handed_out(target):
-                api = ApiFunction(
-                    inner.api.family, target.name, ERROR_STATUS if target.returns_error else None,
-                    False, (), (inner.resource,),
-                )
-                origins.append(Origin(
-                    unit, n, call, callee.written, api, inner.resource, CallRole(target.name, f"result{index}"), "", via=inner,
-                ))
+                status = ERROR_STATUS if target.returns_error else None
+                if index < 0:  # a count an initialiser hands on where it succeeds
+                    handed = hand_out_status(target, inner)
+                    status = handed[1] if handed is not None and handed[1] is not None else status
+                api = ApiFunction(inner.api.family, target.name, status, False, (), (inner.resource,))
+                role = CallRole(target.name, "none" if index < 0 else f"result{index}")
+                origins.append(Origin(unit, n, call, callee.written, api, inner.resource, role, "", via=inner))
         return origins
 
     def of_literals(self, unit: Unit, graph: CFG) -> list[Origin]:
@@ -154,10 +155,8 @@ class Origins:
                 qualifier = callee.written.rsplit(".", 1)[0]
                 resource = owned_resource(resource, f"{qualifier}.{handed.owner}", handed.methods)
             api = ApiFunction(family, callee.written, ERROR_STATUS if handed.returns_error else None, False, (), (resource,))
-            origins.append(Origin(
-                unit, n, call, callee.written, api, resource, CallRole(callee.written, f"result{handed.index}"), "",
-                via_text=handed.via,
-            ))
+            role = CallRole(callee.written, "none" if handed.index < 0 else f"result{handed.index}")
+            origins.append(Origin(unit, n, call, callee.written, api, resource, role, "", via_text=handed.via))
         return origins
 
     def birth(self, origin: Origin) -> Birth | None:
@@ -235,6 +234,10 @@ class Origins:
                 target = syntax.unparen(left[index])
                 if target is not None and target.type == "identifier":
                     if syntax.text(target) == "_":
+                        if any(role.handle == "none" for role in origin.resource.release):
+                            # `_, err := dcgm.Init(mode)` then `dcgm.Shutdown()`: the
+                            # release it hands out is dropped, the count released by kind.
+                            return replace(origin, role=CallRole(origin.role.call, "none")), State(Phase.HELD, frozenset(), proxy), None
                         return origin, State(Phase.HELD, frozenset()), "its result is assigned to _"
                     symbol = self._calls.package.resolution.symbol(target)
                     if symbol is not None and symbol.is_local:

@@ -107,6 +107,9 @@ class Leak:
     # through one of them with it released: where a release could go.
     held_at: tuple[int, ...] = ()
     released_through_held: bool = False
+    # A count (a handle-less acquisition) held on a return that fails: the
+    # caller sees the failure and never releases it.
+    failing: bool = False
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,17 @@ class UseAfterRelease:
 
 
 @dataclass(frozen=True)
+class EarlyRelease:
+    """A release registered (deferred) before the acquisition succeeded,
+    reached on a path where it failed and the function returns."""
+
+    origin: Origin
+    defer: int  # the defer statement's node
+    node: int  # the last node before the exit
+    path: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Mismatch:
     origin: Origin
     node: int
@@ -153,3 +167,7 @@ class UnitLifetimes:
     # (acquisition, variable of the enclosing function that holds it): what a
     # func literal hands to the function around it.
     handed_up: list[tuple[Origin, Symbol]] = field(default_factory=list)
+    # Counts (handle-less acquisitions) held on a succeeding return: handed
+    # to the caller, which acquires the kind at its call.
+    counted_out: list[Origin] = field(default_factory=list)
+    early_releases: list[EarlyRelease] = field(default_factory=list)

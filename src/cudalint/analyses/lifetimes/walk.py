@@ -25,6 +25,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.analyses.calls import CalleeKind, CallIndex
 from cudalint.analyses.lifetimes.closures import Closures
+from cudalint.analyses.lifetimes.counted import Counted
 from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.outcomes import Effect, Origin
 from cudalint.analyses.lifetimes.resources import VariableResources
@@ -41,7 +42,7 @@ _MAX_STATES = 20000  # per walk; a guard, far above what real functions need
 class Walker:
     def __init__(
         self, calls: CallIndex, uses: VariableUses, status: StatusSemantics, resources: VariableResources,
-        effects: Effects, closures: Closures,
+        effects: Effects, closures: Closures, counted: Counted,
     ):
         self._calls = calls
         self._uses = uses
@@ -49,6 +50,7 @@ class Walker:
         self._resources = resources
         self._effects = effects
         self._closures = closures
+        self._counted = counted
         self._budget: int | None = None  # path states left for the function being analysed
 
     @contextmanager
@@ -117,17 +119,22 @@ class Walker:
                 return None  # `if debug` with `const debug = false`: never taken
         if state.phase is not Phase.HELD:
             return state
-        outcome = None
-        source = _source(origin)
-        if condition is not None:
-            outcome = self._status.test(source, self._roles(state), condition, bool(edge.polarity))
-        elif edge.tests_case:
-            outcome = self._status.case(source, self._roles(state), edge.tag, edge.case, bool(edge.polarity))
+        outcome = self.outcome(origin, state, edge)
         if outcome is Outcome.FAILURE:
             return None
         if outcome is Outcome.SUCCESS:
             return replace(state, proxy=None)
         return state
+
+    def outcome(self, origin: Origin | None, state: State, edge: Edge) -> Outcome | None:
+        """What taking the edge says of the acquisition: its status (or the
+        handle compared with nil) tested, success, failure or nothing."""
+        source = _source(origin)
+        if edge.condition is not None:
+            return self._status.test(source, self._roles(state), edge.condition, bool(edge.polarity))
+        if edge.tests_case:
+            return self._status.case(source, self._roles(state), edge.tag, edge.case, bool(edge.polarity))
+        return None
 
     def _roles(self, state: State) -> Roles:
         """What an expression tested on a path is to the walk: the status
@@ -176,7 +183,7 @@ class Walker:
         uses = self._uses.uses(graph.evaluated(n))
         kind = graph.kind(n)
         if origin is not None and origin.role.handle == "none":
-            return self._handleless_node(graph, origin, state, n)
+            return self._counted.through_node(graph, origin, state, n, record)
         mine = [use for use in uses if use.symbol in state.names]
         resource = origin.resource if origin is not None else None
         aliases: set[Symbol] = set()
@@ -300,20 +307,6 @@ class Walker:
             return self._closures.literal(origin, state, n, use.unit, use.symbol, record)
         return state
 
-    def _handleless_node(self, graph: CFG, origin: Origin, state: State, n: int) -> State:
-        """nvmlInit / nvmlShutdown: no handle, so any release of the kind counts."""
-        for root in graph.evaluated(n):
-            for call in syntax.calls_in(root):
-                fact = self._calls.calls.get(call)
-                if fact is None or fact.api is None:
-                    continue
-                if any(resource.name == origin.resource.name for resource, _ in fact.api.roles("release")):
-                    deferred = _is_deferred_call(call)
-                    if deferred:
-                        state = replace(state, deferred_release=n)
-                    elif state.phase is Phase.HELD:
-                        state = replace(state, phase=Phase.RELEASED, released_at=n, proxy=None)
-        return state
 
 
 def _at_exit(record: WalkRecord, state: State, kind: ExitKind, parents, previous, exit_node: int) -> None:
@@ -361,9 +354,3 @@ def _scope_end_line(graph: CFG, node: int, successor: int, scope: Node) -> int:
         return graph.line(node)
     return scope.end_point[0] + 1
 
-
-def _is_deferred_call(call: Node) -> bool:
-    parent = call.parent
-    while parent is not None and parent.type == "parenthesized_expression":
-        parent = parent.parent
-    return parent is not None and parent.type == "defer_statement"

@@ -1,0 +1,435 @@
+"""Counted (handle-less) resources: `nvml.Init`/`nvml.Shutdown`, `dcgmInit`,
+`cuDevicePrimaryCtxRetain` (docs/design.md, *Handle-less (counted) resources*).
+
+An acquisition by kind takes one count of a process-wide reference counter;
+it has no handle, so the walk follows the kind: any release of it (a release
+call of the kind, deferred or not, a function of the package or module that
+releases it, a func literal that does) ends what it follows, and a second
+acquisition of the kind on the path is that acquisition's to follow. What a
+path does with the count is then read off its exit:
+
+* a *failing* return (a non-nil error, a failure status, a goroutine exit)
+  with the count held leaks it: the caller sees a failure and will not
+  release what it does not know it got (CL101), even in a function that
+  never releases the kind;
+* a succeeding return with the count held hands it to the caller: the
+  function is an initialiser, and its callers acquire the kind at their
+  call, held where it succeeds (`hands_on`), up to `main`, `init`,
+  `TestMain` and exported functions, which may keep it for the process
+  lifetime. Where some succeeding return releases and another keeps, the
+  keeping one is a leak (the caller cannot know which it got);
+* a release registered (deferred) before the acquisition succeeded runs on
+  the path where it failed, releasing a count this function never took
+  (CL202), unless that path ends the process. The same holds for an
+  acquisition whose release is a function it hands out (go-dcgm's
+  `cleanup, err := dcgm.Init(mode)`): `defer cleanup()` above the error
+  check calls a nil function when Init fails.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+from dataclasses import replace
+
+from tree_sitter import Node
+
+from cudalint import fixpoint, syntax
+from cudalint.analyses.calls import CalleeKind, CallIndex
+from cudalint.analyses.lifetimes.outcomes import EarlyRelease, Origin
+from cudalint.analyses.lifetimes.states import LeftControl, Phase, State, WalkRecord, release
+from cudalint.analyses.status import Outcome, StatusSemantics, StatusSource
+from cudalint.analyses.uses import UseKind, VariableUses
+from cudalint.cfg import CFG, ExitKind, NodeKind
+from cudalint.functions import Unit, UnitKind
+from cudalint.gotypes import imported_type, named_type
+from cudalint.scope import SymbolKind
+from cudalint.knowledge import StatusSpec
+
+# The exported facts of a function of another package of the module.
+Imported = Callable[[tuple[str, str] | None], Any]
+
+# Functions that keep a count for the process lifetime: nobody calls them
+# (exported functions are handed on to their importers instead).
+_ENTRY_POINTS = ("main", "init", "TestMain")
+
+# Calls whose result is a non-nil error.
+_NEW_ERROR = re.compile(r"(fmt\.Errorf|errors\.(New|Errorf|Wrap|Wrapf|WithMessage|WithMessagef|WithStack))$")
+
+
+def is_counted(origin: Origin | None) -> bool:
+    return origin is not None and origin.role.handle == "none"
+
+
+class Counted:
+    def __init__(self, calls: CallIndex, uses: VariableUses, status: StatusSemantics, imported: Imported):
+        self._calls = calls
+        self._imported = imported  # the facts of a function of another package of the module
+        self._status = status
+        self._uses = uses
+        self._releasing: dict[str, dict[Unit, bool]] = {}  # per kind
+
+    # -- what a node does to a count ---------------------------------------------
+
+    def through_node(self, graph: CFG, origin: Origin, state: State, n: int, record: WalkRecord) -> State:
+        """Releases of the kind at node n (now, or deferred to the exit);
+        a new acquisition of the kind ends the walk (it is followed on its
+        own); a func literal that releases the kind and is kept or handed
+        on takes the count with it."""
+        name = origin.resource.name
+        for root in graph.evaluated(n):
+            for call in syntax.calls_in(root):
+                if call == origin.call or self._acquires(call, name):
+                    raise LeftControl
+                function = syntax.unparen(call.child_by_field_name("function"))
+                if function is not None and function.type == "func_literal":
+                    continue  # a literal called in place: below, with the other literals
+                if self._call_releases(call, name):
+                    state = release(origin, state, n, _statement_of(call) == "defer_statement", record, None)
+                elif self._unseen(call) and state.phase is Phase.HELD:
+                    record.transferred += 1  # a method the analysis cannot see into may release it: silence
+                    raise LeftControl
+            for literal in _literals(root):
+                unit = self._calls.literal(literal)
+                if unit is not None and unit.body is not None and state.phase is Phase.HELD and any(
+                    self._unseen(call) for call in syntax.calls_in(unit.body)
+                ):
+                    record.transferred += 1
+                    raise LeftControl
+                if unit is None or not self.releases(unit, name):
+                    continue
+                call = literal.parent if literal.parent is not None and literal.parent.type == "call_expression" else None
+                statement = _statement_of(call) if call is not None else ""
+                if call is not None and statement == "defer_statement":
+                    state = release(origin, state, n, True, record, None)
+                elif call is not None and statement != "go_statement":
+                    state = release(origin, state, n, False, record, None)
+                elif state.phase is Phase.HELD:
+                    record.transferred += 1  # kept, or run by a goroutine: it owns the count now
+                    raise LeftControl
+        return state
+
+    def releases(self, unit: Unit, name: str) -> bool:
+        """Whether some path of `unit` releases the kind `name`: a release
+        call of it, a function of the package or module that releases it,
+        in its body or a func literal of it; and `unit` takes no count of
+        its own (one that does, Init and a deferred Shutdown, releases its
+        own, not its caller's). Solved callees first (`fixpoint`), never by
+        recursion along the call graph."""
+        memo = self._releasing.setdefault(name, {})
+        if unit not in memo:
+            fixpoint.solve([unit], self._calls.local_callees, lambda u: self._releases_here(u, name, memo), memo, lambda _: False)
+        return memo[unit]
+
+    def _releases_here(self, unit: Unit, name: str, memo: dict[Unit, bool]) -> bool:
+        """`releases`, reading the package's callees from the memo."""
+        if unit.body is None:
+            return False
+        calls = [node for node in syntax.walk(unit.body) if node.type == "call_expression"]
+        if any(self._acquires(call, name) for call in calls):
+            return False  # it takes its own count (Init ... defer Shutdown): balanced, no release of the caller's
+        for call in calls:
+            callee = self._calls.callee(call)
+            if callee.kind is CalleeKind.LOCAL and callee.target is not None:
+                if memo.get(callee.target, False):
+                    return True
+            elif self._call_releases(call, name, local=False):
+                return True
+        return False
+
+    def _call_releases(self, call: Node, name: str, local: bool = True) -> bool:
+        fact = self._calls.calls.get(call)
+        if fact is not None and fact.api is not None:
+            return any(resource.name == name for resource, _ in fact.api.roles("release"))
+        callee = self._calls.callee(call)
+        if callee.kind is CalleeKind.MODULE:
+            facts = self._imported(callee.imported)
+            return facts is not None and any(resource == name for _, resource in getattr(facts, "counted_releases", ()))
+        if not local:
+            return False  # a function of the package, or a literal of the body: read from the memo, or walked
+        target = callee.target
+        if callee.kind is CalleeKind.LOCAL and target is not None:
+            return self.releases(target, name)
+        function = syntax.unparen(call.child_by_field_name("function"))
+        if function is not None and function.type == "identifier":
+            bound = self._calls.unit_of(self._calls.package.resolution.symbol(function))
+            return bound is not None and bound.kind is UnitKind.LITERAL and self.releases(bound, name)
+        return False
+
+    def _unseen(self, call: Node) -> bool:
+        """A call the analysis cannot see into that may release a count: a
+        function value, or a method of a value whose type is no standard
+        library's (an interface of the module: `defer provider.Cleanup()`,
+        `nvmlprovider.Client().Cleanup()`). Functions of other packages
+        (loggers) and methods of the standard library's types are not."""
+        callee = self._calls.callee(call)
+        if callee.kind is CalleeKind.VALUE:
+            return True
+        if callee.kind is not CalleeKind.UNKNOWN:
+            return False
+        function = syntax.unparen(call.child_by_field_name("function"))
+        if function is None or function.type != "selector_expression":
+            return False
+        operand = syntax.unparen(function.child_by_field_name("operand"))
+        if operand is None:
+            return False
+        if operand.type == "call_expression":
+            inner = self._calls.callee(operand)
+            if inner.kind in (CalleeKind.LOCAL, CalleeKind.MODULE, CalleeKind.VALUE):
+                return True
+            fact = self._calls.call(operand)
+            return inner.kind is CalleeKind.UNKNOWN and fact is not None and _outside_std(fact.import_path)
+        if operand.type != "identifier":
+            return False  # a field, an index: its type is not known here, no guess
+        resolution = self._calls.package.resolution
+        symbol = resolution.symbol(operand)
+        if symbol is None or symbol.kind is not SymbolKind.VAR:
+            return False  # a package's function, a type's method expression
+        typed = imported_type(resolution, symbol)
+        if typed is not None:
+            return _outside_std(typed[0])
+        return symbol.type_node is not None and named_type(symbol.type_node) is not None and self._calls.local_type(symbol) is not None
+
+    def _acquires(self, call: Node, name: str) -> bool:
+        fact = self._calls.calls.get(call)
+        return fact is not None and fact.api is not None and any(
+            resource.name == name for resource, _ in fact.api.roles("acquire")
+        )
+
+    def registered_before(self, graph: CFG, origin: Origin, state: State, defers: list[int]) -> State:
+        """A deferred release of the kind registered on a path to the
+        acquisition (and not after it) runs at the function's exit: it
+        covers the count where the acquisition succeeded (and is CL202 where
+        it failed)."""
+        name = origin.resource.name
+        for n in defers:
+            if n == origin.node or not graph.reachable(n) or not graph.has_path(n, origin.node) or graph.has_path(origin.node, n):
+                continue
+            if self._defer_releases(graph, n, name):
+                return replace(state, deferred_release=n)
+        return state
+
+    def _defer_releases(self, graph: CFG, n: int, name: str) -> bool:
+        for root in graph.evaluated(n):
+            for call in syntax.calls_in(root):
+                if _statement_of(call) != "defer_statement":
+                    continue
+                function = syntax.unparen(call.child_by_field_name("function"))
+                if function is not None and function.type == "func_literal":
+                    literal = self._calls.literal(function)
+                    if literal is not None and self.releases(literal, name):
+                        return True
+                elif self._call_releases(call, name):
+                    return True
+        return False
+
+    # -- exits -----------------------------------------------------------------------
+
+    def fails(self, graph: CFG, origin: Origin, kind: ExitKind, before: int) -> bool | None:
+        """Whether the exit after node `before` is a failing one for the
+        function's caller: True (a goroutine exit; a return of a non-nil
+        error or of a failure status), False (it succeeds: a nil error, a
+        success status, or a function with no failure result), None where
+        it cannot be told (read as succeeding: no finding, no guess)."""
+        if kind is ExitKind.GOEXIT:
+            return True
+        unit = graph.unit
+        failure = _failure_result(unit, origin.status)
+        if failure is None:
+            return False
+        statement = graph.ast(before)
+        if graph.kind(before) is not NodeKind.RETURN or statement is None:
+            return None if graph.kind(before) is not NodeKind.IMPLICIT_RETURN else False
+        values = next((c for c in statement.named_children if c.type == "expression_list"), None)
+        expressions = syntax.expressions(values) if values is not None else []
+        if not expressions:
+            results = unit.results
+            return self._tested_failing(statement, origin, results[-1].name, failure) if results else None
+        last = syntax.unparen(expressions[-1])
+        if last is None:
+            return None
+        text = syntax.text(last)
+        if failure == "error":
+            if text == "nil":
+                return False
+            if last.type in ("composite_literal", "unary_expression") and "{" in text:
+                return True
+            if last.type == "call_expression" and _NEW_ERROR.search(syntax.text(last.child_by_field_name("function"))):
+                return True
+            if last.type == "identifier":
+                symbol = self._calls.package.resolution.symbol(last)
+                if symbol is not None and not symbol.is_local:
+                    return True  # a sentinel error of the package
+                return self._tested_failing(statement, origin, text, failure)
+            return None
+        if self._is_success(origin, last):
+            return False
+        if last.type == "identifier":
+            return self._tested_failing(statement, origin, text, failure)
+        return None
+
+    def _is_success(self, origin: Origin, value: Node | None) -> bool:
+        """A success value of the acquisition's family (`nvml.SUCCESS`)."""
+        return value is not None and self._status.is_success_value(StatusSource.of(origin.api, origin.written), value)
+
+    def _tested_failing(self, statement: Node, origin: Origin, name: str, failure: str) -> bool | None:
+        """`if err != nil { return err }`: the return sits on the side of
+        an enclosing `if` where the variable it returns is a failure."""
+        child, parent = statement, statement.parent
+        while parent is not None and parent.type not in ("function_declaration", "method_declaration", "func_literal"):
+            if parent.type == "if_statement":
+                condition = syntax.unparen(parent.child_by_field_name("condition"))
+                side = (
+                    True if child == parent.child_by_field_name("consequence")
+                    else False if child == parent.child_by_field_name("alternative") else None
+                )
+                if side is not None and condition is not None and condition.type == "binary_expression":
+                    operator = syntax.text(condition.child_by_field_name("operator"))
+                    left, right = condition.child_by_field_name("left"), condition.child_by_field_name("right")
+                    other = right if syntax.text(left) == name else left if syntax.text(right) == name else None
+                    good = other is not None and (
+                        syntax.text(other) == "nil" if failure == "error" else self._is_success(origin, other)
+                    )
+                    if good and operator in ("==", "!="):
+                        return (operator == "!=") == side
+            child, parent = parent, parent.parent
+        return None
+
+    def keeps(self, unit: Unit) -> bool:
+        """main, init and TestMain may keep a count for the process lifetime."""
+        return unit.kind is UnitKind.FUNCTION and unit.name in _ENTRY_POINTS
+
+    # -- releases registered before the acquisition succeeded (CL202) ------------------
+
+    def early_releases(self, graph: CFG, origin: Origin, state: State, outcome) -> list[EarlyRelease]:
+        """The paths on which the acquisition failed and the function
+        returns with a release of it registered (deferred before the
+        acquisition, or between it and its success check): a count it
+        never took is released, or a nil cleanup function called. `outcome`
+        says what an edge's condition says of the acquisition."""
+        if state.proxy is None:
+            return []  # its status is never tested: nothing says it failed
+        name = origin.resource.name
+        start = (origin.node, state.deferred_release, False)
+        parents: dict[tuple, tuple | None] = {start: None}
+        queue = deque([start])
+        found: dict[int, EarlyRelease] = {}
+        while queue and len(parents) < 5000:
+            node, deferred, failed = current = queue.popleft()
+            for edge in graph.out_edges(node):
+                said = outcome(origin, state, edge)
+                if said is Outcome.SUCCESS and not failed:
+                    continue  # it succeeded: what is registered from here on is fine
+                now_failed = failed or said is Outcome.FAILURE
+                target = edge.target
+                if graph.kind(target) is NodeKind.EXIT:
+                    if now_failed and deferred is not None and graph.exit_kind(target) in (ExitKind.RETURN, ExitKind.GOEXIT):
+                        path = _path(parents, current) + (target,)
+                        found.setdefault(deferred, EarlyRelease(origin, deferred, node, path))
+                    continue
+                if self._reacquires(graph, target, origin) or self._overwrites(graph, target, state):
+                    continue
+                registered = deferred
+                if graph.kind(target) is NodeKind.DEFER and deferred is None and self._registers(graph, origin, state, target, name):
+                    registered = target
+                key = (target, registered, now_failed)
+                if key not in parents:
+                    parents[key] = current
+                    queue.append(key)
+        return list(found.values())
+
+    def _overwrites(self, graph: CFG, n: int, state: State) -> bool:
+        """The variable holding the acquisition's status gets a new value:
+        from here on nothing says whether it failed."""
+        proxy = state.proxy
+        return proxy is not None and not isinstance(proxy, Node) and any(
+            use.symbol is proxy and use.kind is UseKind.WRITE for use in self._uses.uses(graph.evaluated(n))
+        )
+
+    def _reacquires(self, graph: CFG, n: int, origin: Origin) -> bool:
+        return any(
+            call == origin.call or self._acquires(call, origin.resource.name)
+            for root in graph.evaluated(n) for call in syntax.calls_in(root)
+        )
+
+    def _registers(self, graph: CFG, origin: Origin, state: State, n: int, name: str) -> bool:
+        if is_counted(origin):
+            return self._defer_releases(graph, n, name)
+        # A release handed out as a function (any use releases it): `defer cleanup()`.
+        return any(
+            use.deferred and use.kind is UseKind.CALLED and use.symbol in state.names
+            for use in self._uses.uses(graph.evaluated(n))
+        )
+
+
+def hand_out_status(unit: Unit, origin: Origin) -> tuple[bool, StatusSpec | None] | None:
+    """Whether an initialiser can hand its count on, and under which
+    status its callers hold it: with a nil error, a success status of the
+    acquisition's family (its last result), or always (no result at all).
+    None for any other signature (a bool or a value saying whether it
+    worked is not followed: no guess)."""
+    failure = _failure_result(unit, origin.status)
+    if failure == "error":
+        return True, None
+    if failure == "status" and origin.status is not None:
+        return True, replace(origin.status, result="last")
+    if unit.result_count == 0 and unit.node.child_by_field_name("result") is None:
+        return True, None
+    return None
+
+
+def _failure_result(unit: Unit, status: StatusSpec | None) -> str | None:
+    """"error", "status" (a status of the acquisition's family) or None: what
+    the function's last result says of its success."""
+    if unit.returns_error:
+        return "error"
+    result = unit.node.child_by_field_name("result")
+    if result is None or status is None or status.kind != "code":
+        return None
+    if result.type == "parameter_list":
+        declarations = syntax.children(result)
+        if not declarations:
+            return None
+        result = declarations[-1].child_by_field_name("type")
+    if result is not None and _same_name(syntax.text(result), status.type):
+        return "status"
+    return None
+
+
+def _same_name(written: str, status_type: str) -> bool:
+    return written.removeprefix("C.").rsplit(".", 1)[-1] == status_type.removeprefix("C.").rsplit(".", 1)[-1]
+
+
+
+
+def _outside_std(import_path: str) -> bool:
+    """An import path of a module, not of the standard library."""
+    return "." in import_path.split("/", 1)[0]
+
+
+def _statement_of(call: Node | None) -> str:
+    return syntax.statement_of_call(call) if call is not None else ""
+
+
+def _literals(root: Node) -> list[Node]:
+    """The func literals a piece of syntax creates (not those inside them)."""
+    found = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "func_literal":
+            found.append(node)
+            continue
+        stack.extend(node.children)
+    return found
+
+
+def _path(parents: dict, key) -> tuple[int, ...]:
+    nodes = []
+    while key is not None:
+        nodes.append(key[0])
+        key = parents.get(key)
+    return tuple(reversed(nodes))
+
