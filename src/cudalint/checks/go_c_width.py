@@ -5,9 +5,9 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from cudalint import syntax
+from cudalint.analyses.calls import CALLS
 from cudalint.catalog import Level, Rule
 from cudalint.framework import Pass
-from cudalint.functions import innermost_unit
 from cudalint.gotypes import element_name
 from cudalint.scope import SymbolKind
 
@@ -24,24 +24,24 @@ _C_SIZES = {
 
 
 def check(p: Pass) -> None:
-    for parsed in p.package.files:
-        if b"unsafe.Pointer" not in parsed.source.data or not any(i.path == "C" for i in parsed.imports):
+    # From the unsafe.Pointer calls the call index already holds to the
+    # conversion around each: walking every node of every cgo file cost a
+    # Node object per node, 90 MB on a 5,000-function file.
+    for unit, pointer in p.result_of(CALLS).calls_to("unsafe", "Pointer"):
+        arguments = pointer.parent
+        node = arguments.parent if arguments is not None and arguments.type == "argument_list" else None
+        if node is None or node.type != "call_expression" or not any(i.path == "C" for i in unit.file.imports):
             continue
-        units = [unit for unit in p.package.units if unit.file is parsed]
-        for node in syntax.walk(parsed.root):
-            if node.type != "call_expression":
-                continue
-            found = _mismatch(p, node)
-            if found is None or _size_checked(node):
-                continue
-            name, go_type, go_size, c_type, c_size = found
-            unit = innermost_unit(units, node)
-            p.report_in(
-                parsed, unit.name if unit is not None else "", node,
-                f"{name} is []{go_type} ({go_size}-byte elements) but is passed as *C.{c_type} ({c_size}-byte "
-                f"elements): C reads each element with the wrong width; declare {name} as []C.{c_type}, or copy it "
-                f"into a []C.{c_type}",
-            )
+        found = _mismatch(p, node)
+        if found is None or _size_checked(node):
+            continue
+        name, go_type, go_size, c_type, c_size = found
+        p.report(
+            unit, node,
+            f"{name} is []{go_type} ({go_size}-byte elements) but is passed as *C.{c_type} ({c_size}-byte "
+            f"elements): C reads each element with the wrong width; declare {name} as []C.{c_type}, or copy it "
+            f"into a []C.{c_type}",
+        )
 
 
 def _mismatch(p: Pass, call: Node) -> tuple[str, str, int, str, int] | None:
@@ -148,5 +148,6 @@ RULE = Rule(
     tags=("correctness", "memory-safety"),
     since="0.2.0",
     check=check,
+    requires=(CALLS,),
     needles=lambda knowledge: frozenset({b"unsafe.Pointer"}),
 )
