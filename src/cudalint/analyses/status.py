@@ -108,13 +108,19 @@ class StatusSemantics:
         success, failure, or nothing (a test of something else, or of one
         failure value on its false side)."""
         expression = syntax.unparen(condition)
-        if expression is None or expression.type != "binary_expression":
+        if expression is not None and expression.type == "unary_expression" and syntax.text(expression.child_by_field_name("operator")) == "!":
+            return self.test(source, roles, expression.child_by_field_name("operand"), not polarity)
+        compared = self._errors_is(expression)
+        if compared is not None:
+            operator, (left, right) = "==", compared
+        elif expression is None or expression.type != "binary_expression":
             return None
-        operator = syntax.text(expression.child_by_field_name("operator"))
-        if operator not in ("==", "!="):
-            return None
-        left = unwrap(expression.child_by_field_name("left"), self.calls)
-        right = unwrap(expression.child_by_field_name("right"), self.calls)
+        else:
+            operator = syntax.text(expression.child_by_field_name("operator"))
+            if operator not in ("==", "!="):
+                return None
+            left = unwrap(expression.child_by_field_name("left"), self.calls)
+            right = unwrap(expression.child_by_field_name("right"), self.calls)
         for subject, other in ((left, right), (right, left)):
             verdict = self._compare(source, roles, subject, other)
             if verdict is None:
@@ -126,6 +132,17 @@ class StatusSemantics:
             true_means_success = verdict if operator == "==" else not verdict
             return Outcome.SUCCESS if polarity == true_means_success else Outcome.FAILURE
         return None
+
+    def _errors_is(self, expression: Node | None) -> tuple[Node | None, Node | None] | None:
+        """`errors.Is(ret, nvml.SUCCESS)`: the two sides of what is an
+        equality test of a status that is also an error (go-nvml's Return)."""
+        if expression is None or expression.type != "call_expression":
+            return None
+        fact = self.calls.qualified(expression)
+        arguments = syntax.children(expression.child_by_field_name("arguments"))
+        if fact is None or (fact.import_path, fact.name) != ("errors", "Is") or len(arguments) != 2:
+            return None
+        return unwrap(arguments[0], self.calls), unwrap(arguments[1], self.calls)
 
     def _compare(self, source: StatusSource | None, roles: Roles, subject: Node | None, other: Node | None):
         """True: `subject == other` means success; False: it means failure;
