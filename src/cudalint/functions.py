@@ -137,7 +137,8 @@ class Package:
 
 def exported_name(unit: Unit) -> str | None:
     """The name importers call a function or method by: `Alloc`, and
-    `Device.Alloc` for a method of Device or *Device (both exported); None
+    `Device.Alloc` for an exported method of Device or *Device (or of an
+    unexported type, on values the package hands out); None
     for what importers cannot call, and for functions of `_test.go` files
     (importers never see them, and what a package exports must not depend on
     whether its tests were read)."""
@@ -147,7 +148,10 @@ def exported_name(unit: Unit) -> str | None:
         return unit.name if unit.name[:1].isupper() else None
     receiver, _, method = unit.name.rpartition(".")
     type_name = receiver.removeprefix("(*").removesuffix(")")
-    return f"{type_name}.{method}" if type_name[:1].isupper() and method[:1].isupper() else None
+    # An exported method of an unexported type is callable too, on a value an
+    # exported function returns (`dev, err := nvml.DeviceGetHandleByIndex(0)`
+    # of a binding whose handle type is `handle`).
+    return f"{type_name}.{method}" if type_name and method[:1].isupper() else None
 
 
 def _receiver_type(method: Node) -> str:
