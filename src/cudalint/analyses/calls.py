@@ -630,31 +630,31 @@ def _index_own_api(facts: CallIndex, package: Package, knowledge: Knowledge) -> 
 
 def _method_calls(facts: CallIndex, parsed) -> Iterator[tuple[Node, Node, Node]]:
     """(call, selector, operand) for each `x.M(...)` and `x.f.M(...)` that
-    nothing has classified yet."""
+    nothing has classified yet, in source order."""
     calls = list(parsed.index.qualified_calls)
     for callee in parsed.index.callee_names:
         selector = callee.parent
         operand = selector.child_by_field_name("operand") if selector.type == "selector_expression" else None
         if operand is not None and operand.type == "selector_expression":
             calls.append(selector.parent)
-    for node in sorted(calls, key=lambda call: call.start_byte):
-        if node in facts.calls:
-            continue
-        function = syntax.unparen(node.child_by_field_name("function"))
-        operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None else None
-        if operand is not None and operand.type in ("identifier", "selector_expression"):
-            yield node, function, operand
+    return _unclassified(facts, sorted(calls, key=lambda call: call.start_byte), ("identifier", "selector_expression"))
 
 
 def _calls_on_variables(facts: CallIndex, parsed) -> Iterator[tuple[Node, Node, Node]]:
     """(call, selector, variable) for each `x.M(...)` on a plain variable
     that nothing has classified yet."""
-    for node in parsed.index.qualified_calls:
+    return _unclassified(facts, parsed.index.qualified_calls, ("identifier",))
+
+
+def _unclassified(facts: CallIndex, calls, operands: tuple[str, ...]) -> Iterator[tuple[Node, Node, Node]]:
+    """(call, selector, operand) of these method calls that nothing has
+    classified yet, whose operand is of one of these node types."""
+    for node in calls:
         if node in facts.calls:
             continue
         function = syntax.unparen(node.child_by_field_name("function"))
         operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None else None
-        if operand is not None and operand.type == "identifier":
+        if operand is not None and operand.type in operands:
             yield node, function, operand
 
 

@@ -15,6 +15,7 @@ theirs.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -215,16 +216,10 @@ class StatusWrappers:
     def _on_failure_branch(self, unit: Unit, statement: Node) -> Wrapped | None:
         """`if st := C.cudaFree(p); st != C.cudaSuccess { return errCUDA }`:
         an error of any making, returned where a status test failed."""
-        child, parent = statement, statement.parent
-        while parent is not None and parent != unit.body:
-            if parent.type == "if_statement" and parent.child_by_field_name("consequence") == child:
-                condition = syntax.unparen(parent.child_by_field_name("condition"))
-                found = self._failed_test(unit, condition)
-                if found is not None:
-                    return found
-            if parent.type in ("func_literal", "function_declaration", "method_declaration"):
-                return None
-            child, parent = parent, parent.parent
+        for condition in _conditions_holding(unit, statement):
+            found = self._failed_test(unit, syntax.unparen(condition))
+            if found is not None:
+                return found
         return None
 
     def _failed_test(self, unit: Unit, condition: Node | None) -> Wrapped | None:
@@ -268,17 +263,21 @@ def _guards_the_c_side(unit: Unit, statement: Node) -> bool:
     """`if C.nvmlHandle == nil { return errLibraryNotLoaded }`: an error
     returned where a test of the binding's own C state failed is the C
     library's failure too, not a validation of the caller's arguments."""
+    return any(
+        node.type == "selector_expression" and syntax.text(node.child_by_field_name("operand")) == "C"
+        and node.parent is not None and node.parent.type != "call_expression"
+        for condition in _conditions_holding(unit, statement) if condition is not None
+        for node in syntax.walk(condition)
+    )
+
+
+def _conditions_holding(unit: Unit, statement: Node) -> Iterator[Node | None]:
+    """The conditions of the `if`s whose then-branch holds the statement,
+    innermost first, up to the unit's body (not out of a func literal)."""
     child, parent = statement, statement.parent
     while parent is not None and parent != unit.body:
         if parent.type == "if_statement" and parent.child_by_field_name("consequence") == child:
-            condition = parent.child_by_field_name("condition")
-            if condition is not None and any(
-                node.type == "selector_expression" and syntax.text(node.child_by_field_name("operand")) == "C"
-                and node.parent is not None and node.parent.type != "call_expression"
-                for node in syntax.walk(condition)
-            ):
-                return True
+            yield parent.child_by_field_name("condition")
         if parent.type in ("func_literal", "function_declaration", "method_declaration"):
-            return False
+            return
         child, parent = parent, parent.parent
-    return False
