@@ -21,7 +21,7 @@ from typing import TypeVar
 from cudalint import prefilter, suppressions
 from cudalint.cfg import build_package_cfgs
 from cudalint.checks import CHECKS, FACT_ANALYSES, all_rules
-from cudalint.driver.dependencies import DependencyFacts, KnownFacts
+from cudalint.driver.dependencies import Dependency, DependencyFacts
 from cudalint.driver.settings import Settings
 from cudalint.findings import Finding, Notification, NotificationKind, Result, assign_fingerprints
 from cudalint.framework import AnalysisFailure, ImportedFacts, ObjectFact, PackageRun, Pass, export_facts, requirements, start_run
@@ -90,12 +90,12 @@ def internal_error(path: str, what: str, error: BaseException, debug: bool, line
 
 
 def guarded(
-    paths: list[Path], context: Context, reads: list[SourceFile | Notification] | None = None, known: KnownFacts | None = None,
-    export: bool = True,
+    paths: list[Path], context: Context, reads: list[SourceFile | Notification] | None = None,
+    dependencies: list[Dependency] | None = None, export: bool = True, matches: bool | None = None,
 ) -> Result:
     """analyze_directory, with its crash as the directory's internal error."""
     try:
-        return analyze_directory(paths, context, reads, known, export)
+        return analyze_directory(paths, context, reads, dependencies, export, matches)
     except Exception as error:  # noqa: BLE001 - last line of defence for one directory
         result = Result(internal_errors=1)
         where = display_path(paths[0].parent, context.settings.base)
@@ -105,39 +105,38 @@ def guarded(
 
 def analyze_directory(
     paths: list[Path], context: Context, reads: list[SourceFile | Notification] | None = None,
-    known: KnownFacts | None = None, export: bool = True,
+    dependencies: list[Dependency] | None = None, export: bool = True, matches: bool | None = None,
 ) -> Result:
     """Analyse the Go files of one directory (one or two packages); `reads`:
-    the files already read, one per path (else they are read here); `known`:
-    facts of dependencies already made by their own analysis (the others
-    are made here from their files). With `export`, the result carries the
-    facts of the package, for its importers."""
+    the files as read, one per path (else they are read here);
+    `dependencies`: what the packages it imports lend it, bottom-up (their
+    facts, or where those are unknown their files, from which the facts
+    are made here). With `export`, the result carries the facts of the
+    package, for its importers. `matches`: the prefilter's verdict on these
+    files, where the caller made it already."""
     settings, knowledge = context.settings, context.knowledge
     result = Result()
     sources: list[SourceFile] = []
-    dependencies: dict[Path, list[SourceFile]] = {}
-    own = paths[0].parent
     for index, path in enumerate(paths):
         read = reads[index] if reads is not None else read_source(path, display_path(path, settings.base))
-        if path.parent != own:
-            # A package of the module this one imports: read for its facts.
-            if not isinstance(read, Notification):
-                dependencies.setdefault(path.parent, []).append(read)
-        elif isinstance(read, Notification):
+        if isinstance(read, Notification):
             result.notifications.append(read)
         else:
             sources.append(read)
     if not sources:
         return result
-    imported = context.dependencies.imported_by(dependencies, known or {}) if dependencies else ImportedFacts()
+    imported = context.dependencies.imported_by(dependencies) if dependencies else ImportedFacts()
     # A package that calls a dependency's wrapper is analysed even where no
     # API name occurs in it: the wrapper is the API there.
     wraps = bool(imported)
+    own = paths[0].parent
     module = context.modules.of(own)
     import_path = module.import_path(own) if module is not None else None
     # The package a knowledge file describes calls its own API unqualified.
     described = import_path is not None and import_path in knowledge.import_paths
-    if settings.prefilter and not wraps and not described and not prefilter.may_match((s.data for s in sources), context.needles):
+    if settings.prefilter and not wraps and not described and not (
+        matches if matches is not None else prefilter.may_match((s.data for s in sources), context.needles)
+    ):
         result.files_skipped += len(sources)
         return result
     parsed_files = []

@@ -1,23 +1,19 @@
 """A worker: one process's share of a run. It analyses the jobs it is
-given (a cache miss each) and stores their results in the cache."""
+given (a cache miss each: a package reported on, or a dependency to
+summarise) and stores their results in the cache."""
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 from cudalint.cache import ResultCache
-from cudalint.driver.dependencies import KnownFacts
-from cudalint.driver.keys import read_all, result_key
 from cudalint.driver.package import Context, guarded, in_deep_stack
+from cudalint.driver.schedule import Job
 from cudalint.findings import Result
+from cudalint.source import SourceFile
 
 _RECURSION_LIMIT = 20000
-
-# A job: its index, its files (its own, then its dependencies'), the facts
-# of its dependencies known so far, and whether to export its own facts.
-Job = tuple[int, list[Path], KnownFacts, bool]
 
 # A job's state in the array shared with the parent, so that after a worker
 # dies the parent knows which jobs it was running (suspects) and which merely
@@ -36,17 +32,25 @@ class Worker:
         sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))
 
     def work(self, job: Job) -> Result:
-        """Analyse one directory (a cache miss): read its files once, analyse
-        those bytes, and store the result under the key of those same bytes
-        (a file edited during the run can then never lend its result to
-        another content)."""
-        index, paths, known, export = job
+        """Analyse one package from the bytes the parent read, and store the
+        result under the key the parent made of those same bytes (a file
+        edited during the run can then never lend its result to another
+        content)."""
         if self.states is not None:
-            self.states[index] = STARTED
-        reads = read_all(paths, self.context.settings)
-        result = in_deep_stack(guarded, paths, self.context, reads, known, export)
-        if self.cache is not None and result.internal_errors == 0:
-            self.cache.put(result_key(self.cache, self.context.modules, paths, reads), result)
+            self.states[job.index] = STARTED
+        if job.reported:
+            result = in_deep_stack(guarded, job.paths, self.context, job.reads, job.dependencies, job.export, job.matches)
+        else:
+            result = in_deep_stack(self._summary, job)
+        if self.cache is not None and job.key is not None and result.internal_errors == 0:
+            self.cache.put(job.key, result)
         if self.states is not None:
-            self.states[index] = DONE
+            self.states[job.index] = DONE
         return result
+
+    def _summary(self, job: Job) -> Result:
+        """A dependency outside the run: only the facts it exports."""
+        dependencies = self.context.dependencies
+        sources = [read for read in job.reads if isinstance(read, SourceFile)]
+        facts = dependencies.summary(job.directory, sources, dependencies.imported_by(job.dependencies))
+        return Result(facts=facts, exports_facts=True)
