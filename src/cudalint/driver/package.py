@@ -138,6 +138,11 @@ def analyze_directory(
         matches if matches is not None else prefilter.may_match((s.data for s in sources), context.needles)
     ):
         result.files_skipped += len(sources)
+        if export and import_path is not None:
+            # Nothing to report here, but its importers need its summary (a
+            # function that never returns needs no API name): made once, here.
+            result.facts = context.dependencies.summary(own, sources, imported)
+            result.exports_facts = True
         return result
     parsed_files = []
     for source in sources:
