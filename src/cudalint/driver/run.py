@@ -60,16 +60,24 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
             total.extend(part)
             progress.tick()
 
+    def may_skip(node: Node) -> bool:
+        """The prefilter finds nothing in it (a package a knowledge file
+        describes calls its own API unqualified: never skipped)."""
+        if not settings.prefilter or node.matches is not False:
+            return False
+        module = context.modules.of(node.directory)
+        return module is None or module.import_path(node.directory) not in knowledge.import_paths
+
     try:
-        schedule = Schedule(nodes, reads, context.modules, settings.base, cache, trusted)
+        # More workers than CPUs only cost memory.
+        jobs = max(1, min(settings.jobs, default_jobs()))
+        schedule = Schedule(nodes, reads, context.modules, settings.base, cache, trusted, may_skip, largest_first=jobs > 1)
         # Hits are merged first: an unchanged tree starts no worker at all.
         schedule.look_up()
         for index, part in schedule.hits:
             done(index, part)
         schedule.hits = []
         left = [i for i in range(len(nodes)) if not schedule.done[i]]
-        # More workers than CPUs only cost memory.
-        jobs = max(1, min(settings.jobs, default_jobs()))
         if jobs > 1 and len(left) > 1 and sum(len(nodes[i].paths) for i in left) >= _PARALLEL_THRESHOLD:
             Pool(settings, knowledge, needles, jobs, schedule, done).run()
         else:

@@ -55,6 +55,7 @@ class Schedule:
     def __init__(
         self, nodes: list[Node], reads: dict[Path, SourceFile | Notification], modules: Modules, base: Path,
         cache: ResultCache | None, trusted: Callable[[Result, Node], Result | None],
+        may_skip: Callable[[Node], bool] = lambda node: False, largest_first: bool = True,
     ) -> None:
         self.nodes = nodes
         self.reads = reads
@@ -62,6 +63,12 @@ class Schedule:
         self.base = base
         self.cache = cache
         self.trusted = trusted
+        self.may_skip = may_skip
+        # Over workers the largest package goes first (the run lasts at least
+        # as long as it, so it must not start last); in one process the
+        # smallest do, so that the bytes held for the rest are fewest when
+        # the largest is analysed (the run's peak memory).
+        self.largest_first = largest_first
         index_of = {node.directory: i for i, node in enumerate(nodes)}
         self.needs = [[index_of[d] for d in node.dependencies if d in index_of] for node in nodes]
         self.dependents: list[list[int]] = [[] for _ in nodes]
@@ -124,6 +131,11 @@ class Schedule:
             if i not in self.waiting:
                 continue
             self.waiting.discard(i)
+            skipped = self._skipped(i)
+            if skipped is not None:
+                self.hits.append((i, skipped))
+                self.finish(i, skipped)
+                continue
             key = self.keys[i] = self._key(i)
             cached = self.cache.get(key) if key is not None and self.cache is not None else None
             if cached is not None:
@@ -134,7 +146,26 @@ class Schedule:
                 self.hits.append((i, cached))
                 self.finish(i, cached)
             else:
-                heapq.heappush(self.queued, (-self.size[i], i))
+                heapq.heappush(self.queued, (self._order(i), i))
+
+    def _order(self, i: int) -> int:
+        return -self.size[i] if self.largest_first else self.size[i]
+
+    def _skipped(self, i: int) -> Result | None:
+        """The result of a package the prefilter skips, made here without a
+        job, where nothing it receives or hands out can change that: no
+        importer needs its summary, and its imports lent it no fact (a
+        package that calls a dependency's wrapper is analysed)."""
+        node = self.nodes[i]
+        if not node.reported or i in self.imported or not self.may_skip(node):
+            return None
+        if any(self.facts[j] != [] for j in self.needs[i]):
+            return None
+        reads = self._reads(i)
+        return Result(
+            notifications=[read for read in reads if isinstance(read, Notification)],
+            files_skipped=sum(1 for read in reads if isinstance(read, SourceFile)),
+        )
 
     def look_up(self) -> None:
         """Look up every package that may be looked up now (an unchanged
@@ -149,16 +180,17 @@ class Schedule:
             self._look_up()
 
     def ready(self) -> list[int]:
-        """Every job that may start now, largest first (the run lasts at least
-        as long as its biggest package, so that one must not start last),
-        handed over: the caller starts each, or gives it back."""
+        """Every job that may start now, in the schedule's order (largest
+        first over workers), handed over: the caller starts each, or gives
+        it back."""
         self._refill()
         ready = [i for _, i in sorted(self.queued) if not self.done[i] and i not in self.running]
         self.queued = []
         return ready
 
     def next(self) -> int | None:
-        """The largest job that may start now, handed over (None: none)."""
+        """The first job in the schedule's order that may start now, handed
+        over (None: none)."""
         self._refill()
         while self.queued:
             i = heapq.heappop(self.queued)[1]
@@ -197,6 +229,7 @@ class Schedule:
             facts = list(result.facts) if not node.reported else [f for f in result.facts if f.import_path == path]
             self.facts[i] = facts
             self.digests[i] = summary_digest(facts) if self.cache is not None else None
+        if self.facts[i] is not None or not self.dependents[i]:
             for path in node.paths:
                 self.reads.pop(path, None)
         for k in self.dependents[i]:
@@ -207,4 +240,4 @@ class Schedule:
     def give_back(self, i: int) -> None:
         """A job that did not finish (its pool broke): it may start again."""
         self.running.discard(i)
-        heapq.heappush(self.queued, (-self.size[i], i))
+        heapq.heappush(self.queued, (self._order(i), i))
