@@ -15,10 +15,10 @@ from cudalint.findings import Result
 from cudalint.source import SourceFile
 
 _RECURSION_LIMIT = 20000
-# After a package this large (its Go files' bytes) the process hands its
-# memory back: the collection costs milliseconds, the peak is set by the
-# largest packages.
-_LARGE_JOB_BYTES = 256 * 1024
+# Before a package this large (its Go files' bytes) the process hands back
+# the memory of the packages before it: the peak is set by the largest
+# packages, and a full collection costs up to a few tenths of a second.
+_LARGE_JOB_BYTES = 1024 * 1024
 
 # A job's state in the array shared with the parent, so that after a worker
 # dies the parent knows which jobs it was running (suspects) and which merely
@@ -45,9 +45,10 @@ _TRIM = _trimmer()
 
 
 def _give_memory_back() -> None:
-    """After a large package: its trees and objects, some held in
-    reference cycles until the collector's next full pass, go back to the
-    system before the next package grows the process again."""
+    """Before a large package: the trees and objects of the packages
+    before it, some held in reference cycles until the collector's next
+    full pass (rare in a process with many long-lived objects), go back to
+    the system before this one grows the process again."""
     gc.collect()
     if _TRIM is not None:
         _TRIM(0)
@@ -70,6 +71,8 @@ class Worker:
         content)."""
         if self.states is not None:
             self.states[job.index] = STARTED
+        if sum(len(read.data) for read in job.reads if isinstance(read, SourceFile)) >= _LARGE_JOB_BYTES:
+            _give_memory_back()
         if job.reported:
             result = in_deep_stack(guarded, job.paths, self.context, job.reads, job.dependencies, job.export, job.matches)
         else:
@@ -78,8 +81,6 @@ class Worker:
             self.cache.put(job.key, result)
         if self.states is not None:
             self.states[job.index] = DONE
-        if sum(len(read.data) for read in job.reads if isinstance(read, SourceFile)) >= _LARGE_JOB_BYTES:
-            _give_memory_back()
         return result
 
     def _summary(self, job: Job) -> Result:
