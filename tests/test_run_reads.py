@@ -102,3 +102,40 @@ def test_a_dependency_outside_the_run_is_read_and_summarised_once(module: Path, 
     assert all(reads[path] == 1 for path in gpu), "gpu, imported three times, is read once"
     assert summarised == ["gpu"], "and summarised once, by a job of its own"
     assert all(parses[path] == 1 for path in gpu if not path.name.endswith("_test.go"))
+
+
+def test_a_warm_run_analyses_nothing_where_a_skipped_package_is_imported(module: Path, tmp_path: Path, monkeypatch) -> None:
+    """`mid` has nothing the prefilter looks for and receives no fact, so
+    its job skips it, but `top` imports it: its summary must come with its
+    cached result, or no cached result of it could serve `top`'s key (a
+    first version of summary keys analysed such packages in every warm
+    run: 54 on moby)."""
+    import cudalint.driver.package as package
+
+    base = module / "module"
+    (base / "ptr").mkdir()
+    (base / "ptr" / "ptr.go").write_text(
+        "package ptr\n\nimport \"unsafe\"\n\nfunc Addr(b []byte) uintptr {\n\treturn uintptr(unsafe.Pointer(&b[0]))\n}\n"
+    )
+    (base / "mid").mkdir()
+    (base / "mid" / "mid.go").write_text(
+        "package mid\n\nimport \"example.com/fixtures/module/ptr\"\n\n"
+        "func Where(b []byte) uintptr {\n\treturn ptr.Addr(b)\n}\n"
+    )
+    (base / "top").mkdir()
+    (base / "top" / "top.go").write_text(
+        "package top\n\nimport \"example.com/fixtures/module/mid\"\n\nfunc Use() uintptr {\n\treturn mid.Where(nil)\n}\n"
+    )
+    cache = tmp_path / "cache"
+    cold = check(["./..."], base=module, cache_dir=cache, jobs=1)
+    analysed: list[str] = []
+    real = package.analyze_directory
+
+    def recording(paths, *args, **kwargs):
+        analysed.append(paths[0].parent.name)
+        return real(paths, *args, **kwargs)
+
+    monkeypatch.setattr(package, "analyze_directory", recording)
+    warm = check(["./..."], base=module, cache_dir=cache, jobs=1)
+    assert _findings(warm) == _findings(cold)
+    assert analysed == []

@@ -297,7 +297,7 @@ class ResultCache:
         its imports' summaries), under this cache's salt."""
         digest = hashlib.sha256(self.salt.encode())
         for part in parts:
-            digest.update(b"\0" + part.encode())
+            digest.update(b"\0" + part.encode("utf-8", "surrogateescape"))
         return digest.hexdigest()
 
     # -- entries

@@ -75,7 +75,7 @@ def result_key(cache: ResultCache, kind: str, own: str, export: bool, imported: 
     is unknown, of its files)."""
     parts = [kind, own, "export" if export else "-"]
     for directory, digest in imported:
-        parts.append(f"{os.fsdecode(os.fsencode(directory))}={digest}")
+        parts.append(f"{os.fspath(directory)}={digest}")
     return cache.derived_key(parts)
 
 
