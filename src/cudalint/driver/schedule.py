@@ -69,6 +69,7 @@ class Schedule:
         # smallest do, so that the bytes held for the rest are fewest when
         # the largest is analysed (the run's peak memory).
         self.largest_first = largest_first
+        self._chain: list[int] | None = None
         index_of = {node.directory: i for i, node in enumerate(nodes)}
         self.needs = [[index_of[d] for d in node.dependencies if d in index_of] for node in nodes]
         self.dependents: list[list[int]] = [[] for _ in nodes]
@@ -149,7 +150,37 @@ class Schedule:
                 heapq.heappush(self.queued, (self._order(i), i))
 
     def _order(self, i: int) -> int:
-        return -self.size[i] if self.largest_first else self.size[i]
+        if not self.largest_first:
+            return self.size[i]
+        if self._chain is None:
+            self._chain = self._chains()
+        return -self._chain[i]
+
+    def _chains(self) -> list[int]:
+        """Each package's bytes plus the longest chain of importers that
+        wait for it: over workers, the package that heads the longest chain
+        starts first (a large binding imported by a large package must not
+        wait behind packages nothing waits for). Depth first, without
+        recursion; in an import cycle the importer still open counts 0."""
+        chain = [0] * len(self.nodes)
+        state = [0] * len(self.nodes)  # 0: not seen, 1: open, 2: done
+        for start in range(len(self.nodes)):
+            if state[start]:
+                continue
+            state[start] = 1
+            stack = [(start, iter(self.dependents[start]))]
+            while stack:
+                i, rest = stack[-1]
+                for k in rest:
+                    if not state[k]:
+                        state[k] = 1
+                        stack.append((k, iter(self.dependents[k])))
+                        break
+                else:
+                    stack.pop()
+                    state[i] = 2
+                    chain[i] = self.size[i] + max((chain[k] for k in self.dependents[i] if state[k] == 2), default=0)
+        return chain
 
     def _skipped(self, i: int) -> Result | None:
         """The result of a package the prefilter skips, made here without a
