@@ -92,10 +92,11 @@ def internal_error(path: str, what: str, error: BaseException, debug: bool, line
 def guarded(
     paths: list[Path], context: Context, reads: list[SourceFile | Notification] | None = None,
     dependencies: list[Dependency] | None = None, export: bool = True, matches: bool | None = None,
+    lend: Callable[[list[ObjectFact]], None] | None = None,
 ) -> Result:
     """analyze_directory, with its crash as the directory's internal error."""
     try:
-        return analyze_directory(paths, context, reads, dependencies, export, matches)
+        return analyze_directory(paths, context, reads, dependencies, export, matches, lend)
     except Exception as error:  # noqa: BLE001 - last line of defence for one directory
         result = Result(internal_errors=1)
         where = display_path(paths[0].parent, context.settings.base)
@@ -106,6 +107,7 @@ def guarded(
 def analyze_directory(
     paths: list[Path], context: Context, reads: list[SourceFile | Notification] | None = None,
     dependencies: list[Dependency] | None = None, export: bool = True, matches: bool | None = None,
+    lend: Callable[[list[ObjectFact]], None] | None = None,
 ) -> Result:
     """Analyse the Go files of one directory (one or two packages); `reads`:
     the files as read, one per path (else they are read here);
@@ -113,7 +115,9 @@ def analyze_directory(
     facts, or where those are unknown their files, from which the facts
     are made here). With `export`, the result carries the facts of the
     package, for its importers. `matches`: the prefilter's verdict on these
-    files, where the caller made it already."""
+    files, where the caller made it already. `lend` receives the package's
+    exported facts as soon as they are made, before its rules run (its
+    importers need nothing else from it)."""
     settings, knowledge = context.settings, context.knowledge
     result = Result()
     sources: list[SourceFile] = []
@@ -161,10 +165,16 @@ def analyze_directory(
         result.internal_errors += 1
         return result
     result.exports_facts = export and import_path is not None
-    for package in packages:
-        run = analyze_package(package, settings, knowledge, result, imported)
+    # The summary first: the importers wait for it, not for this package's rules.
+    runs = [(package, start_package(package, settings, knowledge, result, imported)) for package in packages]
+    for package, run in runs:
         if run is not None and result.exports_facts and package.import_path is not None:
             result.facts.extend(_exported(run))
+    if lend is not None and result.exports_facts and result.internal_errors == 0:
+        lend(list(result.facts))
+    for package, run in runs:
+        if run is not None:
+            check_package(package, run, settings, result)
     _findings_stage(result, parsed_files, settings)
     return result
 
@@ -232,18 +242,22 @@ def _unanalysed(package: Package, run: PackageRun, result: Result) -> None:
         ))
 
 
-def analyze_package(
+def start_package(
     package: Package, settings: Settings, knowledge: Knowledge, result: Result, imported: ImportedFacts,
 ) -> PackageRun | None:
-    """Run the enabled rules over one package; returns the run (its
-    analyses' results) unless the package's graphs could not be built."""
-    where = package.files[0].display
+    """The package's run (its analyses, computed on demand), unless its
+    graphs could not be built (an internal error in `result`)."""
     try:
-        run = start_run(package, knowledge, settings.enabled, imported)
+        return start_run(package, knowledge, settings.enabled, imported)
     except Exception as error:  # noqa: BLE001
-        result.notifications.append(internal_error(where, f"package {package.name}", error, settings.debug))
+        result.notifications.append(internal_error(package.files[0].display, f"package {package.name}", error, settings.debug))
         result.internal_errors += 1
         return None
+
+
+def check_package(package: Package, run: PackageRun, settings: Settings, result: Result) -> None:
+    """Run the enabled rules over one package's run."""
+    where = package.files[0].display
     crashed: set[tuple[str, object]] = set()
     for rule in CHECKS:
         if rule.id not in settings.enabled or rule.check is None:
@@ -258,7 +272,6 @@ def analyze_package(
             _crash(result, settings, crashed, rule.id, unit.file.display, f"function {unit.name}", unit.node.start_point[0] + 1, error)
         result.findings.extend(pass_.findings)
     _unanalysed(package, run, result)
-    return run
 
 
 def _crash(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import queue
 import signal
 import sys
 import threading
@@ -31,6 +32,7 @@ from cudalint.knowledge import Knowledge
 from cudalint.source import display_path
 
 _PARENT_POLL_SECONDS = 0.5
+_LEND_POLL_SECONDS = 0.01
 EXIT_WORKER_ORPHANED = 3
 
 
@@ -77,7 +79,9 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="cudalint-parent-watch", daemon=True).start()
 
 
-def _init_worker(settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...], states: Any, parent: int) -> None:
+def _init_worker(
+    settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...], states: Any, parent: int, lending: Any = None,
+) -> None:
     _die_with_parent(parent)
     # Ctrl-C reaches the whole process group: the parent handles it and stops
     # the workers; SIGTERM kills a worker outright.
@@ -89,7 +93,7 @@ def _init_worker(settings: Settings, knowledge: Knowledge, needles: tuple[bytes,
             cache = ResultCache(settings.cache_dir, salt(settings, knowledge, needles))
         except CacheRefused:  # the parent checked it; changed since: no cache
             cache = None
-    _ThisProcess.worker = Worker(Context.of(settings, knowledge, needles), cache, states)
+    _ThisProcess.worker = Worker(Context.of(settings, knowledge, needles), cache, states, lending)
 
 
 def _work(job: Job) -> Result:
@@ -107,6 +111,22 @@ def _stop(pool: ProcessPoolExecutor) -> None:
             process.kill()
         except Exception:  # noqa: BLE001
             pass
+
+
+def _pump(lending: Any) -> queue.Queue:
+    """The facts workers lend, moved by a thread of their own into a queue
+    the run reads without waiting: a worker killed in the middle of a
+    message can block this thread, never the run. The thread ends with the
+    process (no end marker is sent: a worker killed while writing could
+    hold the queue's lock)."""
+    received: queue.Queue = queue.Queue()
+
+    def pump() -> None:
+        while True:
+            received.put(lending.get())
+
+    threading.Thread(target=pump, name="cudalint-lent-facts", daemon=True).start()
+    return received
 
 
 class Pool:
@@ -159,6 +179,8 @@ class Pool:
         schedule = self.schedule
         context = multiprocessing.get_context()
         states = context.Array("b", len(schedule.nodes), lock=False)
+        lending = context.SimpleQueue()
+        lent_facts = _pump(lending)
         pool: ProcessPoolExecutor | None = None
         futures: dict[Any, int] = {}
         held: list[int] = []
@@ -178,12 +200,21 @@ class Pool:
                     if pool is None:
                         pool = ProcessPoolExecutor(
                             max_workers=self.jobs, mp_context=context, initializer=_init_worker,
-                            initargs=(*self.initargs, states, os.getpid()),
+                            initargs=(*self.initargs, states, os.getpid(), lending),
                         )
                     futures[pool.submit(_work, schedule.start(i))] = i
                 if not futures:
                     break
-                finished, _ = wait(futures, return_when=FIRST_COMPLETED)
+                # A running job lends its summary before its rules run: its
+                # importers are queued as soon as it arrives.
+                finished, _ = wait(futures, timeout=_LEND_POLL_SECONDS, return_when=FIRST_COMPLETED)
+                lent = False
+                while not lent_facts.empty():
+                    index, facts = lent_facts.get_nowait()
+                    schedule.lend(index, facts)
+                    lent = True
+                if not finished and not lent:
+                    continue
                 for future in finished:
                     i = futures.pop(future)
                     try:

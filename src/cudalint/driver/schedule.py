@@ -84,6 +84,9 @@ class Schedule:
         self.digests: list[str | None] = [None] * len(nodes)
         self._own: list[str | None] = [None] * len(nodes)
         self.done = [False] * len(nodes)
+        # Whether node i's importers were freed (its facts lent before its
+        # job finished, or its job done).
+        self.lent = [False] * len(nodes)
         self.running: set[int] = set()
         self.unblocked = [i for i in range(len(nodes)) if not self.blocking[i]]
         self.queued: list[tuple[int, int]] = []  # (-size, index): misses that may run now
@@ -241,7 +244,41 @@ class Schedule:
                 sources = [read for read in self._reads(j) if isinstance(read, SourceFile) and not read.path.name.endswith("_test.go")]
                 dependencies.append((node.directory, None, sources))
         node = self.nodes[i]
-        return Job(i, node.directory, node.paths, self._reads(i), dependencies, i in self.imported, node.reported, self.keys.get(i), node.matches)
+        reads = self._reads(i)
+        if self.cache is not None:
+            self.own(i)  # an importer whose job cannot use its facts has its key name its files
+        for path in node.paths:
+            # The job holds them now (one copy, not two, while the largest
+            # package runs); read again only if its worker dies, or an
+            # importer must make its facts from its files.
+            self.reads.pop(path, None)
+        return Job(i, node.directory, node.paths, reads, dependencies, i in self.imported, node.reported, self.keys.get(i), node.matches)
+
+    def _record(self, i: int, facts: list) -> None:
+        node = self.nodes[i]
+        if node.reported:
+            path = self.modules.import_path(node.directory)
+            facts = [f for f in facts if f.import_path == path]
+        self.facts[i] = list(facts)
+        self.digests[i] = summary_digest(self.facts[i]) if self.cache is not None else None
+
+    def _release(self, i: int) -> None:
+        """Free the packages that waited for node i's facts."""
+        if self.lent[i]:
+            return
+        self.lent[i] = True
+        for k in self.dependents[i]:
+            self.blocking[k] -= 1
+            if not self.blocking[k]:
+                self.unblocked.append(k)
+
+    def lend(self, i: int, facts: list) -> None:
+        """Node i's job made its summary and runs its rules now: its
+        importers need nothing else from it, and may start."""
+        if self.done[i] or self.lent[i]:
+            return
+        self._record(i, facts)
+        self._release(i)
 
     def finish(self, i: int, result: Result | None) -> None:
         """Node i is done: file its facts (unless its job failed), let its
@@ -255,18 +292,14 @@ class Schedule:
         node = self.nodes[i]
         if self.cache is not None:
             self.own(i)  # an importer that cannot use the facts has its key name the files
-        if result is not None and result.internal_errors == 0 and (result.exports_facts or not node.reported):
-            path = self.modules.import_path(node.directory)
-            facts = list(result.facts) if not node.reported else [f for f in result.facts if f.import_path == path]
-            self.facts[i] = facts
-            self.digests[i] = summary_digest(facts) if self.cache is not None else None
+        if self.lent[i]:
+            pass  # its importers have its facts already (the same ones)
+        elif result is not None and result.internal_errors == 0 and (result.exports_facts or not node.reported):
+            self._record(i, result.facts)
         if self.facts[i] is not None or not self.dependents[i]:
             for path in node.paths:
                 self.reads.pop(path, None)
-        for k in self.dependents[i]:
-            self.blocking[k] -= 1
-            if not self.blocking[k]:
-                self.unblocked.append(k)
+        self._release(i)
 
     def give_back(self, i: int) -> None:
         """A job that did not finish (its pool broke): it may start again."""

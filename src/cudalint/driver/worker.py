@@ -58,10 +58,15 @@ class Worker:
     """The state of one process's jobs: the context they share, the open
     cache (or None) and, in a pool, the array of job states."""
 
-    def __init__(self, context: Context, cache: ResultCache | None, states: Any = None) -> None:
+    def __init__(self, context: Context, cache: ResultCache | None, states: Any = None, lending: Any = None) -> None:
         self.context = context
         self.cache = cache
         self.states = states
+        # Where a pool's worker sends a package's facts as soon as they are
+        # made (index, facts), so that its importers start while its rules run.
+        self.lending = lending
+        # Jobs this process ran: before its first there is nothing to give back.
+        self.analysed = 0
         sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))
 
     def work(self, job: Job) -> Result:
@@ -71,10 +76,15 @@ class Worker:
         content)."""
         if self.states is not None:
             self.states[job.index] = STARTED
-        if sum(len(read.data) for read in job.reads if isinstance(read, SourceFile)) >= _LARGE_JOB_BYTES:
+        if self.analysed and sum(len(read.data) for read in job.reads if isinstance(read, SourceFile)) >= _LARGE_JOB_BYTES:
             _give_memory_back()
+        self.analysed += 1
         if job.reported:
-            result = in_deep_stack(guarded, job.paths, self.context, job.reads, job.dependencies, job.export, job.matches)
+            lend = None
+            if self.lending is not None and job.export:
+                def lend(facts: list, index: int = job.index) -> None:
+                    self.lending.put((index, facts))
+            result = in_deep_stack(guarded, job.paths, self.context, job.reads, job.dependencies, job.export, job.matches, lend)
         else:
             result = in_deep_stack(self._summary, job)
         if self.cache is not None and job.key is not None and result.internal_errors == 0:
