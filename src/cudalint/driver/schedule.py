@@ -156,10 +156,10 @@ class Schedule:
         if not self.largest_first:
             return self.size[i]
         if self._chain is None:
-            self._chain = self._chains()
+            self._chain = self.chains()
         return -self._chain[i]
 
-    def _chains(self) -> list[int]:
+    def chains(self) -> list[int]:
         """Each package's bytes plus the longest chain of importers that
         wait for it: over workers, the package that heads the longest chain
         starts first (a large binding imported by a large package must not
