@@ -11,12 +11,19 @@ from cudalint import syntax
 from cudalint.analyses.calls import CallFact
 from cudalint.analyses.lifetimes import Origin
 from cudalint.analyses.status import first_success_as_written
+from cudalint.framework import Ref
 from cudalint.knowledge import CallRole, ResourceSpec
 
 _VERBS = (
     ("unregister", "unregistered"), ("free", "freed"), ("destroy", "destroyed"), ("unload", "unloaded"),
     ("shutdown", "shut down"), ("close", "closed"), ("unsubscribe", "unsubscribed"), ("abort", "aborted"),
 )
+
+
+def acquired_here(origin: Origin) -> Ref:
+    """The acquisition a lifetime finding points back to, labelled the same
+    way in every rule's message."""
+    return Ref(origin.call, f"{origin.resource.name} acquired here")
 
 
 def release_verb(resource: ResourceSpec) -> str:

@@ -207,17 +207,7 @@ class CallIndex:
                 for name, calls in self._file_calls(parsed).items():
                     self._calls_by_name.setdefault(name, []).extend((parsed.root, call) for call in calls)
         name = unit.name.rsplit(".", 1)[-1]
-        by_target = self._calls_by_target.get(name)
-        if by_target is None:
-            # Every call of the name classified once, for all the functions
-            # and methods of that name (4,000 types with a Run method asked
-            # one by one made this quadratic).
-            by_target = self._calls_by_target[name] = {}
-            for root, call in self._calls_by_name.get(name, []):
-                self.package.resolution.ensure(root, call)
-                target = self.callee(call).target
-                if target is not None:
-                    by_target.setdefault(target, []).append(call)
+        by_target = self._grouped(self._calls_by_target, self._calls_by_name, name, lambda call: self.callee(call).target)
         return list(by_target.get(unit, ()))
 
     def named_calls_in(self, unit: Unit) -> list[Node]:
@@ -267,18 +257,34 @@ class CallIndex:
                     name = syntax.text(selector.child_by_field_name("field"))
                     self._selectors.setdefault(name, []).append((parsed.root, selector))
         method = unit.name.rsplit(".", 1)[-1]
-        by_method = self._values_by_method.get(method)
-        if by_method is None:
-            by_method = self._values_by_method[method] = {}
-            for root, selector in self._selectors.get(method, []):
-                self.package.resolution.ensure(root, selector)
-                parent = selector.parent
-                if parent is not None and parent.type == "call_expression" and parent.child_by_field_name("function") == selector:
-                    continue
-                target = self._method(syntax.unparen(selector.child_by_field_name("operand")), method)
-                if target is not None:
-                    by_method.setdefault(target, []).append(selector)
+        by_method = self._grouped(
+            self._values_by_method, self._selectors, method, lambda selector: self._method_value(selector, method),
+        )
         return list(by_method.get(unit, ()))
+
+    def _method_value(self, selector: Node, method: str) -> Unit | None:
+        """The method `x.method` names where it is not called, else None."""
+        parent = selector.parent
+        if parent is not None and parent.type == "call_expression" and parent.child_by_field_name("function") == selector:
+            return None
+        return self._method(syntax.unparen(selector.child_by_field_name("operand")), method)
+
+    def _grouped(
+        self, memo: dict[str, dict[Unit, list[Node]]], candidates: dict[str, list[tuple[Node, Node]]], name: str,
+        target_of: Callable[[Node], Unit | None],
+    ) -> dict[Unit, list[Node]]:
+        """The nodes that spell `name`, grouped by the function they name:
+        classified once for all the functions and methods of that name
+        (4,000 types with a Run method asked one by one made this quadratic)."""
+        grouped = memo.get(name)
+        if grouped is None:
+            grouped = memo[name] = {}
+            for root, node in candidates.get(name, []):
+                self.package.resolution.ensure(root, node)
+                target = target_of(node)
+                if target is not None:
+                    grouped.setdefault(target, []).append(node)
+        return grouped
 
     def references(self, symbol: Symbol) -> list[Node]:
         """The identifiers that refer to a symbol (its declarations included).

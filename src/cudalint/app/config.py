@@ -187,6 +187,12 @@ def _check(table: dict[str, Any], root: Path, rule_ids: list[str], at, path: Pat
             fail(key, f"expected a list of strings, e.g. {key} = {example}, got {_toml(value)}")
         return value
 
+    def mapping(key: str, example: str) -> dict[str, Any]:
+        value = table.get(key, {})
+        if not isinstance(value, dict):
+            fail(key, f"expected a table of {example}, got {_toml(value)}")
+        return value
+
     def prefixes(key: str, value: Any) -> tuple[str, ...]:
         out = []
         for item in strings(key, value, '["CL1", "CL302"]'):
@@ -212,15 +218,11 @@ def _check(table: dict[str, Any], root: Path, rule_ids: list[str], at, path: Pat
         fail("select", "an empty list enables no rule; leave select out to enable all")
     ignore = prefixes("ignore", table["ignore"]) if "ignore" in table else None
     levels: dict[str, Level] = {}
-    if "level" in table:
-        value = table["level"]
-        if not isinstance(value, dict):
-            fail("level", f'expected a table of rule -> level, e.g. level = {{ CL201 = "error" }}, got {_toml(value)}')
-        for rule, level in value.items():
-            (prefix,) = prefixes("level", [rule])
-            if level not in LEVELS:
-                fail(f"level.{rule}", f"expected one of {', '.join(repr(l) for l in LEVELS)}, got {_toml(level)}")
-            levels[prefix] = Level(level)
+    for rule, level in mapping("level", 'rule -> level, e.g. level = { CL201 = "error" }').items():
+        (prefix,) = prefixes("level", [rule])
+        if level not in LEVELS:
+            fail(f"level.{rule}", f"expected one of {', '.join(repr(l) for l in LEVELS)}, got {_toml(level)}")
+        levels[prefix] = Level(level)
     exclude = globs("exclude", table["exclude"]) if "exclude" in table else ()
     if "knowledge" in table and "rules" in table:
         fail("rules", "`rules` is the older spelling of `knowledge`: give one of the two")
@@ -244,13 +246,9 @@ def _check(table: dict[str, Any], root: Path, rule_ids: list[str], at, path: Pat
     if isinstance(max_same, bool) or not isinstance(max_same, int) or max_same < 0:
         fail("max-same-issues", f"expected a whole number, 0 for no cap, e.g. max-same-issues = 3, got {_toml(max_same)}")
     per_file: list[tuple[str, tuple[str, ...]]] = []
-    if "per-file-ignores" in table:
-        value = table["per-file-ignores"]
-        if not isinstance(value, dict):
-            fail("per-file-ignores", f'expected a table of glob -> rules, e.g. "internal/legacy/**" = ["CL3"], got {_toml(value)}')
-        for pattern, rules_value in value.items():
-            (pattern,) = globs("per-file-ignores", [pattern])
-            per_file.append((pattern, prefixes(f"per-file-ignores.{pattern!r}", rules_value)))
+    for pattern, rules_value in mapping("per-file-ignores", 'glob -> rules, e.g. "internal/legacy/**" = ["CL3"]').items():
+        (pattern,) = globs("per-file-ignores", [pattern])
+        per_file.append((pattern, prefixes(f"per-file-ignores.{pattern!r}", rules_value)))
     c_include: list[Path] = []
     for item in strings("c-include", table.get("c-include", []), '["/opt/nvidia/cuda-13/include"]'):
         directory = (root / item) if not Path(item).is_absolute() else Path(item)

@@ -13,6 +13,7 @@ from cudalint.cfg import CFG, NodeKind
 from cudalint.fixes.placement import after_success_check, move_defer
 from cudalint.prefilter import imports_of
 from cudalint.findings import Fix
+from cudalint.wording import acquired_here
 from cudalint.framework import Pass, Ref
 from cudalint.functions import Unit
 from cudalint.scope import Role, Symbol
@@ -47,7 +48,7 @@ def _check_early(p: Pass, lifetimes: Engine, graph: CFG) -> None:
         origin = early.origin
         defer = graph.ast(early.defer)
         exit_span = graph.span(early.node)
-        refs = {"acquired": Ref(origin.call, f"{origin.resource.name} acquired here")}
+        refs = {"acquired": acquired_here(origin)}
         if exit_span is not None:
             refs["exit"] = Ref(exit_span, "it failed, and this return runs the defer")
         where = "@exit" if exit_span is not None else f"line {graph.line(early.node)}"

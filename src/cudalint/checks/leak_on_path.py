@@ -15,7 +15,7 @@ from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
 from cudalint.fixes.placement import after_success_check, indent_of, insert_after, insert_before, move_defer, statement_of
 from cudalint.prefilter import imports_of
-from cudalint.wording import release_statement, release_verb, where_to_fix
+from cudalint.wording import acquired_here, release_statement, release_verb, where_to_fix
 from cudalint.findings import Fix, Step
 from cudalint.framework import Pass, Ref
 from cudalint.functions import Unit
@@ -71,7 +71,7 @@ def _remedy(reads: _Reads, origin: Origin) -> str:
 
 def _message(reads: _Reads, leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]]:
     origin = leak.origin
-    refs = {"acquired": Ref(origin.call, f"{origin.resource.name} acquired here")}
+    refs = {"acquired": acquired_here(origin)}
     what = f"{origin.resource.name} from {origin.written} (@acquired{_through(origin)})"
     inner = origin.innermost
     if origin.via is not None and inner.unit.file is origin.unit.file:

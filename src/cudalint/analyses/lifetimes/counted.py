@@ -39,7 +39,7 @@ from tree_sitter import Node
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CalleeKind, CallIndex
 from cudalint.analyses.lifetimes.outcomes import EarlyRelease, Origin
-from cudalint.analyses.lifetimes.states import LeftControl, Phase, State, WalkRecord, release
+from cudalint.analyses.lifetimes.states import LeftControl, Phase, State, WalkRecord, path_to, release
 from cudalint.analyses.status import Outcome, StatusSemantics, StatusSource
 from cudalint.analyses.uses import UseKind, VariableUses
 from cudalint.cfg import CFG, ExitKind, NodeKind
@@ -326,7 +326,7 @@ class Counted:
                 target = edge.target
                 if graph.kind(target) is NodeKind.EXIT:
                     if now_failed and deferred is not None and graph.exit_kind(target) in (ExitKind.RETURN, ExitKind.GOEXIT):
-                        path = _path(parents, current) + (target,)
+                        path = path_to(parents, current) + (target,)
                         found.setdefault(deferred, EarlyRelease(origin, deferred, node, path))
                     continue
                 if self._reacquires(graph, target, origin) or self._overwrites(graph, target, state):
@@ -402,8 +402,6 @@ def _same_name(written: str, status_type: str) -> bool:
     return written.removeprefix("C.").rsplit(".", 1)[-1] == status_type.removeprefix("C.").rsplit(".", 1)[-1]
 
 
-
-
 def _outside_std(import_path: str) -> bool:
     """An import path of a module, not of the standard library."""
     return "." in import_path.split("/", 1)[0]
@@ -424,12 +422,3 @@ def _literals(root: Node) -> list[Node]:
             continue
         stack.extend(node.children)
     return found
-
-
-def _path(parents: dict, key) -> tuple[int, ...]:
-    nodes = []
-    while key is not None:
-        nodes.append(key[0])
-        key = parents.get(key)
-    return tuple(reversed(nodes))
-
