@@ -393,7 +393,8 @@ RULE = Rule(
     A count with no handle (`nvml.Init`, `C.dcgmInit`,
     `C.cuDevicePrimaryCtxRetain`, paired by kind with their releases) is
     reported on a *failing* return that holds it (a non-nil error, a failure
-    status), even in a function that never releases it: the caller sees the
+    status, `false` as a last `bool` result: Go's comma-ok), even in a
+    function that never releases it: the caller sees the
     failure and never gives the count back. A function that keeps it where
     it succeeds is an initialiser: its callers acquire it at their call, up
     to `main`, `init`, `TestMain` and exported functions.
