@@ -388,7 +388,8 @@ RULE = Rule(
     `if st := C.cudaMalloc(&d, n); st != C.cudaSuccess { return err }` the
     early return leaks nothing, because nothing was allocated. The same holds
     for `err != nil` after a Go wrapper, and for `p == nil` after `C.malloc`.
-    Paths that end in `panic`, `os.Exit` or `log.Fatal` are not reported.
+    Paths that end in `panic`, `os.Exit` or `log.Fatal` (or the Fatal and
+    Exit functions of logrus, klog, glog and zap) are not reported.
 
     A count with no handle (`nvml.Init`, `C.dcgmInit`,
     `C.cuDevicePrimaryCtxRetain`, paired by kind with their releases) is
