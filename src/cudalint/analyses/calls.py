@@ -30,7 +30,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.framework import Analysis, ImportedFacts, Pass
 from cudalint.functions import Package, Unit, UnitKind, exported_name
-from cudalint.gotypes import TypeOracle, imported_type, named_type, result_types
+from cudalint.gotypes import TypeOracle, named_type, result_types
 from cudalint.analyses.c_helpers import c_helper_api
 from cudalint.cside import CView, view_of
 from cudalint.knowledge import ApiFunction, Knowledge, StatusSpec
@@ -626,8 +626,9 @@ def _unclassified(facts: CallIndex, calls, operands: tuple[str, ...]) -> Iterato
 
 
 def _index_module_methods(facts: CallIndex, package: Package) -> None:
-    """`dev.Alloc(n)` with `dev *gpu.Device` (declared, or made by a function
-    of gpu whose facts give its result's type): a method of another
+    """`dev.Alloc(n)` with `dev *gpu.Device` (declared, ranged over a slice
+    of them, or made by a function of gpu whose facts give its result's
+    type): a method of another
     package of the module, named `Device.Alloc` in that package's facts."""
     imported = facts.imported
     packages = imported.packages()
@@ -640,7 +641,7 @@ def _index_module_methods(facts: CallIndex, package: Package) -> None:
         for node, function, operand in _calls_on_variables(facts, parsed):
             resolution.ensure(parsed.root, node)
             symbol = resolution.symbol(operand)
-            typed = imported_type(resolution, symbol) or _module_result_typed(facts, symbol)
+            typed = facts.types.imported_type_of(operand) or _module_result_typed(facts, symbol)
             if typed is None or typed[0] not in packages:
                 continue
             name = f"{typed[1]}.{syntax.text(function.child_by_field_name('field'))}"
