@@ -388,12 +388,14 @@ RULE = Rule(
     `if st := C.cudaMalloc(&d, n); st != C.cudaSuccess { return err }` the
     early return leaks nothing, because nothing was allocated. The same holds
     for `err != nil` after a Go wrapper, and for `p == nil` after `C.malloc`.
-    Paths that end in `panic`, `os.Exit` or `log.Fatal` are not reported.
+    Paths that end in `panic`, `os.Exit` or `log.Fatal` (or the Fatal and
+    Exit functions of logrus, klog, glog and zap) are not reported.
 
     A count with no handle (`nvml.Init`, `C.dcgmInit`,
     `C.cuDevicePrimaryCtxRetain`, paired by kind with their releases) is
     reported on a *failing* return that holds it (a non-nil error, a failure
-    status), even in a function that never releases it: the caller sees the
+    status, `false` as a last `bool` result: Go's comma-ok), even in a
+    function that never releases it: the caller sees the
     failure and never gives the count back. A function that keeps it where
     it succeeds is an initialiser: its callers acquire it at their call, up
     to `main`, `init`, `TestMain` and exported functions.

@@ -46,7 +46,7 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
         directories, settings.base, context.modules, needles, reads, knowledge.import_paths, knowledge.c_call_prefixes,
     )
     total = Result()
-    unreadable = _unreadable(context.modules.unreadable)
+    unreadable = _unreadable(context.modules.unreadable, knowledge)
     if unreadable is not None:
         total.notifications.append(unreadable)
     # Hits are read here: an unchanged tree starts no worker at all.
@@ -97,7 +97,7 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
     return total
 
 
-def _unreadable(modules: set[str]) -> Notification | None:
+def _unreadable(modules: set[str], knowledge: Knowledge) -> Notification | None:
     """One note naming the imported modules whose source this machine lacks:
     two machines whose findings differ because one has a module cache and
     the other has not can see why."""
@@ -105,10 +105,12 @@ def _unreadable(modules: set[str]) -> Notification | None:
         return None
     named = sorted(modules)
     listed = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+    by_name = [module for module in named if knowledge.named_bindings.word_of(module)]
+    except_named = f", except the API calls of {', '.join(by_name)}, read by name" if by_name else ""
     return Notification(
         NotificationKind.DEPENDENCIES, ".",
         f"no source on this machine for {len(named)} imported module{'s' if len(named) != 1 else ''} "
-        f"(no vendor/, module cache or replace entry): {listed}; calls into them count as unknown "
+        f"(no vendor/, module cache or replace entry): {listed}; calls into them count as unknown{except_named} "
         f"(`go mod download` lets cudalint read them)",
         level="note",
     )
