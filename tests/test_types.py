@@ -244,3 +244,33 @@ def test_imported_types_of_variables() -> None:
     assert imported_type(package.resolution, _symbol(package, "j")) == ("cutil", "Mem")
     assert imported_type(package.resolution, _symbol(package, "e")) is None  # this package's
     assert imported_type(package.resolution, _symbol(package, "a")) is None  # not declared with a type
+
+
+def test_types_of_other_packages_a_struct_embeds() -> None:
+    """Their methods are promoted: shallowest first, through the package's
+    own embedded structs, pointers stripped; named fields are not embedded."""
+    package = package_of("""package p
+
+import (
+	"example.com/cutil"
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+type gpu struct {
+	nvml.Device
+	*cutil.Mem
+	name cutil.Size
+}
+
+type slot struct {
+	*gpu
+	cutil.Stream
+}
+
+type plain struct{ n int }
+""")
+    oracle = index_calls(package, knowledge()).types
+    nvml = "github.com/NVIDIA/go-nvml/pkg/nvml"
+    assert oracle.embedded_imported("gpu") == [(nvml, "Device"), ("example.com/cutil", "Mem")]
+    assert oracle.embedded_imported("slot") == [("example.com/cutil", "Stream"), (nvml, "Device"), ("example.com/cutil", "Mem")]
+    assert oracle.embedded_imported("plain") == [] and oracle.embedded_imported("missing") == []

@@ -13,6 +13,7 @@ questions of the same syntax, and each query below answers one of them:
   "Buffer", `cutil.Mem`, `[]*Buffer` and `map[K]*Buffer` -> "[]Buffer");
 - `TypeOracle.type_of`: the package type of an expression;
 - `TypeOracle.structs`: struct fields (name -> type node) and embedded types;
+- `TypeOracle.embedded_imported`: the other packages' types a struct embeds;
 - `TypeOracle.paths`: struct fields and method results as short strings;
 - `TypeOracle.declared_type_of`: the type node a variable or struct field
   was declared with; `element_of` its element (what `x[i]` and a range
@@ -292,6 +293,8 @@ class TypeOracle:
         self._function_of = function_of
         self._api_result = api_result
         self._structs: dict[str, tuple[dict[str, Node], list[str]]] | None = None
+        # Struct type -> the type nodes of the other packages' types it embeds.
+        self._embedded_imported: dict[str, list[Node]] = {}
         self._paths: Paths | None = None
 
     def type_of(self, expression: Node | None, depth: int = 0) -> str | None:
@@ -452,8 +455,33 @@ class TypeOracle:
                                 if embedded_name is not None:
                                     embedded.append(embedded_name)
                                     fields[embedded_name] = type_node
+                                elif qualified_type(self.package.resolution, type_node) is not None:
+                                    self._embedded_imported.setdefault(syntax.text(name), []).append(type_node)
                         self._structs[syntax.text(name)] = (fields, embedded)
         return self._structs
+
+    def embedded_imported(self, type_name: str) -> list[tuple[str, str]]:
+        """(import path, type) of the other packages' types a package struct
+        embeds, directly or through the package types it embeds, shallowest
+        first: their methods are promoted to it (`type op struct {
+        *cudnn.Dropout }` has op.RequiredStateSize)."""
+        structs = self.structs()
+        found: list[tuple[str, str]] = []
+        seen = {type_name}
+        level = [type_name]
+        while level:
+            following = []
+            for name in level:
+                for node in self._embedded_imported.get(name, ()):
+                    typed = qualified_type(self.package.resolution, node)
+                    if typed is not None and typed not in found:
+                        found.append(typed)
+                for embedded in structs.get(name, ({}, []))[1]:
+                    if embedded not in seen:
+                        seen.add(embedded)
+                        following.append(embedded)
+            level = following
+        return found
 
     def paths(self) -> Paths:
         """Struct fields and method results as short types (`Paths`)."""

@@ -443,6 +443,11 @@ class CallIndex:
                     self._methods_by_type.setdefault(receiver, []).append(unit)
         return list(self._methods_by_type.get(type_name, ()))
 
+    def has_method(self, type_name: str, method: str) -> bool:
+        """Whether a package type has the method, its own or promoted from
+        a package type it embeds."""
+        return self._method_of(type_name, method) is not None
+
     def _method_of(self, type_name: str, method: str) -> Unit | None:
         """The method of a type or, promoted, of the types it embeds (the
         shallowest, as Go selects it), without recursing along the chain."""
@@ -512,11 +517,13 @@ def _index_method_calls(facts: CallIndex, package: Package, knowledge: Knowledge
         if not spelled or not any(needle in parsed.source.data for needle in spelled):
             continue
         for node, function, operand in _method_calls(facts, parsed):
-            declared = facts.types.imported_type_of(operand)
-            named = declared is not None and declared[0] in package.named_bindings
-            if declared is None or not named and (declared[0] not in types or declared[1] not in types[declared[0]]):
-                continue
             method = syntax.text(function.child_by_field_name("field"))
+            declared = _receiver_type(
+                facts, operand, method,
+                lambda typed: typed[0] in package.named_bindings or typed[1] in types.get(typed[0], ()),
+            )
+            if declared is None:
+                continue
             name = knowledge.canonical(declared[0], f"{declared[1]}.{method}" if declared[1] else method)
             api = _api(package, knowledge, declared[0], name)
             if api is None:
@@ -640,13 +647,40 @@ def _index_module_methods(facts: CallIndex, package: Package) -> None:
             continue
         for node, function, operand in _calls_on_variables(facts, parsed):
             resolution.ensure(parsed.root, node)
-            symbol = resolution.symbol(operand)
-            typed = facts.types.imported_type_of(operand) or _module_result_typed(facts, symbol)
+            method = syntax.text(function.child_by_field_name("field"))
+            typed = (
+                facts.types.imported_type_of(operand) or _module_result_typed(facts, resolution.symbol(operand))
+                or _promoted(facts, operand, method, lambda typed: imported.knows(typed[0], f"{typed[1]}.{method}"))
+            )
             if typed is None or typed[0] not in packages:
                 continue
-            name = f"{typed[1]}.{syntax.text(function.child_by_field_name('field'))}"
+            name = f"{typed[1]}.{method}"
             if imported.knows(typed[0], name):
                 facts.calls[node] = CallFact(node, typed[0], name, syntax.text(function), None)
+
+
+def _receiver_type(
+    facts: CallIndex, operand: Node, method: str, described: Callable[[tuple[str, str]], bool],
+) -> tuple[str, str] | None:
+    """(import path, type) of the other package's type whose method
+    `operand.method(...)` calls, where `described` knows it: the operand's
+    own type, or, for a struct of this package with no such method, a type
+    it embeds (a promoted method: `type gpu struct{ nvml.Device }`)."""
+    declared = facts.types.imported_type_of(operand)
+    if declared is not None:
+        return declared if described(declared) else None
+    return _promoted(facts, operand, method, described)
+
+
+def _promoted(
+    facts: CallIndex, operand: Node, method: str, described: Callable[[tuple[str, str]], bool],
+) -> tuple[str, str] | None:
+    """The other package's type embedded in the operand's struct type that
+    the method is promoted from, where `described` knows it."""
+    local = facts.types.type_of(operand)
+    if local is None or facts.has_method(local, method):
+        return None
+    return next((typed for typed in facts.types.embedded_imported(local) if described(typed)), None)
 
 
 def _module_result_typed(facts: CallIndex, symbol: Symbol | None) -> tuple[str, str] | None:
