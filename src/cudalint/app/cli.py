@@ -210,6 +210,8 @@ def _run(options: Options, cwd: Path, overlay: dict[Path, bytes] | None = None) 
         sys.exit(EXIT_CLEAN)
     if session.config.show_fixes and not options.show_fixes:
         options = replace(options, show_fixes=True)  # show-fixes = true in the configuration
+    if session.config.unsafe_fixes and not options.unsafe_fixes:
+        options = replace(options, unsafe_fixes=True)  # unsafe-fixes = true in the configuration
     result = session.analyse()
     if options.diff:
         commands.show_diff(options, session, result)
