@@ -17,7 +17,7 @@ from pygls.protocol import default_converter
 from pytest_lsp import LanguageClient
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-TIMEOUT = 120.0
+TIMEOUT = 90.0
 
 
 def apply_edits(text: str, edits: list[types.TextEdit]) -> str:
@@ -92,6 +92,7 @@ class Client:
         @client.feature(types.CLIENT_REGISTER_CAPABILITY)
         def register(params: types.RegistrationParams) -> None:
             self.registrations += params.registrations
+            self._changed.set()
 
     async def start(self, cwd: Path, folders: list[Path], options: dict[str, Any] | None = None) -> types.InitializeResult:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
