@@ -15,6 +15,7 @@ import os
 import pickle
 import struct
 import sys
+from pathlib import Path
 from typing import BinaryIO
 
 from cudalint.app.errors import OptionError, RunError
@@ -48,11 +49,17 @@ def analyse(job: Job) -> Outcome:
     """One job, as `cudalint FILES` in the job's cwd analyses them: the
     configuration found there (and the nested ones), its rules, preview,
     exclusions, per-file ignores, knowledge and fixable rules, inline
-    suppressions, the cache; the buffers read from the overlay."""
+    suppressions, the cache (where CUDALINT_CACHE_DIR puts it, none with
+    CUDALINT_NO_CACHE, as for the command line); the buffers read from the
+    overlay."""
     outcome = Outcome()
     try:
         os.chdir(job.cwd)
-        request = Request(patterns=tuple(str(path) for path in job.files), overlay=job.overlay, jobs=1)
+        request = Request(
+            patterns=tuple(str(path) for path in job.files), overlay=job.overlay, jobs=1,
+            no_cache=os.environ.get("CUDALINT_NO_CACHE", "") not in ("", "0", "false"),
+            cache_dir=Path(os.environ["CUDALINT_CACHE_DIR"]) if os.environ.get("CUDALINT_CACHE_DIR") else None,
+        )
         session = Session(request, job.cwd, outcome.notes.append)
         session.read_inputs()
         session.group()
