@@ -10,7 +10,6 @@ import asyncio
 import shutil
 from pathlib import Path
 
-import pytest
 from lsprotocol import types
 
 from conftest import FIXTURES
@@ -194,7 +193,7 @@ def test_a_configuration_error_is_shown_and_the_server_keeps_serving(tmp_path):
     module = _module(tmp_path / "svc", {"fill.go": LEAK, ".cudalint.toml": 'selct = ["CL1"]\n'})
 
     async def scenario(client: Client, init):
-        uri = client.open(module / "fill.go")
+        client.open(module / "fill.go")
         messages = await client.until(lambda: client.messages)
         assert messages[0].type == types.MessageType.Error
         assert "unknown key 'selct'" in messages[0].message and "did you mean 'select'" in messages[0].message
@@ -268,3 +267,45 @@ def test_the_server_imports_and_runs_nothing_from_the_workspace(tmp_path):
     # the `cudalint` script): the analysis process works inside it.
     run(scenario, tmp_path, [module])
     assert not marker.exists()
+
+
+def test_unsafe_fixes_are_offered_only_where_the_configuration_allows_them(tmp_path):
+    constructors = FIXTURES / "fixes" / "constructors"
+    module = _module(tmp_path / "ctor")
+    shutil.copy(constructors / "constructors.go", module / "constructors.go")
+
+    async def scenario(client: Client, init):
+        uri = client.open(module / "constructors.go")
+        diagnostics = await client.diagnostics(uri)
+        assert diagnostics
+        actions = await client.code_actions(uri, diagnostics)
+        assert actions and all(action.title.startswith("Suppress") for action in actions)
+        (module / ".cudalint.toml").write_text("unsafe-fixes = true\n")
+        count = len(client.published)
+        client.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[types.FileEvent(
+            uri=(module / ".cudalint.toml").as_uri(), type=types.FileChangeType.Created,
+        )]))
+        (again,) = await client.until(lambda: client.published[count:])
+        actions = await client.code_actions(uri, list(again.diagnostics))
+        unsafe = [action for action in actions if "(unsafe" in action.title]
+        assert unsafe and not any(action.is_preferred for action in unsafe)
+        (fix_all,) = await client.code_actions(uri, [], only=["source.fixAll.cudalint"])
+        (change,) = fix_all.edit.document_changes
+        fixed = apply_edits((module / "constructors.go").read_text(), list(change.edits))
+        assert fixed == (constructors / "constructors.go.golden").read_text()
+
+    run(scenario, module, [module])
+
+
+def test_closing_a_buffer_clears_its_diagnostics(tmp_path):
+    module = _module(tmp_path / "svc", {"fill.go": LEAK})
+
+    async def scenario(client: Client, init):
+        uri = client.open(module / "fill.go")
+        assert await client.diagnostics(uri)
+        client.client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+        cleared = await client.until(lambda: [p for p in client.published if p.uri == uri and not p.diagnostics])
+        assert cleared[-1].version is None
+        assert not await client.code_actions(uri, [])
+
+    run(scenario, module, [module])
