@@ -11,7 +11,9 @@ daemon/libnetwork/drivers/bridge/bridge_linux.go. Each edit changes the
 text (a comment line appended, numbered), as typing does; nothing is
 written to the tree but the result cache, which goes to a temporary
 directory (CUDALINT_CACHE_DIR). Prints each latency, then the median, the
-90th percentile and the extremes, in milliseconds.
+90th percentile and the extremes, in milliseconds, and the median CPU time
+the analysis process spent per edit (what the latency would be on an idle
+machine, less the protocol's few milliseconds).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -32,7 +35,7 @@ DEFAULT_TREE = Path("/tmp/corpus/moby")
 DEFAULT_FILE = "daemon/libnetwork/drivers/bridge/bridge_linux.go"
 
 
-async def measure(tree: Path, path: Path, edits: int, cache: Path) -> list[float]:
+async def measure(tree: Path, path: Path, edits: int, cache: Path, cpus: list[float]) -> list[float]:
     client = LanguageClient("lsp-latency", "1")
     arrived: dict[int, float] = {}
     event = asyncio.Event()
@@ -45,6 +48,9 @@ async def measure(tree: Path, path: Path, edits: int, cache: Path) -> list[float
 
     @client.feature(types.WINDOW_LOG_MESSAGE)
     def log(params: types.LogMessageParams) -> None:
+        cpu = re.search(r"\((\d+) ms of CPU\)", params.message)
+        if cpu is not None:
+            cpus.append(float(cpu.group(1)))
         if "published" in params.message or "cancelled" in params.message:
             print(f"    server: {params.message}", file=sys.stderr)
 
@@ -96,12 +102,14 @@ def main() -> None:
     if not path.is_file():
         sys.exit(f"lsp_latency: no file {path} (give the tree: python benchmarks/lsp_latency.py TREE)")
     with tempfile.TemporaryDirectory(prefix="cudalint-lsp-bench-") as cache:
-        latencies = asyncio.run(measure(tree, path, args.edits, Path(cache)))
+        cpus: list[float] = []  # the analysis process's CPU time per analysis, the open's first
+        latencies = asyncio.run(measure(tree, path, args.edits, Path(cache), cpus))
     ordered = sorted(latencies)
     p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
     print(
         f"didChange -> publishDiagnostics, {len(latencies)} edits of {args.file}: median {statistics.median(latencies):.0f} ms, "
-        f"p90 {p90:.0f} ms, min {ordered[0]:.0f} ms, max {ordered[-1]:.0f} ms"
+        f"p90 {p90:.0f} ms, min {ordered[0]:.0f} ms, max {ordered[-1]:.0f} ms; CPU time of the analysis: "
+        f"median {statistics.median(cpus[1:] or [0]):.0f} ms (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)"
     )
 
 

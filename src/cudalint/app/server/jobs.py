@@ -44,3 +44,4 @@ class Outcome:
     settings: dict[str, FileSettings] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     error: str | None = None
+    cpu_seconds: float = 0.0  # what the analysis process spent on it (user + system)

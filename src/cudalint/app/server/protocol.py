@@ -114,7 +114,10 @@ class CudalintServer(LanguageServer):
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
                 uri=buffer.uri, version=published.version, diagnostics=[d for d, _ in published.pairs] + about,
             ))
-        self.log_line(f"published the diagnostics of {', '.join(p.name for p in job.files)} in {seconds * 1000:.0f} ms")
+        self.log_line(
+            f"published the diagnostics of {', '.join(p.name for p in job.files)}: analysed in {seconds * 1000:.0f} ms "
+            f"({outcome.cpu_seconds * 1000:.0f} ms of CPU)"
+        )
 
     def close(self) -> None:
         if self.scheduler is not None:

@@ -15,6 +15,7 @@ import os
 import pickle
 import struct
 import sys
+import time
 from pathlib import Path
 from typing import BinaryIO
 
@@ -86,10 +87,12 @@ def serve(reader: BinaryIO, writer: BinaryIO) -> None:
         job = receive(reader)
         if job is None:
             return
+        started = time.process_time()
         try:
             outcome = analyse(job)  # type: ignore[arg-type]
         except Exception as error:  # noqa: BLE001 - one job's crash is that job's error
             outcome = Outcome(error=f"internal error: {type(error).__name__}: {error}")
+        outcome.cpu_seconds = time.process_time() - started
         send(writer, outcome)
 
 
