@@ -309,3 +309,20 @@ def test_closing_a_buffer_clears_its_diagnostics(tmp_path):
         assert not await client.code_actions(uri, [])
 
     run(scenario, module, [module])
+
+
+def test_saving_analyses_again_at_once(tmp_path):
+    """A save needs no pause: the file on disk may have changed under the
+    other buffers of its package (a formatter, a generator)."""
+    module = _module(tmp_path / "svc", {"fill.go": LEAK})
+
+    async def scenario(client: Client, init):
+        uri = client.open(module / "fill.go")
+        assert [d.code for d in await client.diagnostics(uri)] == ["CL101"]
+        (module / "free.go").write_text("package gpu\n")
+        client.client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+        again = await client.until(lambda: [p for p in client.published[1:] if p.uri == uri])
+        assert [d.code for d in again[0].diagnostics] == ["CL101"]
+        assert sum("analysing fill.go (version 1)" in line for line in client.logs) == 2
+
+    run(scenario, module, [module])
