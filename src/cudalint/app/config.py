@@ -11,6 +11,7 @@ a pyproject.toml without a `[tool.cudalint]` table is passed over.
     preview = false                     # also run preview rules
     fixable = ["CL"]                    # rules whose fixes --fix and --diff may apply (default: all)
     unfixable = ["CL101"]               # rules whose fixes are never offered (ruff's semantics)
+    unsafe-fixes = false                # also the fixes that need a human look (--unsafe-fixes; the editor's code actions)
     show-fixes = false                  # --fix lists what it fixed (as --show-fixes)
     max-same-issues = 0                 # at most N findings of one rule with one message (0: no cap)
     [tool.cudalint.level]               # per-rule level: error, warning or note
@@ -47,7 +48,7 @@ PYPROJECT = "pyproject.toml"
 # `rules` is the older spelling of `knowledge` (API knowledge files, not lint rules).
 KEYS = (
     "c-include", "exclude", "fixable", "ignore", "knowledge", "level", "max-same-issues", "per-file-ignores", "preview",
-    "rules", "select", "show-fixes", "unfixable",
+    "rules", "select", "show-fixes", "unfixable", "unsafe-fixes",
 )
 LEVELS = tuple(level.value for level in Level)
 
@@ -73,6 +74,7 @@ class Config:
     unfixable: tuple[str, ...] = ()
     show_fixes: bool = False
     max_same_issues: int = 0  # 0: no cap
+    unsafe_fixes: bool = False
 
     @property
     def root(self) -> Path:
@@ -242,6 +244,9 @@ def _check(table: dict[str, Any], root: Path, rule_ids: list[str], at, path: Pat
     show_fixes = table.get("show-fixes", False)
     if not isinstance(show_fixes, bool):
         fail("show-fixes", f"expected true or false, got {_toml(show_fixes)}")
+    unsafe_fixes = table.get("unsafe-fixes", False)
+    if not isinstance(unsafe_fixes, bool):
+        fail("unsafe-fixes", f"expected true or false, got {_toml(unsafe_fixes)}")
     max_same = table.get("max-same-issues", 0)
     if isinstance(max_same, bool) or not isinstance(max_same, int) or max_same < 0:
         fail("max-same-issues", f"expected a whole number, 0 for no cap, e.g. max-same-issues = 3, got {_toml(max_same)}")
@@ -257,7 +262,7 @@ def _check(table: dict[str, Any], root: Path, rule_ids: list[str], at, path: Pat
         c_include.append(directory)
     return Config(
         path.resolve(), select, ignore, levels, exclude, tuple(rules), tuple(per_file), preview, tuple(c_include),
-        fixable=fixable, unfixable=unfixable, show_fixes=show_fixes, max_same_issues=max_same,
+        fixable=fixable, unfixable=unfixable, show_fixes=show_fixes, max_same_issues=max_same, unsafe_fixes=unsafe_fixes,
     )
 
 

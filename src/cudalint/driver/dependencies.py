@@ -16,6 +16,7 @@ process and content: the facts are the same either way.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 
 from cudalint import prefilter
@@ -86,7 +87,7 @@ class DependencyFacts:
 def with_dependencies(
     directories: list[list[Path]], base: Path, modules: Modules, needles: tuple[bytes, ...],
     reads: dict[Path, SourceFile | Notification], described: frozenset[str] = frozenset(),
-    c_api_needles: tuple[bytes, ...] = (),
+    c_api_needles: tuple[bytes, ...] = (), overlay: Mapping[Path, bytes] | None = None,
 ) -> list[list[Path]]:
     """Each directory's files followed by the files of the packages of its
     module it imports, transitively and bottom-up, where those can matter
@@ -110,7 +111,7 @@ def with_dependencies(
         if directory not in files_of:
             files_of[directory] = package_files(directory)
         for path in files_of[directory]:
-            read = reads[path] = read_source(path, display_path(path, base))
+            read = reads[path] = read_source(path, display_path(path, base), overlay)
             if isinstance(read, SourceFile):
                 found.append(read.data)
         return found

@@ -37,7 +37,7 @@ def open_cache(settings: Settings, knowledge: Knowledge, needles: tuple[bytes, .
 
 
 def read_all(paths: list[Path], settings: Settings) -> list[SourceFile | Notification]:
-    return [read_source(path, display_path(path, settings.base)) for path in paths]
+    return [read_source(path, display_path(path, settings.base), settings.overlay) for path in paths]
 
 
 def result_key(cache: ResultCache, modules: Modules, paths: list[Path], reads: list[SourceFile | Notification]) -> str:

@@ -118,7 +118,7 @@ def analyze_directory(
     dependencies: dict[Path, list[SourceFile]] = {}
     own = paths[0].parent
     for index, path in enumerate(paths):
-        read = reads[index] if reads is not None else read_source(path, display_path(path, settings.base))
+        read = reads[index] if reads is not None else read_source(path, display_path(path, settings.base), settings.overlay)
         if path.parent != own:
             # A package of the module this one imports: read for its facts.
             if not isinstance(read, Notification):

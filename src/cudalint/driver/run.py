@@ -44,6 +44,7 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
     reads: dict[Path, SourceFile | Notification] = {}
     directories = with_dependencies(
         directories, settings.base, context.modules, needles, reads, knowledge.import_paths, knowledge.c_call_prefixes,
+        overlay=settings.overlay,
     )
     total = Result()
     unreadable = _unreadable(context.modules.unreadable, knowledge)
