@@ -153,7 +153,7 @@ class Family:
     # nvmlDeviceGetHandleByIndex), and the C API's function names without
     # prefix or version suffix. See NamedBindings.
     named_bindings: str = ""
-    named_functions: frozenset[str] = frozenset()
+    named_functions: tuple[str, ...] = ()  # sorted: the family's repr is part of cache keys
 
     def forwarded(self, name: str) -> str:
         """The package function a method of one of the family's interfaces
@@ -389,6 +389,7 @@ class NamedBindings:
         self._found: dict[tuple[str, str], ApiFunction | None] = {}
         # The C families by the name of the Go packages that bind them.
         self.words: dict[str, Family] = {f.named_bindings: f for f in knowledge.families if f.named_bindings}
+        self._functions = {word: frozenset(family.named_functions) for word, family in self.words.items()}
 
     def word_of(self, import_path: str) -> str | None:
         """The C API a package binds by its name: the last element of its
@@ -418,7 +419,7 @@ class NamedBindings:
     def _derive(self, import_path: str, name: str) -> ApiFunction | None:
         word = self.word_of(import_path)
         function = name.rsplit(".", 1)[-1]
-        if word is None or function not in self.words[word].named_functions:
+        if word is None or function not in self._functions[word]:
             return None
         c_api = self._knowledge.lookup("C", word + function)
         if c_api is None or c_api.family is not self.words[word]:
@@ -564,11 +565,11 @@ def parse_family(document: dict, source: str) -> Family:
     )
 
 
-def _named_bindings(source: str, doc: dict, import_path: str, status: StatusSpec | None) -> tuple[str, frozenset[str]]:
+def _named_bindings(source: str, doc: dict, import_path: str, status: StatusSpec | None) -> tuple[str, tuple[str, ...]]:
     """[named_bindings]: package = "nvml", functions = ["Init", ...]."""
     table = _table(source, "[named_bindings]", doc.get("named_bindings", {}), _NAMED_KEYS)
     if not table:
-        return "", frozenset()
+        return "", ()
     if import_path != "C" or status is None:
         raise _fail(source, "[named_bindings]", "only a family of C calls with a [status] can be bound by name")
     package = _string(source, "[named_bindings].package", table.get("package"))
@@ -578,7 +579,7 @@ def _named_bindings(source: str, doc: dict, import_path: str, status: StatusSpec
     for function in functions:
         if not re.fullmatch(r"[A-Z][A-Za-z0-9]*", function):
             raise _fail(source, "[named_bindings].functions", f"expected a C function's name without its prefix (\"Init\"), not {function!r}")
-    return package, frozenset(functions)
+    return package, tuple(sorted(set(functions)))
 
 
 def _results(source: str, doc: dict, qualifier: str) -> tuple[tuple[str, str], ...]:
