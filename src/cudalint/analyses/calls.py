@@ -676,11 +676,15 @@ def _promoted(
     facts: CallIndex, operand: Node, method: str, described: Callable[[tuple[str, str]], bool],
 ) -> tuple[str, str] | None:
     """The other package's type embedded in the operand's struct type that
-    the method is promoted from, where `described` knows it."""
+    the method is promoted from, where `described` knows it: only where it
+    is the one such type embedded (a test double embedding nvml.Device and
+    mock.Mock gets AssertExpectations from the mock, which says nothing of
+    its methods, so the knowledge's pattern for Device is no answer)."""
     local = facts.types.type_of(operand)
     if local is None or facts.has_method(local, method):
         return None
-    return next((typed for typed in facts.types.embedded_imported(local) if described(typed)), None)
+    embedded = facts.types.embedded_imported(local)
+    return embedded[0] if len(embedded) == 1 and described(embedded[0]) else None
 
 
 def _module_result_typed(facts: CallIndex, symbol: Symbol | None) -> tuple[str, str] | None:
