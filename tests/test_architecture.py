@@ -216,7 +216,7 @@ def test_no_import_circle_even_for_type_checking() -> None:
 _TYPE_INFERENCES = frozenset({
     "type_of", "type_name", "named_type", "short_type", "_types", "struct_types_of",
     "element_type", "_element_type", "element_name", "declared_type", "_declared_type", "imported_type",
-    "range_element", "_range_element", "result_type", "_result_type", "result_types", "_result_types", "first_result",
+    "range_element", "_range_element", "ranged_type", "range_position", "element_of", "declared_type_of", "result_type", "_result_type", "result_types", "_result_types", "first_result",
 })
 # The knowledge's result_type reads a table of other packages' results (the
 # API knowledge files); it infers nothing from syntax.

@@ -480,6 +480,36 @@ def test_exit_kinds_of_no_return_calls():
     assert {name: exits_reached(graphs[name]) for name in expected} == expected
 
 
+def test_the_logging_packages_services_use_end_the_process_too():
+    """logrus, klog, glog and zap are never read (they reach no GPU API):
+    their Fatal and Exit functions are known as the standard log's are."""
+    graphs = graphs_of("""
+        package p
+
+        import (
+        \tlogrus "github.com/sirupsen/logrus"
+        \t"github.com/golang/glog"
+        \t"go.uber.org/zap"
+        \t"k8s.io/klog/v2"
+        )
+
+        func lr()                       { logrus.Fatalf("x") }
+        func lrPanic()                  { logrus.Panic("x") }
+        func entry(e *logrus.Entry)     { e.Fatal("x") }
+        func kl()                       { klog.Exitf("x") }
+        func gl()                       { glog.FatalDepth(1, "x") }
+        func sugared(s *zap.SugaredLogger) { s.Fatalw("x") }
+        func info()                     { klog.Infof("x") }
+        func warn(s *zap.SugaredLogger) { s.Warnw("x") }
+    """)
+    expected = {
+        "lr": {ExitKind.PROCESS}, "lrPanic": {ExitKind.PANIC}, "entry": {ExitKind.PROCESS},
+        "kl": {ExitKind.PROCESS}, "gl": {ExitKind.PROCESS}, "sugared": {ExitKind.PROCESS},
+        "info": {ExitKind.RETURN}, "warn": {ExitKind.RETURN},
+    }
+    assert {name: exits_reached(graphs[name]) for name in expected} == expected
+
+
 def test_shadowed_names_return_normally():
     graphs = graphs_of("""
         package p

@@ -102,7 +102,9 @@ def test_all_rules_over_all_fixtures_crash_nowhere_and_do_not_depend_on_scheduli
     same findings, in the same order, with the same fingerprints."""
     directories = _package_dirs()
     single = check(directories, base=FIXTURES, jobs=1, preview=True)
-    assert not single.notifications, [n.render() for n in single.notifications]
+    # deps/named requires a module that is nowhere on purpose: its note is the one expected.
+    notes = [n.render() for n in single.notifications]
+    assert len(notes) == 1 and "source on this machine for 1 imported module" in notes[0] and "example.com/acme/nvml" in notes[0], notes
     assert single.internal_errors == 0
     double = check(list(reversed(directories)), base=FIXTURES, jobs=2, preview=True)
     assert double.findings == single.findings

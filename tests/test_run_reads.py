@@ -47,9 +47,9 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> tuple[Counter, Counter]:
     parses: Counter = Counter()
     real_read, real_parse = dependencies.read_source, package.parse
 
-    def read(path, display):
+    def read(path, *args):
         reads[path] += 1
-        return real_read(path, display)
+        return real_read(path, *args)
 
     def parse(source):
         parses[source.path] += 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 from cudalint import syntax
 from cudalint.analyses.calls import index_calls
 from cudalint.gotypes import (
-    TypeOracle, declared_type, element_name, first_result, imported_type, named_type, range_element, result_types,
+    TypeOracle, declared_type, element_name, first_result, imported_type, named_type, result_types,
     short_type,
 )
 from gosrc import knowledge, package_of, unit_named
@@ -67,13 +67,21 @@ func use(reqs <-chan *Buffer, list []Buffer, table map[string]*Inner, arr *[4]In
 	for _, n := range arr {
 		_ = n
 	}
+	for _, o := range a.items {
+		_ = o
+	}
+	for _, p := range a.byKey {
+		_ = p
+	}
+	q := list[0]
+	y := a.items[1]
 	s := make([]int, 4)
 	t := []C.float{1, 2}
 	u := [4]int{}
 	var v []cutil.Size
 	w := make(map[string]int)
 	x := NewBuffer
-	_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _ = a, b, c, d, err, e, f, g, h, i, j, k, s, t, u, v, w, x, Generic[int]
+	_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _ = a, b, c, d, err, e, f, g, h, i, j, k, s, t, u, v, w, x, q, y, Generic[int]
 }
 """
 
@@ -164,11 +172,21 @@ def test_short_and_named_types_of_type_nodes() -> None:
 
 
 def test_range_elements() -> None:
-    package, _ = _setup()
-    resolution = package.resolution
-    texts = {name: syntax.text(found) if (found := range_element(resolution, _symbol(package, name))) is not None else None
-             for name in ("r", "idx", "l", "key", "m", "n", "a")}
-    assert texts == {"r": "*Buffer", "idx": None, "l": "Buffer", "key": None, "m": "*Inner", "n": "Inner", "a": None}
+    """Over a variable, and over a struct field (`range a.items`)."""
+    package, oracle = _setup()
+    texts = {name: syntax.text(found) if (found := oracle.ranged_type(_symbol(package, name))) is not None else None
+             for name in ("r", "idx", "l", "key", "m", "n", "o", "p", "a")}
+    assert texts == {
+        "r": "*Buffer", "idx": None, "l": "Buffer", "key": None, "m": "*Inner", "n": "Inner",
+        "o": "*Buffer", "p": "*Inner", "a": None,
+    }
+
+
+def test_elements_of_ranged_fields_and_indexes_are_typed() -> None:
+    package, oracle = _setup()
+    assert oracle.type_of(_variable(package, "o")) == "Buffer"
+    assert oracle.type_of(_variable(package, "q")) == "Buffer"  # list[0]
+    assert oracle.type_of(_variable(package, "y")) == "Buffer"  # a.items[1]
 
 
 def test_declared_types_of_locals() -> None:
@@ -226,3 +244,33 @@ def test_imported_types_of_variables() -> None:
     assert imported_type(package.resolution, _symbol(package, "j")) == ("cutil", "Mem")
     assert imported_type(package.resolution, _symbol(package, "e")) is None  # this package's
     assert imported_type(package.resolution, _symbol(package, "a")) is None  # not declared with a type
+
+
+def test_types_of_other_packages_a_struct_embeds() -> None:
+    """Their methods are promoted: shallowest first, through the package's
+    own embedded structs, pointers stripped; named fields are not embedded."""
+    package = package_of("""package p
+
+import (
+	"example.com/cutil"
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+type gpu struct {
+	nvml.Device
+	*cutil.Mem
+	name cutil.Size
+}
+
+type slot struct {
+	*gpu
+	cutil.Stream
+}
+
+type plain struct{ n int }
+""")
+    oracle = index_calls(package, knowledge()).types
+    nvml = "github.com/NVIDIA/go-nvml/pkg/nvml"
+    assert oracle.embedded_imported("gpu") == [(nvml, "Device"), ("example.com/cutil", "Mem")]
+    assert oracle.embedded_imported("slot") == [("example.com/cutil", "Stream"), (nvml, "Device"), ("example.com/cutil", "Mem")]
+    assert oracle.embedded_imported("plain") == [] and oracle.embedded_imported("missing") == []

@@ -133,6 +133,9 @@ class Package:
     # The language version its module's go.mod states (None outside a
     # module): fixes use no newer feature.
     go_version: tuple[int, int] | None = None
+    # The imports that bind a C API by their name and have no source on this
+    # machine: their calls are read as that API's (knowledge.NamedBindings).
+    named_bindings: frozenset[str] = frozenset()
 
 
 def exported_name(unit: Unit) -> str | None:
@@ -332,11 +335,13 @@ def innermost_unit(units: list[Unit], node: Node) -> Unit | None:
 def collect_packages(
     files: list[ParsedFile], directory: str, package_names: dict[str, str], *,
     import_path: str | None = None, c_include: tuple = (), go_version: tuple[int, int] | None = None,
+    named_bindings: frozenset[str] = frozenset(),
 ) -> list[Package]:
     """Group a directory's files by package clause (a directory may hold `x`
     and `x_test`) and collect the units of each package; `import_path` is
     the directory's (an external `x_test` package has none), `c_include`
-    and `go_version` the configuration's and the module's."""
+    and `go_version` the configuration's and the module's, `named_bindings`
+    its imports read by their names."""
     by_name: dict[str, list[ParsedFile]] = {}
     for parsed in files:
         by_name.setdefault(parsed.package, []).append(parsed)
@@ -350,5 +355,6 @@ def collect_packages(
         packages.append(Package(
             directory, name, members, resolution, units,
             import_path=None if name.endswith("_test") else import_path, c_include=c_include, go_version=go_version,
+            named_bindings=named_bindings,
         ))
     return packages

@@ -198,11 +198,8 @@ class PathGlobs:
     def match(self, path: Path) -> str | None:
         """The first glob that matches `path` (absolute), or None. Paths
         outside `root` never match."""
-        if not self.globs:
-            return None
-        try:
-            relative = path.relative_to(self.root).as_posix()
-        except ValueError:
+        relative = _relative(path, self.root) if self.globs else None
+        if relative is None:
             return None
         return next((pattern for pattern, regex in self.globs if regex.match(relative)), None)
 
@@ -213,13 +210,19 @@ class PerFileIgnores:
     entries: tuple[tuple[str, Glob, tuple[str, ...]], ...] = ()
 
     def enabled_for(self, path: Path, enabled: frozenset[str]) -> frozenset[str]:
-        if not self.entries:
-            return enabled
-        try:
-            relative = path.relative_to(self.root).as_posix()
-        except ValueError:
+        relative = _relative(path, self.root) if self.entries else None
+        if relative is None:
             return enabled
         ignored = tuple(p for _, regex, prefixes in self.entries if regex.match(relative) for p in prefixes)
         if not ignored:
             return enabled
         return frozenset(rule for rule in enabled if not rule.startswith(ignored))
+
+
+def _relative(path: Path, root: Path) -> str | None:
+    """`path` relative to `root` in the slash form globs are written in, or
+    None for a path outside `root` (which no glob of it matches)."""
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return None

@@ -13,8 +13,11 @@ questions of the same syntax, and each query below answers one of them:
   "Buffer", `cutil.Mem`, `[]*Buffer` and `map[K]*Buffer` -> "[]Buffer");
 - `TypeOracle.type_of`: the package type of an expression;
 - `TypeOracle.structs`: struct fields (name -> type node) and embedded types;
+- `TypeOracle.embedded_imported`: the other packages' types a struct embeds;
 - `TypeOracle.paths`: struct fields and method results as short strings;
-- `range_element`: the element type node a range variable takes;
+- `TypeOracle.declared_type_of`: the type node a variable or struct field
+  was declared with; `element_of` its element (what `x[i]` and a range
+  variable over it are);
 - `imported_type`: (import path, name) of a variable declared with another
   package's type;
 - `declared_type`: the type node a local variable is declared or made with;
@@ -95,29 +98,37 @@ def result_types(unit: Unit) -> tuple[str, ...]:
     return tuple(found)
 
 
-def range_element(resolution: Resolution, symbol: Symbol) -> Node | None:
-    """The element type a range variable takes from a declared slice,
-    array, map or channel: `for r := range reqs` with `reqs <-chan copyReq`."""
+def range_position(symbol: Symbol) -> tuple[Node, int] | None:
+    """(the ranged expression, the variable's position on the left) of a
+    range variable: `for i, r := range reqs` gives (reqs, 1) for r."""
     declared = symbol.node
     holder = declared.parent.parent if declared is not None and declared.parent is not None else None
     if holder is None or holder.type != "range_clause":
         return None
-    left = syntax.expressions(holder.child_by_field_name("left"))
-    position = [c.id for c in left].index(declared.id) if declared.id in [c.id for c in left] else -1
+    left = [c.id for c in syntax.expressions(holder.child_by_field_name("left"))]
     right = syntax.unparen(holder.child_by_field_name("right"))
-    source = resolution.symbol(right) if right is not None and right.type == "identifier" else None
-    collection = source.type_node if source is not None else None
+    if right is None or declared.id not in left:
+        return None
+    return right, left.index(declared.id)
+
+
+def element_of(collection: Node | None, ranged_position: int | None = None) -> Node | None:
+    """The element type node of a slice, array, map (its value) or channel
+    type node, pointers stripped: what `x[i]` is (`ranged_position` None),
+    or what the variable at that position of `for k, v := range x` is."""
     while collection is not None and collection.type in ("pointer_type", "parenthesized_type"):
         inner = syntax.children(collection)
         collection = inner[0] if inner else None
     if collection is None:
         return None
     if collection.type == "channel_type":
-        return collection.child_by_field_name("value") if position == 0 else None
+        return collection.child_by_field_name("value") if ranged_position == 0 else None
+    if ranged_position == 0:
+        return None  # an index or a key
     if collection.type in ("slice_type", "array_type"):
-        return collection.child_by_field_name("element") if position == 1 else None
+        return collection.child_by_field_name("element")
     if collection.type == "map_type":
-        return collection.child_by_field_name("value") if position == 1 else None
+        return collection.child_by_field_name("value")
     return None
 
 
@@ -282,6 +293,8 @@ class TypeOracle:
         self._function_of = function_of
         self._api_result = api_result
         self._structs: dict[str, tuple[dict[str, Node], list[str]]] | None = None
+        # Struct type -> the type nodes of the other packages' types it embeds.
+        self._embedded_imported: dict[str, list[Node]] = {}
         self._paths: Paths | None = None
 
     def type_of(self, expression: Node | None, depth: int = 0) -> str | None:
@@ -301,7 +314,7 @@ class TypeOracle:
                 return None
             if symbol.type_node is not None:
                 return named_type(symbol.type_node)
-            ranged = range_element(self.package.resolution, symbol)
+            ranged = self.ranged_type(symbol)
             if ranged is not None:
                 return named_type(ranged)
             if symbol.init is not None and symbol.init_index < 0:
@@ -322,7 +335,34 @@ class TypeOracle:
             fields, _ = self.structs().get(owner, ({}, []))
             field_type = fields.get(syntax.text(node.child_by_field_name("field")))
             return named_type(field_type) if field_type is not None else None
+        if node.type == "index_expression":
+            return named_type(element_of(self.declared_type_of(node.child_by_field_name("operand"))))
         return None
+
+    def declared_type_of(self, expression: Node | None) -> Node | None:
+        """The type node a variable, or a field of one of the package's
+        structs (`m.engines`), was declared with."""
+        node = syntax.unparen(expression)
+        if node is None:
+            return None
+        if node.type == "identifier":
+            symbol = self.package.resolution.symbol(node)
+            return symbol.type_node if symbol is not None and symbol.kind is SymbolKind.VAR else None
+        if node.type == "selector_expression":
+            owner = self.type_of(node.child_by_field_name("operand"))
+            fields, _ = self.structs().get(owner, ({}, [])) if owner is not None else ({}, [])
+            return fields.get(syntax.text(node.child_by_field_name("field")))
+        return None
+
+    def ranged_type(self, symbol: Symbol) -> Node | None:
+        """The element type a range variable takes from a declared slice,
+        array, map or channel (a variable, or a struct field: `for _, e :=
+        range m.engines` with `engines []cuda.Engine`)."""
+        ranged = range_position(symbol)
+        if ranged is None:
+            return None
+        collection, position = ranged
+        return element_of(self.declared_type_of(collection), position)
 
     def imported_type_of(self, expression: Node | None, depth: int = 0) -> tuple[str, str] | None:
         """(import path, type name) of an expression of another package's
@@ -345,6 +385,8 @@ class TypeOracle:
             owner = self.type_of(node.child_by_field_name("operand"))
             fields, _ = self.structs().get(owner, ({}, [])) if owner is not None else ({}, [])
             return qualified_type(resolution, fields.get(syntax.text(node.child_by_field_name("field"))))
+        if node.type == "index_expression":
+            return qualified_type(resolution, element_of(self.declared_type_of(node.child_by_field_name("operand"))))
         if node.type != "identifier":
             return None
         symbol = resolution.symbol(node)
@@ -352,6 +394,9 @@ class TypeOracle:
             return None
         if symbol.type_node is not None:
             return qualified_type(resolution, symbol.type_node)
+        ranged = self.ranged_type(symbol)
+        if ranged is not None:
+            return qualified_type(resolution, ranged)
         if symbol.init is None:
             return None
         if symbol.init_index < 0:
@@ -410,8 +455,33 @@ class TypeOracle:
                                 if embedded_name is not None:
                                     embedded.append(embedded_name)
                                     fields[embedded_name] = type_node
+                                elif qualified_type(self.package.resolution, type_node) is not None:
+                                    self._embedded_imported.setdefault(syntax.text(name), []).append(type_node)
                         self._structs[syntax.text(name)] = (fields, embedded)
         return self._structs
+
+    def embedded_imported(self, type_name: str) -> list[tuple[str, str]]:
+        """(import path, type) of the other packages' types a package struct
+        embeds, directly or through the package types it embeds, shallowest
+        first: their methods are promoted to it (`type op struct {
+        *cudnn.Dropout }` has op.RequiredStateSize)."""
+        structs = self.structs()
+        found: list[tuple[str, str]] = []
+        seen = {type_name}
+        level = [type_name]
+        while level:
+            following = []
+            for name in level:
+                for node in self._embedded_imported.get(name, ()):
+                    typed = qualified_type(self.package.resolution, node)
+                    if typed is not None and typed not in found:
+                        found.append(typed)
+                for embedded in structs.get(name, ({}, []))[1]:
+                    if embedded not in seen:
+                        seen.add(embedded)
+                        following.append(embedded)
+            level = following
+        return found
 
     def paths(self) -> Paths:
         """Struct fields and method results as short types (`Paths`)."""

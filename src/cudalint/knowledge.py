@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase, translate
 from importlib import resources
 from pathlib import Path
@@ -147,6 +148,12 @@ class Family:
     # nvml.Init), which current NVIDIA code calls instead of the package
     # functions so that tests can swap the library.
     interfaces: tuple[str, ...] = ()
+    # For a C family: the name of the Go packages that bind it function for
+    # function (`nvml`: tkestack.io/nvml's DeviceGetHandleByIndex is
+    # nvmlDeviceGetHandleByIndex), and the C API's function names without
+    # prefix or version suffix. See NamedBindings.
+    named_bindings: str = ""
+    named_functions: tuple[str, ...] = ()  # sorted: the family's repr is part of cache keys
 
     def forwarded(self, name: str) -> str:
         """The package function a method of one of the family's interfaces
@@ -208,6 +215,7 @@ class _Globs:
 class Knowledge:
     families: tuple[Family, ...]
     _cache: dict[tuple[str, str], ApiFunction | None] = field(default_factory=dict, repr=False)
+    _named: NamedBindings | None = field(default=None, repr=False)
     _method_types: dict[str, frozenset[str]] | None = field(default=None, repr=False)
     _status_globs: dict[int, tuple[_Globs, _Globs]] = field(default_factory=dict, repr=False)
     _role_index: dict[int, dict[str, tuple[tuple[ResourceSpec, ...], ...]]] = field(default_factory=dict, repr=False)
@@ -288,6 +296,12 @@ class Knowledge:
         shortest = [p for p in sorted(found) if not any(p != q and p.startswith(q) for q in found)]
         return tuple(prefix.encode() for prefix in shortest)
 
+    @property
+    def named_bindings(self) -> NamedBindings:
+        if self._named is None:
+            self._named = NamedBindings(self)
+        return self._named
+
     def canonical(self, import_path: str, name: str) -> str:
         """The name a call goes by in the knowledge: a method of an
         interface that forwards to the package functions is that function."""
@@ -347,12 +361,115 @@ class Knowledge:
         return None
 
 
+class NamedBindings:
+    """Go bindings that no knowledge file describes and whose source is not
+    on this machine (no vendor/, no module cache), read by their names.
+
+    Where the knowledge says so of a C API (`[named_bindings]`), a Go
+    package of that name binds it function for function (tkestack.io/nvml):
+    its function `Name`, where Name is one of the API's function names
+    without prefix, stands for the C function
+    `<prefix>Name`: tkestack.io/nvml's DeviceGetHandleByIndex is
+    nvmlDeviceGetHandleByIndex, and `dev.DeviceGetMemoryInfo()` on a value it
+    returned is nvmlDeviceGetMemoryInfo. What carries over is what a Go
+    binding keeps of its C function whatever its style: the status, as the
+    last result (an `error` or a code compared with `<prefix>.SUCCESS`), and
+    the pairings without a handle (Init / Shutdown), and that a release is
+    one (its dropped status is CL304's; `_ =` on it stays allowed). No
+    acquisition of a handle is read by name: where a binding keeps its
+    handles (out-parameters turned into results, Go types with finalizers)
+    its source would have to say, and a guess there would be a false leak.
+    Where the source is readable, it is summarised instead and nothing here
+    applies."""
+
+    def __init__(self, knowledge: Knowledge):
+        self._knowledge = knowledge
+        self._families: dict[str, Family] = {}
+        self._resources: dict[tuple[str, str], ResourceSpec] = {}
+        self._found: dict[tuple[str, str], ApiFunction | None] = {}
+        # The C families by the name of the Go packages that bind them.
+        self.words: dict[str, Family] = {f.named_bindings: f for f in knowledge.families if f.named_bindings}
+        self._functions = {word: frozenset(family.named_functions) for word, family in self.words.items()}
+
+    def word_of(self, import_path: str) -> str | None:
+        """The C API a package binds by its name: the last element of its
+        import path (a `/vN` major version left out, `go-nvml` read as
+        `nvml`); None for a package a knowledge file describes."""
+        if import_path in self._knowledge.import_paths or "/" not in import_path:
+            return None
+        parts = import_path.split("/")
+        last = parts[-2] if re.fullmatch(r"v\d+", parts[-1]) else parts[-1]
+        word = last.removeprefix("go-")
+        return word if word in self.words else None
+
+    def needles(self, wanted: Callable[[Family], bool]) -> frozenset[bytes]:
+        """How an import of such a package ends in a file's bytes, for the C
+        families a rule has something to say about."""
+        return frozenset(f'/{word}"'.encode() for word, family in self.words.items() if wanted(family))
+
+    def lookup(self, import_path: str, name: str) -> ApiFunction | None:
+        """The call `name` (a function, or `Type.Method`) of the package, as
+        the C function of that name; None where the C knowledge says nothing
+        of it."""
+        key = (import_path, name)
+        if key not in self._found:
+            self._found[key] = self._derive(import_path, name)
+        return self._found[key]
+
+    def _derive(self, import_path: str, name: str) -> ApiFunction | None:
+        word = self.word_of(import_path)
+        function = name.rsplit(".", 1)[-1]
+        if word is None or function not in self._functions[word]:
+            return None
+        c_api = self._knowledge.lookup("C", word + function)
+        if c_api is None or c_api.family is not self.words[word]:
+            return None
+        family = self._family(import_path, word, c_api.family)
+        releases = tuple(self._resource(family, r) for r in c_api.releases)
+        acquires = tuple(self._resource(family, r) for r in c_api.acquires if r.handleless)
+        status = family.status if c_api.status is not None else None
+        if status is None and not releases and not acquires:
+            return None
+        return ApiFunction(family, f"{word}.{name}", status, c_api.discardable, releases, acquires)
+
+    def _family(self, import_path: str, word: str, c_family: Family) -> Family:
+        family = self._families.get(import_path)
+        if family is None:
+            family = self._families[import_path] = Family(
+                name=f"{c_family.name} ({import_path})", description=f"{c_family.description}, bound by {import_path}",
+                import_path=import_path, qualifier=word, source=f"{import_path}, read by its name",
+                docs=c_family.docs, status=StatusSpec("error", (f"{word}.SUCCESS",), "last", "error"),
+            )
+        return family
+
+    def _resource(self, family: Family, c_resource: ResourceSpec) -> ResourceSpec:
+        """The C pairing with the binding's names (C.nvmlInit -> nvml.Init),
+        one spec per package so that its Init and its Shutdown pair."""
+        key = (family.import_path, c_resource.name)
+        found = self._resources.get(key)
+        if found is None:
+            prefix = f"C.{family.qualifier}"
+
+            def renamed(roles: tuple[CallRole, ...]) -> tuple[CallRole, ...]:
+                # A binding's name has no version suffix: nvmlInit_v2 is its Init.
+                return tuple(dict.fromkeys(
+                    CallRole(f"{family.qualifier}.{re.sub(r'_v[0-9]+$', '', role.call.removeprefix(prefix))}", role.handle)
+                    for role in roles if role.call.startswith(prefix)
+                ))
+
+            found = self._resources[key] = replace(
+                c_resource, acquire=renamed(c_resource.acquire), release=renamed(c_resource.release), transfer=(),
+            )
+        return found
+
+
 # -- loading and validation ---------------------------------------------------
 
 _TOP_KEYS = {
     "schema", "family", "description", "import", "name", "docs", "status", "status_calls", "resource", "types",
-    "threads", "async", "keeps", "results", "interfaces",
+    "threads", "async", "keeps", "results", "interfaces", "named_bindings",
 }
+_NAMED_KEYS = {"package", "functions"}
 _KEEPS_KEYS = {"call", "args"}
 _THREAD_KEYS = {"bound", "context_setters", "releases_need_context"}
 _ASYNC_KEYS = {"call", "host_args"}
@@ -440,11 +557,29 @@ def parse_family(document: dict, source: str) -> Family:
     for type_name in interfaces:
         if type_name.count(".") != 1 or not type_name.split(".")[1][:1].isupper():
             raise _fail(source, "interfaces", f"expected an exported type of the package as {qualifier}.Type, not {type_name!r}")
+    named, functions = _named_bindings(source, doc, import_path, status)
     return Family(
         name, description, import_path, qualifier, source, docs, status,
         match, except_, discardable, resources, types, bound, setters, need_context, async_host, keeps, results,
-        interfaces,
+        interfaces, named, functions,
     )
+
+
+def _named_bindings(source: str, doc: dict, import_path: str, status: StatusSpec | None) -> tuple[str, tuple[str, ...]]:
+    """[named_bindings]: package = "nvml", functions = ["Init", ...]."""
+    table = _table(source, "[named_bindings]", doc.get("named_bindings", {}), _NAMED_KEYS)
+    if not table:
+        return "", ()
+    if import_path != "C" or status is None:
+        raise _fail(source, "[named_bindings]", "only a family of C calls with a [status] can be bound by name")
+    package = _string(source, "[named_bindings].package", table.get("package"))
+    if not re.fullmatch(r"[a-z][a-z0-9]*", package):
+        raise _fail(source, "[named_bindings].package", f"expected a Go package name such as \"nvml\", not {package!r}")
+    functions = _strings(source, "[named_bindings].functions", table.get("functions"))
+    for function in functions:
+        if not re.fullmatch(r"[A-Z][A-Za-z0-9]*", function):
+            raise _fail(source, "[named_bindings].functions", f"expected a C function's name without its prefix (\"Init\"), not {function!r}")
+    return package, tuple(sorted(set(functions)))
 
 
 def _results(source: str, doc: dict, qualifier: str) -> tuple[tuple[str, str], ...]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -120,6 +121,19 @@ class Modules:
                 elif located.directory != directory:
                     found[located.directory] = None
         return list(found)
+
+
+    def without_source(self, directory: Path, import_paths: Iterable[str]) -> frozenset[str]:
+        """Of these imports of the package in `directory`, those outside its
+        module whose source this machine lacks (no vendor/, module cache,
+        replace or workspace entry); never the standard library or cgo."""
+        resolver = self.resolver(directory)
+        own = self.of(directory)
+        return frozenset(
+            path for path in import_paths
+            if path != "C" and not is_standard(path) and (own is None or own.directory(path) is None)
+            and (resolver is None or resolver.locate(path) is None)
+        )
 
 
 def module_of(directory: Path) -> Module | None:

@@ -19,8 +19,10 @@ from cudalint.knowledge import Family, Knowledge
 
 def imports_of(knowledge: Knowledge, wanted: Callable[[Family], bool]) -> frozenset[bytes]:
     """A rule's needles: the quoted import paths of the knowledge families
-    it has something to say about."""
-    return frozenset(f'"{family.import_path}"'.encode() for family in knowledge.families if wanted(family))
+    it has something to say about, and how an import of a binding of one
+    of them that is known by its name ends (`/nvml"`)."""
+    described = frozenset(f'"{family.import_path}"'.encode() for family in knowledge.families if wanted(family))
+    return described | knowledge.named_bindings.needles(wanted)
 
 
 def needles_for(rules: Iterable[Rule], knowledge: Knowledge, enabled: frozenset[str]) -> tuple[bytes, ...]:

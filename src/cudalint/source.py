@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 import os
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -94,7 +95,11 @@ def display_path(path: Path, base: Path) -> str:
             return path.as_posix()
 
 
-def read_source(path: Path, display: str) -> SourceFile | Notification:
+def read_source(path: Path, display: str, overlay: Mapping[Path, bytes] | None = None) -> SourceFile | Notification:
+    """The file's bytes, checked to be Go source. `overlay` holds the text of
+    buffers an editor has open (the language server, `--stdin-filename`):
+    a path it names is read from it, unsaved text winning over the disk."""
+
     def problem(message: str, line: int | None = None, column: int | None = None) -> Notification:
         kind = NotificationKind.UNREADABLE if line is None else NotificationKind.NOT_GO_SOURCE
         return Notification(kind, display, message, line, column)
@@ -106,6 +111,11 @@ def read_source(path: Path, display: str) -> SourceFile | Notification:
             f"cudalint analyses (generated code?); skipped",
         )
 
+    if overlay is not None and path in overlay:
+        data = overlay[path]
+        if len(data) > MAX_FILE_BYTES:
+            return too_large(len(data))
+        return _checked(SourceFile(path, display, data))
     try:
         # O_NONBLOCK: a FIFO swapped in after discovery must not block the
         # run; the size is checked on the open file, and never more than the
@@ -140,7 +150,12 @@ def read_source(path: Path, display: str) -> SourceFile | Notification:
         return problem("cannot read: permission denied; skipped")
     except OSError as error:
         return problem(f"cannot read: {error.strerror or error}; skipped")
-    source = SourceFile(path, display, data)
+    return _checked(SourceFile(path, display, data))
+
+
+def _checked(source: SourceFile) -> SourceFile | Notification:
+    """The source, or the notification that says it is not Go source."""
+    data, display = source.data, source.display
     nul = data.find(b"\x00")
     if nul != -1:
         where = source.offset_position(nul)

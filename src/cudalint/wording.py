@@ -11,12 +11,19 @@ from cudalint import syntax
 from cudalint.analyses.calls import CallFact
 from cudalint.analyses.lifetimes import Origin
 from cudalint.analyses.status import first_success_as_written
+from cudalint.framework import Ref
 from cudalint.knowledge import CallRole, ResourceSpec
 
 _VERBS = (
     ("unregister", "unregistered"), ("free", "freed"), ("destroy", "destroyed"), ("unload", "unloaded"),
     ("shutdown", "shut down"), ("close", "closed"), ("unsubscribe", "unsubscribed"), ("abort", "aborted"),
 )
+
+
+def acquired_here(origin: Origin) -> Ref:
+    """The acquisition a lifetime finding points back to, labelled the same
+    way in every rule's message."""
+    return Ref(origin.call, f"{origin.resource.name} acquired here")
 
 
 def release_verb(resource: ResourceSpec) -> str:
@@ -63,7 +70,11 @@ def release_statement(origin: Origin) -> str:
         return f"defer {origin.handle or 'x'}.{role.method}()"
     call = spelled(origin, role.call)
     if role.handle == "none":
-        return f"defer {call}(...)"
+        # A count taken with no argument (nvml.Init()) is given back with
+        # none; one taken for a device (the primary context) names it.
+        taken = origin.innermost.call
+        arguments = syntax.children(taken.child_by_field_name("arguments")) if taken.type == "call_expression" else [taken]
+        return f"defer {call}()" if not arguments else f"defer {call}(...)"
     handle = origin.handle or "x"  # a result never stored: name the variable to store it in
     if role.index == 0:
         argument = f"unsafe.Pointer({handle})" if role.call == "C.free" else handle

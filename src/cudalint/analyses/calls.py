@@ -30,9 +30,10 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.framework import Analysis, ImportedFacts, Pass
 from cudalint.functions import Package, Unit, UnitKind, exported_name
-from cudalint.gotypes import TypeOracle, imported_type, named_type, result_types
+from cudalint.gotypes import TypeOracle, named_type, result_types
+from cudalint.analyses.c_helpers import c_helper_api
 from cudalint.cside import CView, view_of
-from cudalint.knowledge import ApiFunction, CallRole, Knowledge, StatusSpec
+from cudalint.knowledge import ApiFunction, Knowledge, StatusSpec
 from cudalint.scope import Symbol, SymbolKind, default_import_name
 
 # Standard-library packages whose functions only read their arguments
@@ -207,17 +208,7 @@ class CallIndex:
                 for name, calls in self._file_calls(parsed).items():
                     self._calls_by_name.setdefault(name, []).extend((parsed.root, call) for call in calls)
         name = unit.name.rsplit(".", 1)[-1]
-        by_target = self._calls_by_target.get(name)
-        if by_target is None:
-            # Every call of the name classified once, for all the functions
-            # and methods of that name (4,000 types with a Run method asked
-            # one by one made this quadratic).
-            by_target = self._calls_by_target[name] = {}
-            for root, call in self._calls_by_name.get(name, []):
-                self.package.resolution.ensure(root, call)
-                target = self.callee(call).target
-                if target is not None:
-                    by_target.setdefault(target, []).append(call)
+        by_target = self._grouped(self._calls_by_target, self._calls_by_name, name, lambda call: self.callee(call).target)
         return list(by_target.get(unit, ()))
 
     def named_calls_in(self, unit: Unit) -> list[Node]:
@@ -267,18 +258,34 @@ class CallIndex:
                     name = syntax.text(selector.child_by_field_name("field"))
                     self._selectors.setdefault(name, []).append((parsed.root, selector))
         method = unit.name.rsplit(".", 1)[-1]
-        by_method = self._values_by_method.get(method)
-        if by_method is None:
-            by_method = self._values_by_method[method] = {}
-            for root, selector in self._selectors.get(method, []):
-                self.package.resolution.ensure(root, selector)
-                parent = selector.parent
-                if parent is not None and parent.type == "call_expression" and parent.child_by_field_name("function") == selector:
-                    continue
-                target = self._method(syntax.unparen(selector.child_by_field_name("operand")), method)
-                if target is not None:
-                    by_method.setdefault(target, []).append(selector)
+        by_method = self._grouped(
+            self._values_by_method, self._selectors, method, lambda selector: self._method_value(selector, method),
+        )
         return list(by_method.get(unit, ()))
+
+    def _method_value(self, selector: Node, method: str) -> Unit | None:
+        """The method `x.method` names where it is not called, else None."""
+        parent = selector.parent
+        if parent is not None and parent.type == "call_expression" and parent.child_by_field_name("function") == selector:
+            return None
+        return self._method(syntax.unparen(selector.child_by_field_name("operand")), method)
+
+    def _grouped(
+        self, memo: dict[str, dict[Unit, list[Node]]], candidates: dict[str, list[tuple[Node, Node]]], name: str,
+        target_of: Callable[[Node], Unit | None],
+    ) -> dict[Unit, list[Node]]:
+        """The nodes that spell `name`, grouped by the function they name:
+        classified once for all the functions and methods of that name
+        (4,000 types with a Run method asked one by one made this quadratic)."""
+        grouped = memo.get(name)
+        if grouped is None:
+            grouped = memo[name] = {}
+            for root, node in candidates.get(name, []):
+                self.package.resolution.ensure(root, node)
+                target = target_of(node)
+                if target is not None:
+                    grouped.setdefault(target, []).append(node)
+        return grouped
 
     def references(self, symbol: Symbol) -> list[Node]:
         """The identifiers that refer to a symbol (its declarations included).
@@ -436,6 +443,11 @@ class CallIndex:
                     self._methods_by_type.setdefault(receiver, []).append(unit)
         return list(self._methods_by_type.get(type_name, ()))
 
+    def has_method(self, type_name: str, method: str) -> bool:
+        """Whether a package type has the method, its own or promoted from
+        a package type it embeds."""
+        return self._method_of(type_name, method) is not None
+
     def _method_of(self, type_name: str, method: str) -> Unit | None:
         """The method of a type or, promoted, of the types it embeds (the
         shallowest, as Go selects it), without recursing along the chain."""
@@ -469,7 +481,15 @@ def _qualified_call(node: Node, package: Package, knowledge: Knowledge) -> CallF
         return None
     name = syntax.text(function.child_by_field_name("field"))
     written = f"{syntax.text(operand)}.{name}"
-    return CallFact(node, import_path, name, written, knowledge.lookup(import_path, name))
+    return CallFact(node, import_path, name, written, _api(package, knowledge, import_path, name))
+
+
+def _api(package: Package, knowledge: Knowledge, import_path: str, name: str) -> ApiFunction | None:
+    """What the knowledge says of a call of that package, or, for a binding
+    with no source here, what its name says (knowledge.NamedBindings)."""
+    if import_path in package.named_bindings:
+        return knowledge.named_bindings.lookup(import_path, name)
+    return knowledge.lookup(import_path, name)
 
 
 def _index_method_calls(facts: CallIndex, package: Package, knowledge: Knowledge) -> None:
@@ -480,7 +500,7 @@ def _index_method_calls(facts: CallIndex, package: Package, knowledge: Knowledge
     knowledge or the package's own declaration gives. Only files that spell
     one of those types or calls (with its package's name) are searched."""
     types = knowledge.method_types
-    if not types:
+    if not types and not package.named_bindings:
         return
     typed_results = {
         family.import_path: [call.split(".", 1)[1] for call, _ in family.result_types]
@@ -492,69 +512,23 @@ def _index_method_calls(facts: CallIndex, package: Package, knowledge: Knowledge
             for imported in parsed.imports if imported.path in types
             for name in (*types[imported.path], *typed_results.get(imported.path, ()))
         ]
+        # Any value of a binding read by its name may have methods that are its API.
+        spelled += [f"{imported.name or default_import_name(imported.path)}.".encode() for imported in parsed.imports if imported.path in package.named_bindings]
         if not spelled or not any(needle in parsed.source.data for needle in spelled):
             continue
         for node, function, operand in _method_calls(facts, parsed):
-            declared = facts.types.imported_type_of(operand)
-            if declared is None or declared[0] not in types or declared[1] not in types[declared[0]]:
-                continue
             method = syntax.text(function.child_by_field_name("field"))
-            name = knowledge.canonical(declared[0], f"{declared[1]}.{method}")
-            api = knowledge.lookup(declared[0], name)
+            declared = _receiver_type(
+                facts, operand, method,
+                lambda typed: typed[0] in package.named_bindings or typed[1] in types.get(typed[0], ()),
+            )
+            if declared is None:
+                continue
+            name = knowledge.canonical(declared[0], f"{declared[1]}.{method}" if declared[1] else method)
+            api = _api(package, knowledge, declared[0], name)
             if api is None:
                 continue
             facts.record(CallFact(node, declared[0], name, f"{syntax.text(operand)}.{method}", api, on_value=True))
-
-
-def _c_helper_api(view: CView, name: str, knowledge: Knowledge, known: ApiFunction | None) -> ApiFunction | None | bool:
-    """What the package's own C says of `C.name`: the ApiFunction of a
-    helper that wraps an API call (its status, and the call's acquisitions
-    and releases moved to the helper's parameters), or of a function whose
-    return type is a family's status type; None where its return type says
-    it returns no status (void, a pointer, another type: the knowledge's
-    pattern matched a name that is no status call); False where the C says
-    nothing (the knowledge stands)."""
-    function = view.functions.get(name)
-    if function is None:
-        return None if view.is_type(name) else False  # `C.cudaStream_t(x)` converts
-    if function.wraps:
-        inner = knowledge.lookup("C", view.wrapped(function))
-        if inner is not None:
-            return _wrapping(inner, function, f"C.{name}")
-    returned = view.resolved_return(name)
-    if returned is None:
-        return False
-    type_names, pointer = returned
-    for family in knowledge.families:
-        if family.import_path == "C" and family.status is not None and not pointer and family.status.type in type_names:
-            if known is not None and known.status is not None:
-                return known
-            return ApiFunction(family, f"C.{name}", family.status, False, (), ())
-    if known is not None and known.status is not None and not known.releases and not known.acquires:
-        return None  # e.g. a helper named like the API that returns void
-    return False
-
-
-def _wrapping(inner: ApiFunction, helper, written: str) -> ApiFunction:
-    """The helper as an API function: the wrapped call's roles moved to the
-    helper's parameters, and its status, unless the helper returns void
-    (it drops the status: its callers have none to check)."""
-    roles = []
-    for kind in ("acquire", "release", "transfer"):
-        for resource, role in inner.roles(kind):
-            if role.handle == "none" or role.is_result:
-                roles.append((kind, resource, CallRole(written, role.handle)))
-                continue
-            index = role.index
-            if 0 <= index < len(helper.wrapped_args) and helper.wrapped_args[index] >= 0:
-                prefix = "out" if role.is_out else "arg"
-                roles.append((kind, resource, CallRole(written, f"{prefix}{helper.wrapped_args[index]}")))
-    status = None if helper.returns == "void" and not helper.pointer else inner.status
-    return ApiFunction(
-        inner.family, written, status, inner.discardable,
-        tuple(r for k, r, _ in roles if k == "release"), tuple(r for k, r, _ in roles if k == "acquire"),
-        tuple(r for k, r, _ in roles if k == "transfer"), helper_roles=tuple(roles),
-    )
 
 
 def _index_c_side(facts: CallIndex, package: Package, knowledge: Knowledge) -> None:
@@ -576,7 +550,7 @@ def _index_c_side(facts: CallIndex, package: Package, knowledge: Knowledge) -> N
                 continue  # a variable named C, in a file that does not import "C"
             name = syntax.text(function.child_by_field_name("field"))
             known = facts.calls.get(node)
-            api = _c_helper_api(view, name, knowledge, known.api if known is not None else None)
+            api = c_helper_api(view, name, knowledge, known.api if known is not None else None)
             if api is False:
                 continue
             written = f"C.{name}"
@@ -659,8 +633,9 @@ def _unclassified(facts: CallIndex, calls, operands: tuple[str, ...]) -> Iterato
 
 
 def _index_module_methods(facts: CallIndex, package: Package) -> None:
-    """`dev.Alloc(n)` with `dev *gpu.Device` (declared, or made by a function
-    of gpu whose facts give its result's type): a method of another
+    """`dev.Alloc(n)` with `dev *gpu.Device` (declared, ranged over a slice
+    of them, or made by a function of gpu whose facts give its result's
+    type): a method of another
     package of the module, named `Device.Alloc` in that package's facts."""
     imported = facts.imported
     packages = imported.packages()
@@ -672,13 +647,44 @@ def _index_module_methods(facts: CallIndex, package: Package) -> None:
             continue
         for node, function, operand in _calls_on_variables(facts, parsed):
             resolution.ensure(parsed.root, node)
-            symbol = resolution.symbol(operand)
-            typed = imported_type(resolution, symbol) or _module_result_typed(facts, symbol)
+            method = syntax.text(function.child_by_field_name("field"))
+            typed = (
+                facts.types.imported_type_of(operand) or _module_result_typed(facts, resolution.symbol(operand))
+                or _promoted(facts, operand, method, lambda typed: imported.knows(typed[0], f"{typed[1]}.{method}"))
+            )
             if typed is None or typed[0] not in packages:
                 continue
-            name = f"{typed[1]}.{syntax.text(function.child_by_field_name('field'))}"
+            name = f"{typed[1]}.{method}"
             if imported.knows(typed[0], name):
                 facts.calls[node] = CallFact(node, typed[0], name, syntax.text(function), None)
+
+
+def _receiver_type(
+    facts: CallIndex, operand: Node, method: str, described: Callable[[tuple[str, str]], bool],
+) -> tuple[str, str] | None:
+    """(import path, type) of the other package's type whose method
+    `operand.method(...)` calls, where `described` knows it: the operand's
+    own type, or, for a struct of this package with no such method, a type
+    it embeds (a promoted method: `type gpu struct{ nvml.Device }`)."""
+    declared = facts.types.imported_type_of(operand)
+    if declared is not None:
+        return declared if described(declared) else None
+    return _promoted(facts, operand, method, described)
+
+
+def _promoted(
+    facts: CallIndex, operand: Node, method: str, described: Callable[[tuple[str, str]], bool],
+) -> tuple[str, str] | None:
+    """The other package's type embedded in the operand's struct type that
+    the method is promoted from, where `described` knows it: only where it
+    is the one such type embedded (a test double embedding nvml.Device and
+    mock.Mock gets AssertExpectations from the mock, which says nothing of
+    its methods, so the knowledge's pattern for Device is no answer)."""
+    local = facts.types.type_of(operand)
+    if local is None or facts.has_method(local, method):
+        return None
+    embedded = facts.types.embedded_imported(local)
+    return embedded[0] if len(embedded) == 1 and described(embedded[0]) else None
 
 
 def _module_result_typed(facts: CallIndex, symbol: Symbol | None) -> tuple[str, str] | None:
@@ -701,6 +707,8 @@ def _api_result_type(facts: CallIndex, call: Node) -> tuple[str, str] | None:
     fact = facts.calls.get(call)
     if fact is None:
         return None
+    if fact.import_path in facts.package.named_bindings and fact.api is not None:
+        return fact.import_path, ""  # a value of the binding; only its source would name the type
     type_name = facts.knowledge.result_type(fact.import_path, fact.name)
     return (fact.import_path, type_name) if type_name is not None else None
 
@@ -731,7 +739,7 @@ def index_calls(package: Package, knowledge: Knowledge, imported: ImportedFacts 
     describes, runtime, unsafe, reflect), resolving just the declarations that
     make them; other callees are classified on demand by CallIndex.callee."""
     facts = CallIndex(package, knowledge, imported or ImportedFacts())
-    watched = knowledge.import_paths | _WATCHED | facts.imported.packages()
+    watched = knowledge.import_paths | _WATCHED | facts.imported.packages() | package.named_bindings
     resolution = package.resolution
     for parsed in package.files:
         names = {

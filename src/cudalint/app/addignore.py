@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,7 +106,7 @@ def _edits(
 ) -> list[TextEdit]:
     from cudalint.parse import parse
 
-    starts = [0] + [index + 1 for index, byte in enumerate(data) if byte == 0x0A]
+    starts = line_starts(data)
     root = parse(SourceFile(Path(path), path, data))[0].root
     edits: list[TextEdit] = []
     for line in sorted(lines):
@@ -117,27 +118,48 @@ def _edits(
         shown = text.rstrip(b"\n").rstrip(b"\r").decode("utf-8", "replace")
         if expected[line] and not shown.startswith(expected[line].rstrip("\r")):
             raise rewrite.Refused(f"line {line} is not the line analysed (changed since it was analysed)")
-        node = root.descendant_for_byte_range(start, start)
-        while node is not None and node.type not in _CONTINUED:
-            node = node.parent
-        if node is not None and node.start_byte < start:
-            outcome.refused.append(f"{path}:{line} starts inside a multi-line {node.type.replace('_', ' ')}")
-            continue
-        if line > 1 and _cells(root, data, starts, line - 1) & _cells(root, data, starts, line):
-            outcome.refused.append(
-                f"{path}:{line} is aligned by gofmt with the line above it (a trailing comment, a field, a key or a spec), "
-                "and a directive line between them would change that alignment"
-            )
-            continue
-        body = text.rstrip(b"\n").rstrip(b"\r")
-        indent = body[: len(body) - len(body.lstrip(b" \t"))].decode()
-        if body.lstrip(b" \t")[:1] in (b"}", b")"):
-            indent += "\t"  # gofmt indents a comment before a closing brace as the block's body
-        newline = "\r\n" if text.endswith(b"\r\n") or (not text.endswith(b"\n") and b"\r\n" in data) else "\n"
-        directive = f"{indent}//cudalint:ignore {','.join(sorted(lines[line]))} {reason}{newline}"
-        position = _position(line)
-        edits.append(TextEdit(start, start, directive, "", Span(position, position), digest))
+        try:
+            edits.append(directive(root, data, starts, line, lines[line], reason, digest))
+        except Unplaceable as why:
+            outcome.refused.append(f"{path}:{line} {why}")
     return edits
+
+
+class Unplaceable(Exception):
+    """A line no directive line can go above; the message says why."""
+
+
+def directive(root, data: bytes, starts: list[int], line: int, rules: Collection[str], reason: str, digest: str = "") -> TextEdit:
+    """The edit that puts `//cudalint:ignore RULES REASON` on a line of its
+    own above line `line` (1-based) of `data` (parsed into `root`, its line
+    starts `starts`), indented as gofmt indents a comment there, in the
+    file's line endings; Unplaceable where no such line fits."""
+    start = starts[line - 1]
+    end = starts[line] if line < len(starts) else len(data)
+    text = data[start:end]
+    node = root.descendant_for_byte_range(start, start)
+    while node is not None and node.type not in _CONTINUED:
+        node = node.parent
+    if node is not None and node.start_byte < start:
+        raise Unplaceable(f"starts inside a multi-line {node.type.replace('_', ' ')}")
+    if line > 1 and _cells(root, data, starts, line - 1) & _cells(root, data, starts, line):
+        raise Unplaceable(
+            "is aligned by gofmt with the line above it (a trailing comment, a field, a key or a spec), "
+            "and a directive line between them would change that alignment"
+        )
+    body = text.rstrip(b"\n").rstrip(b"\r")
+    indent = body[: len(body) - len(body.lstrip(b" \t"))].decode()
+    if body.lstrip(b" \t")[:1] in (b"}", b")"):
+        indent += "\t"  # gofmt indents a comment before a closing brace as the block's body
+    newline = "\r\n" if text.endswith(b"\r\n") or (not text.endswith(b"\n") and b"\r\n" in data) else "\n"
+    position = _position(line)
+    written = f"{indent}//cudalint:ignore {','.join(sorted(rules))} {reason}{newline}"
+    return TextEdit(start, start, written, "", Span(position, position), digest)
+
+
+def line_starts(data: bytes) -> list[int]:
+    """The byte offset at which each line starts."""
+    return [0] + [index + 1 for index, byte in enumerate(data) if byte == 0x0A]
 
 
 # Lines gofmt aligns in columns with their neighbours (a comment line between

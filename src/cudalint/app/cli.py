@@ -136,6 +136,12 @@ def _say(line: str) -> None:
 @click.option("--show-settings", is_flag=True,
               help="Print the configuration that applies to each PATTERN (a file or directory; default .), "
                    "which file it comes from and why, and exit.")
+@click.option("--server", is_flag=True,
+              help="Speak the Language Server Protocol on standard input and output: findings in the editor while you type "
+                   "(see docs/editors.md). A flag, since a bare word is a pattern.")
+@click.option("--stdin-filename", type=click.Path(dir_okay=False, path_type=Path), metavar="PATH",
+              help="Analyse standard input as the file PATH (its package read from disk), for editors that pipe buffers: "
+                   "cudalint --stdin-filename PATH -")
 @click.option("--exit-zero", is_flag=True, help="Exit with status 0 even when there are findings (2 still means cudalint failed).")
 @click.option("--debug", is_flag=True, help="Include tracebacks in internal-error notifications.")
 @click.option("--dump-cfg", metavar="FUNCTION", hidden=True,
@@ -161,13 +167,18 @@ def main(**values) -> None:
     for name in ("select", "ignore"):
         values[name] = ",".join(values[name]) if values[name] else None
     options = Options(**values)
+    if options.server:
+        _serve(options)
     _answer_questions(options)
     _check_combinations(options)
     _check_statistics(options)
     _check_peer_options(options)
     cwd = Path.cwd()
+    overlay = _standard_input(options, cwd)
+    if overlay is not None:
+        options = replace(options, patterns=(str(options.stdin_filename),))
     try:
-        _run(options, cwd)
+        _run(options, cwd, overlay)
     except Unmatched as error:
         for line in unmatched_lines(error.discovery, cwd):
             click.echo(line, err=True)
@@ -180,12 +191,13 @@ def main(**values) -> None:
         _fail(str(error))
 
 
-def _run(options: Options, cwd: Path) -> NoReturn:
+def _run(options: Options, cwd: Path, overlay: dict[Path, bytes] | None = None) -> NoReturn:
     """The run, step by step; the options that are runs of their own exit
-    where they have what they need."""
+    where they have what they need. `overlay`: standard input, as the file
+    --stdin-filename names."""
     if options.clean_cache:
         commands.clean_cache(options, cwd)
-    session = Session(_request(options), cwd, _say)
+    session = Session(replace(_request(options), overlay=overlay), cwd, _say)
     if options.show_settings:
         commands.show_settings(options, session)
     files = session.read_inputs().files
@@ -198,6 +210,8 @@ def _run(options: Options, cwd: Path) -> NoReturn:
         sys.exit(EXIT_CLEAN)
     if session.config.show_fixes and not options.show_fixes:
         options = replace(options, show_fixes=True)  # show-fixes = true in the configuration
+    if session.config.unsafe_fixes and not options.unsafe_fixes:
+        options = replace(options, unsafe_fixes=True)  # unsafe-fixes = true in the configuration
     result = session.analyse()
     if options.diff:
         commands.show_diff(options, session, result)
@@ -235,6 +249,37 @@ def _request(options: Options) -> Request:
         debug=options.debug, quiet=options.quiet, progress_after=_progress_after(options),
         max_same_issues=options.max_same_issues,
     )
+
+
+def _serve(options: Options) -> NoReturn:
+    """--server: the language server, until the client says exit."""
+    if options.patterns:
+        raise click.UsageError("--server takes no patterns: the editor names the files (a bare word is a pattern)")
+    from cudalint.app.server import serve
+
+    sys.exit(serve())
+
+
+# What --stdin-filename cannot do: write to the file, or stand for several.
+_NOT_WITH_STDIN = ("fix", "diff", "add_ignore", "write_baseline", "check_wants", "show_settings", "clean_cache", "dump_cfg")
+
+
+def _standard_input(options: Options, cwd: Path) -> dict[Path, bytes] | None:
+    """`--stdin-filename PATH -`: standard input's bytes, as the file PATH
+    (None without the option). `-` alone is a usage error that says so."""
+    if options.stdin_filename is None:
+        if "-" in options.patterns:
+            raise click.BadParameter("'-' reads standard input, as the file --stdin-filename PATH names", param_hint="PATTERNS")
+        return None
+    if options.patterns not in ((), ("-",)):
+        raise click.UsageError("--stdin-filename analyses standard input as one file: give '-' as the only pattern, or none")
+    refused = [name for name in _NOT_WITH_STDIN if getattr(options, name) not in (None, False)]
+    if refused:
+        raise click.UsageError(f"--stdin-filename and --{refused[0].replace('_', '-')} exclude each other (the file is standard input)")
+    if not str(options.stdin_filename).endswith(".go"):
+        raise click.BadParameter(f"{options.stdin_filename} is not a .go file", param_hint="--stdin-filename")
+    data = sys.stdin.buffer.read() if sys.stdin is not None else b""
+    return {Path(os.path.normpath(cwd.resolve() / options.stdin_filename)): data}
 
 
 def _formats(values: tuple[str, ...]) -> tuple[str, tuple[tuple[str, Path], ...]]:

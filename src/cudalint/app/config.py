@@ -11,6 +11,7 @@ a pyproject.toml without a `[tool.cudalint]` table is passed over.
     preview = false                     # also run preview rules
     fixable = ["CL"]                    # rules whose fixes --fix and --diff may apply (default: all)
     unfixable = ["CL101"]               # rules whose fixes are never offered (ruff's semantics)
+    unsafe-fixes = false                # also the fixes that need a human look (--unsafe-fixes; the editor's code actions)
     show-fixes = false                  # --fix lists what it fixed (as --show-fixes)
     max-same-issues = 0                 # at most N findings of one rule with one message (0: no cap)
     [tool.cudalint.level]               # per-rule level: error, warning or note
@@ -47,7 +48,7 @@ PYPROJECT = "pyproject.toml"
 # `rules` is the older spelling of `knowledge` (API knowledge files, not lint rules).
 KEYS = (
     "c-include", "exclude", "fixable", "ignore", "knowledge", "level", "max-same-issues", "per-file-ignores", "preview",
-    "rules", "select", "show-fixes", "unfixable",
+    "rules", "select", "show-fixes", "unfixable", "unsafe-fixes",
 )
 LEVELS = tuple(level.value for level in Level)
 
@@ -73,6 +74,7 @@ class Config:
     unfixable: tuple[str, ...] = ()
     show_fixes: bool = False
     max_same_issues: int = 0  # 0: no cap
+    unsafe_fixes: bool = False
 
     @property
     def root(self) -> Path:
@@ -187,6 +189,12 @@ def _check(table: dict[str, Any], root: Path, rule_ids: list[str], at, path: Pat
             fail(key, f"expected a list of strings, e.g. {key} = {example}, got {_toml(value)}")
         return value
 
+    def mapping(key: str, example: str) -> dict[str, Any]:
+        value = table.get(key, {})
+        if not isinstance(value, dict):
+            fail(key, f"expected a table of {example}, got {_toml(value)}")
+        return value
+
     def prefixes(key: str, value: Any) -> tuple[str, ...]:
         out = []
         for item in strings(key, value, '["CL1", "CL302"]'):
@@ -212,15 +220,11 @@ def _check(table: dict[str, Any], root: Path, rule_ids: list[str], at, path: Pat
         fail("select", "an empty list enables no rule; leave select out to enable all")
     ignore = prefixes("ignore", table["ignore"]) if "ignore" in table else None
     levels: dict[str, Level] = {}
-    if "level" in table:
-        value = table["level"]
-        if not isinstance(value, dict):
-            fail("level", f'expected a table of rule -> level, e.g. level = {{ CL201 = "error" }}, got {_toml(value)}')
-        for rule, level in value.items():
-            (prefix,) = prefixes("level", [rule])
-            if level not in LEVELS:
-                fail(f"level.{rule}", f"expected one of {', '.join(repr(l) for l in LEVELS)}, got {_toml(level)}")
-            levels[prefix] = Level(level)
+    for rule, level in mapping("level", 'rule -> level, e.g. level = { CL201 = "error" }').items():
+        (prefix,) = prefixes("level", [rule])
+        if level not in LEVELS:
+            fail(f"level.{rule}", f"expected one of {', '.join(repr(l) for l in LEVELS)}, got {_toml(level)}")
+        levels[prefix] = Level(level)
     exclude = globs("exclude", table["exclude"]) if "exclude" in table else ()
     if "knowledge" in table and "rules" in table:
         fail("rules", "`rules` is the older spelling of `knowledge`: give one of the two")
@@ -240,17 +244,16 @@ def _check(table: dict[str, Any], root: Path, rule_ids: list[str], at, path: Pat
     show_fixes = table.get("show-fixes", False)
     if not isinstance(show_fixes, bool):
         fail("show-fixes", f"expected true or false, got {_toml(show_fixes)}")
+    unsafe_fixes = table.get("unsafe-fixes", False)
+    if not isinstance(unsafe_fixes, bool):
+        fail("unsafe-fixes", f"expected true or false, got {_toml(unsafe_fixes)}")
     max_same = table.get("max-same-issues", 0)
     if isinstance(max_same, bool) or not isinstance(max_same, int) or max_same < 0:
         fail("max-same-issues", f"expected a whole number, 0 for no cap, e.g. max-same-issues = 3, got {_toml(max_same)}")
     per_file: list[tuple[str, tuple[str, ...]]] = []
-    if "per-file-ignores" in table:
-        value = table["per-file-ignores"]
-        if not isinstance(value, dict):
-            fail("per-file-ignores", f'expected a table of glob -> rules, e.g. "internal/legacy/**" = ["CL3"], got {_toml(value)}')
-        for pattern, rules_value in value.items():
-            (pattern,) = globs("per-file-ignores", [pattern])
-            per_file.append((pattern, prefixes(f"per-file-ignores.{pattern!r}", rules_value)))
+    for pattern, rules_value in mapping("per-file-ignores", 'glob -> rules, e.g. "internal/legacy/**" = ["CL3"]').items():
+        (pattern,) = globs("per-file-ignores", [pattern])
+        per_file.append((pattern, prefixes(f"per-file-ignores.{pattern!r}", rules_value)))
     c_include: list[Path] = []
     for item in strings("c-include", table.get("c-include", []), '["/opt/nvidia/cuda-13/include"]'):
         directory = (root / item) if not Path(item).is_absolute() else Path(item)
@@ -259,7 +262,7 @@ def _check(table: dict[str, Any], root: Path, rule_ids: list[str], at, path: Pat
         c_include.append(directory)
     return Config(
         path.resolve(), select, ignore, levels, exclude, tuple(rules), tuple(per_file), preview, tuple(c_include),
-        fixable=fixable, unfixable=unfixable, show_fixes=show_fixes, max_same_issues=max_same,
+        fixable=fixable, unfixable=unfixable, show_fixes=show_fixes, max_same_issues=max_same, unsafe_fixes=unsafe_fixes,
     )
 
 

@@ -8,6 +8,7 @@ and the rule or glob behind it.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from pathlib import Path
 from cudalint.app.config import Config
 from cudalint.app.errors import OptionError, Unmatched
 from cudalint.app.request import Request
-from cudalint.discover import Discovery, discover
+from cudalint.discover import Discovery, discover, package_files
 from cudalint.findings import Notification
 from cudalint.globs import PathGlobs
 from cudalint.reporters.text import safe_line
@@ -37,6 +38,8 @@ def read_inputs(request: Request, config: Config, cwd: Path, say: Callable[[str]
         exclude = PathGlobs.compile(cwd, request.excludes) if request.excludes else PathGlobs.compile(config.root, config.exclude)
     except ValueError as error:
         raise OptionError(str(error), "--exclude") from None
+    if request.overlay is not None:
+        return _buffers(request, exclude, config, cwd, say)
     discovery = discover(list(request.patterns) or ["./..."], cwd, all_modules=request.all_modules)
     if discovery.unmatched:
         raise Unmatched(discovery)
@@ -49,6 +52,25 @@ def read_inputs(request: Request, config: Config, cwd: Path, say: Callable[[str]
         say(_nested_modules_note(discovery.nested_modules, cwd))
     context = [path for path in discovery.context if exclude.match(path) is None]
     return Inputs(files, context, list(discovery.notifications))
+
+
+def _buffers(request: Request, exclude: PathGlobs, config: Config, cwd: Path, say: Callable[[str], None]) -> Inputs:
+    """Each pattern is the path of an editor's buffer (on disk or not yet):
+    that file, with the other files of its package read from the disk and
+    from the other buffers. Nothing is walked and git is not asked: a
+    buffer is analysed as a file named on its own is, less the excluded."""
+    named = list(dict.fromkeys(Path(os.path.normpath(cwd.resolve() / pattern)) for pattern in request.patterns))
+    files = [path for path in named if exclude.match(path) is None]
+    if not files and not request.quiet:
+        shown = ", ".join(display_path(path, cwd) for path in named)
+        say(safe_line(f"cudalint: warning: nothing analysed: {shown} is excluded by {_exclude_source(config, request.excludes, cwd)}"))
+    overlay = request.overlay or {}
+    context: list[Path] = []
+    for directory in sorted({path.parent for path in files}):
+        buffers = sorted(path for path in overlay if path.parent == directory and path.name.endswith(".go"))
+        siblings = dict.fromkeys(package_files(directory) + buffers)
+        context += [path for path in siblings if path not in files and exclude.match(path) is None]
+    return Inputs(files, context)
 
 
 def nothing_analysed(

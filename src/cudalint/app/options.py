@@ -59,3 +59,5 @@ class Options:
     max_same_issues: int | None
     clean_cache: bool
     show_settings: bool
+    server: bool = False
+    stdin_filename: Path | None = None

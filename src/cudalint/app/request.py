@@ -3,6 +3,7 @@ library's arguments: one record both build and the session reads."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,3 +36,7 @@ class Request:
     quiet: bool = False  # no notes, no warnings
     progress_after: float | None = None
     max_same_issues: int | None = None
+    # Editors' buffers (absolute path -> bytes): with it, each pattern is a
+    # buffer's path, analysed as that file with the rest of its package
+    # (`--stdin-filename`, the language server); unsaved text wins over disk.
+    overlay: Mapping[Path, bytes] | None = None

@@ -270,7 +270,7 @@ class Session:
                 debug=request.debug, per_file=group.config.per_file(),
                 cache_dir=None if request.no_cache else (request.cache_dir or self.analysed_root() / DEFAULT_CACHE),
                 reported=frozenset(group.files) if group.context else None,
-                progress_after=request.progress_after, c_include=group.config.c_include,
+                progress_after=request.progress_after, c_include=group.config.c_include, overlay=request.overlay,
             )
             self.ran.update((path, settings.enabled_for(path)) for path in group.files)
             analysed = analyze(group.files + group.context, settings, self.knowledge(group.config))

@@ -77,6 +77,8 @@ def render(
     item("fixable", ", ".join(config.fixable) if config.fixable is not None else "all rules", from_file if config.fixable is not None else "default")
     item("unfixable", ", ".join(config.unfixable) or "(none)", from_file if config.unfixable else "default")
     item("show-fixes", "true" if config.show_fixes else "false", from_file if config.show_fixes else "default")
+    if config.unsafe_fixes:
+        item("unsafe-fixes", "true", from_file)
     cap = max_same_issues if max_same_issues is not None else config.max_same_issues
     origin = "--max-same-issues" if max_same_issues is not None else from_file if config.max_same_issues else "default"
     item("max-same-issues", str(cap) + (" (no cap)" if cap == 0 else ""), origin)

@@ -28,13 +28,32 @@ _NO_RETURN_FUNCS: dict[tuple[str, str], ExitKind] = {
     ("log", "Panicln"): ExitKind.PANIC,
     ("runtime", "Goexit"): ExitKind.GOEXIT,
 }
+_FATAL = {"Fatal": ExitKind.PROCESS, "Fatalf": ExitKind.PROCESS, "Fatalln": ExitKind.PROCESS}
+_PANIC = {"Panic": ExitKind.PANIC, "Panicf": ExitKind.PANIC, "Panicln": ExitKind.PANIC}
+_EXIT = {"Exit": ExitKind.PROCESS, "Exitf": ExitKind.PROCESS, "Exitln": ExitKind.PROCESS, "ExitDepth": ExitKind.PROCESS}
+_LOGRUS, _ZAP = "github.com/sirupsen/logrus", "go.uber.org/zap"
+# The logging packages GPU services use end the process the same way (their
+# Fatal logs, then calls os.Exit(1)). They reach no GPU API, so they are
+# never read for summaries: without this, `if err != nil { klog.Fatal(err) }`
+# would be a path that goes on.
+_NO_RETURN_FUNCS.update({
+    (path, name): kind
+    for path, names in (
+        (_LOGRUS, {**_FATAL, **_PANIC, "Exit": ExitKind.PROCESS}),
+        ("k8s.io/klog/v2", {**_FATAL, "FatalDepth": ExitKind.PROCESS, **_EXIT}),
+        ("k8s.io/klog", {**_FATAL, "FatalDepth": ExitKind.PROCESS, **_EXIT}),
+        ("github.com/golang/glog", {**_FATAL, "FatalDepth": ExitKind.PROCESS, **_EXIT}),
+    )
+    for name, kind in names.items()
+})
 _TESTING_GOEXIT = frozenset({"Fatal", "Fatalf", "FailNow", "Skip", "Skipf", "SkipNow"})
 _NO_RETURN_METHODS: dict[tuple[str, str], dict[str, ExitKind]] = {
     **{("testing", t): {m: ExitKind.GOEXIT for m in _TESTING_GOEXIT} for t in ("T", "B", "F", "TB")},
-    ("log", "Logger"): {
-        "Fatal": ExitKind.PROCESS, "Fatalf": ExitKind.PROCESS, "Fatalln": ExitKind.PROCESS,
-        "Panic": ExitKind.PANIC, "Panicf": ExitKind.PANIC, "Panicln": ExitKind.PANIC,
-    },
+    ("log", "Logger"): {**_FATAL, **_PANIC},
+    (_LOGRUS, "Logger"): {**_FATAL, **_PANIC},
+    (_LOGRUS, "Entry"): {**_FATAL, **_PANIC},
+    (_ZAP, "Logger"): {"Fatal": ExitKind.PROCESS, "Panic": ExitKind.PANIC},
+    (_ZAP, "SugaredLogger"): {**_FATAL, "Fatalw": ExitKind.PROCESS, **_PANIC, "Panicw": ExitKind.PANIC},
 }
 
 

@@ -13,6 +13,7 @@ from cudalint.cfg import CFG, NodeKind
 from cudalint.fixes.placement import after_success_check, move_defer
 from cudalint.prefilter import imports_of
 from cudalint.findings import Fix
+from cudalint.wording import acquired_here
 from cudalint.framework import Pass, Ref
 from cudalint.functions import Unit
 from cudalint.scope import Role, Symbol
@@ -47,9 +48,10 @@ def _check_early(p: Pass, lifetimes: Engine, graph: CFG) -> None:
         origin = early.origin
         defer = graph.ast(early.defer)
         exit_span = graph.span(early.node)
-        refs = {"acquired": Ref(origin.call, f"{origin.resource.name} acquired here")}
+        refs = {"acquired": acquired_here(origin)}
+        exit_word = "panic" if early.panics else "return"
         if exit_span is not None:
-            refs["exit"] = Ref(exit_span, "it failed, and this return runs the defer")
+            refs["exit"] = Ref(exit_span, f"it failed, and this {exit_word} runs the defer")
         where = "@exit" if exit_span is not None else f"line {graph.line(early.node)}"
         if origin.role.handle == "none":
             effect = f"releases a count of {origin.resource.name} this function never took"
@@ -58,7 +60,7 @@ def _check_early(p: Pass, lifetimes: Engine, graph: CFG) -> None:
         p.report(
             graph.unit, defer,
             f"{syntax.text(defer)} is registered before {origin.written} at @acquired has succeeded: "
-            f"where it fails, the return at {where} {effect}; register it after the success check",
+            f"where it fails, the {exit_word} at {where} {effect}; register it after the success check",
             **refs,
         )
 
@@ -129,8 +131,9 @@ RULE = Rule(
     where some path on which the acquisition failed returns: it gives back a
     count this function never took. So is `defer cleanup()` above the error
     check of an acquisition that hands out its release as a function
-    (go-dcgm's `cleanup, err := dcgm.Init(mode)`). Not where the failing
-    branch ends the process (`log.Fatal`, `os.Exit`): deferred calls never run.
+    (go-dcgm's `cleanup, err := dcgm.Init(mode)`). A failing branch that
+    panics counts (the panic runs the defer as it unwinds); not one that
+    ends the process (`log.Fatal`, `os.Exit`): deferred calls never run.
 
     ## Why is this bad?
     It looks like the canonical cleanup and passes review, while it frees

@@ -7,6 +7,7 @@ from cudalint.analyses.lifetimes import LIFETIMES
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG
 from cudalint.prefilter import imports_of
+from cudalint.wording import acquired_here
 from cudalint.framework import Pass, Ref
 from cudalint.functions import Unit
 
@@ -25,7 +26,7 @@ def check(p: Pass) -> None:
                     unit, graph.ast(double.node),
                     f"{origin.resource.name} taken once by {origin.written} at @acquired is released at @first "
                     f"and {again}: the second release drops a count that another user holds; release it once",
-                    first=first, acquired=Ref(origin.call, f"{origin.resource.name} acquired here"),
+                    first=first, acquired=acquired_here(origin),
                 )
                 continue
             if double.by_defer:
@@ -77,15 +78,18 @@ RULE = Rule(
     ```
 
     ## Use instead
-    Release each handle exactly once: keep the `defer`, drop the explicit
-    call (or set the variable to nil after freeing it and free through a
-    deferred closure that checks for nil).
+    Release each handle exactly once: the `defer` or an explicit call, not
+    both. An explicit call can check the status of the free (or set the
+    variable to nil after freeing it, and free through a deferred closure
+    that checks for nil):
     ```go
     var d unsafe.Pointer
     if st := C.cudaMalloc(&d, n); st != C.cudaSuccess {
         return errors.New("cudaMalloc failed")
     }
-    defer C.cudaFree(d)
+    if st := C.cudaFree(d); st != C.cudaSuccess {
+        return errors.New("cudaFree failed")
+    }
     ```
 
     """,

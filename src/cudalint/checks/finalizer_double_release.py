@@ -137,19 +137,10 @@ RULE = Rule(
     ```
 
     ## Use instead
-    Clear the handle (and skip a cleared one), and cancel the finalizer once
-    the buffer is freed explicitly:
+    Keep the constructor, and make `Free` skip a cleared handle, clear the
+    handle it frees and cancel the finalizer:
     ```go
     type Buffer struct{ ptr unsafe.Pointer }
-
-    func NewBuffer(n C.size_t) (*Buffer, error) {
-        b := &Buffer{}
-        if C.cudaMalloc(&b.ptr, n) != C.cudaSuccess {
-            return nil, errors.New("cudaMalloc failed")
-        }
-        runtime.SetFinalizer(b, (*Buffer).Free)
-        return b, nil
-    }
 
     func (b *Buffer) Free() {
         if b.ptr == nil {

@@ -79,39 +79,38 @@ RULE = Rule(
 
     ## Example
     ```go
-    type Buffer struct{ ptr unsafe.Pointer }
+    type Stream struct{ s C.cudaStream_t }
 
-    func NewBuffer(n C.size_t) (*Buffer, error) {
-        b := &Buffer{}
-        if C.cudaMalloc(&b.ptr, n) != C.cudaSuccess {
-            return nil, errors.New("cudaMalloc failed")
+    func NewStream() (*Stream, error) {
+        s := &Stream{}
+        if C.cudaStreamCreate(&s.s) != C.cudaSuccess {
+            return nil, errors.New("cudaStreamCreate failed")
         }
-        runtime.SetFinalizer(b, func(b *Buffer) { _ = C.cudaFree(b.ptr) })
-        return b, nil
+        runtime.SetFinalizer(s, func(s *Stream) { _ = C.cudaStreamDestroy(s.s) })
+        return s, nil
     }
     ```
 
     ## Use instead
+    Give the type an exported release that callers can run when they are
+    done, and register it as the finalizer, which stays only as a safety net:
+    `runtime.SetFinalizer(s, (*Stream).Destroy)`.
     ```go
-    type Buffer struct{ ptr unsafe.Pointer }
+    type Stream struct{ s C.cudaStream_t }
 
-    func NewBuffer(n C.size_t) (*Buffer, error) {
-        b := &Buffer{}
-        if C.cudaMalloc(&b.ptr, n) != C.cudaSuccess {
-            return nil, errors.New("cudaMalloc failed")
+    // Destroy releases the stream once; a later call, or the finalizer after
+    // it, finds the handle cleared.
+    func (s *Stream) Destroy() error {
+        if s.s == nil {
+            return nil
         }
-        runtime.SetFinalizer(b, (*Buffer).Free)
-        return b, nil
-    }
-
-    // Free releases the device memory; the finalizer is only a safety net.
-    func (b *Buffer) Free() {
-        if b.ptr == nil {
-            return
+        st := C.cudaStreamDestroy(s.s)
+        s.s = nil
+        runtime.SetFinalizer(s, nil)
+        if st != C.cudaSuccess {
+            return errors.New("cudaStreamDestroy failed")
         }
-        _ = C.cudaFree(b.ptr)
-        b.ptr = nil
-        runtime.SetFinalizer(b, nil)
+        return nil
     }
     ```
 

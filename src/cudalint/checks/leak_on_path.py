@@ -15,7 +15,7 @@ from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
 from cudalint.fixes.placement import after_success_check, indent_of, insert_after, insert_before, move_defer, statement_of
 from cudalint.prefilter import imports_of
-from cudalint.wording import release_statement, release_verb, where_to_fix
+from cudalint.wording import acquired_here, release_statement, release_verb, where_to_fix
 from cudalint.findings import Fix, Step
 from cudalint.framework import Pass, Ref
 from cudalint.functions import Unit
@@ -71,7 +71,7 @@ def _remedy(reads: _Reads, origin: Origin) -> str:
 
 def _message(reads: _Reads, leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]]:
     origin = leak.origin
-    refs = {"acquired": Ref(origin.call, f"{origin.resource.name} acquired here")}
+    refs = {"acquired": acquired_here(origin)}
     what = f"{origin.resource.name} from {origin.written} (@acquired{_through(origin)})"
     inner = origin.innermost
     if origin.via is not None and inner.unit.file is origin.unit.file:
@@ -388,12 +388,14 @@ RULE = Rule(
     `if st := C.cudaMalloc(&d, n); st != C.cudaSuccess { return err }` the
     early return leaks nothing, because nothing was allocated. The same holds
     for `err != nil` after a Go wrapper, and for `p == nil` after `C.malloc`.
-    Paths that end in `panic`, `os.Exit` or `log.Fatal` are not reported.
+    Paths that end in `panic`, `os.Exit` or `log.Fatal` (or the Fatal and
+    Exit functions of logrus, klog, glog and zap) are not reported.
 
     A count with no handle (`nvml.Init`, `C.dcgmInit`,
     `C.cuDevicePrimaryCtxRetain`, paired by kind with their releases) is
     reported on a *failing* return that holds it (a non-nil error, a failure
-    status), even in a function that never releases it: the caller sees the
+    status, `false` as a last `bool` result: Go's comma-ok), even in a
+    function that never releases it: the caller sees the
     failure and never gives the count back. A function that keeps it where
     it succeeds is an initialiser: its callers acquire it at their call, up
     to `main`, `init`, `TestMain` and exported functions.

@@ -5,44 +5,48 @@ from __future__ import annotations
 from cudalint.analyses.calls import CALLS
 from cudalint.analyses.locks import LOCKS, Event, concerns_threads, lock_outcomes, unlocks_somewhere
 from cudalint.catalog import Level, Rule
-from cudalint.prefilter import imports_of
+from cudalint.cfg import CFG
 from cudalint.framework import Pass, Ref
+from cudalint.functions import Unit
+from cudalint.prefilter import imports_of
 
 
 def check(p: Pass) -> None:
     if not concerns_threads(p):
         return
     threads = p.result_of(LOCKS)
-    for unit, graph in p.graphs_of(threads.solved_units()):
-        with p.isolating(unit):
-            happenings = threads.happenings(unit)
-            if not happenings or not graph.created:
-                continue
-            lost = threads.lost_token(unit)
-            if lost is not None:
-                lock = next(h for items in happenings.values() for h in items if h.event is Event.LOCK)
-                p.report(
-                    unit, lock.call,
-                    f"runtime.LockOSThread is handed to the caller with the value {unit.name} returns, but the failing "
-                    f"return at @lost keeps the thread locked and returns nothing to unlock it with; "
-                    f"call runtime.UnlockOSThread() before returning the error",
-                    lost=Ref(lost, "returns the error with the thread still locked"),
-                )
-                continue
-            if not unlocks_somewhere(threads, unit) or threads.goroutine_body(unit) or threads.locks_on_success(unit):
-                continue
-            for n, items in happenings.items():
-                for happening in items:
-                    if happening.event is not Event.LOCK or happening.via or not graph.reachable(n):
-                        continue  # a lock wrapper's failing branch holds no lock
-                    outcomes = lock_outcomes(threads, graph, n, happening)
-                    if outcomes["unlocked"] and outcomes["locked"]:
-                        p.report(
-                            unit, happening.call,
-                            "runtime.LockOSThread is undone on some paths but not on the return at @kept; "
-                            "add `defer runtime.UnlockOSThread()` right after it",
-                            kept=Ref(graph.span(outcomes["locked"][0]), "returns with the thread still locked"),
-                        )
+
+    def visit(unit: Unit, graph: CFG) -> None:
+        happenings = threads.happenings(unit)
+        if not happenings:
+            return
+        lost = threads.lost_token(unit)
+        if lost is not None:
+            lock = next(h for items in happenings.values() for h in items if h.event is Event.LOCK)
+            p.report(
+                unit, lock.call,
+                f"runtime.LockOSThread is handed to the caller with the value {unit.name} returns, but the failing "
+                f"return at @lost keeps the thread locked and returns nothing to unlock it with; "
+                f"call runtime.UnlockOSThread() before returning the error",
+                lost=Ref(lost, "returns the error with the thread still locked"),
+            )
+            return
+        if not unlocks_somewhere(threads, unit) or threads.goroutine_body(unit) or threads.locks_on_success(unit):
+            return
+        for n, items in happenings.items():
+            for happening in items:
+                if happening.event is not Event.LOCK or happening.via or not graph.reachable(n):
+                    continue  # a lock wrapper's failing branch holds no lock
+                outcomes = lock_outcomes(threads, graph, n, happening)
+                if outcomes["unlocked"] and outcomes["locked"]:
+                    p.report(
+                        unit, happening.call,
+                        "runtime.LockOSThread is undone on some paths but not on the return at @kept; "
+                        "add `defer runtime.UnlockOSThread()` right after it",
+                        kept=Ref(graph.span(outcomes["locked"][0]), "returns with the thread still locked"),
+                    )
+
+    p.visit_graphs(threads.solved_units(), visit)
 
 
 RULE = Rule(

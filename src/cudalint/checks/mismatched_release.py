@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from cudalint.analyses.calls import CALLS
-from cudalint.analyses.lifetimes import LIFETIMES
+from cudalint.analyses.lifetimes import LIFETIMES, Mismatch
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG
 from cudalint.prefilter import imports_of
-from cudalint.wording import spelled
-from cudalint.framework import Pass, Ref
+from cudalint.wording import acquired_here, spelled
+from cudalint.framework import Pass
 from cudalint.functions import Unit
 
 
@@ -17,17 +17,18 @@ def check(p: Pass) -> None:
 
     def visit(unit: Unit, graph: CFG) -> None:
         for mismatch in lifetimes.lifetimes(unit).mismatches:
-            origin = mismatch.origin
-            expected = spelled(origin, origin.resource.first_release)
-            p.report(
-                unit, graph.ast(mismatch.node),
-                f"{origin.handle} holds {origin.resource.name} from {origin.written} (@acquired) but is "
-                f"released with {spelled(origin, mismatch.release_call)}, which releases "
-                f"{mismatch.release_resource.name}; use {expected}",
-                acquired=Ref(origin.call, f"{origin.resource.name} acquired here"),
-            )
+            p.report(unit, graph.ast(mismatch.node), _message(mismatch), acquired=acquired_here(mismatch.origin))
 
     p.visit_graphs(lifetimes.units_with_acquisitions(), visit)
+
+
+def _message(mismatch: Mismatch) -> str:
+    origin = mismatch.origin
+    return (
+        f"{origin.handle} holds {origin.resource.name} from {origin.written} (@acquired) but is "
+        f"released with {spelled(origin, mismatch.release_call)}, which releases "
+        f"{mismatch.release_resource.name}; use {spelled(origin, origin.resource.first_release)}"
+    )
 
 
 RULE = Rule(
@@ -54,12 +55,13 @@ RULE = Rule(
     ```
 
     ## Use instead
+    Release with the function of the allocator that made the handle:
     ```go
     var h unsafe.Pointer
     if st := C.cudaMallocHost(&h, n); st != C.cudaSuccess {
         return errors.New("cudaMallocHost failed")
     }
-    defer C.cudaFreeHost(h)
+    defer C.cudaFreeHost(h) // pinned memory: cudaFreeHost
     ```
 
     """,

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from cudalint.analyses.calls import CALLS
-from cudalint.analyses.lifetimes import LIFETIMES
+from cudalint.analyses.lifetimes import LIFETIMES, Origin
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG
 from cudalint.prefilter import imports_of
-from cudalint.wording import release_verb
-from cudalint.framework import Pass, Ref
+from cudalint.wording import acquired_here, release_verb
+from cudalint.framework import Pass
 from cudalint.functions import Unit
 
 
@@ -17,16 +17,17 @@ def check(p: Pass) -> None:
 
     def visit(unit: Unit, graph: CFG) -> None:
         for overwrite in lifetimes.lifetimes(unit).overwrites:
-            origin = overwrite.origin
-            p.report(
-                unit, graph.ast(overwrite.node),
-                f"{origin.handle} is overwritten here while it still holds {origin.resource.name} from "
-                f"{origin.written} (@acquired), which can then never be {release_verb(origin.resource)}; "
-                f"release it first",
-                acquired=Ref(origin.call, f"{origin.resource.name} acquired here"),
-            )
+            p.report(unit, graph.ast(overwrite.node), _message(overwrite.origin), acquired=acquired_here(overwrite.origin))
 
     p.visit_graphs(lifetimes.units_with_acquisitions(), visit)
+
+
+def _message(origin: Origin) -> str:
+    return (
+        f"{origin.handle} is overwritten here while it still holds {origin.resource.name} from "
+        f"{origin.written} (@acquired), which can then never be {release_verb(origin.resource)}; "
+        f"release it first"
+    )
 
 
 RULE = Rule(

@@ -87,6 +87,8 @@ RULE = Rule(
         return cudaError(st)
     }
     ```
+    A release whose failure the code cannot act on may keep its `_`
+    (`_ = C.cudaFree(d)`): that is not reported.
     """,
     tags=("correctness", "error-handling"),
     check=check,

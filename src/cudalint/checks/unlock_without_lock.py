@@ -5,31 +5,35 @@ from __future__ import annotations
 from cudalint.analyses.calls import CALLS
 from cudalint.analyses.locks import LOCKS, Event, concerns_threads, exported, lock_follows, unlocked_before
 from cudalint.catalog import Level, Rule
-from cudalint.prefilter import imports_of
+from cudalint.cfg import CFG
 from cudalint.framework import Pass
+from cudalint.functions import Unit
+from cudalint.prefilter import imports_of
 
 
 def check(p: Pass) -> None:
     if not concerns_threads(p):
         return
     threads = p.result_of(LOCKS)
-    for unit, graph in p.graphs_of(threads.solved_units()):
-        with p.isolating(unit):
-            # The unlock half of an exported lock/unlock pair is an API for
-            # callers outside the package, which lock with the other half.
-            if threads.wrapper(unit) is Event.UNLOCK and exported(unit) and threads.has_exported_lock:
+
+    def visit(unit: Unit, graph: CFG) -> None:
+        # The unlock half of an exported lock/unlock pair is an API for
+        # callers outside the package, which lock with the other half.
+        if threads.wrapper(unit) is Event.UNLOCK and exported(unit) and threads.has_exported_lock:
+            return
+        entry = threads.entry_of(unit)
+        for n, happening, locked in threads.visits(unit, graph):
+            if locked != 0:
                 continue
-            entry = threads.entry_of(unit)
-            for n, happening, locked in threads.visits(unit, graph):
-                if locked != 0:
-                    continue
-                if happening.event is Event.UNLOCK and unlocked_before(threads, graph, entry, n, happening):
-                    p.report(unit, happening.call, _message(unit.name))
-                elif (
-                    happening.event in (Event.DEFER_UNLOCK, Event.DEFER_CLOSURE) and threads.defers_unlock(happening)
-                    and not lock_follows(threads, graph, n)
-                ):
-                    p.report(unit, happening.call, _message(unit.name))
+            if happening.event is Event.UNLOCK and unlocked_before(threads, graph, entry, n, happening):
+                p.report(unit, happening.call, _message(unit.name))
+            elif (
+                happening.event in (Event.DEFER_UNLOCK, Event.DEFER_CLOSURE) and threads.defers_unlock(happening)
+                and not lock_follows(threads, graph, n)
+            ):
+                p.report(unit, happening.call, _message(unit.name))
+
+    p.visit_graphs(threads.solved_units(), visit)
 
 
 def _message(function: str) -> str:

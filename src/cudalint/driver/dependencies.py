@@ -19,6 +19,7 @@ either way.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,14 +120,15 @@ class DependencyFacts:
 def plan(
     directories: list[list[Path]], base: Path, modules: Modules, needles: tuple[bytes, ...],
     reads: dict[Path, SourceFile | Notification], described: frozenset[str] = frozenset(),
-    c_api_needles: tuple[bytes, ...] = (),
+    c_api_needles: tuple[bytes, ...] = (), overlay: Mapping[Path, bytes] | None = None,
 ) -> list[Node]:
     """The run's packages: one node per directory of the run, in order,
     then one per dependency outside the run that can matter (its files, or
     a package it imports, mention something the rules look for). Every
-    file is read here, once (into `reads`): the jobs are handed these
-    bytes and the cache keys are made of them. Packages the knowledge
-    describes (`described`) are not read."""
+    file is read here, once (into `reads`; `overlay`: editors' unsaved
+    buffers, read instead of the disk): the jobs are handed these bytes and
+    the cache keys are made of them. Packages the knowledge describes
+    (`described`) are not read."""
     imports: dict[Path, list[Path]] = {}
     files_of: dict[Path, list[Path]] = {paths[0].parent: paths for paths in directories}
     relevant: dict[Path, bool] = {}
@@ -145,7 +147,7 @@ def plan(
         for path in files_of[directory]:
             read = reads.get(path)
             if read is None:
-                read = reads[path] = read_source(path, display_path(path, base))
+                read = reads[path] = read_source(path, display_path(path, base), overlay)
             if isinstance(read, SourceFile):
                 found.append(read.data)
         return found

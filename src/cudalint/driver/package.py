@@ -122,7 +122,7 @@ def analyze_directory(
     result = Result()
     sources: list[SourceFile] = []
     for index, path in enumerate(paths):
-        read = reads[index] if reads is not None else read_source(path, display_path(path, settings.base))
+        read = reads[index] if reads is not None else read_source(path, display_path(path, settings.base), settings.overlay)
         if isinstance(read, Notification):
             result.notifications.append(read)
         else:
@@ -155,10 +155,12 @@ def analyze_directory(
         result.notifications.extend(notes)
     result.files_analysed += len(parsed_files)
     directory = display_path(paths[0].parent, settings.base)
+    named = {i.path for parsed in parsed_files for i in parsed.imports if knowledge.named_bindings.word_of(i.path)}
     try:
         packages = collect_packages(
             parsed_files, directory, knowledge.package_names, import_path=import_path, c_include=settings.c_include,
             go_version=module.go_version if module is not None else None,
+            named_bindings=context.modules.without_source(own, named) if named else frozenset(),
         )
     except Exception as error:  # noqa: BLE001 - isolate one package's crash
         result.notifications.append(internal_error(directory, "the functions stage", error, settings.debug))

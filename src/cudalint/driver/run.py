@@ -42,9 +42,12 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
     directories = [list(group) for _, group in groupby(sorted(files, key=lambda p: (p.parent.as_posix(), p.name)), key=lambda p: p.parent)]
     # Every file is read here, once: the jobs analyse these bytes, the keys are made of them.
     reads: dict[Path, SourceFile | Notification] = {}
-    nodes = plan(directories, settings.base, context.modules, needles, reads, knowledge.import_paths, knowledge.c_call_prefixes)
+    nodes = plan(
+        directories, settings.base, context.modules, needles, reads, knowledge.import_paths, knowledge.c_call_prefixes,
+        settings.overlay,
+    )
     total = Result()
-    unreadable = _unreadable(context.modules.unreadable)
+    unreadable = _unreadable(context.modules.unreadable, knowledge)
     if unreadable is not None:
         total.notifications.append(unreadable)
     cache, refused = open_cache(settings, knowledge, needles)
@@ -71,7 +74,9 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
     try:
         # More workers than CPUs only cost memory.
         jobs = max(1, min(settings.jobs, default_jobs()))
-        schedule = Schedule(nodes, reads, context.modules, settings.base, cache, trusted, may_skip, largest_first=jobs > 1)
+        schedule = Schedule(
+            nodes, reads, context.modules, settings.base, cache, trusted, may_skip, largest_first=jobs > 1, overlay=settings.overlay,
+        )
         # Hits are merged first: an unchanged tree starts no worker at all.
         schedule.look_up()
         for index, part in schedule.hits:
@@ -102,7 +107,7 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
     return total
 
 
-def _unreadable(modules: set[str]) -> Notification | None:
+def _unreadable(modules: set[str], knowledge: Knowledge) -> Notification | None:
     """One note naming the imported modules whose source this machine lacks:
     two machines whose findings differ because one has a module cache and
     the other has not can see why."""
@@ -110,10 +115,12 @@ def _unreadable(modules: set[str]) -> Notification | None:
         return None
     named = sorted(modules)
     listed = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+    by_name = [module for module in named if knowledge.named_bindings.word_of(module)]
+    except_named = f", except the API calls of {', '.join(by_name)}, read by name" if by_name else ""
     return Notification(
         NotificationKind.DEPENDENCIES, ".",
         f"no source on this machine for {len(named)} imported module{'s' if len(named) != 1 else ''} "
-        f"(no vendor/, module cache or replace entry): {listed}; calls into them count as unknown "
+        f"(no vendor/, module cache or replace entry): {listed}; calls into them count as unknown{except_named} "
         f"(`go mod download` lets cudalint read them)",
         level="note",
     )

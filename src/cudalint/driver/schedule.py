@@ -11,7 +11,7 @@ each finished package lends its importers.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +56,7 @@ class Schedule:
         self, nodes: list[Node], reads: dict[Path, SourceFile | Notification], modules: Modules, base: Path,
         cache: ResultCache | None, trusted: Callable[[Result, Node], Result | None],
         may_skip: Callable[[Node], bool] = lambda node: False, largest_first: bool = True,
+        overlay: Mapping[Path, bytes] | None = None,
     ) -> None:
         self.nodes = nodes
         self.reads = reads
@@ -64,6 +65,7 @@ class Schedule:
         self.cache = cache
         self.trusted = trusted
         self.may_skip = may_skip
+        self.overlay = overlay
         # Over workers the largest package goes first (the run lasts at least
         # as long as it, so it must not start last); in one process the
         # smallest do, so that the bytes held for the rest are fewest when
@@ -102,7 +104,7 @@ class Schedule:
         for path in self.nodes[i].paths:
             read = self.reads.get(path)
             if read is None:
-                read = self.reads[path] = read_source(path, display_path(path, self.base))
+                read = self.reads[path] = read_source(path, display_path(path, self.base), self.overlay)
             found.append(read)
         return found
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,9 @@ class Settings:
     progress_after: float | None = None
     # Directories of C headers besides the usual CUDA locations (configuration).
     c_include: tuple[Path, ...] = ()
+    # Editors' unsaved buffers (resolved path -> bytes), read instead of the
+    # files on disk (cudalint.source.read_source).
+    overlay: Mapping[Path, bytes] | None = None
 
     def enabled_for(self, path: Path) -> frozenset[str]:
         return self.per_file.enabled_for(path, self.enabled) if self.per_file else self.enabled

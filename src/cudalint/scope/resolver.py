@@ -165,11 +165,18 @@ class Resolver:
                 self.declare(scope, name, SymbolKind.TYPE, Role.LOCAL)
             self.expression(spec.child_by_field_name("type"), scope)
 
-    def s_if_statement(self, node: Node, scope: Scope) -> None:
+    def header_scope(self, node: Node, scope: Scope) -> Scope:
+        """The scope of an if's or a switch's header, with its initializer
+        (`if st := f(); st != 0`) declared: its names are visible in every
+        branch and clause, and nowhere after the statement."""
         inner = Scope(scope, node, scope.function)
         initializer = node.child_by_field_name("initializer")
         if initializer is not None:
             self.statement(initializer, inner)
+        return inner
+
+    def s_if_statement(self, node: Node, scope: Scope) -> None:
+        inner = self.header_scope(node, scope)
         self.expression(node.child_by_field_name("condition"), inner)
         self.statement(node.child_by_field_name("consequence"), inner)
         alternative = node.child_by_field_name("alternative")
@@ -202,10 +209,7 @@ class Resolver:
             self.statement(body, inner)
 
     def s_expression_switch_statement(self, node: Node, scope: Scope) -> None:
-        inner = Scope(scope, node, scope.function)
-        initializer = node.child_by_field_name("initializer")
-        if initializer is not None:
-            self.statement(initializer, inner)
+        inner = self.header_scope(node, scope)
         self.expression(node.child_by_field_name("value"), inner)
         for clause in syntax.children(node):
             if clause.type in ("expression_case", "default_case"):
@@ -215,10 +219,7 @@ class Resolver:
                 self.statements(syntax.statements(clause), clause_scope)
 
     def s_type_switch_statement(self, node: Node, scope: Scope) -> None:
-        inner = Scope(scope, node, scope.function)
-        initializer = node.child_by_field_name("initializer")
-        if initializer is not None:
-            self.statement(initializer, inner)
+        inner = self.header_scope(node, scope)
         value = node.child_by_field_name("value")
         self.expression(value, inner)
         aliases = syntax.expressions(node.child_by_field_name("alias"))

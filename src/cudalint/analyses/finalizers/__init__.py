@@ -138,11 +138,11 @@ def find_finalizers(p: Pass) -> Finalizers:
     access_paths = AccessPaths(p.package, calls)
     guards = Guards(calls, status, access_paths)
     summaries = Summaries(p.package, p.cfgs, calls, access_paths, guards)
-    registrations = Registrations(p.package, p.cfgs, calls, access_paths, guards, summaries)
+    registrations = Registrations(summaries)
     result.registrations = registrations.find()
     if not any(r.releases for r in result.registrations):
         return result
-    explicit = ExplicitReleases(p.package, p.cfgs, calls, summaries, registrations.arguments).of(result.registrations)
+    explicit = ExplicitReleases(summaries, registrations.arguments).of(result.registrations)
     for registration in result.registrations:
         seen_paths: set[tuple[str, ...]] = set()
         for release in registration.releases:

@@ -7,11 +7,10 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.analyses.calls import CallIndex, unwrap
+from cudalint.analyses.calls import unwrap
 from cudalint.analyses.finalizers.model import Registration, Release
 from cudalint.analyses.finalizers.releases import Summaries, is_once_do
-from cudalint.cfg import PackageCFGs
-from cudalint.functions import LiteralUse, Package, Unit, UnitKind
+from cudalint.functions import LiteralUse, Unit, UnitKind
 from cudalint.scope import Role, Symbol
 
 _ENTRY_NAMES = frozenset({"main", "init"})
@@ -22,14 +21,10 @@ class ExplicitReleases:
     finalizers the registrations name (Registrations.arguments): naming
     one there hands it to nobody."""
 
-    def __init__(self, package: Package, cfgs: PackageCFGs, calls: CallIndex, summaries: Summaries, registered: set[Node]):
-        self.package = package
-        self.cfgs = cfgs
-        self.calls = calls
-        self.resolution = package.resolution
+    def __init__(self, summaries: Summaries, registered: set[Node]):
         self.summaries = summaries
         self.registered = registered
-        self._by_node: dict[Node, Unit] = {u.node: u for u in package.units}
+        self._by_node: dict[Node, Unit] = {u.node: u for u in summaries.package.units}
 
     def finalizer_only_units(self, registrations: list[Registration]) -> set[Unit]:
         """Functions that run only as a finalizer: the registered ones that
@@ -38,7 +33,7 @@ class ExplicitReleases:
         changed = True
         while changed:
             changed = False
-            for unit in self.package.units:
+            for unit in self.summaries.package.units:
                 if unit in only or unit.kind is UnitKind.LITERAL or self._callable_from_outside(unit):
                     continue
                 users = self._users(unit)
@@ -58,15 +53,15 @@ class ExplicitReleases:
         not a plain call (a value handed on: anyone may call it)."""
         by_node = self._by_node
         users: list[Unit] = []
-        for call in self.calls.calls_of(unit):
+        for call in self.summaries.calls.calls_of(unit):
             user = by_node.get(syntax.enclosing_function(call))
             if user is not None:
                 users.append(user)
         values: list[Node] = []
         if unit.kind is UnitKind.METHOD:
-            values = self.calls.method_values(unit)
+            values = self.summaries.calls.method_values(unit)
         elif unit.symbol is not None:
-            for reference in self.calls.references(unit.symbol):
+            for reference in self.summaries.calls.references(unit.symbol):
                 parent = reference.parent
                 if reference == unit.node.child_by_field_name("name"):
                     continue
@@ -98,11 +93,11 @@ class ExplicitReleases:
         only = self.finalizer_only_units(registrations)
         registered_on = {}
         for registration in registrations:
-            symbol = self.resolution.symbol(registration.obj) if syntax.unparen(registration.obj).type == "identifier" else None
+            symbol = self.summaries.resolution.symbol(registration.obj) if syntax.unparen(registration.obj).type == "identifier" else None
             if symbol is not None:
                 registered_on.setdefault((registration.unit, symbol), []).append(registration.call)
         out = []
-        for unit in self.package.units:
+        for unit in self.summaries.package.units:
             if unit in only or (unit.kind is UnitKind.LITERAL and not self.is_entry(unit, only)):
                 continue
             entry = None
@@ -124,16 +119,16 @@ class ExplicitReleases:
         by then? One registered in this function counts only if it can run
         before the release; a fresh `&T{}` has none (a constructor freeing
         on its error path before registering is fine)."""
-        graph = self.cfgs.graphs.get(unit)
+        graph = self.summaries.cfgs.graphs.get(unit)
         if registrations and graph is not None:
             n = graph.node_containing(release.node)
             return any(
                 (m := graph.node_containing(call)) is not None and n is not None and m != n and graph.has_path(m, n)
                 for call in registrations
             )
-        init = unwrap(root.init, self.calls) if root.init is not None and root.init_index < 0 else None
+        init = unwrap(root.init, self.summaries.calls) if root.init is not None and root.init_index < 0 else None
         while init is not None and init.type == "unary_expression" and syntax.text(init.child_by_field_name("operator")) == "&":
-            init = unwrap(init.child_by_field_name("operand"), self.calls)
+            init = unwrap(init.child_by_field_name("operand"), self.summaries.calls)
         if init is not None and init.type == "composite_literal":
             return False
         if init is not None and init.type == "call_expression" and syntax.text(syntax.unparen(init.child_by_field_name("function"))) == "new":

@@ -8,13 +8,10 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.analyses.calls import CallIndex, unwrap
-from cudalint.analyses.finalizers.access import AccessPaths
-from cudalint.analyses.finalizers.guards import Guards
+from cudalint.analyses.calls import unwrap
 from cudalint.analyses.finalizers.model import Form, GuardKind, Registration
 from cudalint.analyses.finalizers.releases import Summaries
-from cudalint.cfg import PackageCFGs
-from cudalint.functions import Package, Unit, UnitKind
+from cudalint.functions import Unit, UnitKind
 
 
 class Registrations:
@@ -22,26 +19,19 @@ class Registrations:
     finalizers registered (the argument and the function), which only a
     registration names."""
 
-    def __init__(
-        self, package: Package, cfgs: PackageCFGs, calls: CallIndex, access_paths: AccessPaths,
-        guards: Guards, summaries: Summaries,
-    ):
-        self.package = package
-        self.cfgs = cfgs
-        self.calls = calls
-        self.resolution = package.resolution
-        self.access_paths = access_paths
-        self.guards = guards
+    def __init__(self, summaries: Summaries):
+        # The summaries hold the package, its graphs, calls, access paths
+        # and guards: read through them, so that the inputs are given once.
         self.summaries = summaries
         self.arguments: set[Node] = set()
 
     def find(self) -> list[Registration]:
         found = []
-        for unit, call in self.calls.calls_to("runtime", "SetFinalizer"):
+        for unit, call in self.summaries.calls.calls_to("runtime", "SetFinalizer"):
             arguments = syntax.children(call.child_by_field_name("arguments"))
             if len(arguments) != 2:
                 continue
-            graph = self.cfgs.graphs.get(unit)
+            graph = self.summaries.cfgs.graphs.get(unit)
             n = graph.node_containing(call) if graph is not None else None
             if n is None or n not in self.summaries.feasible(graph):
                 continue  # never runs (`if contextsetfinalizer {` with the constant false)
@@ -54,11 +44,11 @@ class Registrations:
             obj_symbol = finalizer.receiver if finalizer.kind is UnitKind.METHOD else (finalizer.params[0] if finalizer.params else None)
             if obj_symbol is None:
                 continue
-            obj = unwrap(arguments[0], self.calls)
+            obj = unwrap(arguments[0], self.summaries.calls)
             while obj is not None and obj.type == "unary_expression" and syntax.text(obj.child_by_field_name("operator")) == "&":
-                obj = unwrap(obj.child_by_field_name("operand"), self.calls)
+                obj = unwrap(obj.child_by_field_name("operand"), self.summaries.calls)
             registration = Registration(
-                unit, call, arguments[0], finalizer, form, self.access_paths.symbol_type(obj_symbol),
+                unit, call, arguments[0], finalizer, form, self.summaries.access_paths.symbol_type(obj_symbol),
                 syntax.text(obj) if obj is not None and obj.type in ("identifier", "selector_expression") else obj_symbol.name,
             )
             for release in self.summaries.summary(finalizer):
@@ -71,18 +61,18 @@ class Registrations:
     def _flags_set(self, unit: Unit, obj: Node) -> set[tuple[str, ...]]:
         """Fields of the registered object that the registering function (or
         the functions around a literal that registers) sets."""
-        where = self.access_paths.access(obj)
+        where = self.summaries.access_paths.access(obj)
         if where is None or where.root is None or where.path:
             return set()
         symbol = where.root
         found: set[tuple[str, ...]] = set()
         current: Unit | None = unit
         while current is not None:
-            found |= {path for kind, root, path in self.guards.marks(current) if kind is GuardKind.SET and root is symbol}
+            found |= {path for kind, root, path in self.summaries.guards.marks(current) if kind is GuardKind.SET and root is symbol}
             current = current.parent
-        init = unwrap(symbol.init, self.calls) if symbol.init is not None and symbol.init_index < 0 else None
+        init = unwrap(symbol.init, self.summaries.calls) if symbol.init is not None and symbol.init_index < 0 else None
         while init is not None and init.type == "unary_expression" and syntax.text(init.child_by_field_name("operator")) == "&":
-            init = unwrap(init.child_by_field_name("operand"), self.calls)
+            init = unwrap(init.child_by_field_name("operand"), self.summaries.calls)
         if init is not None and init.type == "composite_literal":
             body = init.child_by_field_name("body")
             for element in syntax.children(body) if body is not None else []:
@@ -99,7 +89,7 @@ class Registrations:
             literal = self.summaries.literals.get(node)
             return (literal, Form.LITERAL) if literal is not None else None
         if node.type == "identifier":
-            target = self.calls.unit_of(self.resolution.symbol(node))
+            target = self.summaries.calls.unit_of(self.summaries.resolution.symbol(node))
             if target is None:
                 return None
             return target, (Form.VARIABLE if target.kind is UnitKind.LITERAL else Form.FUNCTION)
@@ -110,6 +100,6 @@ class Registrations:
                 return None
             base = syntax.text(operand).lstrip("*").strip("()").lstrip("*")
             names = {f"(*{base}).{method}", f"{base}.{method}"}  # (*T).m names value-receiver methods too
-            target = next((u for u in self.package.units if u.kind is UnitKind.METHOD and u.name in names), None)
+            target = next((u for u in self.summaries.package.units if u.kind is UnitKind.METHOD and u.name in names), None)
             return (target, Form.METHOD) if target is not None else None
         return None

@@ -39,10 +39,10 @@ from tree_sitter import Node
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CalleeKind, CallIndex
 from cudalint.analyses.lifetimes.outcomes import EarlyRelease, Origin
-from cudalint.analyses.lifetimes.states import LeftControl, Phase, State, WalkRecord, release
+from cudalint.analyses.lifetimes.states import LeftControl, Phase, State, WalkRecord, path_to, release
 from cudalint.analyses.status import Outcome, StatusSemantics, StatusSource
 from cudalint.analyses.uses import UseKind, VariableUses
-from cudalint.cfg import CFG, ExitKind, NodeKind
+from cudalint.cfg import CFG, DEFERS_RUN_ON, ExitKind, NodeKind
 from cudalint.functions import Unit, UnitKind
 from cudalint.gotypes import imported_type, named_type
 from cudalint.scope import SymbolKind
@@ -251,6 +251,8 @@ class Counted:
         if last is None:
             return None
         text = syntax.text(last)
+        if failure == "ok":
+            return True if text == "false" else False if text == "true" else None
         if failure == "error":
             if text == "nil":
                 return False
@@ -305,7 +307,7 @@ class Counted:
 
     def early_releases(self, graph: CFG, origin: Origin, state: State, outcome) -> list[EarlyRelease]:
         """The paths on which the acquisition failed and the function
-        returns with a release of it registered (deferred before the
+        returns (or panics) with a release of it registered (deferred before the
         acquisition, or between it and its success check): a count it
         never took is released, or a nil cleanup function called. `outcome`
         says what an edge's condition says of the acquisition."""
@@ -325,9 +327,11 @@ class Counted:
                 now_failed = failed or said is Outcome.FAILURE
                 target = edge.target
                 if graph.kind(target) is NodeKind.EXIT:
-                    if now_failed and deferred is not None and graph.exit_kind(target) in (ExitKind.RETURN, ExitKind.GOEXIT):
-                        path = _path(parents, current) + (target,)
-                        found.setdefault(deferred, EarlyRelease(origin, deferred, node, path))
+                    # A panic unwinds through the defer too (HAMi's `panic(0)` on a failed nvml.Init).
+                    if now_failed and deferred is not None and graph.exit_kind(target) in DEFERS_RUN_ON:
+                        path = path_to(parents, current) + (target,)
+                        panics = graph.exit_kind(target) is ExitKind.PANIC
+                        found.setdefault(deferred, EarlyRelease(origin, deferred, node, path, panics))
                     continue
                 if self._reacquires(graph, target, origin) or self._overwrites(graph, target, state):
                     continue
@@ -381,27 +385,28 @@ def hand_out_status(unit: Unit, origin: Origin) -> tuple[bool, StatusSpec | None
 
 
 def _failure_result(unit: Unit, status: StatusSpec | None) -> str | None:
-    """"error", "status" (a status of the acquisition's family) or None: what
-    the function's last result says of its success."""
+    """"error", "status" (a status of the acquisition's family), "ok" (a
+    last result of type bool, Go's comma-ok: `return 0, false` fails) or
+    None: what the function's last result says of its success."""
     if unit.returns_error:
         return "error"
     result = unit.node.child_by_field_name("result")
-    if result is None or status is None or status.kind != "code":
-        return None
-    if result.type == "parameter_list":
+    if result is not None and result.type == "parameter_list":
         declarations = syntax.children(result)
         if not declarations:
             return None
         result = declarations[-1].child_by_field_name("type")
-    if result is not None and _same_name(syntax.text(result), status.type):
+    if result is None:
+        return None
+    if syntax.text(result) == "bool":
+        return "ok"
+    if status is not None and status.kind == "code" and _same_name(syntax.text(result), status.type):
         return "status"
     return None
 
 
 def _same_name(written: str, status_type: str) -> bool:
     return written.removeprefix("C.").rsplit(".", 1)[-1] == status_type.removeprefix("C.").rsplit(".", 1)[-1]
-
-
 
 
 def _outside_std(import_path: str) -> bool:
@@ -424,12 +429,3 @@ def _literals(root: Node) -> list[Node]:
             continue
         stack.extend(node.children)
     return found
-
-
-def _path(parents: dict, key) -> tuple[int, ...]:
-    nodes = []
-    while key is not None:
-        nodes.append(key[0])
-        key = parents.get(key)
-    return tuple(reversed(nodes))
-

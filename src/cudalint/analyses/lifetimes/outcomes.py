@@ -145,6 +145,7 @@ class EarlyRelease:
     defer: int  # the defer statement's node
     node: int  # the last node before the exit
     path: tuple[int, ...]
+    panics: bool = False  # the exit is a panic, which runs the defer as it unwinds
 
 
 @dataclass(frozen=True)

@@ -97,3 +97,15 @@ def release(origin: Origin | None, state: State, n: int, deferred: bool, record:
         record.double_releases.append((n, state.released_at or 0, False))
         return state
     return replace(state, phase=Phase.RELEASED, released_at=n, proxy=None)
+
+
+def path_to(parents: dict, key) -> tuple[int, ...]:
+    """The graph nodes from a search's start to `key`, read back through the
+    parent links of a breadth-first search whose keys are (node, ...) tuples:
+    the path a finding names, kept out of the search's states so that a
+    state stays small."""
+    nodes = []
+    while key is not None:
+        nodes.append(key[0])
+        key = parents.get(key)
+    return tuple(reversed(nodes))

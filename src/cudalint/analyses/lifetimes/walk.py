@@ -29,7 +29,7 @@ from cudalint.analyses.lifetimes.counted import Counted
 from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.outcomes import Effect, Origin
 from cudalint.analyses.lifetimes.resources import VariableResources
-from cudalint.analyses.lifetimes.states import LeftControl, PathBudgetExceeded, Phase, State, WalkRecord, release
+from cudalint.analyses.lifetimes.states import LeftControl, PathBudgetExceeded, Phase, State, WalkRecord, path_to, release
 from cudalint.analyses.status import Outcome, Roles, StatusSemantics, StatusSource, Subject
 from cudalint.analyses.uses import Use, UseKind, VariableUses
 from cudalint.cfg import CFG, Edge, ExitKind, NodeKind
@@ -92,7 +92,7 @@ class Walker:
                 if dead is not None and not following.names and not handleless:
                     if following.phase is Phase.HELD and not following.covered and not reported_scope and origin is not None:
                         reported_scope = True
-                        path = _path(parents, (node, current)) + (successor,)
+                        path = path_to(parents, (node, current)) + (successor,)
                         record.lost_in_scope.append((node, _scope_end_line(graph, node, successor, dead), path))
                     continue
                 if graph.kind(successor) is NodeKind.EXIT:
@@ -308,12 +308,11 @@ class Walker:
         return state
 
 
-
 def _at_exit(record: WalkRecord, state: State, kind: ExitKind, parents, previous, exit_node: int) -> None:
     if kind not in (ExitKind.RETURN, ExitKind.GOEXIT):
         return
     if state.phase is not Phase.RELEASED and not state.covered:
-        record.held_exits.append((exit_node, kind, _path(parents, previous) + (exit_node,)))
+        record.held_exits.append((exit_node, kind, path_to(parents, previous) + (exit_node,)))
         return
     record.released_exits += 1
     if previous is not None:
@@ -331,14 +330,6 @@ def _source(origin: Origin | None) -> StatusSource | None:
     return StatusSource.of(origin.api, origin.written) if origin is not None else None
 
 
-def _path(parents: dict, key) -> tuple[int, ...]:
-    nodes = []
-    while key is not None:
-        nodes.append(key[0])
-        key = parents.get(key)
-    return tuple(reversed(nodes))
-
-
 def _inside(node: Node | None, scope: Node | None) -> bool:
     if node is None or scope is None:
         return False
@@ -353,4 +344,3 @@ def _scope_end_line(graph: CFG, node: int, successor: int, scope: Node) -> int:
     if graph.kind(node) in (NodeKind.CONTINUE, NodeKind.BREAK, NodeKind.GOTO):
         return graph.line(node)
     return scope.end_point[0] + 1
-

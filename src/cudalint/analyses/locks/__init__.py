@@ -51,8 +51,8 @@ class LockStates:
         self.imported = imported
         self.events = LockEvents(cfgs, calls, imported)
         self.flows = LockFlows(package, cfgs, self.events)
-        self.contexts = EntryContexts(package, cfgs, calls, imported, self.events, self.flows)
-        self.needs = LockNeeds(package, cfgs, calls, self.events, self.flows)
+        self.contexts = EntryContexts(self.flows, calls, imported)
+        self.needs = LockNeeds(self.flows, calls)
 
     @property
     def locked(self) -> dict[Unit, dict[int, int]]:

@@ -8,26 +8,21 @@ from collections import deque
 
 from cudalint import syntax
 from cudalint.analyses.calls import CallIndex
-from cudalint.analyses.locks.events import CAP, Event, Happening, LockEvents, exported, touches_threads
+from cudalint.analyses.locks.events import CAP, Event, Happening, exported, touches_threads
 from cudalint.analyses.locks.flows import LockFlows
-from cudalint.cfg import ExitKind, PackageCFGs
+from cudalint.cfg import ExitKind
 from cudalint.framework import FactView
-from cudalint.functions import LiteralUse, Package, Unit, UnitKind
+from cudalint.functions import LiteralUse, Unit, UnitKind
 
 
 class EntryContexts:
     """Entry lock counts, solved once for the package."""
 
-    def __init__(
-        self, package: Package, cfgs: PackageCFGs, calls: CallIndex, imported: FactView,
-        events: LockEvents, flows: LockFlows,
-    ):
-        self.package = package
-        self.cfgs = cfgs
+    def __init__(self, flows: LockFlows, calls: CallIndex, imported: FactView):
+        # The flows hold the package, its graphs and its events.
+        self.flows = flows
         self.calls = calls
         self.imported = imported
-        self.events = events
-        self.flows = flows
         self.entry: dict[Unit, int | None] = {}  # lock count; None: a context we cannot see
         self.locked: dict[Unit, dict[int, int]] = {}
         # In-package calls of each function (recursion left out): (caller, node, call).
@@ -39,7 +34,7 @@ class EntryContexts:
         units = self._relevant()
         sites: dict[Unit, list[tuple[Unit, int, Happening]]] = {}
         for unit in units:
-            for n, happenings in self.events.happenings(unit).items():
+            for n, happenings in self.flows.happenings(unit).items():
                 for happening in happenings:
                     if happening.event is Event.CALL and happening.target is not None:
                         sites.setdefault(happening.target, []).append((unit, n, happening))
@@ -50,7 +45,7 @@ class EntryContexts:
                 continue
             if unit in as_values:
                 self.entry[unit] = None
-            elif unit.name == "main" and self.package.name == "main" and init_locks:
+            elif unit.name == "main" and self.flows.package.name == "main" and init_locks:
                 self.entry[unit] = 1
             elif unit.name == "init" and unit.kind is UnitKind.FUNCTION:
                 # runtime.main locks the main goroutine to the main thread
@@ -115,7 +110,7 @@ class EntryContexts:
                 0 if happening.spawned else self._locked_at(caller, n, happening)
                 for caller, n, happening in sites[unit]
             )
-            if unit.name == "main" and self.package.name == "main" and init_locks:
+            if unit.name == "main" and self.flows.package.name == "main" and init_locks:
                 value = max(value, 1)
             value = min(value, self.entry[unit])  # falls only: the worklist ends
             if value == self.entry[unit]:
@@ -136,7 +131,7 @@ class EntryContexts:
             parent_entry = self.entry_of(unit.parent)
             if parent_entry is None:
                 return None
-            graph = self.cfgs.graphs.get(unit.parent)
+            graph = self.flows.cfgs.graphs.get(unit.parent)
             holder = graph.node_containing(unit.node) if graph is not None else None
             if holder is None:
                 return None
@@ -150,14 +145,14 @@ class EntryContexts:
         """`run := func() {...}` then `go run()` or `run()`: the literal runs
         where the variable is called; any other use hands it on."""
         parent = unit.parent
-        graph = self.cfgs.graphs.get(parent)
+        graph = self.flows.cfgs.graphs.get(parent)
         parent_entry = self.entry_of(parent)
         if graph is None or parent_entry is None:
             return None
         states = self.locked.get(parent) or self.flows.flow(parent, parent_entry)
         counts = []
         for node in self.calls.references(unit.stored_in):
-            if self.package.resolution.declarations.get(node) is unit.stored_in:
+            if self.flows.package.resolution.declarations.get(node) is unit.stored_in:
                 continue
             call = node.parent
             if call is None or call.type != "call_expression" or call.child_by_field_name("function") != node:
@@ -180,15 +175,15 @@ class EntryContexts:
             entry = self.entry_of(unit)
             return CAP if entry is None else entry
         if happening.deferred:
-            graph = self.cfgs.graphs[unit]
+            graph = self.flows.cfgs.graphs[unit]
             at_return = states.get(graph.exits[ExitKind.RETURN], CAP)
             later_unlocks = sum(
-                1 for m, items in self.events.happenings(unit).items() if m != n and graph.has_path(n, m)
+                1 for m, items in self.flows.happenings(unit).items() if m != n and graph.has_path(n, m)
                 for h in items if self.flows.defers_unlock(h)
             )
             return max(min(at_return, states.get(n, CAP)) - later_unlocks, 0)
         locked = states.get(n, CAP)
-        for earlier in self.events.happenings(unit).get(n, ()):
+        for earlier in self.flows.happenings(unit).get(n, ()):
             if earlier is happening:
                 break
             locked = self.flows.apply(locked, (earlier,))
@@ -199,8 +194,8 @@ class EntryContexts:
         a thread-bound call, the functions calling them (their lock state at
         the call is the callee's entry state), transitively, and the
         functions enclosing relevant literals."""
-        graphs = self.cfgs.graphs
-        by_node = {u.node: u for u in self.package.units}
+        graphs = self.flows.cfgs.graphs
+        by_node = {u.node: u for u in self.flows.package.units}
         pending = []
         for call, fact in self.calls.calls.items():
             function = syntax.enclosing_function(call) if touches_threads(self.calls, self.imported, fact) else None
@@ -209,7 +204,7 @@ class EntryContexts:
         relevant: set[Unit] = set()
         while pending:
             unit = pending.pop()
-            if unit in relevant or not self.cfgs.analysable(unit):
+            if unit in relevant or not self.flows.cfgs.analysable(unit):
                 continue
             relevant.add(unit)
             if unit.parent is not None and unit.parent in graphs:
@@ -224,13 +219,13 @@ class EntryContexts:
                     function = syntax.enclosing_function(node)
                     if function in by_node:
                         pending.append(by_node[function])
-        return [u for u in self.package.units if u in relevant and u in graphs]
+        return [u for u in self.flows.package.units if u in relevant and u in graphs]
 
     def _used_as_values(self, units: list[Unit]) -> set[Unit]:
         """Functions and methods referred to other than by calling them
         (callbacks, method values)."""
         found: set[Unit] = set()
-        resolution = self.package.resolution
+        resolution = self.flows.package.resolution
         for unit in units:
             if unit.kind is UnitKind.METHOD and self.calls.method_values(unit):
                 found.add(unit)
@@ -251,7 +246,7 @@ class EntryContexts:
         for unit in units:
             if unit.name == "init" and unit.kind is UnitKind.FUNCTION:
                 states = self.flows.flow(unit, 0)
-                graph = self.cfgs.graphs[unit]
+                graph = self.flows.cfgs.graphs[unit]
                 if graph.exits[ExitKind.RETURN] in graph.live and states.get(graph.exits[ExitKind.RETURN], 0) >= 1:
                     return True
         return False

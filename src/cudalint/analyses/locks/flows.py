@@ -113,19 +113,20 @@ class LockFlows:
         )
 
     def unlocks(self, happening: Happening) -> bool:
-        if happening.event is Event.UNLOCK:
-            return True
-        return (
-            happening.event is Event.CALL and not happening.deferred and not happening.spawned
-            and happening.target is not None and self.wrapper(happening.target) is Event.UNLOCK
-        )
+        return self._does(happening, Event.UNLOCK)
 
     def locks(self, happening: Happening) -> bool:
-        if happening.event is Event.LOCK:
+        return self._does(happening, Event.LOCK)
+
+    def _does(self, happening: Happening, event: Event) -> bool:
+        """The happening is `event` itself, or a call that does it now: a
+        wrapper of it called in place (a deferred or spawned call does it
+        later, or on another thread)."""
+        if happening.event is event:
             return True
         return (
             happening.event is Event.CALL and not happening.deferred and not happening.spawned
-            and happening.target is not None and self.wrapper(happening.target) is Event.LOCK
+            and happening.target is not None and self.wrapper(happening.target) is event
         )
 
     def flow(self, unit: Unit, entry: int) -> dict[int, int]:

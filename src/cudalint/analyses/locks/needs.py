@@ -6,21 +6,18 @@ from __future__ import annotations
 
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CallIndex
-from cudalint.analyses.locks.events import CAP, Event, Happening, LockEvents
+from cudalint.analyses.locks.events import CAP, Event, Happening
 from cudalint.analyses.locks.flows import LockFlows
-from cudalint.cfg import PackageCFGs
-from cudalint.functions import LiteralUse, Package, Unit, UnitKind
+from cudalint.functions import LiteralUse, Unit, UnitKind
 
 
 class LockNeeds:
     """The first unlocked need of each function, solved callees first."""
 
-    def __init__(self, package: Package, cfgs: PackageCFGs, calls: CallIndex, events: LockEvents, flows: LockFlows):
-        self.package = package
-        self.cfgs = cfgs
-        self.calls = calls
-        self.events = events
+    def __init__(self, flows: LockFlows, calls: CallIndex):
+        # The flows hold the package, its graphs and its events.
         self.flows = flows
+        self.calls = calls
         self.needs: dict[Unit, Happening | None] = {}
 
     def needs_lock(self, unit: Unit) -> Happening | None:
@@ -34,11 +31,11 @@ class LockNeeds:
         return self.needs[unit]
 
     def _first_need(self, unit: Unit) -> Happening | None:
-        if unit not in self.cfgs.graphs or self.hands_context_to_own_goroutine(unit):
+        if unit not in self.flows.cfgs.graphs or self.hands_context_to_own_goroutine(unit):
             return None
-        graph = self.cfgs.graphs[unit]
+        graph = self.flows.cfgs.graphs[unit]
         states = self.flows.flow(unit, 0)
-        for n, items in sorted(self.events.happenings(unit).items()):
+        for n, items in sorted(self.flows.happenings(unit).items()):
             if not graph.reachable(n):
                 continue
             locked = states.get(n, CAP)
@@ -53,11 +50,11 @@ class LockNeeds:
         the context, locked to its own thread and making the context current
         there (gorgonia's `go ctx.Run()`): the thread the constructor ran on
         never uses it, so its callers need no lock."""
-        happenings = self.events.happenings(unit)
+        happenings = self.flows.happenings(unit)
         if not any(h.event is Event.BOUND or self.unlocked_need(h) for items in happenings.values() for h in items):
             return False
         goroutines = [
-            literal for literal in self.package.units
+            literal for literal in self.flows.package.units
             if literal.kind is UnitKind.LITERAL and literal.parent is unit and literal.use is LiteralUse.GO
         ]
         for statement in syntax.walk(unit.body) if unit.body is not None else ():
@@ -71,9 +68,9 @@ class LockNeeds:
     def _sets_context_locked(self, goroutine: Unit) -> bool:
         """The goroutine locks its thread before any thread-bound call and
         makes a context current (directly or through the package's functions)."""
-        if goroutine not in self.cfgs.graphs or self.needs_lock(goroutine) is not None:
+        if goroutine not in self.flows.cfgs.graphs or self.needs_lock(goroutine) is not None:
             return False
-        for items in self.events.happenings(goroutine).values():
+        for items in self.flows.happenings(goroutine).values():
             for happening in items:
                 if happening.event not in (Event.BOUND, Event.CALL):
                     continue

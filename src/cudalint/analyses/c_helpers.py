@@ -1,0 +1,62 @@
+"""The package's own C functions as API calls: a helper that wraps a
+described call (`static int alloc(void **p, size_t n) { return
+cudaMalloc(p, n); }`) is that call, its roles moved to the helper's
+parameters; a function whose return type is a family's status type returns
+a status; one whose C says it returns none is no status call, whatever
+name the knowledge's pattern matched."""
+
+from __future__ import annotations
+
+from cudalint.cside import CView
+from cudalint.knowledge import ApiFunction, CallRole, Knowledge
+
+
+def c_helper_api(view: CView, name: str, knowledge: Knowledge, known: ApiFunction | None) -> ApiFunction | None | bool:
+    """What the package's own C says of `C.name`: the ApiFunction of a
+    helper that wraps an API call (its status, and the call's acquisitions
+    and releases moved to the helper's parameters), or of a function whose
+    return type is a family's status type; None where its return type says
+    it returns no status (void, a pointer, another type: the knowledge's
+    pattern matched a name that is no status call); False where the C says
+    nothing (the knowledge stands)."""
+    function = view.functions.get(name)
+    if function is None:
+        return None if view.is_type(name) else False  # `C.cudaStream_t(x)` converts
+    if function.wraps:
+        inner = knowledge.lookup("C", view.wrapped(function))
+        if inner is not None:
+            return _wrapping(inner, function, f"C.{name}")
+    returned = view.resolved_return(name)
+    if returned is None:
+        return False
+    type_names, pointer = returned
+    for family in knowledge.families:
+        if family.import_path == "C" and family.status is not None and not pointer and family.status.type in type_names:
+            if known is not None and known.status is not None:
+                return known
+            return ApiFunction(family, f"C.{name}", family.status, False, (), ())
+    if known is not None and known.status is not None and not known.releases and not known.acquires:
+        return None  # e.g. a helper named like the API that returns void
+    return False
+
+
+def _wrapping(inner: ApiFunction, helper, written: str) -> ApiFunction:
+    """The helper as an API function: the wrapped call's roles moved to the
+    helper's parameters, and its status, unless the helper returns void
+    (it drops the status: its callers have none to check)."""
+    roles = []
+    for kind in ("acquire", "release", "transfer"):
+        for resource, role in inner.roles(kind):
+            if role.handle == "none" or role.is_result:
+                roles.append((kind, resource, CallRole(written, role.handle)))
+                continue
+            index = role.index
+            if 0 <= index < len(helper.wrapped_args) and helper.wrapped_args[index] >= 0:
+                prefix = "out" if role.is_out else "arg"
+                roles.append((kind, resource, CallRole(written, f"{prefix}{helper.wrapped_args[index]}")))
+    status = None if helper.returns == "void" and not helper.pointer else inner.status
+    return ApiFunction(
+        inner.family, written, status, inner.discardable,
+        tuple(r for k, r, _ in roles if k == "release"), tuple(r for k, r, _ in roles if k == "acquire"),
+        tuple(r for k, r, _ in roles if k == "transfer"), helper_roles=tuple(roles),
+    )
