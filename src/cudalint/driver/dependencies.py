@@ -37,9 +37,6 @@ from cudalint.findings import Notification
 # Import chains deeper than this are not followed (a guard, not a limit real modules reach).
 MAX_IMPORT_DEPTH = 64
 
-# Import path -> the facts its package exported (an empty list is an answer
-# too: the package says nothing).
-KnownFacts = dict[str, list[ObjectFact]]
 
 
 @dataclass
