@@ -38,7 +38,6 @@ from cudalint.findings import Notification
 MAX_IMPORT_DEPTH = 64
 
 
-
 @dataclass
 class Node:
     """One package of the run's plan: its directory, its own files, whether
