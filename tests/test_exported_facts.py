@@ -194,10 +194,18 @@ def test_an_edit_reanalyses_the_package_and_its_importers_only(module: Path, tmp
     assert analysed == ["svc"]
     assert made == [], "gpu's facts come with its cached result"
 
+    # An edit that leaves gpu's summary as it was: its importers' keys name
+    # the summary, not gpu's bytes.
     analysed.clear()
     gpu = module / "module" / "gpu" / "gpu.go"
     gpu.write_text(gpu.read_text() + "\n// An edit of the dependency.\n")
     assert _findings(check(["./..."], base=module, cache_dir=cache)) == _findings(cold)
+    assert analysed == ["gpu"], "gpu's summary did not change: its importers' cached results stand"
+
+    # An edit of what gpu hands out changes its summary: its importers run again.
+    analysed.clear()
+    gpu.write_text(gpu.read_text() + "\n// Hold hands out device memory.\nfunc Hold(n int) (unsafe.Pointer, error) {\n\treturn Alloc(n)\n}\n")
+    check(["./..."], base=module, cache_dir=cache)
     assert sorted(analysed) == ["deferred", "gpu", "svc"], "other imports neither: its cached result stands"
     assert made == []
 

@@ -174,6 +174,17 @@ def _check_result(result: Any) -> Result:
     return result
 
 
+def fingerprint(value: Any) -> str | None:
+    """A digest of a value as the cache would store it (the same value
+    gives the same digest in every run and process), or None where it
+    cannot be stored."""
+    try:
+        encoded = json.dumps(_encode(value), separators=(",", ":"), ensure_ascii=True, sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return hashlib.sha256(encoded.encode()).hexdigest()
+
+
 # -- the directory -----------------------------------------------------------
 
 
@@ -279,6 +290,14 @@ class ResultCache:
                 digest.update(b"bytes\0" + hashlib.sha256(data).digest())
             else:  # the analysis reports it; the key just has to say so
                 digest.update(f"unreadable\0{data.kind.value}\0{data.message}".encode())
+        return digest.hexdigest()
+
+    def derived_key(self, parts: list[str]) -> str:
+        """A key made of digests computed elsewhere (a package's own inputs,
+        its imports' summaries), under this cache's salt."""
+        digest = hashlib.sha256(self.salt.encode())
+        for part in parts:
+            digest.update(b"\0" + part.encode("utf-8", "surrogateescape"))
         return digest.hexdigest()
 
     # -- entries

@@ -70,8 +70,13 @@ class Modules:
         self.unreadable: set[str] = set()
 
     def of(self, directory: Path) -> Module | None:
+        """The module of the nearest go.mod at or above the directory (each
+        directory looked at once per run: its subdirectories share the answer)."""
         if directory not in self._found:
-            self._found[directory] = module_of(directory)
+            if (directory / "go.mod").is_file() or directory.parent == directory:
+                self._found[directory] = module_of(directory)
+            else:
+                self._found[directory] = self.of(directory.parent)
         return self._found[directory]
 
     def import_path(self, directory: Path) -> str | None:

@@ -10,6 +10,7 @@ returns" may live in a file that mentions no CUDA at all.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 
 from cudalint.catalog import Rule
@@ -33,4 +34,33 @@ def needles_for(rules: Iterable[Rule], knowledge: Knowledge, enabled: frozenset[
 
 
 def may_match(contents: Iterable[bytes], needles: tuple[bytes, ...]) -> bool:
-    return any(needle in data for data in contents for needle in needles)
+    """Whether any of these bytes holds any needle."""
+    plan = _plan(needles)
+    return any(_holds(data, plan) for data in contents)
+
+
+def _holds(data: bytes, plan: tuple[tuple[bytes, tuple[bytes, ...]], ...]) -> bool:
+    for guard, group in plan:
+        if guard in data and (not group or any(needle in data for needle in group)):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=16)
+def _plan(needles: tuple[bytes, ...]) -> tuple[tuple[bytes, tuple[bytes, ...]], ...]:
+    """The needles as few scans of the bytes as give the same answer: a
+    needle that holds another is dropped (`UnlockOSThread` holds
+    `LockOSThread`), and needles sharing a start (the C API's `C.cu...`,
+    `C.nvml...`) are looked for only where that start occurs. Each entry
+    is (guard, needles): the guard alone where the group is empty."""
+    kept = sorted({n for n in needles if not any(o != n and o in n for o in needles)})
+    groups: dict[bytes, list[bytes]] = {}
+    for needle in kept:
+        groups.setdefault(needle[:2], []).append(needle)
+    plan = []
+    for start, group in sorted(groups.items()):
+        if len(group) > 2 and len(start) == 2:
+            plan.append((start, tuple(group)))
+        else:
+            plan.extend((needle, ()) for needle in group)
+    return tuple(plan)

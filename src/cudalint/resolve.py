@@ -203,6 +203,9 @@ class Resolver:
     workspace: tuple[ModFile, ...] = ()
     _vendor: dict[str, str] | None = field(default=None, repr=False)
     _vendoring: bool = field(default=False, repr=False)
+    # Answers already given: a run asks about the same imports from many files.
+    _located: dict[str, Located | None] = field(default_factory=dict, repr=False)
+    _modules_of: dict[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def for_module(cls, go_mod: Path, settings: Settings | None = None) -> Resolver | None:
@@ -222,7 +225,13 @@ class Resolver:
     def locate(self, import_path: str) -> Located | None:
         """The directory of an imported package outside the main module;
         None for the standard library, cgo, the main module's own packages
-        and what cannot be found on this machine."""
+        and what cannot be found on this machine (asked once per import
+        path and run)."""
+        if import_path not in self._located:
+            self._located[import_path] = self._locate(import_path)
+        return self._located[import_path]
+
+    def _locate(self, import_path: str) -> Located | None:
         if is_standard(import_path) or _within(import_path, self.main.module):
             return None
         for used in self.workspace:
@@ -246,7 +255,9 @@ class Resolver:
 
     def module_of_import(self, import_path: str) -> str:
         """The required module an import belongs to ("" if none)."""
-        return self._selected(import_path)[0]
+        if import_path not in self._modules_of:
+            self._modules_of[import_path] = self._selected(import_path)[0]
+        return self._modules_of[import_path]
 
     def _selected(self, import_path: str) -> tuple[str, str]:
         """(module, version) of the longest required module path that is a

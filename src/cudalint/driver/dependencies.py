@@ -7,16 +7,20 @@ can matter: they, or a package they import, mention something the rules
 look for. Packages of the same module are found through its go.mod; those
 of other modules through vendor/, go.work, replace directives and the
 module cache (`resolve.py`), where the machine has them; the standard
-library is never read. A dependency analysed in the same run
-lends its importers the facts its own result carries; one outside the run,
-or whose job has not finished, has its facts made from its files, once per
-process and content: the facts are the same either way.
+library is never read. The run is planned here as a list of
+packages (`Node`): those the run reports on, then the dependencies outside
+it, each read once by the parent and summarised once per run by a job of its
+own. A dependency analysed in the same run lends its importers the facts its
+own result carries; one whose job could not finish (or an import cycle) has
+its facts made from its files by the importer's job: the facts are the same
+either way.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from cudalint import prefilter
@@ -33,43 +37,68 @@ from cudalint.findings import Notification
 # Import chains deeper than this are not followed (a guard, not a limit real modules reach).
 MAX_IMPORT_DEPTH = 64
 
-# Import path -> the facts its package exported (an empty list is an answer
-# too: the package says nothing).
-KnownFacts = dict[str, list[ObjectFact]]
+
+@dataclass
+class Node:
+    """One package of the run's plan: its directory, its own files, whether
+    the run reports on it (else it is read only for its summary: a
+    dependency outside the run, its test files left out), and the
+    directories whose facts it receives (its imports that matter,
+    transitively, bottom-up: the order in which an importer's facts are
+    assembled)."""
+
+    directory: Path
+    paths: list[Path]
+    reported: bool
+    dependencies: list[Path]
+    # The prefilter's verdict on its files, where the plan made it (None:
+    # the job makes it).
+    matches: bool | None = None
+
+
+# What a job receives for one dependency: its directory, and either the
+# facts it exported (known: analysed or looked up in this run) or, where
+# those are unknown (its job failed; an import cycle), its files.
+Dependency = tuple[Path, "list[ObjectFact] | None", "list[SourceFile]"]
 
 
 class DependencyFacts:
     """The facts of dependencies made from their files in one process, by
-    their bytes (a dependency imported by many packages is read once)."""
+    their bytes (a dependency whose facts are unknown, imported by many
+    packages, is read once)."""
 
     def __init__(self, knowledge: Knowledge, modules: Modules) -> None:
         self.knowledge = knowledge
         self.modules = modules
         self._made: dict[tuple, list[ObjectFact]] = {}
 
-    def imported_by(self, dependencies: dict[Path, list[SourceFile]], known: KnownFacts) -> ImportedFacts:
-        """The facts of the packages a package imports (`dependencies`, its
-        imports' files, bottom-up): those the parent already has from the
-        dependency's own analysis, else made from the dependency's files and
+    def imported_by(self, dependencies: list[Dependency]) -> ImportedFacts:
+        """The facts of the packages a package imports (bottom-up): those
+        known from the dependency's own job, else made from its files and
         its own imports' facts. A dependency that cannot be analysed says
         nothing (its calls stay hand-overs, as before facts)."""
         found: list[ObjectFact] = []
-        for directory, sources in dependencies.items():
+        for directory, known, sources in dependencies:
+            if known is not None:
+                found += known
+                continue
             import_path = self.modules.import_path(directory)
             if import_path is None:
-                continue
-            if import_path in known:
-                found += known[import_path]
                 continue
             # Its own imports come before it in every importer's list, the same
             # way: its bytes decide its facts.
             key = (directory, tuple((s.path, hashlib.sha256(s.data).hexdigest()) for s in sources))
             if key not in self._made:
-                self._made[key] = self._from_files(directory, import_path, sources, ImportedFacts(found))
+                self._made[key] = self.summary(directory, sources, ImportedFacts(found))
             found += self._made[key]
         return ImportedFacts(found)
 
-    def _from_files(self, directory: Path, import_path: str, sources: list[SourceFile], imported: ImportedFacts) -> list[ObjectFact]:
+    def summary(self, directory: Path, sources: list[SourceFile], imported: ImportedFacts) -> list[ObjectFact]:
+        """The facts a package outside the run exports, made from its files
+        (test files left out: importers never see them)."""
+        import_path = self.modules.import_path(directory)
+        if import_path is None:
+            return []
         try:
             parsed = [parse(source)[0] for source in sources if not source.path.name.endswith("_test.go")]
             packages = collect_packages(
@@ -84,17 +113,18 @@ class DependencyFacts:
             return []
 
 
-def with_dependencies(
+def plan(
     directories: list[list[Path]], base: Path, modules: Modules, needles: tuple[bytes, ...],
     reads: dict[Path, SourceFile | Notification], described: frozenset[str] = frozenset(),
     c_api_needles: tuple[bytes, ...] = (), overlay: Mapping[Path, bytes] | None = None,
-) -> list[list[Path]]:
-    """Each directory's files followed by the files of the packages of its
-    module it imports, transitively and bottom-up, where those can matter
-    (their files mention something the rules look for). They are read for
-    their facts, not reported, and they are part of the directory's cache
-    key: editing a dependency re-analyses its importers. What is read lands
-    in `reads`. Packages the knowledge describes (`described`) are not read."""
+) -> list[Node]:
+    """The run's packages: one node per directory of the run, in order,
+    then one per dependency outside the run that can matter (its files, or
+    a package it imports, mention something the rules look for). Every
+    file is read here, once (into `reads`; `overlay`: editors' unsaved
+    buffers, read instead of the disk): the jobs are handed these bytes and
+    the cache keys are made of them. Packages the knowledge describes
+    (`described`) are not read."""
     imports: dict[Path, list[Path]] = {}
     files_of: dict[Path, list[Path]] = {paths[0].parent: paths for paths in directories}
     relevant: dict[Path, bool] = {}
@@ -111,18 +141,20 @@ def with_dependencies(
         if directory not in files_of:
             files_of[directory] = package_files(directory)
         for path in files_of[directory]:
-            read = reads[path] = read_source(path, display_path(path, base), overlay)
+            read = reads.get(path)
+            if read is None:
+                read = reads[path] = read_source(path, display_path(path, base), overlay)
             if isinstance(read, SourceFile):
                 found.append(read.data)
         return found
 
     def scan(directory: Path, main: Path) -> list[Path]:
         if directory not in imports:
-            if directory in outside and not prefilter.may_match(_raw(directory, files_of), fact_needles):
+            data = contents(directory)
+            if directory in outside and not prefilter.may_match(data, fact_needles):
                 matches[directory] = False
                 imports[directory] = []  # read only as deep as the API
                 return []
-            data = contents(directory)
             matches[directory] = prefilter.may_match(data, fact_needles if directory in outside else needles)
             inside = in_module_imports(directory, modules.of(directory), data)
             beyond = [d for d in modules.outside_imports(main, directory, data, described) if d not in inside]
@@ -139,35 +171,31 @@ def with_dependencies(
             )
         return relevant[directory]
 
-    out = []
-    for paths in directories:
-        own = paths[0].parent
+    def dependencies_of(own: Path, main: Path) -> list[Path]:
         order: list[Path] = []
         seen = {own}
 
         def visit(directory: Path, depth: int) -> None:
-            for dependency in scan(directory, own):
+            for dependency in scan(directory, main):
                 if dependency not in seen and depth < MAX_IMPORT_DEPTH:
                     seen.add(dependency)
                     visit(dependency, depth + 1)
                     order.append(dependency)
 
         visit(own, 0)
-        extra = [path for directory in order if matters(directory) for path in files_of[directory] if not path.name.endswith("_test.go")]
-        out.append(paths + extra)
-    return out
+        return [directory for directory in order if matters(directory)]
 
-
-def _raw(directory: Path, files_of: dict[Path, list[Path]]) -> list[bytes]:
-    """The bytes of a dependency's Go files, undecoded: most dependencies
-    outside the module are only searched for an API's names, once."""
-    if directory not in files_of:
-        files_of[directory] = package_files(directory)
-    found = []
-    for path in files_of[directory]:
-        try:
-            with open(path, "rb") as stream:
-                found.append(stream.read())
-        except OSError:
-            continue
-    return found
+    nodes = [Node(paths[0].parent, paths, True, dependencies_of(paths[0].parent, paths[0].parent)) for paths in directories]
+    for node in nodes:
+        if node.directory not in outside:
+            node.matches = matches[node.directory]
+    # The package whose module resolves a dependency's imports: the run's
+    # package that first reaches it (its imports were scanned from there).
+    main_of = {node.directory: node.directory for node in nodes}
+    for node in nodes:  # grows as dependencies are added
+        for directory in node.dependencies:
+            if directory not in main_of:
+                main_of[directory] = main_of[node.directory]
+                own = [path for path in files_of[directory] if not path.name.endswith("_test.go")]
+                nodes.append(Node(directory, own, False, dependencies_of(directory, main_of[directory])))
+    return nodes

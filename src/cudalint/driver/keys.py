@@ -1,18 +1,28 @@
-"""Cache keys: what a directory's result depends on, and the cache opened
-under the salt of everything else (rules, configuration, knowledge)."""
+"""Cache keys: what a package's result depends on, and the cache opened
+under the salt of everything else (rules, configuration, knowledge).
+
+A key is made bottom-up, once per package per run (DESIGN.md, *Run: keys,
+phases and parallel work*): a digest of the package's own inputs (the bytes
+of its Go files, each hashed once, of the C files beside them, its module's
+path and go version) and the digests of the summaries (exported facts) its
+imports lent it. An edit that leaves a dependency's summary unchanged
+re-analyses that dependency only.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import os
 from pathlib import Path
 
-from cudalint.cache import CacheRefused, ResultCache
+from cudalint.cache import CacheRefused, ResultCache, fingerprint
 from cudalint.cside import headers_signature, local_c_files, read_c
 from cudalint.discover import printable
 from cudalint.driver.settings import Settings
 from cudalint.findings import Notification, NotificationKind
 from cudalint.knowledge import Knowledge
 from cudalint.module import Modules
-from cudalint.source import SourceFile, display_path, read_source
+from cudalint.source import SourceFile, display_path
 
 
 def salt(settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...]) -> str:
@@ -36,22 +46,40 @@ def open_cache(settings: Settings, knowledge: Knowledge, needles: tuple[bytes, .
         )
 
 
-def read_all(paths: list[Path], settings: Settings) -> list[SourceFile | Notification]:
-    return [read_source(path, display_path(path, settings.base), settings.overlay) for path in paths]
-
-
-def result_key(cache: ResultCache, modules: Modules, paths: list[Path], reads: list[SourceFile | Notification]) -> str:
-    """The key of a directory's result: the bytes of its Go files and of the
-    packages it imports, of the C files beside them (the C side of cgo
-    reads them), and its module's path and go version (fixes use no newer
-    Go)."""
+def own_digest(modules: Modules, directory: Path, paths: list[Path], reads: list[SourceFile | Notification]) -> str:
+    """A digest of a package's own inputs: the bytes (or read failures) of
+    its Go files, of the C files the C side reads beside them, and what it
+    takes from its module's go.mod (import paths; fixes use no newer Go)."""
+    digest = hashlib.sha256()
     entries = [(path, read.data if isinstance(read, SourceFile) else read) for path, read in zip(paths, reads)]
-    return cache.key(entries + _c_files(paths[0].parent) + _module_entry(modules, paths[0].parent))
+    for path, data in entries + _c_files(directory) + _module_entry(modules, directory):
+        digest.update(b"\0" + os.fsencode(path) + b"\0")
+        if isinstance(data, bytes):
+            digest.update(b"bytes\0" + hashlib.sha256(data).digest())
+        else:  # the analysis reports it; the key just has to say so
+            digest.update(f"unreadable\0{data.kind.value}\0{data.message}".encode())
+    return digest.hexdigest()
+
+
+def summary_digest(facts: list) -> str | None:
+    """The digest of a package's summary (the facts it exported), which
+    keys its importers' results; None where it cannot be made (they are
+    then not cached)."""
+    return fingerprint(facts)
+
+
+def result_key(cache: ResultCache, kind: str, own: str, export: bool, imported: list[tuple[Path, str]]) -> str:
+    """The key of a package's result: its own inputs, what the job makes
+    (`kind`: reported, or a summary only; whether facts are exported), and
+    for each import it receives, the digest of its summary (or, where that
+    is unknown, of its files)."""
+    parts = [kind, own, "export" if export else "-"]
+    for directory, digest in imported:
+        parts.append(f"{os.fspath(directory)}={digest}")
+    return cache.derived_key(parts)
 
 
 def _module_entry(modules: Modules, directory: Path) -> list[tuple[Path, bytes]]:
-    """What a result takes from the module's go.mod: its path (import
-    paths) and go version (which fixes are offered)."""
     module = modules.of(directory)
     if module is None:
         return []

@@ -21,7 +21,7 @@ from typing import TypeVar
 from cudalint import prefilter, suppressions
 from cudalint.cfg import build_package_cfgs
 from cudalint.checks import CHECKS, FACT_ANALYSES, all_rules
-from cudalint.driver.dependencies import DependencyFacts, KnownFacts
+from cudalint.driver.dependencies import Dependency, DependencyFacts
 from cudalint.driver.settings import Settings
 from cudalint.findings import Finding, Notification, NotificationKind, Result, assign_fingerprints
 from cudalint.framework import AnalysisFailure, ImportedFacts, ObjectFact, PackageRun, Pass, export_facts, requirements, start_run
@@ -90,12 +90,13 @@ def internal_error(path: str, what: str, error: BaseException, debug: bool, line
 
 
 def guarded(
-    paths: list[Path], context: Context, reads: list[SourceFile | Notification] | None = None, known: KnownFacts | None = None,
-    export: bool = True,
+    paths: list[Path], context: Context, reads: list[SourceFile | Notification] | None = None,
+    dependencies: list[Dependency] | None = None, export: bool = True, matches: bool | None = None,
+    lend: Callable[[list[ObjectFact]], None] | None = None,
 ) -> Result:
     """analyze_directory, with its crash as the directory's internal error."""
     try:
-        return analyze_directory(paths, context, reads, known, export)
+        return analyze_directory(paths, context, reads, dependencies, export, matches, lend)
     except Exception as error:  # noqa: BLE001 - last line of defence for one directory
         result = Result(internal_errors=1)
         where = display_path(paths[0].parent, context.settings.base)
@@ -105,40 +106,47 @@ def guarded(
 
 def analyze_directory(
     paths: list[Path], context: Context, reads: list[SourceFile | Notification] | None = None,
-    known: KnownFacts | None = None, export: bool = True,
+    dependencies: list[Dependency] | None = None, export: bool = True, matches: bool | None = None,
+    lend: Callable[[list[ObjectFact]], None] | None = None,
 ) -> Result:
     """Analyse the Go files of one directory (one or two packages); `reads`:
-    the files already read, one per path (else they are read here); `known`:
-    facts of dependencies already made by their own analysis (the others
-    are made here from their files). With `export`, the result carries the
-    facts of the package, for its importers."""
+    the files as read, one per path (else they are read here);
+    `dependencies`: what the packages it imports lend it, bottom-up (their
+    facts, or where those are unknown their files, from which the facts
+    are made here). With `export`, the result carries the facts of the
+    package, for its importers. `matches`: the prefilter's verdict on these
+    files, where the caller made it already. `lend` receives the package's
+    exported facts as soon as they are made, before its rules run (its
+    importers need nothing else from it)."""
     settings, knowledge = context.settings, context.knowledge
     result = Result()
     sources: list[SourceFile] = []
-    dependencies: dict[Path, list[SourceFile]] = {}
-    own = paths[0].parent
     for index, path in enumerate(paths):
         read = reads[index] if reads is not None else read_source(path, display_path(path, settings.base), settings.overlay)
-        if path.parent != own:
-            # A package of the module this one imports: read for its facts.
-            if not isinstance(read, Notification):
-                dependencies.setdefault(path.parent, []).append(read)
-        elif isinstance(read, Notification):
+        if isinstance(read, Notification):
             result.notifications.append(read)
         else:
             sources.append(read)
     if not sources:
         return result
-    imported = context.dependencies.imported_by(dependencies, known or {}) if dependencies else ImportedFacts()
+    imported = context.dependencies.imported_by(dependencies) if dependencies else ImportedFacts()
     # A package that calls a dependency's wrapper is analysed even where no
     # API name occurs in it: the wrapper is the API there.
     wraps = bool(imported)
+    own = paths[0].parent
     module = context.modules.of(own)
     import_path = module.import_path(own) if module is not None else None
     # The package a knowledge file describes calls its own API unqualified.
     described = import_path is not None and import_path in knowledge.import_paths
-    if settings.prefilter and not wraps and not described and not prefilter.may_match((s.data for s in sources), context.needles):
+    if settings.prefilter and not wraps and not described and not (
+        matches if matches is not None else prefilter.may_match((s.data for s in sources), context.needles)
+    ):
         result.files_skipped += len(sources)
+        if export and import_path is not None:
+            # Nothing to report here, but its importers need its summary (a
+            # function that never returns needs no API name): made once, here.
+            result.facts = context.dependencies.summary(own, sources, imported)
+            result.exports_facts = True
         return result
     parsed_files = []
     for source in sources:
@@ -159,10 +167,16 @@ def analyze_directory(
         result.internal_errors += 1
         return result
     result.exports_facts = export and import_path is not None
-    for package in packages:
-        run = analyze_package(package, settings, knowledge, result, imported)
+    # The summary first: the importers wait for it, not for this package's rules.
+    runs = [(package, start_package(package, settings, knowledge, result, imported)) for package in packages]
+    for package, run in runs:
         if run is not None and result.exports_facts and package.import_path is not None:
             result.facts.extend(_exported(run))
+    if lend is not None and result.exports_facts and result.internal_errors == 0:
+        lend(list(result.facts))
+    for package, run in runs:
+        if run is not None:
+            check_package(package, run, settings, result)
     _findings_stage(result, parsed_files, settings)
     return result
 
@@ -230,18 +244,22 @@ def _unanalysed(package: Package, run: PackageRun, result: Result) -> None:
         ))
 
 
-def analyze_package(
+def start_package(
     package: Package, settings: Settings, knowledge: Knowledge, result: Result, imported: ImportedFacts,
 ) -> PackageRun | None:
-    """Run the enabled rules over one package; returns the run (its
-    analyses' results) unless the package's graphs could not be built."""
-    where = package.files[0].display
+    """The package's run (its analyses, computed on demand), unless its
+    graphs could not be built (an internal error in `result`)."""
     try:
-        run = start_run(package, knowledge, settings.enabled, imported)
+        return start_run(package, knowledge, settings.enabled, imported)
     except Exception as error:  # noqa: BLE001
-        result.notifications.append(internal_error(where, f"package {package.name}", error, settings.debug))
+        result.notifications.append(internal_error(package.files[0].display, f"package {package.name}", error, settings.debug))
         result.internal_errors += 1
         return None
+
+
+def check_package(package: Package, run: PackageRun, settings: Settings, result: Result) -> None:
+    """Run the enabled rules over one package's run."""
+    where = package.files[0].display
     crashed: set[tuple[str, object]] = set()
     for rule in CHECKS:
         if rule.id not in settings.enabled or rule.check is None:
@@ -256,7 +274,6 @@ def analyze_package(
             _crash(result, settings, crashed, rule.id, unit.file.display, f"function {unit.name}", unit.node.start_point[0] + 1, error)
         result.findings.extend(pass_.findings)
     _unanalysed(package, run, result)
-    return run
 
 
 def _crash(

@@ -10,28 +10,29 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import queue
 import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
 from cudalint.cache import CacheRefused, ResultCache
-from cudalint.driver.dependencies import KnownFacts
 from cudalint.driver.keys import salt
 from cudalint.driver.package import Context
-from cudalint.driver.schedule import Schedule
+from cudalint.driver.schedule import Job, Schedule
 from cudalint.driver.settings import Settings
-from cudalint.driver.worker import STARTED, Job, Worker
+from cudalint.driver.worker import STARTED, Worker
 from cudalint.findings import Notification, NotificationKind, Result
 from cudalint.knowledge import Knowledge
-from cudalint.progress import Progress
 from cudalint.source import display_path
 
 _PARENT_POLL_SECONDS = 0.5
+_LEND_POLL_SECONDS = 0.01
 EXIT_WORKER_ORPHANED = 3
 
 
@@ -48,8 +49,8 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def failed(paths: list[Path], settings: Settings, what: str) -> Result:
-    where = display_path(paths[0].parent, settings.base)
+def failed(directory: Path, settings: Settings, what: str) -> Result:
+    where = display_path(directory, settings.base)
     return Result(internal_errors=1, notifications=[Notification(
         NotificationKind.INTERNAL_ERROR, where, f"internal error: {what}; not analysed, results are incomplete", level="error",
     )])
@@ -78,7 +79,9 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="cudalint-parent-watch", daemon=True).start()
 
 
-def _init_worker(settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...], states: Any, parent: int) -> None:
+def _init_worker(
+    settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...], states: Any, parent: int, lending: Any = None,
+) -> None:
     _die_with_parent(parent)
     # Ctrl-C reaches the whole process group: the parent handles it and stops
     # the workers; SIGTERM kills a worker outright.
@@ -90,7 +93,7 @@ def _init_worker(settings: Settings, knowledge: Knowledge, needles: tuple[bytes,
             cache = ResultCache(settings.cache_dir, salt(settings, knowledge, needles))
         except CacheRefused:  # the parent checked it; changed since: no cache
             cache = None
-    _ThisProcess.worker = Worker(Context.of(settings, knowledge, needles), cache, states)
+    _ThisProcess.worker = Worker(Context.of(settings, knowledge, needles), cache, states, lending)
 
 
 def _work(job: Job) -> Result:
@@ -110,112 +113,145 @@ def _stop(pool: ProcessPoolExecutor) -> None:
             pass
 
 
+def _pump(lending: Any) -> queue.Queue:
+    """The facts workers lend, moved by a thread of their own into a queue
+    the run reads without waiting: a worker killed in the middle of a
+    message can block this thread, never the run. The thread ends with the
+    process (no end marker is sent: a worker killed while writing could
+    hold the queue's lock)."""
+    received: queue.Queue = queue.Queue()
+
+    def pump() -> None:
+        while True:
+            received.put(lending.get())
+
+    threading.Thread(target=pump, name="cudalint-lent-facts", daemon=True).start()
+    return received
+
+
 class Pool:
-    """The jobs of one run (`misses`) over worker processes."""
+    """The jobs of one run, as the schedule releases them, over worker
+    processes; each result goes to `done` (index, result) as it comes."""
 
     def __init__(
-        self, misses: list[list[Path]], settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...], jobs: int,
-        schedule: Schedule, progress: Progress,
+        self, settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...], jobs: int, schedule: Schedule,
+        done: Callable[[int, Result], None],
     ) -> None:
-        self.misses = misses
         self.settings = settings
         self.initargs = (settings, knowledge, needles)
         self.jobs = jobs
         self.schedule = schedule
-        self.progress = progress
+        self.done = done
 
-    def run(self) -> list[Result]:
+    def _finish(self, i: int, result: Result) -> None:
+        self.schedule.finish(i, result)
+        self.done(i, result)
+
+    def run(self) -> None:
         """Run every job over worker processes. A worker that dies (killed,
         out of memory, a crash in native code) takes the pool down with it:
         the jobs it was running are retried once, each in a worker of its
         own, and a job that kills that worker too is reported as an internal
         error; the jobs that merely waited go to a new pool."""
-        misses, schedule = self.misses, self.schedule
-        results: dict[int, Result] = {}
+        schedule = self.schedule
         deaths: dict[int, int] = {}
-        queue = list(range(len(misses)))
-        while queue:
-            for i in [i for i in queue if deaths.get(i)]:
-                outcome = self._alone(i, *schedule.start(i))
-                results[i] = outcome if outcome is not None else failed(
-                    misses[i], self.settings,
+        while True:
+            suspects = [i for i in sorted(deaths) if not schedule.done[i]]
+            for i in suspects:
+                job = schedule.start(i)
+                outcome = self._alone(job)
+                self._finish(i, outcome if outcome is not None else failed(
+                    job.directory, self.settings,
                     "the worker process analysing this directory died twice (killed by a signal, out of memory, or a "
                     "crash in native code)",
-                )
-                schedule.finish(i, results[i])
-            waiting = [i for i in queue if not deaths.get(i)]
-            queue = []
-            if waiting:
-                unfinished, running = self._pool(waiting, results)
-                for i in running:
-                    deaths[i] = deaths.get(i, 0) + 1
-                queue = unfinished
-        return [results[i] for i in range(len(misses))]
+                ))
+            killed = self._pool(set(deaths))
+            if killed is None:
+                return
+            for i in killed:
+                deaths[i] = deaths.get(i, 0) + 1
 
-    def _pool(self, indices: list[int], results: dict[int, Result]) -> tuple[list[int], list[int]]:
-        """Run `indices` over a pool, each as soon as the jobs it waits for
-        are done. Returns the jobs left unfinished because a worker died,
-        and among them those a dead worker was running."""
-        misses, schedule = self.misses, self.schedule
+    def _pool(self, suspects: set[int]) -> list[int] | None:
+        """Run the jobs the schedule releases over a pool, each as soon as
+        the jobs it waits for are done, but those that killed a worker
+        before (held back, to run alone). Returns None once no job is left
+        for a pool, else (the pool broke) the jobs a dead worker was running."""
+        schedule = self.schedule
         context = multiprocessing.get_context()
-        states = context.Array("b", len(misses), lock=False)
-        workers = min(self.jobs, len(indices))
-        pool = ProcessPoolExecutor(
-            max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(*self.initargs, states, os.getpid()),
-        )
+        states = context.Array("b", len(schedule.nodes), lock=False)
+        lending = context.SimpleQueue()
+        lent_facts = _pump(lending)
+        pool: ProcessPoolExecutor | None = None
         futures: dict[Any, int] = {}
-        wanted = set(indices)
+        held: list[int] = []
+        returned: list[int] = []
         broken = False
         try:
             while not broken:
-                # Jobs whose dependencies are done first; a worker that would
-                # otherwise idle takes a waiting job, which then makes its
-                # dependencies' facts from their files (the same facts, made
-                # twice). Every job whose dependencies are done is queued at
-                # once. A job that waits is not started early to keep a worker
-                # busy: it would analyse its dependencies again, and on real
-                # trees (a large generated binding imported by a large
-                # package) that cost more CPU than the idle worker saved.
-                for i in [i for i in schedule.ready() if i in wanted]:
-                    futures[pool.submit(_work, (i, misses[i], *schedule.start(i)))] = i
+                # Every job whose dependencies are done is queued at once. A
+                # job that waits is not started early to keep a worker busy:
+                # it would analyse its dependencies again, and on real trees
+                # (a large generated binding imported by a large package)
+                # that cost more CPU than the idle worker saved.
+                for i in schedule.ready():
+                    if i in suspects:
+                        held.append(i)
+                        continue
+                    if pool is None:
+                        pool = ProcessPoolExecutor(
+                            max_workers=self.jobs, mp_context=context, initializer=_init_worker,
+                            initargs=(*self.initargs, states, os.getpid(), lending),
+                        )
+                    futures[pool.submit(_work, schedule.start(i))] = i
                 if not futures:
                     break
-                finished, _ = wait(futures, return_when=FIRST_COMPLETED)
+                # A running job lends its summary before its rules run: its
+                # importers are queued as soon as it arrives.
+                finished, _ = wait(futures, timeout=_LEND_POLL_SECONDS, return_when=FIRST_COMPLETED)
+                lent = False
+                while not lent_facts.empty():
+                    index, facts = lent_facts.get_nowait()
+                    schedule.lend(index, facts)
+                    lent = True
+                if not finished and not lent:
+                    continue
                 for future in finished:
                     i = futures.pop(future)
                     try:
-                        results[i] = future.result()
-                        self.progress.tick()
+                        result = future.result()
                     except BrokenProcessPool:
                         broken = True  # retried below
-                        schedule.give_back(i)
+                        returned.append(i)
                         continue
                     except Exception as error:  # noqa: BLE001 - e.g. a result that could not be sent back
-                        results[i] = failed(misses[i], self.settings, f"{type(error).__name__}: {error}")
-                    schedule.finish(i, results[i])
+                        result = failed(schedule.nodes[i].directory, self.settings, f"{type(error).__name__}: {error}")
+                    self._finish(i, result)
         except BaseException:
-            _stop(pool)
+            if pool is not None:
+                _stop(pool)
             raise
-        pool.shutdown(wait=True, cancel_futures=True)
-        for i in futures.values():
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        returned += futures.values()
+        for i in returned + held:
             schedule.give_back(i)
-        unfinished = [i for i in indices if i not in results]
-        running = [i for i in unfinished if states[i] == STARTED]
-        return unfinished, running or unfinished
+        if not broken:
+            return None if not held else []
+        running = sorted(i for i in returned if states[i] == STARTED)
+        return running or sorted(returned)
 
-    def _alone(self, index: int, known: KnownFacts, export: bool) -> Result | None:
+    def _alone(self, job: Job) -> Result | None:
         """One job in a worker of its own: None if that worker died too."""
-        paths = self.misses[index]
         pool = ProcessPoolExecutor(
             max_workers=1, mp_context=multiprocessing.get_context(),
             initializer=_init_worker, initargs=(*self.initargs, None, os.getpid()),
         )
         try:
-            return pool.submit(_work, (index, paths, known, export)).result()
+            return pool.submit(_work, job).result()
         except BrokenProcessPool:
             return None
         except Exception as error:  # noqa: BLE001
-            return failed(paths, self.settings, f"{type(error).__name__}: {error}")
+            return failed(job.directory, self.settings, f"{type(error).__name__}: {error}")
         except BaseException:
             _stop(pool)
             raise

@@ -1,9 +1,9 @@
 """The run: every discovered file, directory by directory.
 
-Directories are grouped with the packages of their module they import
-(dependencies), looked up in the cache (an unchanged tree starts no worker
-at all), and the misses run in dependency order, in this process or over a
-pool of workers. The results are merged, sorted, and cut to one finding per
+The run is planned (its packages and the dependencies outside it, every file
+read once), then its packages are looked up in the cache bottom-up (an
+unchanged tree starts no worker at all) and the misses run in dependency
+order, in this process or over a pool of workers. The results are merged, sorted, and cut to one finding per
 defect and to the files reported on.
 """
 
@@ -15,11 +15,11 @@ from pathlib import Path
 from cudalint import prefilter, suppressions
 from cudalint.checks import CHECKS
 from cudalint.discover import printable
-from cudalint.driver.dependencies import KnownFacts, with_dependencies
-from cudalint.driver.keys import open_cache, read_all, result_key
+from cudalint.driver.dependencies import Node, plan
+from cudalint.driver.keys import open_cache
 from cudalint.driver.package import Context
 from cudalint.driver.pool import Pool, default_jobs
-from cudalint.driver.schedule import Schedule, record
+from cudalint.driver.schedule import Schedule
 from cudalint.driver.settings import Settings
 from cudalint.driver.worker import Worker
 from cudalint.findings import Finding, Notification, NotificationKind, Result
@@ -40,52 +40,61 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
         needles += (b"cudalint:",)
     context = Context.of(settings, knowledge, needles)
     directories = [list(group) for _, group in groupby(sorted(files, key=lambda p: (p.parent.as_posix(), p.name)), key=lambda p: p.parent)]
-    # What the parent reads to find imports, it reuses for cache keys.
+    # Every file is read here, once: the jobs analyse these bytes, the keys are made of them.
     reads: dict[Path, SourceFile | Notification] = {}
-    directories = with_dependencies(
+    nodes = plan(
         directories, settings.base, context.modules, needles, reads, knowledge.import_paths, knowledge.c_call_prefixes,
-        overlay=settings.overlay,
+        settings.overlay,
     )
     total = Result()
     unreadable = _unreadable(context.modules.unreadable, knowledge)
     if unreadable is not None:
         total.notifications.append(unreadable)
-    # Hits are read here: an unchanged tree starts no worker at all.
     cache, refused = open_cache(settings, knowledge, needles)
     if refused is not None:
         total.notifications.append(refused)
+    progress = Progress(len(directories), settings.progress_after)
+
+    def trusted(cached: Result, node: Node) -> Result | None:
+        return _trusted(cached, node.paths, settings, total) if node.reported else cached
+
+    def done(index: int, part: Result) -> None:
+        if nodes[index].reported:  # a dependency's summary served its importers
+            total.extend(part)
+            progress.tick()
+
+    def may_skip(node: Node) -> bool:
+        """The prefilter finds nothing in it (a package a knowledge file
+        describes calls its own API unqualified: never skipped)."""
+        if not settings.prefilter or node.matches is not False:
+            return False
+        module = context.modules.of(node.directory)
+        return module is None or module.import_path(node.directory) not in knowledge.import_paths
+
     try:
-        misses: list[list[Path]] = []
-        known: KnownFacts = {}
-        for directory in directories:
-            if cache is not None:
-                contents = [reads.get(path) for path in directory]
-                if None in contents:
-                    contents = read_all(directory, settings)
-                cached = _trusted(cache.get(result_key(cache, context.modules, directory, contents)), directory, settings, total)
-                if cached is not None:
-                    total.extend(cached)
-                    record(known, context.modules, directory[0].parent, cached)
-                    continue
-            misses.append(directory)
-        schedule = Schedule(misses, known, context.modules)
         # More workers than CPUs only cost memory.
         jobs = max(1, min(settings.jobs, default_jobs()))
-        missed_files = sum(len(directory) for directory in misses)
-        progress = Progress(len(misses), settings.progress_after)
-        if jobs > 1 and len(misses) > 1 and missed_files >= _PARALLEL_THRESHOLD:
-            for part in Pool(misses, settings, knowledge, needles, jobs, schedule, progress).run():
-                total.extend(part)
+        schedule = Schedule(
+            nodes, reads, context.modules, settings.base, cache, trusted, may_skip, largest_first=jobs > 1, overlay=settings.overlay,
+        )
+        # Hits are merged first: an unchanged tree starts no worker at all.
+        schedule.look_up()
+        for index, part in schedule.hits:
+            done(index, part)
+        schedule.hits = []
+        left = [i for i in range(len(nodes)) if not schedule.done[i]]
+        if jobs > 1 and len(left) > 1 and sum(len(nodes[i].paths) for i in left) >= _PARALLEL_THRESHOLD:
+            Pool(settings, knowledge, needles, jobs, schedule, done).run()
         else:
             worker = Worker(context, cache)
-            while ready := schedule.ready():
-                index = ready[0]
-                part = worker.work((index, misses[index], *schedule.start(index)))
+            while (index := schedule.next()) is not None:
+                part = worker.work(schedule.start(index))
                 schedule.finish(index, part)
-                total.extend(part)
-                progress.tick()
+                done(index, part)
+        for index, part in schedule.hits:
+            done(index, part)
         progress.close()
-        if cache is not None and misses:
+        if cache is not None and left:
             cache.evict()
     finally:
         if cache is not None:

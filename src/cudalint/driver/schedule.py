@@ -1,88 +1,309 @@
-"""The order of the jobs: directories in dependency order, so that a
-package's importers receive its facts instead of making them again."""
+"""The order of the jobs: packages bottom-up, so that a package's importers
+receive its summary instead of making it again, and each package's cache
+key is made once, from its own inputs and its imports' summaries.
+
+The schedule owns the run's bookkeeping in the parent: which packages are
+waiting for their imports, which can be looked up in the cache (a hit is
+done at once and may free its importers), which must run, and the facts
+each finished package lends its importers.
+"""
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from cudalint.driver.dependencies import KnownFacts
-from cudalint.findings import Result
+from cudalint.cache import ResultCache
+from cudalint.driver.dependencies import Dependency, Node
+from cudalint.driver.keys import own_digest, result_key, summary_digest
+from cudalint.findings import Notification, Result
+from cudalint.framework import ObjectFact
 from cudalint.module import Modules
+from cudalint.source import SourceFile, display_path, read_source
 
 
-def _directory_bytes(paths: list[Path]) -> int:
-    size = 0
-    for path in paths:
-        try:
-            size += path.stat().st_size
-        except OSError:
-            pass
-    return size
+@dataclass
+class Job:
+    """What a worker needs for one package: its files and their bytes (read
+    once, by the parent), what it receives from its imports, whether it
+    exports its facts, whether the run reports on it (else it is only
+    summarised), and the key its result is stored under (None: not
+    stored)."""
 
-
-def record(known: KnownFacts, modules: Modules, directory: Path, result: Result) -> None:
-    """File a directory's exported facts (none is an answer too: the
-    package says nothing) under its import path."""
-    path = modules.import_path(directory)
-    if path is None or not result.exports_facts:
-        return
-    facts = known.setdefault(path, [])
-    facts.extend(exported for exported in result.facts if exported.import_path == path)
+    index: int
+    directory: Path
+    paths: list[Path]
+    reads: list[SourceFile | Notification]
+    dependencies: list[Dependency]
+    export: bool
+    reported: bool
+    key: str | None
+    # The prefilter's verdict, made by the parent (None: the job makes it).
+    matches: bool | None = None
 
 
 class Schedule:
-    """Directories in dependency order. A directory whose package imports
-    packages analysed in this run waits until their jobs are done: their
-    results carry the facts of their exported functions, which it then
-    receives instead of making them again (once per worker, as it would
-    otherwise). Jobs that could not finish, or an import cycle, leave the
-    waiting jobs to make them from the files: the facts are the same either
-    way, only the time differs."""
+    """The run's packages (`nodes`, from `dependencies.plan`) in dependency
+    order. A package waits until the packages whose facts it receives are
+    done; it is then looked up in the cache (`trusted` vets a hit), and
+    runs only if that misses. A job that could not finish, or an import
+    cycle, leaves its importers to make its facts from its files: the facts
+    are the same either way, only the time differs."""
 
-    def __init__(self, misses: list[list[Path]], known: KnownFacts, modules: Modules):
-        self.known = known
+    def __init__(
+        self, nodes: list[Node], reads: dict[Path, SourceFile | Notification], modules: Modules, base: Path,
+        cache: ResultCache | None, trusted: Callable[[Result, Node], Result | None],
+        may_skip: Callable[[Node], bool] = lambda node: False, largest_first: bool = True,
+        overlay: Mapping[Path, bytes] | None = None,
+    ) -> None:
+        self.nodes = nodes
+        self.reads = reads
         self.modules = modules
-        self.pending = set(range(len(misses)))
+        self.base = base
+        self.cache = cache
+        self.trusted = trusted
+        self.may_skip = may_skip
+        self.overlay = overlay
+        # Over workers the largest package goes first (the run lasts at least
+        # as long as it, so it must not start last); in one process the
+        # smallest do, so that the bytes held for the rest are fewest when
+        # the largest is analysed (the run's peak memory).
+        self.largest_first = largest_first
+        self._chain: list[int] | None = None
+        index_of = {node.directory: i for i, node in enumerate(nodes)}
+        self.needs = [[index_of[d] for d in node.dependencies if d in index_of] for node in nodes]
+        self.dependents: list[list[int]] = [[] for _ in nodes]
+        for i, needs in enumerate(self.needs):
+            for j in set(needs):
+                self.dependents[j].append(i)
+        self.blocking = [len(set(needs)) for needs in self.needs]
+        # Only a package some package imports needs its facts exported.
+        self.imported = {j for needs in self.needs for j in needs}
+        self.size = [sum(len(read.data) for read in self._reads(i) if isinstance(read, SourceFile)) for i in range(len(nodes))]
+        self.facts: list[list[ObjectFact] | None] = [None] * len(nodes)
+        self.digests: list[str | None] = [None] * len(nodes)
+        self._own: list[str | None] = [None] * len(nodes)
+        self.done = [False] * len(nodes)
+        # Whether node i's importers were freed (its facts lent before its
+        # job finished, or its job done).
+        self.lent = [False] * len(nodes)
         self.running: set[int] = set()
-        own = [paths[0].parent for paths in misses]
-        self.directories = own
-        job_of = {directory: i for i, directory in enumerate(own)}
-        self.imports = [
-            sorted({p.parent for p in paths if p.parent != own[i]}, key=lambda d: d.as_posix()) for i, paths in enumerate(misses)
-        ]
-        self.waits_for = [{job_of[d] for d in self.imports[i] if d in job_of} for i in range(len(misses))]
-        # Only a package some job imports needs its facts exported.
-        self.imported = {job for waits in self.waits_for for job in waits}
-        self.size = [_directory_bytes(paths) for paths in misses]
+        self.unblocked = [i for i in range(len(nodes)) if not self.blocking[i]]
+        self.queued: list[tuple[int, int]] = []  # (-size, index): misses that may run now
+        self.waiting = set(range(len(nodes)))  # neither queued, running nor done
+        self.keys: dict[int, str | None] = {}
+        # Results found in the cache, for the run to merge.
+        self.hits: list[tuple[int, Result]] = []
 
-    def ready(self) -> list[int]:
-        """The jobs that may start now, largest first (the run lasts at least
-        as long as its biggest package, so that one must not start last)."""
-        ready = [i for i in self.pending if not (self.waits_for[i] & (self.pending | self.running))]
-        if not ready and not self.running:
-            ready = list(self.pending)  # a cycle: nothing to wait for any more
-        return sorted(ready, key=lambda i: (-self.size[i], i))
-
-    def start(self, i: int) -> tuple[KnownFacts, bool]:
-        """The job's dependencies' facts, and whether to export its own."""
-        self.pending.discard(i)
-        self.running.add(i)
-        return self.facts_for(i), i in self.imported
-
-    def facts_for(self, i: int) -> KnownFacts:
-        found: KnownFacts = {}
-        for directory in self.imports[i]:
-            path = self.modules.import_path(directory)
-            if path is not None and path in self.known:
-                found[path] = self.known[path]
+    def _reads(self, i: int) -> list[SourceFile | Notification]:
+        """Node i's files as the parent read them (read again where they
+        were let go: only for a dependency whose importer needs its files)."""
+        found = []
+        for path in self.nodes[i].paths:
+            read = self.reads.get(path)
+            if read is None:
+                read = self.reads[path] = read_source(path, display_path(path, self.base), self.overlay)
+            found.append(read)
         return found
 
+    def own(self, i: int) -> str:
+        if self._own[i] is None:
+            node = self.nodes[i]
+            self._own[i] = own_digest(self.modules, node.directory, node.paths, self._reads(i))
+        return self._own[i]
+
+    def _key(self, i: int) -> str | None:
+        if self.cache is None:
+            return None
+        imported = []
+        for j in self.needs[i]:
+            if self.facts[j] is not None:
+                digest = self.digests[j]
+                if digest is None:
+                    return None  # a summary no key can name: never cached
+                imported.append((self.nodes[j].directory, digest))
+            else:
+                imported.append((self.nodes[j].directory, "files:" + self.own(j)))
+        node = self.nodes[i]
+        return result_key(self.cache, "reported" if node.reported else "summary", self.own(i), i in self.imported, imported)
+
+    def _look_up(self) -> None:
+        """Every package whose imports are done: a cache hit is done at
+        once (and may free its importers), a miss is queued."""
+        while self.unblocked:
+            i = self.unblocked.pop()
+            if i not in self.waiting:
+                continue
+            self.waiting.discard(i)
+            skipped = self._skipped(i)
+            if skipped is not None:
+                self.hits.append((i, skipped))
+                self.finish(i, skipped)
+                continue
+            key = self.keys[i] = self._key(i)
+            cached = self.cache.get(key) if key is not None and self.cache is not None else None
+            if cached is not None:
+                cached = self.trusted(cached, self.nodes[i])
+            if cached is not None and i in self.imported and self.nodes[i].reported and not cached.exports_facts:
+                cached = None
+            if cached is not None:
+                self.hits.append((i, cached))
+                self.finish(i, cached)
+            else:
+                heapq.heappush(self.queued, (self._order(i), i))
+
+    def _order(self, i: int) -> int:
+        if not self.largest_first:
+            return self.size[i]
+        if self._chain is None:
+            self._chain = self.chains()
+        return -self._chain[i]
+
+    def chains(self) -> list[int]:
+        """Each package's bytes plus the longest chain of importers that
+        wait for it: over workers, the package that heads the longest chain
+        starts first (a large binding imported by a large package must not
+        wait behind packages nothing waits for). Depth first, without
+        recursion; in an import cycle the importer still open counts 0."""
+        chain = [0] * len(self.nodes)
+        state = [0] * len(self.nodes)  # 0: not seen, 1: open, 2: done
+        for start in range(len(self.nodes)):
+            if state[start]:
+                continue
+            state[start] = 1
+            stack = [(start, iter(self.dependents[start]))]
+            while stack:
+                i, rest = stack[-1]
+                for k in rest:
+                    if not state[k]:
+                        state[k] = 1
+                        stack.append((k, iter(self.dependents[k])))
+                        break
+                else:
+                    stack.pop()
+                    state[i] = 2
+                    chain[i] = self.size[i] + max((chain[k] for k in self.dependents[i] if state[k] == 2), default=0)
+        return chain
+
+    def _skipped(self, i: int) -> Result | None:
+        """The result of a package the prefilter skips, made here without a
+        job, where nothing it receives or hands out can change that: no
+        importer needs its summary, and its imports lent it no fact (a
+        package that calls a dependency's wrapper is analysed)."""
+        node = self.nodes[i]
+        if not node.reported or i in self.imported or not self.may_skip(node):
+            return None
+        if any(self.facts[j] != [] for j in self.needs[i]):
+            return None
+        reads = self._reads(i)
+        return Result(
+            notifications=[read for read in reads if isinstance(read, Notification)],
+            files_skipped=sum(1 for read in reads if isinstance(read, SourceFile)),
+        )
+
+    def look_up(self) -> None:
+        """Look up every package that may be looked up now (an unchanged
+        tree is answered here, before any worker starts)."""
+        self._refill()
+
+    def _refill(self) -> None:
+        self._look_up()
+        if not self.queued and not self.running and self.waiting:
+            # A cycle: nothing to wait for any more.
+            self.unblocked = sorted(self.waiting, reverse=True)
+            self._look_up()
+
+    def ready(self) -> list[int]:
+        """Every job that may start now, in the schedule's order (largest
+        first over workers), handed over: the caller starts each, or gives
+        it back."""
+        self._refill()
+        ready = [i for _, i in sorted(self.queued) if not self.done[i] and i not in self.running]
+        self.queued = []
+        return ready
+
+    def next(self) -> int | None:
+        """The first job in the schedule's order that may start now, handed
+        over (None: none)."""
+        self._refill()
+        while self.queued:
+            i = heapq.heappop(self.queued)[1]
+            if not self.done[i] and i not in self.running:
+                return i
+        return None
+
+    def start(self, i: int) -> Job:
+        """Node i's job, with what its imports lend it."""
+        self.running.add(i)
+        dependencies: list[Dependency] = []
+        for j in self.needs[i]:
+            node = self.nodes[j]
+            if self.facts[j] is not None:
+                dependencies.append((node.directory, self.facts[j], []))
+            else:
+                sources = [read for read in self._reads(j) if isinstance(read, SourceFile) and not read.path.name.endswith("_test.go")]
+                dependencies.append((node.directory, None, sources))
+        node = self.nodes[i]
+        reads = self._reads(i)
+        if self.cache is not None:
+            self.own(i)  # an importer whose job cannot use its facts has its key name its files
+        for path in node.paths:
+            # The job holds them now (one copy, not two, while the largest
+            # package runs); read again only if its worker dies, or an
+            # importer must make its facts from its files.
+            self.reads.pop(path, None)
+        return Job(i, node.directory, node.paths, reads, dependencies, i in self.imported, node.reported, self.keys.get(i), node.matches)
+
+    def _record(self, i: int, facts: list) -> None:
+        node = self.nodes[i]
+        if node.reported:
+            path = self.modules.import_path(node.directory)
+            facts = [f for f in facts if f.import_path == path]
+        self.facts[i] = list(facts)
+        self.digests[i] = summary_digest(self.facts[i]) if self.cache is not None else None
+
+    def _release(self, i: int) -> None:
+        """Free the packages that waited for node i's facts."""
+        if self.lent[i]:
+            return
+        self.lent[i] = True
+        for k in self.dependents[i]:
+            self.blocking[k] -= 1
+            if not self.blocking[k]:
+                self.unblocked.append(k)
+
+    def lend(self, i: int, facts: list) -> None:
+        """Node i's job made its summary and runs its rules now: its
+        importers need nothing else from it, and may start."""
+        if self.done[i] or self.lent[i]:
+            return
+        self._record(i, facts)
+        self._release(i)
+
     def finish(self, i: int, result: Result | None) -> None:
+        """Node i is done: file its facts (unless its job failed), let its
+        bytes go (an importer that must make its facts reads them again),
+        and free the packages that waited for it."""
         self.running.discard(i)
-        self.pending.discard(i)
-        if result is not None and result.internal_errors == 0:
-            record(self.known, self.modules, self.directories[i], result)
+        self.waiting.discard(i)
+        if self.done[i]:
+            return
+        self.done[i] = True
+        node = self.nodes[i]
+        if self.cache is not None:
+            self.own(i)  # an importer that cannot use the facts has its key name the files
+        if self.lent[i]:
+            pass  # its importers have its facts already (the same ones)
+        elif result is not None and result.internal_errors == 0 and (result.exports_facts or not node.reported):
+            self._record(i, result.facts)
+        if self.facts[i] is not None or not self.dependents[i]:
+            for path in node.paths:
+                self.reads.pop(path, None)
+        self._release(i)
 
     def give_back(self, i: int) -> None:
+        """A job that did not finish (its pool broke): it may start again."""
         self.running.discard(i)
-        self.pending.add(i)
+        heapq.heappush(self.queued, (self._order(i), i))

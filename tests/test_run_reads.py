@@ -1,0 +1,141 @@
+"""What a run reads and parses (issue 23; DESIGN.md, *Run: keys, phases and
+parallel work*): each file is read once per run, by the parent; a warm run
+reads each file once and parses none; a dependency outside the run is read
+once and summarised once, however many packages import it. Counted through
+the driver's own reading and parsing functions, not timed."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from cudalint import check
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture()
+def module(tmp_path: Path) -> Path:
+    """The fixture module (gpu hands resources out, svc and deferred import
+    it) and a few more importers of gpu."""
+    root = tmp_path / "mod"
+    root.mkdir()
+    (root / "go.mod").write_text("module example.com/fixtures\n\ngo 1.19\n")
+    shutil.copytree(FIXTURES / "module", root / "module")
+    for index in range(3):
+        user = root / "module" / f"user{index}"
+        user.mkdir()
+        (user / "user.go").write_text(
+            f"package user{index}\n\nimport \"example.com/fixtures/module/gpu\"\n\n"
+            "func Leak(n int) error {\n\tp, err := gpu.Alloc(n)\n\tif err != nil {\n\t\treturn err\n\t}\n"
+            "\tif n > 1 {\n\t\treturn nil\n\t}\n\treturn gpu.Free(p)\n}\n"
+        )
+    return root
+
+
+@pytest.fixture()
+def counted(monkeypatch: pytest.MonkeyPatch) -> tuple[Counter, Counter]:
+    """(reads per path, parses per path) of the runs that follow, in this process."""
+    import cudalint.driver.dependencies as dependencies
+    import cudalint.driver.package as package
+    import cudalint.driver.schedule as schedule
+
+    reads: Counter = Counter()
+    parses: Counter = Counter()
+    real_read, real_parse = dependencies.read_source, package.parse
+
+    def read(path, *args):
+        reads[path] += 1
+        return real_read(path, *args)
+
+    def parse(source):
+        parses[source.path] += 1
+        return real_parse(source)
+
+    for module in (dependencies, package, schedule):
+        monkeypatch.setattr(module, "read_source", read)
+    for module in (dependencies, package):
+        monkeypatch.setattr(module, "parse", parse)
+    return reads, parses
+
+
+def _findings(result) -> list[tuple[str, int, str]]:
+    return [(finding.path, finding.span.start.line, finding.rule_id) for finding in result.findings]
+
+
+def test_each_file_is_read_once_and_a_warm_run_parses_none(module: Path, tmp_path: Path, counted) -> None:
+    reads, parses = counted
+    cache = tmp_path / "cache"
+    cold = check(["./..."], base=module, cache_dir=cache, jobs=1)
+    go_files = sorted(module.rglob("*.go"))
+    assert sorted(reads) == go_files, "every Go file of the run is read"
+    assert set(reads.values()) == {1}, "and each once"
+    assert parses, "a cold run parses"
+
+    reads.clear()
+    parses.clear()
+    warm = check(["./..."], base=module, cache_dir=cache, jobs=1)
+    assert _findings(warm) == _findings(cold)
+    assert sorted(reads) == go_files and set(reads.values()) == {1}, "a warm run reads each file once"
+    assert not parses, "and parses none"
+
+
+def test_a_dependency_outside_the_run_is_read_and_summarised_once(module: Path, counted, monkeypatch) -> None:
+    import cudalint.driver.dependencies as dependencies
+
+    reads, parses = counted
+    summarised: list[str] = []
+    real = dependencies.export_facts
+
+    def counting(run, analyses):
+        summarised.append(run.package.name)
+        return real(run, analyses)
+
+    monkeypatch.setattr(dependencies, "export_facts", counting)
+    users = [f"./module/user{index}" for index in range(3)]
+    result = check(users, base=module, jobs=1)
+    assert sum(1 for f in _findings(result) if f[2] == "CL101") == 3, "each importer sees what gpu hands out"
+    gpu = sorted((module / "module" / "gpu").glob("*.go"))
+    assert all(reads[path] == 1 for path in gpu), "gpu, imported three times, is read once"
+    assert summarised == ["gpu"], "and summarised once, by a job of its own"
+    assert all(parses[path] == 1 for path in gpu if not path.name.endswith("_test.go"))
+
+
+def test_a_warm_run_analyses_nothing_where_a_skipped_package_is_imported(module: Path, tmp_path: Path, monkeypatch) -> None:
+    """`mid` has nothing the prefilter looks for and receives no fact, so
+    its job skips it, but `top` imports it: its summary must come with its
+    cached result, or no cached result of it could serve `top`'s key (a
+    first version of summary keys analysed such packages in every warm
+    run: 54 on moby)."""
+    import cudalint.driver.package as package
+
+    base = module / "module"
+    (base / "ptr").mkdir()
+    (base / "ptr" / "ptr.go").write_text(
+        "package ptr\n\nimport \"unsafe\"\n\nfunc Addr(b []byte) uintptr {\n\treturn uintptr(unsafe.Pointer(&b[0]))\n}\n"
+    )
+    (base / "mid").mkdir()
+    (base / "mid" / "mid.go").write_text(
+        "package mid\n\nimport \"example.com/fixtures/module/ptr\"\n\n"
+        "func Where(b []byte) uintptr {\n\treturn ptr.Addr(b)\n}\n"
+    )
+    (base / "top").mkdir()
+    (base / "top" / "top.go").write_text(
+        "package top\n\nimport \"example.com/fixtures/module/mid\"\n\nfunc Use() uintptr {\n\treturn mid.Where(nil)\n}\n"
+    )
+    cache = tmp_path / "cache"
+    cold = check(["./..."], base=module, cache_dir=cache, jobs=1)
+    analysed: list[str] = []
+    real = package.analyze_directory
+
+    def recording(paths, *args, **kwargs):
+        analysed.append(paths[0].parent.name)
+        return real(paths, *args, **kwargs)
+
+    monkeypatch.setattr(package, "analyze_directory", recording)
+    warm = check(["./..."], base=module, cache_dir=cache, jobs=1)
+    assert _findings(warm) == _findings(cold)
+    assert analysed == []
