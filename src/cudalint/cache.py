@@ -284,12 +284,7 @@ class ResultCache:
         """The key of a directory's result: of exactly these bytes (or read
         failures) of its files."""
         digest = hashlib.sha256(self.salt.encode())
-        for path, data in contents:
-            digest.update(b"\0" + os.fsencode(path) + b"\0")
-            if isinstance(data, bytes):
-                digest.update(b"bytes\0" + hashlib.sha256(data).digest())
-            else:  # the analysis reports it; the key just has to say so
-                digest.update(f"unreadable\0{data.kind.value}\0{data.message}".encode())
+        add_contents(digest, contents)
         return digest.hexdigest()
 
     def derived_key(self, parts: list[str]) -> str:
@@ -452,3 +447,14 @@ def _read_all(fd: int, limit: int) -> bytes | None:
         if total > limit:
             return None
         chunks.append(chunk)
+
+
+def add_contents(digest, contents) -> None:
+    """Feed files to a digest: each path, and its bytes or the read failure
+    (the analysis reports a failure; a key just has to say so)."""
+    for path, data in contents:
+        digest.update(b"\0" + os.fsencode(path) + b"\0")
+        if isinstance(data, bytes):
+            digest.update(b"bytes\0" + hashlib.sha256(data).digest())
+        else:
+            digest.update(f"unreadable\0{data.kind.value}\0{data.message}".encode())

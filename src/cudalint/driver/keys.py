@@ -15,7 +15,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from cudalint.cache import CacheRefused, ResultCache, fingerprint
+from cudalint.cache import CacheRefused, ResultCache, add_contents, fingerprint
 from cudalint.cside import headers_signature, local_c_files, read_c
 from cudalint.discover import printable
 from cudalint.driver.settings import Settings
@@ -52,12 +52,7 @@ def own_digest(modules: Modules, directory: Path, paths: list[Path], reads: list
     takes from its module's go.mod (import paths; fixes use no newer Go)."""
     digest = hashlib.sha256()
     entries = [(path, read.data if isinstance(read, SourceFile) else read) for path, read in zip(paths, reads)]
-    for path, data in entries + _c_files(directory) + _module_entry(modules, directory):
-        digest.update(b"\0" + os.fsencode(path) + b"\0")
-        if isinstance(data, bytes):
-            digest.update(b"bytes\0" + hashlib.sha256(data).digest())
-        else:  # the analysis reports it; the key just has to say so
-            digest.update(f"unreadable\0{data.kind.value}\0{data.message}".encode())
+    add_contents(digest, entries + _c_files(directory) + _module_entry(modules, directory))
     return digest.hexdigest()
 
 
