@@ -31,6 +31,7 @@ def named():
     ("github.com/mindprince/gonvml", None),  # another name: nothing to go by
     ("gocv.io/x/gocv/cuda", None),  # packages named cuda are not all CUDA bindings
     ("nvml", None),
+    ("./nvml", None),  # a relative import (GOPATH-era): local code
 ])
 def test_the_bound_api_is_read_off_the_import_path(named, import_path: str, word: str | None) -> None:
     assert named.word_of(import_path) == word

@@ -395,8 +395,8 @@ class NamedBindings:
         """The C API a package binds by its name: the last element of its
         import path (a `/vN` major version left out, `go-nvml` read as
         `nvml`); None for a package a knowledge file describes."""
-        if import_path in self._knowledge.import_paths or "/" not in import_path:
-            return None
+        if import_path in self._knowledge.import_paths or "/" not in import_path or import_path.startswith("."):
+            return None  # described, the standard library's, or a relative import of local code
         parts = import_path.split("/")
         last = parts[-2] if re.fullmatch(r"v\d+", parts[-1]) else parts[-1]
         word = last.removeprefix("go-")
