@@ -21,7 +21,7 @@ from enum import Enum
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.analyses.calls import CALLS, CallFact, CallIndex, unwrap
+from cudalint.analyses.calls import CALLS, CalleeKind, CallFact, CallIndex, unwrap
 from cudalint.cfg import NodeKind, PackageCFGs
 from cudalint.framework import Analysis
 from cudalint.functions import Unit
@@ -253,8 +253,22 @@ class StatusSemantics:
         status = unit.params[index]
         resolution = self.calls.package.resolution
 
+        def is_status(symbol) -> bool:
+            """The parameter, or a local made of it by a conversion to the
+            package's own status type (`err := cudnnStatus(x)`, then
+            `if err == Success`)."""
+            if symbol is status:
+                return True
+            if symbol is None or symbol.init is None or symbol.init_index > 0 or symbol.function != unit.node:
+                return False
+            init = syntax.unparen(symbol.init)
+            if init is None or init.type != "call_expression" or self.calls.callee(init).kind is not CalleeKind.CONVERSION:
+                return False
+            converted = unwrap(init, self.calls)
+            return converted is not None and converted.type == "identifier" and resolution.symbol(converted) is status
+
         def roles(subject: Node) -> Subject | None:
-            return Subject.STATUS if subject.type == "identifier" and resolution.symbol(subject) is status else None
+            return Subject.STATUS if subject.type == "identifier" and is_status(resolution.symbol(subject)) else None
 
         def step(n: int, outcome: Outcome | None):
             if graph.kind(n) is NodeKind.RETURN:
