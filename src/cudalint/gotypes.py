@@ -382,9 +382,7 @@ class TypeOracle:
         if node.type == "call_expression":
             return self._imported_result(node, 0)
         if node.type == "selector_expression":
-            owner = self.type_of(node.child_by_field_name("operand"))
-            fields, _ = self.structs().get(owner, ({}, [])) if owner is not None else ({}, [])
-            return qualified_type(resolution, fields.get(syntax.text(node.child_by_field_name("field"))))
+            return qualified_type(resolution, self.declared_type_of(node))
         if node.type == "index_expression":
             return qualified_type(resolution, element_of(self.declared_type_of(node.child_by_field_name("operand"))))
         if node.type != "identifier":

@@ -113,7 +113,7 @@ class Modules:
         found: dict[Path, None] = {}
         for data in contents:
             for path in imports(data):
-                if is_standard(path) or path in described or (own is not None and own.directory(path) is not None):
+                if not _outside(path, own) or path in described:
                     continue
                 located = resolver.locate(path)
                 if located is None:
@@ -121,7 +121,6 @@ class Modules:
                 elif located.directory != directory:
                     found[located.directory] = None
         return list(found)
-
 
     def without_source(self, directory: Path, import_paths: Iterable[str]) -> frozenset[str]:
         """Of these imports of the package in `directory`, those outside its
@@ -131,9 +130,14 @@ class Modules:
         own = self.of(directory)
         return frozenset(
             path for path in import_paths
-            if path != "C" and not is_standard(path) and (own is None or own.directory(path) is None)
-            and (resolver is None or resolver.locate(path) is None)
+            if _outside(path, own) and (resolver is None or resolver.locate(path) is None)
         )
+
+
+def _outside(import_path: str, own: Module | None) -> bool:
+    """An import of a package outside the module `own`: not cgo's, not the
+    standard library's, not one of the module's own packages."""
+    return import_path != "C" and not is_standard(import_path) and (own is None or own.directory(import_path) is None)
 
 
 def module_of(directory: Path) -> Module | None:
