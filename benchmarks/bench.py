@@ -52,28 +52,28 @@ def _timed(function, repeat: int = 1):
     return value, best
 
 
-def _children_cpu() -> float:
+def children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
 
-def _run_cudalint(
-    tree: Path, jobs: int, cache_dir: Path, cold: bool, target: str = "./...",
+def run_cudalint(
+    tree: Path, jobs: int, cache_dir: Path, cold: bool, target: str = "./...", extra: tuple[str, ...] = (),
 ) -> tuple[float, int, str, float]:
     """Wall time, peak RSS in KiB (GNU time's %M: of the largest process),
     the JSON output and the CPU time of the whole process tree."""
-    arguments = [sys.executable, "-m", "cudalint", "--format", "json", "--jobs", str(jobs), target]
+    arguments = [sys.executable, "-m", "cudalint", "--format", "json", "--jobs", str(jobs), *extra, target]
     environment = dict(os.environ, CUDALINT_CACHE_DIR=str(cache_dir))
     if cold:
         environment["CUDALINT_NO_CACHE"] = "1"
     with tempfile.NamedTemporaryFile("r") as measured:
         if shutil.which("time") or Path("/usr/bin/time").exists():
             arguments = ["/usr/bin/time", "-f", "%M", "-o", measured.name, *arguments]
-        cpu = _children_cpu()
+        cpu = children_cpu()
         start = time.perf_counter()
         done = subprocess.run(arguments, capture_output=True, text=True, env=environment, cwd=tree)
         elapsed = time.perf_counter() - start
-        cpu = _children_cpu() - cpu
+        cpu = children_cpu() - cpu
         text = Path(measured.name).read_text().strip().splitlines()
     peak = int(text[-1]) if text and text[-1].isdigit() else 0
     return elapsed, peak, done.stdout, cpu
@@ -86,7 +86,7 @@ def _run_semgrep(semgrep: str, rules: Path, tree: Path) -> tuple[float, float, i
 
     arguments = [semgrep, "scan", "--metrics=off", "--disable-version-check", "--jobs", "1", "--config", str(rules),
                  "--exclude", "vendor", "--json", "--quiet", "."]
-    cpu = _children_cpu()
+    cpu = children_cpu()
     start = time.perf_counter()
     done = subprocess.run(arguments, capture_output=True, text=True, cwd=tree)
     elapsed = time.perf_counter() - start
@@ -94,7 +94,7 @@ def _run_semgrep(semgrep: str, rules: Path, tree: Path) -> tuple[float, float, i
         results = len(json.loads(done.stdout)["results"])
     except (ValueError, KeyError):
         results = -1
-    return elapsed, _children_cpu() - cpu, results
+    return elapsed, children_cpu() - cpu, results
 
 
 def _start_up() -> float:
@@ -156,7 +156,7 @@ def main() -> int:
         outputs: set[str] = set()
         for label, jobs, cold in (("cold, 1 worker", 1, True), (f"cold, {options.jobs} workers", options.jobs, True),
                                   ("warm (fill)", options.jobs, False), ("warm", options.jobs, False)):
-            runs = [_run_cudalint(tree, jobs, cache_dir, cold) for _ in range(1 if label == "warm (fill)" else options.repeat)]
+            runs = [run_cudalint(tree, jobs, cache_dir, cold) for _ in range(1 if label == "warm (fill)" else options.repeat)]
             elapsed, peak = min(run[0] for run in runs), max(run[1] for run in runs)
             cpu = min(run[3] for run in runs)
             outputs.update(run[2] for run in runs)
@@ -164,7 +164,7 @@ def main() -> int:
             print(f"cudalint {label:18s} {elapsed:8.2f} s   cpu {cpu:7.2f} s   {len(files) / elapsed:8.0f} files/s   "
                   f"{lines / elapsed:9.0f} lines/s   peak {peak / 1024:6.0f} MiB")
         if options.file:
-            one = min(_run_cudalint(tree, options.jobs, cache_dir, False, options.file)[0] for _ in range(options.repeat))
+            one = min(run_cudalint(tree, options.jobs, cache_dir, False, options.file)[0] for _ in range(options.repeat))
             print(f"cudalint warm, one file    {one:8.2f} s   ({options.file})")
         cold1 = results["cold, 1 worker"]
         coldn = results[f"cold, {options.jobs} workers"]
@@ -180,7 +180,7 @@ def main() -> int:
         print(f"identical output across runs: {'yes' if same else 'NO'}")
         if options.versus:
             versus = options.versus.resolve()
-            pairs = [(_run_cudalint(tree, 1, cache_dir, True)[0], _run_cudalint(versus, 1, cache_dir, True)[0])
+            pairs = [(run_cudalint(tree, 1, cache_dir, True)[0], run_cudalint(versus, 1, cache_dir, True)[0])
                      for _ in range(options.repeat)]
             mine, other = min(p[0] for p in pairs), min(p[1] for p in pairs)
             print(f"versus {versus}: cold(1) {mine:.2f} s here, {other:.2f} s there; ratio {mine / other:.2f}")
@@ -189,7 +189,7 @@ def main() -> int:
             walls, cpus, sg_walls, sg_cpus = [], [], [], []
             found = 0
             for _ in range(options.repeat):  # alternately: the machine's drift hits both alike
-                elapsed, _, _, cpu = _run_cudalint(tree, 1, Path(cache), True)
+                elapsed, _, _, cpu = run_cudalint(tree, 1, Path(cache), True)
                 walls.append(elapsed)
                 cpus.append(cpu)
                 elapsed, cpu, found = _run_semgrep(options.semgrep_bin, options.semgrep, tree)
