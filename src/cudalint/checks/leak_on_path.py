@@ -19,6 +19,7 @@ from cudalint.wording import acquired_here, release_statement, release_verb, whe
 from cudalint.findings import Fix, Step
 from cudalint.framework import Pass, Ref
 from cudalint.functions import Unit
+from cudalint.gotypes import result_types
 from cudalint.knowledge import Knowledge
 
 
@@ -66,6 +67,15 @@ def _remedy(reads: _Reads, origin: Origin) -> str:
         name = reads.lifetimes.releasing_function(fact.import_path)
         if name is not None:
             return f"defer {origin.written.rsplit('.', 1)[0]}.{name}({origin.handle or 'x'})"
+    if origin.via is not None and bare and not origin.resource.any_use_releases:
+        # A handle the package's own function wrapped in a type of the
+        # package (`NewPlain` returns a Plain): that type's release function.
+        wrapper = reads.calls.callee(origin.call).target if origin.call.type == "call_expression" else None
+        types = result_types(wrapper) if wrapper is not None else ()
+        wrapped = types[origin.role.index] if 0 <= origin.role.index < len(types) else ""
+        name = reads.lifetimes.releasing_function_of(wrapped) if wrapped else None
+        if name is not None:
+            return f"defer {name}({origin.handle or 'x'})"
     return release_statement(origin)
 
 

@@ -15,6 +15,8 @@ notification), never analysed in silence or in gigabytes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from cudalint.analyses.calls import CallIndex
 from cudalint.analyses.lifetimes.closures import Closures
 from cudalint.analyses.lifetimes.collect import Collector
@@ -31,7 +33,8 @@ from cudalint.analyses.status import StatusSemantics
 from cudalint.analyses.uses import Use, VariableUses
 from cudalint.cfg import CFG, NodeKind, PackageCFGs
 from cudalint.framework import FactView
-from cudalint.functions import Unit
+from cudalint.functions import Unit, UnitKind
+from cudalint.gotypes import named_type
 from cudalint.knowledge import ResourceSpec
 from cudalint.scope import Symbol
 
@@ -56,10 +59,24 @@ class Engine:
         self._resources = VariableResources(calls, owners)
         counted = Counted(calls, uses, status, self._effects.imported)
         self._walker = Walker(calls, uses, status, self._resources, self._effects, closures, counted)
-        self._hand_outs = HandOuts(calls, owners, self.lifetimes, self._analysing.__contains__, self._effects.hands_out)
+        self._hand_outs = HandOuts(
+            calls, owners, self.lifetimes, self._analysing.__contains__, self._effects.hands_out, self._releases_captured(uses),
+        )
         self._origins = Origins(calls, self._effects, self._hand_outs.handed_out, self.lifetimes, owners)
         self._collector = Collector(self._origins, self._walker, closures, uses, counted)
         self._counted = counted
+
+    def _releases_captured(self, uses: VariableUses) -> Callable[[Unit, str], bool]:
+        """Whether a func literal releases, on every path, the variable of
+        that name it captures (`func() { C.cudaStreamDestroy(s) }`)."""
+
+        def releases(literal: Unit, name: str) -> bool:
+            return any(
+                symbol.name == name and self._effects.summary(literal, symbol).releases_on_every_path
+                for symbol in uses.captures(literal)
+            )
+
+        return releases
 
     def releasing_function(self, import_path: str) -> str | None:
         """The function of another package of the module that releases its
@@ -70,6 +87,19 @@ class Engine:
             name for name in self._imported.names(import_path)
             if "." not in name and (effects := self._imported.get(import_path, name)) is not None
             and effects.params == ("releases",) and not effects.hands_out
+        ]
+        return found[0] if len(found) == 1 else None
+
+    def releasing_function_of(self, type_name: str) -> str | None:
+        """The function of this package that takes one value of the package's
+        type `type_name` (or a pointer to it) and releases it (`func
+        DestroyPlain(p Plain)`), to name in a remedy for a wrapped handle:
+        None unless there is exactly one."""
+        found = [
+            unit.name for unit in self._calls.package.units
+            if unit.kind is UnitKind.FUNCTION and len(unit.params) == 1 and unit.params[0].type_node is not None
+            and named_type(unit.params[0].type_node) == type_name
+            and self._effects.effect(unit, unit.params[0]) is Effect.RELEASES
         ]
         return found[0] if len(found) == 1 else None
 

@@ -27,9 +27,10 @@ from cudalint.functions import Unit, UnitKind
 class HandOuts:
     def __init__(
         self, calls: CallIndex, owners: Owners, lifetimes: Lifetimes, analysing: Callable[[Unit], bool],
-        module_hands_out: Callable[[str, str], bool],
+        module_hands_out: Callable[[str, str], bool], releases_captured: Callable[[Unit, str], bool],
     ):
         self._calls = calls
+        self._releases_captured = releases_captured  # (func literal, variable name): it releases the variable
         self._module_hands_out = module_hands_out  # (import path, name) of a module function that hands out
         self._owners = owners
         self._lifetimes = lifetimes
@@ -91,6 +92,12 @@ class HandOuts:
                 continue
             if origin in lost:
                 continue
+            cleanup = self._cleanup_returned(unit, origin.handle) if origin.handle else None
+            if cleanup is not None:
+                # `return s, func() { destroy(s) }, nil`: the function value is
+                # what the caller must call; the handle beside it is lent.
+                handed.append((replace(origin, resource=replace(origin.resource, any_use_releases=True, owns=None)), cleanup))
+                continue
             # A new value of an owning type made of the handle first: the
             # conversion `DevicePtr(p)` is also the handle returned.
             constructed = self._owners.constructed(unit, origin.handle, origin.resource) if origin.handle else None
@@ -111,6 +118,29 @@ class HandOuts:
                 held.add((origin.handle, index))
             handed.append((origin, index))
         return handed
+
+    def _cleanup_returned(self, unit: Unit, handle: str) -> int | None:
+        """The result position at which the function returns a func literal
+        that releases `handle` (a cleanup function), if every return that
+        returns one does so there, with a nil error where the function
+        returns one."""
+        literals = {u.node: u for u in self._calls.package.units if u.kind is UnitKind.LITERAL and u.parent is unit}
+        index = None
+        for statement in syntax.return_statements(unit.body):
+            values = next((c for c in statement.named_children if c.type == "expression_list"), None)
+            expressions = syntax.expressions(values) if values is not None else []
+            positions = [
+                i for i, e in enumerate(expressions)
+                if e.type == "func_literal" and e in literals and self._releases_captured(literals[e], handle)
+            ]
+            if not positions:
+                continue
+            if len(positions) > 1 or (index is not None and positions[0] != index):
+                return None
+            if unit.returns_error and syntax.text(expressions[-1]) != "nil":
+                return None
+            index = positions[0]
+        return index
 
     def _finalized(self, origin: Origin) -> bool:
         """An owning type's value made here whose type has a finalizer."""
@@ -142,9 +172,17 @@ def _returned_at(unit: Unit, handle: str, calls: CallIndex, owning: bool = False
     nil error (when the last result is an error); None otherwise."""
     index = None
     returns_error = unit.returns_error
+    named = _named_results_holding(unit, handle, calls, owning)
     for statement in syntax.return_statements(unit.body):
         values = next((c for c in statement.named_children if c.type == "expression_list"), None)
-        expressions = syntax.expressions(values) if values is not None else []
+        if values is None:
+            # A bare return hands out the named results (`id = GroupHandle{h}; return`).
+            positions = named
+            if len(positions) > 1 or (positions and index is not None and positions[0] != index):
+                return None
+            index = positions[0] if positions else index
+            continue
+        expressions = syntax.expressions(values)
         positions = [i for i, e in enumerate(expressions) if _is_variable(unwrap(e, calls), handle, owning)]
         if not positions:
             continue
@@ -156,7 +194,48 @@ def _returned_at(unit: Unit, handle: str, calls: CallIndex, owning: bool = False
     return index
 
 
+def _named_results_holding(unit: Unit, handle: str, calls: CallIndex, owning: bool) -> list[int]:
+    """The positions of the named results that are the handle, or are
+    assigned it or a value made around it somewhere in the body."""
+    names = [symbol.name for symbol in unit.results]
+    if not names or unit.body is None:
+        return []
+    holding = {handle}
+    for assignment in syntax.walk(unit.body):
+        if assignment.type != "assignment_statement":
+            continue
+        left = syntax.expressions(assignment.child_by_field_name("left"))
+        right = syntax.expressions(assignment.child_by_field_name("right"))
+        for target, value in zip(left, right) if len(left) == len(right) else ():
+            if target.type == "identifier" and _is_variable(unwrap(value, calls), handle, owning):
+                holding.add(syntax.text(target))
+    return [i for i, name in enumerate(names) if name in holding]
+
+
 def _is_variable(node, handle: str, address: bool) -> bool:
-    if address and node is not None and node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
-        node = syntax.unparen(node.child_by_field_name("operand"))
+    """The variable itself, its address (a value of an owning type), or a
+    value of a Go type made around it (`GroupHandle{h}`, `&Buffer{ptr: p,
+    size: n}`): a wrapped handle is the resource."""
+    if node is not None and node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
+        operand = syntax.unparen(node.child_by_field_name("operand"))
+        if address or (operand is not None and operand.type == "composite_literal"):
+            node = operand
+    if node is not None and node.type == "composite_literal":
+        if syntax.text(node.child_by_field_name("type")).startswith("C."):
+            return False  # a C struct of arguments (`&C.CUDA_HOST_NODE_PARAMS{...}`) owns nothing
+        return any(_is_variable(value, handle, False) for value in _element_values(node))
     return node is not None and node.type == "identifier" and syntax.text(node) == handle
+
+
+def _element_values(literal) -> list:
+    """The values of a struct literal's elements, keyed or not (`T{h}`, `T{handle: h}`)."""
+    body = literal.child_by_field_name("body")
+    values = []
+    for element in syntax.children(body) if body is not None else []:
+        if element.type == "keyed_element":
+            element = syntax.children(element)[-1] if syntax.children(element) else None
+        if element is not None and element.type == "literal_element":
+            element = syntax.children(element)[0] if syntax.children(element) else None
+        if element is not None:
+            values.append(syntax.unparen(element))
+    return values

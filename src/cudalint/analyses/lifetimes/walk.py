@@ -28,6 +28,7 @@ from cudalint.analyses.lifetimes.closures import Closures
 from cudalint.analyses.lifetimes.counted import Counted
 from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.outcomes import Effect, Origin
+from cudalint.knowledge import ResourceSpec
 from cudalint.analyses.lifetimes.resources import VariableResources
 from cudalint.analyses.lifetimes.states import LeftControl, PathBudgetExceeded, Phase, State, WalkRecord, path_to, release
 from cudalint.analyses.status import Outcome, Roles, StatusSemantics, StatusSource, Subject
@@ -282,8 +283,10 @@ class Walker:
                 return state
             record.transferred += 1
             raise LeftControl
-        if kind is UseKind.DEREF and use.role is not None and self._resources.owns(use.symbol, use.role[0], origin):
-            return release(origin, state, n, use.deferred, record, None)  # `C.cudaFree(b.ptr)` of an owning type's value
+        if kind is UseKind.DEREF and use.role is not None and (
+            self._resources.owns(use.symbol, use.role[0], origin) or _wraps(origin, use.role[0])
+        ):
+            return release(origin, state, n, use.deferred, record, None)  # `C.cudaFree(b.ptr)` of a value holding it
         if kind in (UseKind.PASS_API, UseKind.DEREF):
             if released:
                 record.uses_after_release.append((n, use, state.released_at or 0))
@@ -344,3 +347,13 @@ def _scope_end_line(graph: CFG, node: int, successor: int, scope: Node) -> int:
     if graph.kind(node) in (NodeKind.CONTINUE, NodeKind.BREAK, NodeKind.GOTO):
         return graph.line(node)
     return scope.end_point[0] + 1
+
+
+def _wraps(origin: Origin | None, resource: ResourceSpec) -> bool:
+    """Whether a value whose field an API call releases holds that resource:
+    a wrapped handle (`GroupHandle{h}` handed out, released by
+    `C.dcgmGroupDestroy(conn, g.handle)`), or a value a summary's walk
+    starts with (`func Destroy(g GroupHandle)` releases what it is given)."""
+    return origin is None or origin.resource.name == resource.name or (
+        origin.resource.owns is not None and origin.resource.owns.name == resource.name
+    )
