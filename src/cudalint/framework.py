@@ -38,6 +38,7 @@ from tree_sitter import Node
 from cudalint.cfg import CFG, ExitKind, PackageCFGs
 from cudalint.findings import Finding, Fix, Related, Span, Step, fill_template
 from cudalint.functions import Package, Unit
+from cudalint.gotypes import sole_implementations
 from cudalint.knowledge import Knowledge
 from cudalint.parse import ParsedFile
 
@@ -212,6 +213,7 @@ def export_facts(run: PackageRun, analyses: Iterable[Analysis]) -> list[ObjectFa
     import_path = run.package.import_path
     assert import_path is not None, "only a package of a module exports facts"
     exporting = [analysis for analysis in analyses if analysis.facts is not None]
+    implementations = sole_implementations(run.package)
     dependents = {
         analysis: [other for other in exporting if other is not analysis and analysis in requirements(other.requires)]
         for analysis in exporting
@@ -222,11 +224,26 @@ def export_facts(run: PackageRun, analyses: Iterable[Analysis]) -> list[ObjectFa
         named = frozenset(name for other in dependents[analysis] for name in by_analysis[other])
         hook = analysis.facts
         assert hook is not None
-        by_analysis[analysis] = dict(hook(Pass(run, requirements((analysis,)), analysis=analysis, exported=named)))
+        by_analysis[analysis] = _through_interfaces(
+            dict(hook(Pass(run, requirements((analysis,)), analysis=analysis, exported=named))), implementations,
+        )
     return [
         ObjectFact(import_path, name, fact)
         for analysis in exporting for name, fact in sorted(by_analysis[analysis].items())
     ]
+
+
+def _through_interfaces(facts: dict[str, Any], implementations: dict[str, str]) -> dict[str, Any]:
+    """An importer's call of an interface's method is the method of the
+    package's one type that implements it (`gotypes.sole_implementations`):
+    its facts, also under the interface's name (`DCGM.CreateGroup` is
+    `dcgmProvider.CreateGroup`), for every analysis alike."""
+    for interface, implementation in implementations.items():
+        prefix = implementation + "."
+        for name, fact in list(facts.items()):
+            if name.startswith(prefix):
+                facts.setdefault(interface + name[len(implementation):], fact)
+    return facts
 
 
 @dataclass

@@ -23,7 +23,9 @@ questions of the same syntax, and each query below answers one of them:
 - `declared_type`: the type node a local variable is declared or made with;
 - `element_name`: the element type's name of a slice or array variable;
 - `first_result`: the first result type node of a function's result;
-- `result_types`: the package types of each of a function's results.
+- `result_types`: the package types of each of a function's results;
+- `sole_implementations`: the package's interfaces that one type of the
+  package implements, and that type.
 """
 
 from __future__ import annotations
@@ -486,3 +488,42 @@ class TypeOracle:
         if self._paths is None:
             self._paths = Paths.of(self.package)
         return self._paths
+
+
+def sole_implementations(package: Package) -> dict[str, str]:
+    """Each interface type of the package that exactly one type of the
+    package implements (by method names, test files left out): the
+    interface's name and that type's. A package that hands out its one
+    implementation behind an interface (`func Client() DCGM { return
+    dcgmProvider{} }`) makes its importers' calls of the interface's methods
+    that type's methods; an interface that embeds another is left out (its
+    method set is not all in view), and so is one several types implement."""
+    interfaces: dict[str, set[str]] = {}
+    methods: dict[str, set[str]] = {}
+    for parsed in package.files:
+        if parsed.source.path.name.endswith("_test.go"):
+            continue
+        for declaration in parsed.root.named_children:
+            if declaration.type != "type_declaration":
+                continue
+            for spec in declaration.named_children:
+                body = spec.child_by_field_name("type") if spec.type == "type_spec" else None
+                if body is None or body.type != "interface_type":
+                    continue
+                elements = syntax.children(body)
+                if elements and all(element.type == "method_elem" for element in elements):
+                    interfaces[syntax.text(spec.child_by_field_name("name"))] = {
+                        syntax.text(element.child_by_field_name("name")) for element in elements
+                    }
+    if not interfaces:
+        return {}
+    for unit in package.units:
+        if unit.kind is UnitKind.METHOD and not unit.file.source.path.name.endswith("_test.go"):
+            receiver, _, method = unit.name.rpartition(".")
+            methods.setdefault(receiver.removeprefix("(*").removesuffix(")"), set()).add(method)
+    found = {}
+    for interface, needed in interfaces.items():
+        implementations = [name for name, have in methods.items() if needed <= have and name not in interfaces]
+        if len(implementations) == 1:
+            found[interface] = implementations[0]
+    return found

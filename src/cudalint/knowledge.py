@@ -154,6 +154,11 @@ class Family:
     # prefix or version suffix. See NamedBindings.
     named_bindings: str = ""
     named_functions: tuple[str, ...] = ()  # sorted: the family's repr is part of cache keys
+    # A Go package described in part (go-dcgm: its Init and Shutdown; its
+    # groups, field groups and watches are not): where its source is on
+    # this machine it is summarised like any dependency, and what the
+    # knowledge leaves out is what the summary says.
+    partial: bool = False
 
     def forwarded(self, name: str) -> str:
         """The package function a method of one of the family's interfaces
@@ -241,6 +246,12 @@ class Knowledge:
     @property
     def import_paths(self) -> frozenset[str]:
         return frozenset(f.import_path for f in self.families)
+
+    @property
+    def fully_described(self) -> frozenset[str]:
+        """The import paths whose knowledge stands for their source: never
+        read as dependencies (a family described in part is read)."""
+        return frozenset(f.import_path for f in self.families if not f.partial)
 
     @property
     def package_names(self) -> dict[str, str]:
@@ -467,7 +478,7 @@ class NamedBindings:
 
 _TOP_KEYS = {
     "schema", "family", "description", "import", "name", "docs", "status", "status_calls", "resource", "types",
-    "threads", "async", "keeps", "results", "interfaces", "named_bindings",
+    "threads", "async", "keeps", "results", "interfaces", "named_bindings", "partial",
 }
 _NAMED_KEYS = {"package", "functions"}
 _KEEPS_KEYS = {"call", "args"}
@@ -558,10 +569,13 @@ def parse_family(document: dict, source: str) -> Family:
         if type_name.count(".") != 1 or not type_name.split(".")[1][:1].isupper():
             raise _fail(source, "interfaces", f"expected an exported type of the package as {qualifier}.Type, not {type_name!r}")
     named, functions = _named_bindings(source, doc, import_path, status)
+    partial = _flag(source, "partial", doc.get("partial", False))
+    if partial and import_path == "C":
+        raise _fail(source, "partial", "only a Go package can be described in part (C has no source to summarise)")
     return Family(
         name, description, import_path, qualifier, source, docs, status,
         match, except_, discardable, resources, types, bound, setters, need_context, async_host, keeps, results,
-        interfaces, named, functions,
+        interfaces, named, functions, partial,
     )
 
 

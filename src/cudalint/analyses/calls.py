@@ -22,7 +22,6 @@ import bisect
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from enum import Enum
 from itertools import islice
 
 from tree_sitter import Node
@@ -32,8 +31,9 @@ from cudalint.framework import Analysis, ImportedFacts, Pass
 from cudalint.functions import Package, Unit, UnitKind, exported_name
 from cudalint.gotypes import TypeOracle, named_type, result_types
 from cudalint.analyses.c_helpers import c_helper_api
+from cudalint.analyses.call_kinds import Callee, CalleeKind, CallFact, ResultTypes
 from cudalint.cside import CView, view_of
-from cudalint.knowledge import ApiFunction, Knowledge, StatusSpec
+from cudalint.knowledge import ApiFunction, Knowledge
 from cudalint.scope import Symbol, SymbolKind, default_import_name
 
 # Standard-library packages whose functions only read their arguments
@@ -43,56 +43,6 @@ BORROWING_STD = frozenset({
 })
 _BORROWING_STD_FUNCS = frozenset({("runtime", "KeepAlive")})
 _CONVERSIONS = frozenset({("unsafe", "Pointer")})
-
-
-class CalleeKind(str, Enum):
-    API = "api"  # a function the knowledge describes (status, acquire, release, transfer)
-    FAMILY = "family"  # another function of a package the knowledge covers, or any C function
-    CONVERSION = "conversion"  # a type: T(x) converts, the value flows through
-    LOCAL = "local"  # a function or method of this package: summarised
-    MODULE = "module"  # an exported function of another package of the module: its facts apply
-    BUILTIN = "builtin"
-    STD_BORROW = "std-borrow"
-    VALUE = "value"  # a call through a variable holding a function
-    UNKNOWN = "unknown"  # another package, an interface method, anything else
-
-
-@dataclass(frozen=True)
-class CallFact:
-    node: Node
-    import_path: str
-    name: str
-    written: str  # the callee as written, e.g. "C.cudaMalloc" or "cuda.MemFree"
-    api: ApiFunction | None
-    # Called on a value (`device.GetName()`, `lib.Init()` on an nvml.Interface),
-    # not through the package's name: the written receiver is no package.
-    on_value: bool = False
-
-    @property
-    def status(self) -> StatusSpec | None:
-        return self.api.status if self.api is not None else None
-
-    @property
-    def is_release(self) -> bool:
-        return self.api is not None and self.api.is_release
-
-
-@dataclass(frozen=True)
-class Callee:
-    kind: CalleeKind
-    written: str
-    api: ApiFunction | None = None
-    target: Unit | None = None  # LOCAL: the unit called
-    symbol: Symbol | None = None  # VALUE: the variable called through
-    imported: tuple[str, str] | None = None  # MODULE: (import path, name), what its facts are about
-
-
-@dataclass(frozen=True)
-class ResultTypes:
-    """The fact `calls` exports about an exported function: per result, the
-    package's own type it is declared with ("" for others)."""
-
-    results: tuple[str, ...]
 
 
 @dataclass
@@ -357,10 +307,13 @@ class CallIndex:
                 or (fact.import_path == "C" and self.c_view is not None and self.c_view.is_type(fact.name))
             ):
                 return Callee(CalleeKind.CONVERSION, written)
-            if fact.import_path in self.knowledge.import_paths:
-                return Callee(CalleeKind.FAMILY, written)
+            # What the knowledge leaves undescribed in a package whose source
+            # was summarised (go-dcgm's CreateGroup beside its Init) is what
+            # the summary says: source wins.
             if self.imported.knows(fact.import_path, fact.name):
                 return Callee(CalleeKind.MODULE, written, imported=(fact.import_path, fact.name))
+            if fact.import_path in self.knowledge.import_paths:
+                return Callee(CalleeKind.FAMILY, written)
             if fact.import_path in BORROWING_STD or (fact.import_path, fact.name) in _BORROWING_STD_FUNCS:
                 return Callee(CalleeKind.STD_BORROW, written)
             return Callee(CalleeKind.UNKNOWN, written)
@@ -614,12 +567,6 @@ def _method_calls(facts: CallIndex, parsed) -> Iterator[tuple[Node, Node, Node]]
     return _unclassified(facts, sorted(calls, key=lambda call: call.start_byte), ("identifier", "selector_expression"))
 
 
-def _calls_on_variables(facts: CallIndex, parsed) -> Iterator[tuple[Node, Node, Node]]:
-    """(call, selector, variable) for each `x.M(...)` on a plain variable
-    that nothing has classified yet."""
-    return _unclassified(facts, parsed.index.qualified_calls, ("identifier",))
-
-
 def _unclassified(facts: CallIndex, calls, operands: tuple[str, ...]) -> Iterator[tuple[Node, Node, Node]]:
     """(call, selector, operand) of these method calls that nothing has
     classified yet, whose operand is of one of these node types."""
@@ -645,9 +592,16 @@ def _index_module_methods(facts: CallIndex, package: Package) -> None:
     for parsed in package.files:
         if not any(imported_package.path in packages for imported_package in parsed.imports):
             continue
-        for node, function, operand in _calls_on_variables(facts, parsed):
+        chained = [name.parent.parent for name in parsed.index.callee_names if name.parent.type == "selector_expression"]
+        for node, function, operand in _unclassified(facts, parsed.index.qualified_calls + chained, ("identifier", "call_expression")):
             resolution.ensure(parsed.root, node)
             method = syntax.text(function.child_by_field_name("field"))
+            if operand.type == "call_expression":
+                # `gpu.Client().Alloc(n)`: the first result of a function of gpu.
+                typed = _module_call_typed(facts, operand, 0)
+                if typed is not None and imported.knows(typed[0], f"{typed[1]}.{method}"):
+                    facts.calls[node] = CallFact(node, typed[0], f"{typed[1]}.{method}", syntax.text(function), None)
+                continue
             typed = (
                 facts.types.imported_type_of(operand) or _module_result_typed(facts, resolution.symbol(operand))
                 or _promoted(facts, operand, method, lambda typed: imported.knows(typed[0], f"{typed[1]}.{method}"))
@@ -692,9 +646,14 @@ def _module_result_typed(facts: CallIndex, symbol: Symbol | None) -> tuple[str, 
     package of the module whose facts type that result."""
     if symbol is None or symbol.init is None:
         return None
-    function = facts.module_function(facts.calls.get(syntax.unparen(symbol.init)))
+    return _module_call_typed(facts, syntax.unparen(symbol.init), max(symbol.init_index, 0))
+
+
+def _module_call_typed(facts: CallIndex, call: Node | None, index: int) -> tuple[str, str] | None:
+    """(import path, type) of a call's result at `index`, where the call is
+    of a function of another package of the module whose facts type it."""
+    function = facts.module_function(facts.calls.get(call))
     typed = facts.imported.fact(ResultTypes, *function) if function is not None else None
-    index = max(symbol.init_index, 0)
     if typed is None or index >= len(typed.results) or not typed.results[index]:
         return None
     return function[0], typed.results[index]

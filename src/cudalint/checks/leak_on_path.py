@@ -63,8 +63,10 @@ def _remedy(reads: _Reads, origin: Origin) -> str:
     resource = origin.resource
     bare = resource.owns is None and bool(resource.release) and resource.release[0].handle != "receiver"
     fact = reads.calls.call(origin.call) if origin.via_text and origin.role.handle != "none" and bare else None
-    if fact is not None and "." not in fact.name and "." in origin.written:
-        name = reads.lifetimes.releasing_function(fact.import_path)
+    if fact is not None and fact.name.count(".") <= 1 and "." in origin.written:
+        # `gpubind.Alloc(n)` -> gpubind.Free; `gpu.Alloc(n)` on a GPU -> gpu.Free.
+        type_name, _, acquirer = fact.name.rpartition(".")
+        name = reads.lifetimes.releasing_function(fact.import_path, type_name, acquirer, resource.name)
         if name is not None:
             return f"defer {origin.written.rsplit('.', 1)[0]}.{name}({origin.handle or 'x'})"
     if origin.via is not None and bare and not origin.resource.any_use_releases:

@@ -43,7 +43,7 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
     # Every file is read here, once: the jobs analyse these bytes, the keys are made of them.
     reads: dict[Path, SourceFile | Notification] = {}
     nodes = plan(
-        directories, settings.base, context.modules, needles, reads, knowledge.import_paths, knowledge.c_call_prefixes,
+        directories, settings.base, context.modules, needles, reads, knowledge.fully_described, knowledge.c_call_prefixes,
         settings.overlay,
     )
     total = Result()

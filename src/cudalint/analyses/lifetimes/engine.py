@@ -15,6 +15,7 @@ notification), never analysed in silence or in gigabytes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from cudalint.analyses.calls import CallIndex
@@ -78,16 +79,31 @@ class Engine:
 
         return releases
 
-    def releasing_function(self, import_path: str) -> str | None:
+    def releasing_function(self, import_path: str, type_name: str = "", acquirer: str = "", resource: str = "") -> str | None:
         """The function of another package of the module that releases its
-        one parameter and hands nothing out (`gpubind.Free`), to name in a
-        remedy where a resource came from that package: None unless there
-        is exactly one."""
+        one parameter and hands nothing out (`gpubind.Free`), or the method
+        of its type `type_name` that does (`GPU.Free`, named "Free"), to
+        name in a remedy where a resource came from that package: the one
+        there is, or of several the one named like the acquirer
+        (`DestroyGroup` for `CreateGroup`, `FieldGroupDestroy` for
+        `FieldGroupCreate`), else like the resource (`DestroyGroup` for a
+        "DCGM GPU group" from `WatchPidFields`); None otherwise."""
+        prefix = type_name + "." if type_name else ""
         found = [
-            name for name in self._imported.names(import_path)
-            if "." not in name and (effects := self._imported.get(import_path, name)) is not None
+            name[len(prefix):] for name in self._imported.names(import_path)
+            if name.startswith(prefix) and "." not in name[len(prefix):]
+            and (effects := self._imported.get(import_path, name)) is not None
             and effects.params == ("releases",) and not effects.hands_out
         ]
+        if len(found) > 1 and acquirer:
+            named = [name for name in found if _stem(name) == _stem(acquirer)]
+            if not named and resource:
+                # The longest stem the resource's name ends with: "DCGM field group" is a FieldGroup.
+                spelled = resource.replace(" ", "").lower()
+                ends = [name for name in found if _stem(name) and spelled.endswith(_stem(name).lower())]
+                longest = max((len(_stem(name)) for name in ends), default=0)
+                named = [name for name in ends if len(_stem(name)) == longest]
+            found = named
         return found[0] if len(found) == 1 else None
 
     def releasing_function_of(self, type_name: str) -> str | None:
@@ -126,6 +142,19 @@ class Engine:
         """The functions that acquire something: by an API call, or by a
         call of a function of the package that hands a resource out."""
         return self._hand_outs.units_with_acquisitions()
+
+    def units_with_effects(self) -> list[Unit]:
+        """The functions whose exported facts can say something: those that
+        acquire, and those that hand a parameter to a function of another
+        package of the module that releases it (`func (p provider)
+        DestroyGroup(g dcgm.GroupHandle) error { return dcgm.DestroyGroup(g) }`)."""
+        found = {unit.node: unit for unit in self.units_with_acquisitions()}
+        releasing = self._calls.units_calling_module(
+            lambda path, name: (effects := self._imported.get(path, name)) is not None and "releases" in effects.params,
+        )
+        for unit in releasing:
+            found.setdefault(unit.node, unit)
+        return [unit for unit in self._calls.package.units if unit.node in found]
 
     def handed_out(self, unit: Unit) -> list[tuple[Origin, int]]:
         """What a function of the package hands its caller: (acquisition,
@@ -208,3 +237,11 @@ class Engine:
     def _walk_from_entry(self, graph: CFG, state: State) -> WalkRecord:
         """A summary's walk: the value held at the function's entry."""
         return self._walker.walk(graph, None, graph.entry, state, summary=True)
+
+
+_VERBS = re.compile(r"Create|New|Alloc|Make|Open|Init|Destroy|Delete|Free|Release|Close|Remove|Shutdown|Unload|Load")
+
+
+def _stem(name: str) -> str:
+    """A function's name without its verbs: what it makes or frees (`Group`)."""
+    return _VERBS.sub("", name)

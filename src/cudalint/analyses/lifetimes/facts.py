@@ -51,7 +51,7 @@ def exported_effects(engine: Any) -> dict[str, ResourceEffects]:
     release or use a handle in a way the knowledge describes; any other
     keeps the conservative default at its callers (a hand-over)."""
     found: dict[str, ResourceEffects] = {}
-    for unit in engine.units_with_acquisitions():
+    for unit in engine.units_with_effects():
         name = exported_name(unit)
         if name is None or unit.body is None:
             continue

@@ -108,6 +108,8 @@ class HandOuts:
                 origin = replace(origin, resource=owned_resource(origin.resource.owns or origin.resource, owner.type_name, owner.methods))
             else:
                 index = _returned_at(unit, origin.handle, self._calls, origin.resource.owns is not None) if origin.handle else self._returned_directly(unit, origin)
+                if index is not None and _kept_elsewhere(unit, origin.handle):
+                    continue  # also held by a closure or a structure the function fills: not the caller's alone
             if index is None or (origin.resource.owns is not None and origin.captured is None and self._finalized(origin)):
                 continue
             # A value of an owning type that holds two acquisitions (`new(Timer)`
@@ -239,3 +241,34 @@ def _element_values(literal) -> list:
         if element is not None:
             values.append(syntax.unparen(element))
     return values
+
+
+def _kept_elsewhere(unit: Unit, handle: str) -> bool:
+    """Whether the function also keeps the handle outside its results: in a
+    func literal (`cleanups = append(cleanups, func() { destroy(h) })`), in
+    a field, element or through a pointer (`c.ptr = h`, `m[k] = h`), or
+    appended to a slice. A value returned around it (`&collector{group: h}`)
+    is then one of several owners, and the returned one may not be the
+    one that releases it."""
+    for node in syntax.walk(unit.body) if unit.body is not None else ():
+        if node.type != "identifier" or syntax.text(node) != handle:
+            continue
+        literal = syntax.enclosing_function(node)
+        if literal != unit.node and not _run_in_place(literal):
+            return True  # captured by a func literal that outlives the call
+        child, parent = node, node.parent
+        while parent is not None and not parent.type.endswith("statement") and parent.type != "block":
+            if parent.type == "call_expression" and syntax.text(parent.child_by_field_name("function")) == "append":
+                return True
+            child, parent = parent, parent.parent
+        if parent is not None and parent.type == "assignment_statement" and child.id == parent.child_by_field_name("right").id:
+            if any(target.type != "identifier" for target in syntax.expressions(parent.child_by_field_name("left"))):
+                return True
+    return False
+
+
+def _run_in_place(literal) -> bool:
+    """A func literal called where it is written, or deferred (`defer
+    func() { if err != nil { destroy(h) } }()`): it keeps nothing."""
+    call = literal.parent if literal is not None else None
+    return call is not None and call.type == "call_expression" and call.child_by_field_name("function") == literal

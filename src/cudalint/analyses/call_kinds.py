@@ -1,0 +1,65 @@
+"""What a call is, as data: the kinds of callee, the fact recorded for a
+classified call, and the result types `calls` exports. Kept apart from the
+classification (`calls`) so that the data every analysis reads has a small
+home of its own; `calls` re-exports these names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from tree_sitter import Node
+
+from cudalint.functions import Unit
+from cudalint.knowledge import ApiFunction, StatusSpec
+from cudalint.scope import Symbol
+
+
+class CalleeKind(str, Enum):
+    API = "api"  # a function the knowledge describes (status, acquire, release, transfer)
+    FAMILY = "family"  # another function of a package the knowledge covers, or any C function
+    CONVERSION = "conversion"  # a type: T(x) converts, the value flows through
+    LOCAL = "local"  # a function or method of this package: summarised
+    MODULE = "module"  # an exported function of another package of the module: its facts apply
+    BUILTIN = "builtin"
+    STD_BORROW = "std-borrow"
+    VALUE = "value"  # a call through a variable holding a function
+    UNKNOWN = "unknown"  # another package, an interface method, anything else
+
+
+@dataclass(frozen=True)
+class CallFact:
+    node: Node
+    import_path: str
+    name: str
+    written: str  # the callee as written, e.g. "C.cudaMalloc" or "cuda.MemFree"
+    api: ApiFunction | None
+    # Called on a value (`device.GetName()`, `lib.Init()` on an nvml.Interface),
+    # not through the package's name: the written receiver is no package.
+    on_value: bool = False
+
+    @property
+    def status(self) -> StatusSpec | None:
+        return self.api.status if self.api is not None else None
+
+    @property
+    def is_release(self) -> bool:
+        return self.api is not None and self.api.is_release
+
+
+@dataclass(frozen=True)
+class Callee:
+    kind: CalleeKind
+    written: str
+    api: ApiFunction | None = None
+    target: Unit | None = None  # LOCAL: the unit called
+    symbol: Symbol | None = None  # VALUE: the variable called through
+    imported: tuple[str, str] | None = None  # MODULE: (import path, name), what its facts are about
+
+
+@dataclass(frozen=True)
+class ResultTypes:
+    """The fact `calls` exports about an exported function: per result, the
+    package's own type it is declared with ("" for others)."""
+
+    results: tuple[str, ...]
