@@ -174,6 +174,10 @@ class VariableUses:
                 return Use(UseKind.STORE if value == child else UseKind.READ, symbol, identifier)
             if kind in ("inc_statement", "dec_statement"):
                 return Use(UseKind.WRITE, symbol, identifier)
+            if kind == "range_clause" and parent.child_by_field_name("right") == child:
+                # `for _, cleanup := range cleanups`: what the loop does with
+                # each element is not followed; the collection is handed on.
+                return Use(UseKind.STORE, symbol, identifier)
             if kind == "var_spec":
                 return Use(UseKind.WRITE, symbol, identifier)
             return Use(UseKind.READ, symbol, identifier)
@@ -225,14 +229,40 @@ class VariableUses:
         if callee.kind in (CalleeKind.STD_BORROW,):
             return Use(UseKind.READ, symbol, identifier, **common)
         if callee.kind is CalleeKind.BUILTIN:
-            if callee.written == "append" and index > 0:
-                return Use(UseKind.STORE, symbol, identifier, **common)
+            if callee.written == "append":
+                collection = self.appended_to(call)
+                if collection is not None:
+                    # `xs = append(xs, h)`: h is held in the local slice xs
+                    # (and xs stays xs, not overwritten).
+                    return Use(UseKind.ALIAS, symbol, identifier, target=collection, **common)
+                if index > 0:
+                    return Use(UseKind.STORE, symbol, identifier, **common)
             return Use(UseKind.READ, symbol, identifier, **common)
         if callee.kind in (CalleeKind.LOCAL, CalleeKind.VALUE) and callee.target is not None:
             return Use(UseKind.PASS_LOCAL, symbol, identifier, unit=callee.target, index=index, **common)
         if callee.kind is CalleeKind.MODULE:
             return Use(UseKind.PASS_LOCAL, symbol, identifier, index=index, **common)
         return Use(UseKind.PASS_UNKNOWN, symbol, identifier, **common)
+
+    def appended_to(self, call: Node) -> Symbol | None:
+        """The local slice of `xs = append(xs, ...)` (or `xs := append(xs,
+        ...)`), where the call is the whole right-hand side and its first
+        argument is xs itself: what it appends is held in xs."""
+        holder = call.parent
+        if holder is None or holder.type != "expression_list" or holder.parent is None:
+            return None
+        statement = holder.parent
+        if statement.type not in ("assignment_statement", "short_var_declaration") or statement.child_by_field_name("right") != holder:
+            return None
+        left, right = syntax.expressions(statement.child_by_field_name("left")), syntax.expressions(holder)
+        arguments = syntax.children(call.child_by_field_name("arguments"))
+        if len(left) != 1 or len(right) != 1 or not arguments:
+            return None
+        target, first = syntax.unparen(left[0]), syntax.unparen(arguments[0])
+        if target is None or first is None or target.type != "identifier" or first.type != "identifier":
+            return None
+        collection = self.resolution.symbol(target)
+        return collection if _is_tracked(collection) and self.resolution.symbol(first) is collection else None
 
     def _address_of(self, symbol: Symbol, identifier: Node, unary: Node) -> Use:
         """`&x`: an acquire's out-argument overwrites x; an API or C call may

@@ -122,6 +122,13 @@ def _message(reads: _Reads, leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]
     else:
         place = f"at {exit_at}"
     fix_place = where_to_fix(origin).removeprefix("right ")
+    if leak.held_in:
+        # Appended to a slice, then a later step failed: every element is lost.
+        advice = (
+            f"by then it is held in {leak.held_in}, which this return drops: release what "
+            f"{leak.held_in} holds before returning (a failure part-way leaks every earlier one)"
+        )
+        return f"{what} is not {verb} on {where} {place}; {advice}", refs
     if leak.other_defer is not None:
         refs["defer"] = Ref(graph.ast(leak.other_defer), "the defer")
         if leak.defer_too_early:
@@ -158,7 +165,7 @@ def _earlier_user(leak: Leak, graph: CFG) -> Node | None:
 
 def _fix(reads: _Reads, leak: Leak, graph: CFG) -> Fix | None:
     origin = leak.origin
-    if leak.how is not Lost.RETURN or origin.role.handle == "none" or not origin.handle:
+    if leak.how is not Lost.RETURN or origin.role.handle == "none" or not origin.handle or leak.held_in:
         return None
     if leak.other_defer is not None:
         return None if leak.defer_too_early else _earlier_defer_fix(reads, leak, graph)
@@ -395,6 +402,9 @@ RULE = Rule(
     `defer` of a release registered for it, not returned, not stored in a
     field, map, slice, global or through a pointer, not sent on a channel, not
     captured by an escaping closure, not passed to a function that takes it.
+    A handle appended to a local slice (`bufs = append(bufs, d)`, also a
+    cleanup function in a `[]func()`) is held by the slice: a return that
+    drops the slice after a later step failed leaks every earlier element.
 
     It is held only after its status says success: in
     `if st := C.cudaMalloc(&d, n); st != C.cudaSuccess { return err }` the

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from cudalint import syntax
 from cudalint.analyses.calls import CallIndex
 from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.outcomes import Effect, Origin
@@ -66,8 +67,22 @@ class Closures:
             return state  # a local closure: its calls (`cleanup()`, `defer cleanup()`) decide
         if state.phase is Phase.RELEASED:
             return state
+        collection = self._appended_to(literal)
+        if collection is not None and self._effects.effect(literal, symbol) is Effect.RELEASES:
+            # `cleanups = append(cleanups, func() { destroy(h) })`: the slice
+            # holds the release; what the function does with it decides.
+            return replace(state, names=state.names | {collection}, collections=state.collections | {collection})
         record.transferred += 1
         raise LeftControl
+
+    def _appended_to(self, literal: Unit) -> Symbol | None:
+        """The local slice a func literal is appended to, if it is an
+        argument of `xs = append(xs, ...)`."""
+        arguments = literal.node.parent
+        call = arguments.parent if arguments is not None and arguments.type == "argument_list" else None
+        if call is None or syntax.text(call.child_by_field_name("function")) != "append":
+            return None
+        return self._uses.appended_to(call)
 
     def bound_closures(self, origin: Origin | None, state: State, n: int, uses: list[Use], record: WalkRecord) -> State:
         """`defer cleanup()` / `cleanup()` / `return cleanup` where cleanup is a

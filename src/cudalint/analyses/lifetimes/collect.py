@@ -91,6 +91,9 @@ class Collector:
         if record.held_exits:
             exit_node, kind, path = record.held_exits[0]
             leak = self._leak(graph, origin, kind, path)
+            holders = record.held_in.get(exit_node, frozenset())
+            if holders:
+                leak = replace(leak, held_in=", ".join(sorted(holders)))
             held_at = tuple(dict.fromkeys(path[-2] for _, _, path in record.held_exits if len(path) >= 2))
             result.leaks.append(replace(leak, held_at=held_at, released_through_held=bool(record.released_after & set(held_at))))
         elif record.lost_in_scope:

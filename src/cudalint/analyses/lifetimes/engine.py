@@ -146,11 +146,12 @@ class Engine:
     def units_with_effects(self) -> list[Unit]:
         """The functions whose exported facts can say something: those that
         acquire, and those that hand a parameter to a function of another
-        package of the module that releases it (`func (p provider)
-        DestroyGroup(g dcgm.GroupHandle) error { return dcgm.DestroyGroup(g) }`)."""
+        package of the module whose facts say what it does with it (`func
+        (p provider) DestroyGroup(g dcgm.GroupHandle) error { return
+        dcgm.DestroyGroup(g) }` releases g; AddEntityToGroup borrows it)."""
         found = {unit.node: unit for unit in self.units_with_acquisitions()}
         releasing = self._calls.units_calling_module(
-            lambda path, name: (effects := self._imported.get(path, name)) is not None and "releases" in effects.params,
+            lambda path, name: (effects := self._imported.get(path, name)) is not None and bool(effects.params),
         )
         for unit in releasing:
             found.setdefault(unit.node, unit)

@@ -107,6 +107,9 @@ class Leak:
     # through one of them with it released: where a release could go.
     held_at: tuple[int, ...] = ()
     released_through_held: bool = False
+    # The variables that still hold it there when its own no longer does: a
+    # slice it was appended to (`bufs = append(bufs, d)`).
+    held_in: str = ""
     # A count (a handle-less acquisition) held on a return that fails: the
     # caller sees the failure and never releases it.
     failing: bool = False

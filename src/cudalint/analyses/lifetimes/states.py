@@ -48,6 +48,8 @@ class State:
     # closure still sees the value and releases it at exit.
     captured_release: bool = False
     released_at: int | None = None  # the node that released it
+    # Of `names`, the local slices it was appended to (`bufs = append(bufs, d)`).
+    collections: frozenset[Symbol] = frozenset()
 
     @property
     def covered(self) -> bool:
@@ -60,6 +62,9 @@ class WalkRecord:
     """Result of following one origin (or one parameter, for a summary)."""
 
     held_exits: list[tuple[int, ExitKind, tuple[int, ...]]] = field(default_factory=list)
+    # Per held exit, the variables that held it there (`bufs`, where a
+    # slice kept what the handle's own variable no longer does).
+    held_in: dict[int, frozenset[str]] = field(default_factory=dict)
     released_exits: int = 0
     released_after: set[int] = field(default_factory=set)  # the statements those exits leave from
     transferred: int = 0

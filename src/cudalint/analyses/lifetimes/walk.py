@@ -189,12 +189,14 @@ class Walker:
         resource = origin.resource if origin is not None else None
         aliases: set[Symbol] = set()
         applied_literals: set[tuple[Unit, Symbol]] = set()
+        collected = state.collections
         for use in mine:
             if use.kind in (UseKind.WRITE, UseKind.ACQUIRE_OUT):
                 continue
-            if resource is not None and resource.any_use_releases:
+            if resource is not None and resource.any_use_releases and not (use.kind is UseKind.ALIAS and use.call is not None):
                 # context.WithCancel's cancel: calling it, deferring it or
-                # handing it on all dispose of it.
+                # handing it on all dispose of it (appending it to a local
+                # slice keeps it there: the slice is then followed).
                 if use.deferred:
                     state = replace(state, deferred_release=n)
                     continue
@@ -206,7 +208,12 @@ class Walker:
             record.transferred += 1
             raise LeftControl
         if aliases:
-            state = replace(state, names=state.names | frozenset(aliases))
+            collections = frozenset(use.target for use in mine if use.kind is UseKind.ALIAS and use.call is not None)
+            state = replace(state, names=state.names | frozenset(aliases), collections=state.collections | collections)
+        if state.collections != collected:
+            # A deferred closure registered earlier that releases what the
+            # slice holds (`defer func() { for _, d := range all {...} }()`).
+            state = self._closures.registered_before(graph, n, state)
         for use in mine:
             if use.kind not in (UseKind.WRITE, UseKind.ACQUIRE_OUT) or use.symbol in aliases:
                 continue
@@ -316,6 +323,7 @@ def _at_exit(record: WalkRecord, state: State, kind: ExitKind, parents, previous
         return
     if state.phase is not Phase.RELEASED and not state.covered:
         record.held_exits.append((exit_node, kind, path_to(parents, previous) + (exit_node,)))
+        record.held_in.setdefault(exit_node, frozenset(symbol.name for symbol in state.names & state.collections))
         return
     record.released_exits += 1
     if previous is not None:
