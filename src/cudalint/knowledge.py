@@ -99,6 +99,10 @@ class ResourceSpec:
     # A value of a Go type that holds this resource in a field and frees it
     # in a method (an owning type, found by analysis, never by knowledge).
     owns: ResourceSpec | None = None
+    # A release function handed out (any_use_releases) that is a callable
+    # no-op where the acquisition failed (`return func() {}, ret`), found by
+    # analysis: deferring it before the success check is harmless (no CL202).
+    callable_when_failed: bool = False
 
     @property
     def handleless(self) -> bool:

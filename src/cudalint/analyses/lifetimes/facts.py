@@ -30,6 +30,11 @@ class HandOut:
     # from NewBuffer), released by any of its `methods`; "" for the bare handle.
     owner: str = ""
     methods: tuple[str, ...] = ()
+    # The result is the function that releases it (`return s, func() {
+    # destroy(s) }, nil`): any use of it disposes of it; and whether it is a
+    # callable no-op where the function failed (`return func() {}, err`).
+    cleanup: bool = False
+    callable_when_failed: bool = False
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,7 @@ def exported_effects(engine: Any) -> dict[str, ResourceEffects]:
         # or a function with no result at all.
         hands_out = tuple(
             _hand_out(origin, index, unit.returns_error) for origin, index in engine.handed_out(unit)
-            if index >= 0 or unit.returns_error or unit.node.child_by_field_name("result") is None
+            if (index >= 0 and origin.role.handle != "none") or unit.returns_error or unit.node.child_by_field_name("result") is None
         )
         params = tuple(engine.effect_of_argument(unit, i).value for i in range(len(unit.params)))
         counted = engine.counted_releases(unit)
@@ -73,6 +78,9 @@ def _hand_out(origin: Any, index: int, returns_error: bool) -> HandOut:
     resource = origin.resource
     via = f"{inner.written} at line {inner.line} of {inner.unit.file.source.path.name}"
     if resource.owns is None:
-        return HandOut(index, inner.api.family.name, resource.name, returns_error, via)
+        return HandOut(
+            index, inner.api.family.name, resource.name, returns_error, via,
+            cleanup=resource.any_use_releases, callable_when_failed=resource.callable_when_failed,
+        )
     methods = tuple(role.method for role in resource.release)
     return HandOut(index, inner.api.family.name, resource.owns.name, returns_error, via, owner_type(resource), methods)

@@ -28,9 +28,11 @@ class HandOuts:
     def __init__(
         self, calls: CallIndex, owners: Owners, lifetimes: Lifetimes, analysing: Callable[[Unit], bool],
         module_hands_out: Callable[[str, str], bool], releases_captured: Callable[[Unit, str], bool],
+        releases_kind: Callable[[Unit, str], bool],
     ):
         self._calls = calls
         self._releases_captured = releases_captured  # (func literal, variable name): it releases the variable
+        self._releases_kind = releases_kind  # (func literal, resource name): it releases a count of the kind
         self._module_hands_out = module_hands_out  # (import path, name) of a module function that hands out
         self._owners = owners
         self._lifetimes = lifetimes
@@ -87,16 +89,22 @@ class HandOuts:
         held: set[tuple[str, int]] = set()  # (variable, result index): one value, one hand-out
         for origin in found.origins:
             if origin.role.handle == "none":
-                if origin in found.counted_out and hand_out_status(unit, origin) is not None:
+                if hand_out_status(unit, origin) is None:
+                    continue
+                if origin in found.counted_out:
                     handed.append((origin, -1))  # an initialiser: the count, held where it succeeds
+                elif (cleanup := self._returned_literal(unit, lambda literal: self._releases_kind(literal, origin.resource.name))) is not None:
+                    # `return func() { nvml.Shutdown() }, nvml.SUCCESS`: the function gives the count back.
+                    handed.append((_as_cleanup(origin, unit, cleanup), cleanup))
                 continue
             if origin in lost:
                 continue
-            cleanup = self._cleanup_returned(unit, origin.handle) if origin.handle else None
+            handle = origin.handle
+            cleanup = self._returned_literal(unit, lambda literal: self._releases_captured(literal, handle)) if handle else None
             if cleanup is not None:
                 # `return s, func() { destroy(s) }, nil`: the function value is
                 # what the caller must call; the handle beside it is lent.
-                handed.append((replace(origin, resource=replace(origin.resource, any_use_releases=True, owns=None)), cleanup))
+                handed.append((_as_cleanup(origin, unit, cleanup), cleanup))
                 continue
             # A new value of an owning type made of the handle first: the
             # conversion `DevicePtr(p)` is also the handle returned.
@@ -121,11 +129,11 @@ class HandOuts:
             handed.append((origin, index))
         return handed
 
-    def _cleanup_returned(self, unit: Unit, handle: str) -> int | None:
+    def _returned_literal(self, unit: Unit, releases: Callable[[Unit], bool]) -> int | None:
         """The result position at which the function returns a func literal
-        that releases `handle` (a cleanup function), if every return that
-        returns one does so there, with a nil error where the function
-        returns one."""
+        that releases what it acquired (a cleanup function: `releases`
+        says), if every return that returns one does so there, with a nil
+        error where the function returns one."""
         literals = {u.node: u for u in self._calls.package.units if u.kind is UnitKind.LITERAL and u.parent is unit}
         index = None
         for statement in syntax.return_statements(unit.body):
@@ -133,7 +141,7 @@ class HandOuts:
             expressions = syntax.expressions(values) if values is not None else []
             positions = [
                 i for i, e in enumerate(expressions)
-                if e.type == "func_literal" and e in literals and self._releases_captured(literals[e], handle)
+                if e.type == "func_literal" and e in literals and releases(literals[e])
             ]
             if not positions:
                 continue
@@ -272,3 +280,19 @@ def _run_in_place(literal) -> bool:
     func() { if err != nil { destroy(h) } }()`): it keeps nothing."""
     call = literal.parent if literal is not None else None
     return call is not None and call.type == "call_expression" and call.child_by_field_name("function") == literal
+
+
+def _as_cleanup(origin: Origin, unit: Unit, index: int) -> Origin:
+    """The acquisition as the cleanup function at result `index` hands it
+    out: any use of that function disposes of it, and where every other
+    return gives a function too (`return func() {}, err`), calling it after
+    a failure is harmless."""
+    others = []
+    for statement in syntax.return_statements(unit.body):
+        values = next((c for c in statement.named_children if c.type == "expression_list"), None)
+        expressions = syntax.expressions(values) if values is not None else []
+        if index < len(expressions):
+            others.append(syntax.unparen(expressions[index]))
+    callable_when_failed = bool(others) and all(value is not None and value.type == "func_literal" for value in others)
+    resource = replace(origin.resource, any_use_releases=True, owns=None, callable_when_failed=callable_when_failed)
+    return replace(origin, resource=resource)

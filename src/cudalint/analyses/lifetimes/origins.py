@@ -82,7 +82,7 @@ class Origins:
                 continue
             for inner, index in self._handed_out(target):
                 status = ERROR_STATUS if target.returns_error else None
-                if index < 0:  # a count an initialiser hands on where it succeeds
+                if inner.role.handle == "none":  # a count (or its cleanup) handed on where it succeeds
                     handed = hand_out_status(target, inner)
                     status = handed[1] if handed is not None and handed[1] is not None else status
                 api = ApiFunction(inner.api.family, target.name, status, False, (), (inner.resource,))
@@ -154,6 +154,9 @@ class Origins:
             if handed.owner:
                 qualifier = callee.written.rsplit(".", 1)[0]
                 resource = owned_resource(resource, f"{qualifier}.{handed.owner}", handed.methods)
+            if handed.cleanup:
+                # The function that releases it.
+                resource = replace(resource, any_use_releases=True, callable_when_failed=handed.callable_when_failed)
             api = ApiFunction(family, callee.written, ERROR_STATUS if handed.returns_error else None, False, (), (resource,))
             role = CallRole(callee.written, "none" if handed.index < 0 else f"result{handed.index}")
             origins.append(Origin(unit, n, call, callee.written, api, resource, role, "", via_text=handed.via))
