@@ -61,7 +61,10 @@ def _remedy(reads: _Reads, origin: Origin) -> str:
     (`defer gpubind.Free(p)`: the importer may not even import "C"), where it
     has exactly one; else the knowledge's release, as this file spells it."""
     resource = origin.resource
-    bare = resource.owns is None and bool(resource.release) and resource.release[0].handle != "receiver"
+    bare = (
+        resource.owns is None and bool(resource.release) and resource.release[0].handle != "receiver"
+        and not resource.any_use_releases  # a cleanup function: `defer cleanup()`
+    )
     fact = reads.calls.call(origin.call) if origin.via_text and origin.role.handle != "none" and bare else None
     if fact is not None and fact.name.count(".") <= 1 and "." in origin.written:
         # `gpubind.Alloc(n)` -> gpubind.Free; `gpu.Alloc(n)` on a GPU -> gpu.Free.
@@ -69,7 +72,7 @@ def _remedy(reads: _Reads, origin: Origin) -> str:
         name = reads.lifetimes.releasing_function(fact.import_path, type_name, acquirer, resource.name)
         if name is not None:
             return f"defer {origin.written.rsplit('.', 1)[0]}.{name}({origin.handle or 'x'})"
-    if origin.via is not None and bare and not origin.resource.any_use_releases:
+    if origin.via is not None and bare:
         # A handle the package's own function wrapped in a type of the
         # package (`NewPlain` returns a Plain): that type's release function.
         wrapper = reads.calls.callee(origin.call).target if origin.call.type == "call_expression" else None
