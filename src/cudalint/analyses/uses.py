@@ -229,6 +229,10 @@ class VariableUses:
         if callee.kind in (CalleeKind.STD_BORROW,):
             return Use(UseKind.READ, symbol, identifier, **common)
         if callee.kind is CalleeKind.BUILTIN:
+            if callee.written in ("len", "cap") and _in_loop_header(call):
+                # `for i := 0; i < len(bufs); i++ { free(bufs[i]) }`: the
+                # loop walks the collection's elements.
+                return Use(UseKind.DEREF, symbol, identifier, **common)
             if callee.written == "append":
                 collection = self.appended_to(call)
                 if collection is not None:
@@ -324,6 +328,16 @@ class VariableUses:
             if _is_tracked(destination):
                 return Use(UseKind.ALIAS, symbol, identifier, target=destination)
         return Use(UseKind.STORE, symbol, identifier)
+
+
+def _in_loop_header(node: Node) -> bool:
+    """Whether the node is part of a three-clause `for` header."""
+    parent = node.parent
+    while parent is not None and parent.type not in ("block", "source_file"):
+        if parent.type == "for_clause":
+            return True
+        parent = parent.parent
+    return False
 
 
 def _declared_by_assignment(identifier: Node) -> bool:

@@ -193,6 +193,13 @@ class Walker:
         for use in mine:
             if use.kind in (UseKind.WRITE, UseKind.ACQUIRE_OUT):
                 continue
+            if use.symbol in state.collections and use.kind not in (UseKind.READ, UseKind.ALIAS):
+                # A slice holding it, indexed, sliced, passed or kept: what
+                # happens to its elements is not followed.
+                if state.phase is Phase.HELD:
+                    record.transferred += 1
+                    raise LeftControl
+                continue
             if resource is not None and resource.any_use_releases and not (use.kind is UseKind.ALIAS and use.call is not None):
                 # context.WithCancel's cancel: calling it, deferring it or
                 # handing it on all dispose of it (appending it to a local
