@@ -490,14 +490,17 @@ class TypeOracle:
         return self._paths
 
 
-def sole_implementations(package: Package) -> dict[str, str]:
+def sole_implementations(package: Package, with_tests: bool = False) -> dict[str, str]:
     """Each interface type of the package that exactly one type of the
     package implements (by method names, test files left out): the
     interface's name and that type's. A package that hands out its one
     implementation behind an interface (`func Client() DCGM { return
     dcgmProvider{} }`) makes its importers' calls of the interface's methods
     that type's methods; an interface that embeds another is left out (its
-    method set is not all in view), and so is one several types implement."""
+    method set is not all in view), and so is one several types implement.
+    `with_tests` counts the types of the package's test files too (a test
+    double makes the interface's calls in the package unknown); what the
+    package exports never depends on them."""
     interfaces: dict[str, set[str]] = {}
     methods: dict[str, set[str]] = {}
     for parsed in package.files:
@@ -518,7 +521,7 @@ def sole_implementations(package: Package) -> dict[str, str]:
     if not interfaces:
         return {}
     for unit in package.units:
-        if unit.kind is UnitKind.METHOD and not unit.file.source.path.name.endswith("_test.go"):
+        if unit.kind is UnitKind.METHOD and (with_tests or not unit.file.source.path.name.endswith("_test.go")):
             receiver, _, method = unit.name.rpartition(".")
             methods.setdefault(receiver.removeprefix("(*").removesuffix(")"), set()).add(method)
     found = {}

@@ -29,7 +29,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.framework import Analysis, ImportedFacts, Pass
 from cudalint.functions import Package, Unit, UnitKind, exported_name
-from cudalint.gotypes import TypeOracle, named_type, result_types
+from cudalint.gotypes import TypeOracle, named_type, result_types, sole_implementations
 from cudalint.analyses.c_helpers import c_helper_api
 from cudalint.analyses.call_kinds import Callee, CalleeKind, CallFact, ResultTypes
 from cudalint.cside import CView, view_of
@@ -254,6 +254,7 @@ class CallIndex:
             self._references_size = len(resolution.refs)
         return self._references.get(symbol, [])
     _methods: dict[str, list[Unit]] = field(default_factory=dict, repr=False)
+    _implementations: dict[str, str] | None = field(default=None, repr=False)
 
     def call(self, node: Node | None) -> CallFact | None:
         if node is None:
@@ -371,7 +372,13 @@ class CallIndex:
         if not self._methods.get(method) or operand is None:
             return None
         type_name = self.types.type_of(operand)
-        return self._method_of(type_name, method) if type_name is not None else None
+        if type_name is None:
+            return None
+        if self._implementations is None:
+            self._implementations = sole_implementations(self.package, with_tests=True)
+        # A value of an interface of the package that one of its types
+        # implements: that type's method runs.
+        return self._method_of(self._implementations.get(type_name, type_name), method)
 
     def literal(self, node: Node | None) -> Unit | None:
         """The unit of a func literal node."""
