@@ -439,6 +439,8 @@ class TypeOracle:
                         continue
                     for spec in syntax.children(declaration):
                         name, body = spec.child_by_field_name("name"), spec.child_by_field_name("type")
+                        if name is not None and body is not None and body.type == "interface_type":
+                            self._interface_embeds(syntax.text(name), body)
                         if name is None or body is None or body.type != "struct_type":
                             continue
                         fields: dict[str, Node] = {}
@@ -460,11 +462,41 @@ class TypeOracle:
                         self._structs[syntax.text(name)] = (fields, embedded)
         return self._structs
 
+    def _interface_embeds(self, name: str, body: Node) -> None:
+        """Another package's interface an interface of the package embeds
+        (`type Device interface { nvml.Device; ... }`): its methods are the
+        interface's too."""
+        for element in syntax.children(body):
+            inner = syntax.children(element) if element.type == "type_elem" else []
+            if len(inner) == 1 and qualified_type(self.package.resolution, inner[0]) is not None:
+                self._embedded_imported.setdefault(name, []).append(inner[0])
+
+    def embedding_types(self) -> list[str]:
+        """The package's types (structs and interfaces) that embed another
+        package's type."""
+        self.structs()
+        return list(self._embedded_imported)
+
+    def interface_methods(self, type_name: str) -> frozenset[str]:
+        """The methods an interface of the package declares itself."""
+        for parsed in self.package.files:
+            for declaration in syntax.children(parsed.root):
+                if declaration.type != "type_declaration":
+                    continue
+                for spec in syntax.children(declaration):
+                    body = spec.child_by_field_name("type")
+                    if body is not None and body.type == "interface_type" and syntax.text(spec.child_by_field_name("name")) == type_name:
+                        return frozenset(
+                            syntax.text(element.child_by_field_name("name")) for element in syntax.children(body)
+                            if element.type == "method_elem"
+                        )
+        return frozenset()
+
     def embedded_imported(self, type_name: str) -> list[tuple[str, str]]:
         """(import path, type) of the other packages' types a package struct
-        embeds, directly or through the package types it embeds, shallowest
-        first: their methods are promoted to it (`type op struct {
-        *cudnn.Dropout }` has op.RequiredStateSize)."""
+        (or interface) embeds, directly or through the package types it
+        embeds, shallowest first: their methods are promoted to it (`type op
+        struct { *cudnn.Dropout }` has op.RequiredStateSize)."""
         structs = self.structs()
         found: list[tuple[str, str]] = []
         seen = {type_name}

@@ -1,5 +1,5 @@
 """What a call is, as data: the kinds of callee, the fact recorded for a
-classified call, and the result types `calls` exports. Kept apart from the
+classified call, and the result types `calls` exports and the embedded types `embeds` exports. Kept apart from the
 classification (`calls`) so that the data every analysis reads has a small
 home of its own; `calls` re-exports these names."""
 
@@ -63,3 +63,13 @@ class ResultTypes:
     package's own type it is declared with ("" for others)."""
 
     results: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Embeds:
+    """The fact `embeds` exports about an exported type: the other
+    packages' types it embeds (import path, type), shallowest first, and the
+    names of the methods it has of its own (not promoted)."""
+
+    types: tuple[tuple[str, str], ...]
+    methods: tuple[str, ...]

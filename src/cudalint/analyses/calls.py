@@ -31,7 +31,7 @@ from cudalint.framework import Analysis, ImportedFacts, Pass
 from cudalint.functions import Package, Unit, UnitKind, exported_name
 from cudalint.gotypes import TypeOracle, named_type, result_types, sole_implementations
 from cudalint.analyses.c_helpers import c_helper_api
-from cudalint.analyses.call_kinds import Callee, CalleeKind, CallFact, ResultTypes
+from cudalint.analyses.call_kinds import Callee, CalleeKind, CallFact, Embeds, ResultTypes
 from cudalint.cside import CView, view_of
 from cudalint.knowledge import ApiFunction, Knowledge
 from cudalint.scope import Symbol, SymbolKind, default_import_name
@@ -629,8 +629,20 @@ def _receiver_type(
     it embeds (a promoted method: `type gpu struct{ nvml.Device }`)."""
     declared = facts.types.imported_type_of(operand)
     if declared is not None:
-        return declared if described(declared) else None
+        return declared if described(declared) else _embedded(facts, declared, method, described)
     return _promoted(facts, operand, method, described)
+
+
+def _embedded(
+    facts: CallIndex, declared: tuple[str, str], method: str, described: Callable[[tuple[str, str]], bool],
+) -> tuple[str, str] | None:
+    """The type another package's type embeds that the method is promoted
+    from, as that package's facts say (`device.Device` embeds nvml.Device),
+    where `described` knows it and the outer type has no such method."""
+    embeds = facts.imported.fact(Embeds, *declared)
+    if embeds is None or method in embeds.methods:
+        return None
+    return next((typed for typed in embeds.types if described(typed)), None)
 
 
 def _promoted(

@@ -1,0 +1,38 @@
+"""The other packages' types a package's exported types embed, as facts.
+
+A binding's own wrapper often embeds the API's type: go-nvlib's `type
+Device interface { nvml.Device; GetArchitectureAsString() ... }`. A call
+`d.GetMigMode()` on a `device.Device` in an importer is then nvml's
+`Device.GetMigMode`, which the knowledge describes; only the package that
+declares the type can say what it embeds, so it says it in a fact
+(`Embeds`), read by `calls` when it types a method call's receiver. The
+type's own methods are listed too: those are not the embedded type's
+(`GetArchitectureAsString` returns a Go error, not an nvml.Return).
+"""
+
+from __future__ import annotations
+
+from cudalint.analyses.call_kinds import Embeds
+from cudalint.analyses.calls import CALLS
+from cudalint.framework import Analysis, Pass
+
+
+def _exported_embeddings(p: Pass) -> dict[str, Embeds]:
+    calls = p.result_of(CALLS)
+    oracle = calls.types
+    oracle.structs()  # reads every type declaration: structs and interfaces
+    found = {}
+    for type_name in sorted(set(oracle.structs()) | set(oracle.embedding_types())):
+        if not type_name[:1].isupper():
+            continue
+        embedded = oracle.embedded_imported(type_name)
+        if not embedded:
+            continue
+        own = {unit.name.rsplit(".", 1)[-1] for unit in calls.methods_of_type(type_name)} | oracle.interface_methods(type_name)
+        found[type_name] = Embeds(tuple(embedded), tuple(sorted(own)))
+    return found
+
+
+EMBEDS: Analysis[None] = Analysis(
+    "embeds", __doc__ or "", lambda p: None, requires=(CALLS,), facts=_exported_embeddings, fact_type=Embeds,
+)
