@@ -414,7 +414,10 @@ RULE = Rule(
     early return leaks nothing, because nothing was allocated. The same holds
     for `err != nil` after a Go wrapper, and for `p == nil` after `C.malloc`.
     Paths that end in `panic`, `os.Exit` or `log.Fatal` (or the Fatal and
-    Exit functions of logrus, klog, glog and zap) are not reported.
+    Exit functions of logrus, klog, glog and zap) are not reported, nor is an
+    acquisition whose error a test asserts non-nil (`require.Error(t, err)`,
+    directly or through a helper of the package): it succeeds only where the
+    test fails.
 
     A count with no handle (`nvml.Init`, `C.dcgmInit`,
     `C.cuDevicePrimaryCtxRetain`, paired by kind with their releases) is

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from cudalint import syntax
+from cudalint.analyses.calls import CallIndex
 from cudalint.analyses.lifetimes.closures import Closures
 from cudalint.analyses.lifetimes.counted import Counted, is_counted
 from cudalint.analyses.lifetimes.origins import Origins
@@ -42,6 +44,8 @@ class Collector:
             return
         origin, state, leak_detail = start
         result.origins.append(origin)
+        if _asserted_to_fail(origin, self._uses.facts):
+            return  # the test fails where the acquisition succeeds: nothing is held past it
         if leak_detail is not None:
             result.leaks.append(Leak(origin, Lost.DISCARDED, origin.node, origin.line, (origin.node,), leak_detail))
             return
@@ -150,3 +154,51 @@ def _unique(items, key=lambda item: item):
         if k not in seen:
             seen.add(k)
             yield item
+
+
+# testify's assertions that an error is non-nil (`require.Error(t, err)`).
+_ERROR_ASSERTIONS = frozenset({"Error", "Errorf", "ErrorIs", "ErrorIsf", "ErrorAs", "ErrorAsf", "ErrorContains", "EqualError", "NotNil"})
+
+
+def _asserted_to_fail(origin: Origin, calls: CallIndex) -> bool:
+    """`group, err := CreateGroup(ctx, name)` then `require.Error(t, err)`
+    (or a helper of the package that asserts it so on its parameter): the
+    code asserts that the acquisition fails, so a path where it succeeded is
+    the test failing, and what it would hold is no leak of the code (a
+    result dropped with `_` there is no defect either)."""
+    statement = origin.call.parent
+    while statement is not None and statement.type not in ("short_var_declaration", "assignment_statement", "block"):
+        statement = statement.parent
+    if statement is None or statement.type == "block" or origin.unit.body is None:
+        return False
+    targets = syntax.expressions(statement.child_by_field_name("left"))
+    status = targets[-1] if targets else None
+    if status is None or status.type != "identifier" or syntax.text(status) == "_":
+        return False
+    name = syntax.text(status)
+    for call in syntax.calls_in(origin.unit.body):
+        if call.start_byte <= origin.call.end_byte:
+            continue
+        arguments = [syntax.text(syntax.unparen(a)) for a in syntax.children(call.child_by_field_name("arguments"))]
+        if _asserts_error(call, arguments, name):
+            return True
+        target = calls.callee(call).target
+        if target is not None and target.body is not None and name in arguments:
+            parameter = target.params[arguments.index(name)].name if arguments.index(name) < len(target.params) else ""
+            if parameter and any(
+                _asserts_error(inner, [syntax.text(syntax.unparen(a)) for a in syntax.children(inner.child_by_field_name("arguments"))], parameter)
+                for inner in syntax.calls_in(target.body)
+            ):
+                return True
+    return False
+
+
+def _asserts_error(call, arguments: list[str], name: str) -> bool:
+    """`require.Error(t, name)` and its kin."""
+    function = syntax.unparen(call.child_by_field_name("function"))
+    return (
+        function is not None and function.type == "selector_expression"
+        and syntax.text(function.child_by_field_name("operand")) in ("require", "assert")
+        and syntax.text(function.child_by_field_name("field")) in _ERROR_ASSERTIONS
+        and len(arguments) >= 2 and arguments[1] == name
+    )
