@@ -297,6 +297,7 @@ class TypeOracle:
         self._structs: dict[str, tuple[dict[str, Node], list[str]]] | None = None
         # Struct type -> the type nodes of the other packages' types it embeds.
         self._embedded_imported: dict[str, list[Node]] = {}
+        self._interface_methods: dict[str, frozenset[str]] = {}
         self._paths: Paths | None = None
 
     def type_of(self, expression: Node | None, depth: int = 0) -> str | None:
@@ -466,10 +467,14 @@ class TypeOracle:
         """Another package's interface an interface of the package embeds
         (`type Device interface { nvml.Device; ... }`): its methods are the
         interface's too."""
+        methods = set()
         for element in syntax.children(body):
+            if element.type == "method_elem":
+                methods.add(syntax.text(element.child_by_field_name("name")))
             inner = syntax.children(element) if element.type == "type_elem" else []
             if len(inner) == 1 and qualified_type(self.package.resolution, inner[0]) is not None:
                 self._embedded_imported.setdefault(name, []).append(inner[0])
+        self._interface_methods[name] = frozenset(methods)
 
     def embedding_types(self) -> list[str]:
         """The package's types (structs and interfaces) that embed another
@@ -479,18 +484,8 @@ class TypeOracle:
 
     def interface_methods(self, type_name: str) -> frozenset[str]:
         """The methods an interface of the package declares itself."""
-        for parsed in self.package.files:
-            for declaration in syntax.children(parsed.root):
-                if declaration.type != "type_declaration":
-                    continue
-                for spec in syntax.children(declaration):
-                    body = spec.child_by_field_name("type")
-                    if body is not None and body.type == "interface_type" and syntax.text(spec.child_by_field_name("name")) == type_name:
-                        return frozenset(
-                            syntax.text(element.child_by_field_name("name")) for element in syntax.children(body)
-                            if element.type == "method_elem"
-                        )
-        return frozenset()
+        self.structs()
+        return self._interface_methods.get(type_name, frozenset())
 
     def embedded_imported(self, type_name: str) -> list[tuple[str, str]]:
         """(import path, type) of the other packages' types a package struct

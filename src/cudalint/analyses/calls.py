@@ -188,6 +188,10 @@ class CallIndex:
             found = self._by_name_per_file[parsed.root] = syntax.calls_by_name(parsed.index)
         return found
 
+    def literals_of(self, unit: Unit) -> list[Unit]:
+        """The func literals written directly in a function."""
+        return self._literals_by_parent.get(unit.node, [])
+
     def local_callees(self, unit: Unit) -> list[Unit]:
         """The named functions and methods of the package called anywhere in
         unit's body, its func literals included: the edges along which the

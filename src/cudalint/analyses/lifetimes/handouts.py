@@ -134,14 +134,16 @@ class HandOuts:
         that releases what it acquired (a cleanup function: `releases`
         says), if every return that returns one does so there, with a nil
         error where the function returns one."""
-        literals = {u.node: u for u in self._calls.package.units if u.kind is UnitKind.LITERAL and u.parent is unit}
+        if not self._calls.literals_of(unit):
+            return None
         index = None
         for statement in syntax.return_statements(unit.body):
             values = next((c for c in statement.named_children if c.type == "expression_list"), None)
             expressions = syntax.expressions(values) if values is not None else []
+            literals = [self._calls.literal(e) if e.type == "func_literal" else None for e in expressions]
             positions = [
-                i for i, e in enumerate(expressions)
-                if e.type == "func_literal" and e in literals and releases(literals[e])
+                i for i, literal in enumerate(literals)
+                if literal is not None and literal.parent is unit and releases(literal)
             ]
             if not positions:
                 continue
