@@ -18,7 +18,7 @@ from cudalint.prefilter import imports_of
 from cudalint.wording import acquired_here, release_statement, release_verb, where_to_fix
 from cudalint.findings import Fix, Step
 from cudalint.framework import Pass, Ref
-from cudalint.functions import Unit
+from cudalint.functions import Unit, UnitKind
 from cudalint.gotypes import result_types
 from cudalint.knowledge import Knowledge
 
@@ -81,6 +81,12 @@ def _remedy(reads: _Reads, origin: Origin) -> str:
         name = reads.lifetimes.releasing_function_of(wrapped) if wrapped else None
         if name is not None:
             return f"defer {name}({origin.handle or 'x'})"
+        if wrapper is not None and wrapper.kind is UnitKind.METHOD and "." in origin.written:
+            # `s.gpu.Alloc(n)` -> `s.gpu.Free(p)`: the release method of the same type.
+            receiver, _, acquirer = wrapper.name.rpartition(".")
+            method = reads.lifetimes.releasing_method(receiver.removeprefix("(*").removesuffix(")"), acquirer)
+            if method is not None:
+                return f"defer {origin.written.rsplit('.', 1)[0]}.{method}({origin.handle or 'x'})"
     return release_statement(origin)
 
 

@@ -107,6 +107,19 @@ class Engine:
             found = named
         return found[0] if len(found) == 1 else None
 
+    def releasing_method(self, type_name: str, acquirer: str) -> str | None:
+        """The method of the package's type `type_name` that takes one value
+        and releases it (`func (cudaGPU) Free(p unsafe.Pointer) error`), to
+        name in a remedy for what another of its methods handed out: the
+        one there is, or of several the one named like the acquirer."""
+        found = [
+            unit.name.rsplit(".", 1)[-1] for unit in self._calls.methods_of_type(type_name)
+            if len(unit.params) == 1 and self._effects.effect(unit, unit.params[0]) is Effect.RELEASES
+        ]
+        if len(found) > 1:
+            found = [name for name in found if _stem(name) == _stem(acquirer)]
+        return found[0] if len(found) == 1 else None
+
     def releasing_function_of(self, type_name: str) -> str | None:
         """The function of this package that takes one value of the package's
         type `type_name` (or a pointer to it) and releases it (`func
