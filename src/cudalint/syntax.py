@@ -290,6 +290,14 @@ def assignment_sides(statement: Node) -> list[tuple[list[Node], list[Node]]]:
     return []
 
 
+def returned_list(statement: Node | None) -> Node | None:
+    """The expression list a return statement returns (None for a bare
+    `return`, or no statement)."""
+    if statement is None:
+        return None
+    return next((c for c in statement.named_children if c.type == "expression_list"), None)
+
+
 def return_statements(body: Node | None) -> Iterator[Node]:
     """The return statements of a body, not those of its func literals."""
     stack = [body] if body is not None else []

@@ -311,7 +311,7 @@ class Owners:
         resource = resource.owns or resource
         found: tuple[int, Owner] | None = None
         for statement in syntax.return_statements(unit.body):
-            values = next((c for c in statement.named_children if c.type == "expression_list"), None)
+            values = syntax.returned_list(statement)
             expressions = syntax.expressions(values) if values is not None else []
             for index, value in enumerate(expressions):
                 made = self._made_of(value, handle)

@@ -233,7 +233,7 @@ class StatusSemantics:
         status = unit.params[index]
         returns = list(syntax.return_statements(unit.body))
         for statement in returns:
-            values = next((c for c in statement.named_children if c.type == "expression_list"), None)
+            values = syntax.returned_list(statement)
             expressions = syntax.expressions(values) if values is not None else []
             last = syntax.unparen(expressions[-1]) if expressions else None
             if last is None or last.type != "call_expression" or not any(
@@ -338,7 +338,7 @@ def first_success_as_written(fact: CallFact) -> str:
 def returned_error(statement: Node | None) -> str | None:
     """The text of the last value a return statement returns (None for a
     bare return)."""
-    values = next((c for c in statement.named_children if c.type == "expression_list"), None) if statement is not None else None
+    values = syntax.returned_list(statement)
     expressions = syntax.expressions(values) if values is not None else []
     return syntax.text(expressions[-1]) if expressions else None
 

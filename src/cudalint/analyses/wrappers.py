@@ -116,7 +116,7 @@ class StatusWrappers:
             return self._raw_wrapper(unit)
         found: list[Wrapped] = []
         for statement in syntax.return_statements(unit.body):
-            values = next((c for c in statement.named_children if c.type == "expression_list"), None)
+            values = syntax.returned_list(statement)
             expressions = syntax.expressions(values) if values is not None else []
             if not expressions:
                 return None  # a bare return of named results: cannot tell
@@ -145,7 +145,7 @@ class StatusWrappers:
             return None
         found: list[Wrapped] = []
         for statement in syntax.return_statements(unit.body):
-            values = next((c for c in statement.named_children if c.type == "expression_list"), None)
+            values = syntax.returned_list(statement)
             expressions = syntax.expressions(values) if values is not None else []
             if not expressions or (len(expressions) == 1 and unit.result_count > 1):
                 return None

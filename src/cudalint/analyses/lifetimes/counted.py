@@ -242,7 +242,7 @@ class Counted:
         statement = graph.ast(before)
         if graph.kind(before) is not NodeKind.RETURN or statement is None:
             return None if graph.kind(before) is not NodeKind.IMPLICIT_RETURN else False
-        values = next((c for c in statement.named_children if c.type == "expression_list"), None)
+        values = syntax.returned_list(statement)
         expressions = syntax.expressions(values) if values is not None else []
         if not expressions:
             results = unit.results

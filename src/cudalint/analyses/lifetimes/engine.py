@@ -113,8 +113,7 @@ class Engine:
         name in a remedy for what another of its methods handed out: the
         one there is, or of several the one named like the acquirer."""
         found = [
-            unit.name.rsplit(".", 1)[-1] for unit in self._calls.methods_of_type(type_name)
-            if len(unit.params) == 1 and self._effects.effect(unit, unit.params[0]) is Effect.RELEASES
+            unit.name.rsplit(".", 1)[-1] for unit in self._calls.methods_of_type(type_name) if self._releases_its_parameter(unit)
         ]
         if len(found) > 1:
             found = [name for name in found if _stem(name) == _stem(acquirer)]
@@ -128,10 +127,13 @@ class Engine:
         found = [
             unit.name for unit in self._calls.package.units
             if unit.kind is UnitKind.FUNCTION and len(unit.params) == 1 and unit.params[0].type_node is not None
-            and named_type(unit.params[0].type_node) == type_name
-            and self._effects.effect(unit, unit.params[0]) is Effect.RELEASES
+            and named_type(unit.params[0].type_node) == type_name and self._releases_its_parameter(unit)
         ]
         return found[0] if len(found) == 1 else None
+
+    def _releases_its_parameter(self, unit: Unit) -> bool:
+        """A function or method of the package with one parameter, which it releases."""
+        return len(unit.params) == 1 and self._effects.effect(unit, unit.params[0]) is Effect.RELEASES
 
     # -- outcomes ---------------------------------------------------------------
 

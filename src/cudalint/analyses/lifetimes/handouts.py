@@ -138,7 +138,7 @@ class HandOuts:
             return None
         index = None
         for statement in syntax.return_statements(unit.body):
-            values = next((c for c in statement.named_children if c.type == "expression_list"), None)
+            values = syntax.returned_list(statement)
             expressions = syntax.expressions(values) if values is not None else []
             literals = [self._calls.literal(e) if e.type == "func_literal" else None for e in expressions]
             positions = [
@@ -186,7 +186,7 @@ def _returned_at(unit: Unit, handle: str, calls: CallIndex, owning: bool = False
     returns_error = unit.returns_error
     named = _named_results_holding(unit, handle, calls, owning)
     for statement in syntax.return_statements(unit.body):
-        values = next((c for c in statement.named_children if c.type == "expression_list"), None)
+        values = syntax.returned_list(statement)
         if values is None:
             # A bare return hands out the named results (`id = GroupHandle{h}; return`).
             positions = named
@@ -291,7 +291,7 @@ def _as_cleanup(origin: Origin, unit: Unit, index: int) -> Origin:
     a failure is harmless."""
     others = []
     for statement in syntax.return_statements(unit.body):
-        values = next((c for c in statement.named_children if c.type == "expression_list"), None)
+        values = syntax.returned_list(statement)
         expressions = syntax.expressions(values) if values is not None else []
         if index < len(expressions):
             others.append(syntax.unparen(expressions[index]))

@@ -168,7 +168,7 @@ class LockFlows:
 
 
 def _returns_nil_error(statement: Node | None) -> bool:
-    values = next((c for c in statement.named_children if c.type == "expression_list"), None) if statement is not None else None
+    values = syntax.returned_list(statement)
     expressions = syntax.expressions(values) if values is not None else []
     return bool(expressions) and syntax.text(expressions[-1]) == "nil"
 
