@@ -7,6 +7,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
 from cudalint.analyses.lifetimes import LIFETIMES
+from cudalint.analyses.owners import OWNERS, RECEIVER, Owners
 from cudalint.analyses.uses import USES, Use, UseKind
 from cudalint.catalog import Level, Rule
 from cudalint.prefilter import imports_of
@@ -24,6 +25,7 @@ def check(p: Pass) -> None:
     lifetimes = p.result_of(LIFETIMES)
     uses = p.result_of(USES)
     resolution = p.package.resolution
+    owners = p.result_of(OWNERS)
     for unit, graph in p.graphs_of(calls.units_calling_api()):
         with p.isolating(unit):
             for fact in calls.api_facts_in(unit):
@@ -44,7 +46,7 @@ def check(p: Pass) -> None:
                     continue
                 for use in uses.uses(graph.evaluated(n)):
                     origin = next((o for o in origins if o.handle == use.symbol.name and use.symbol.function == unit.node), None)
-                    where = _bare_escape(p, calls, unit, use) if origin is not None else None
+                    where = _bare_escape(p, calls, owners, unit, use) if origin is not None else None
                     if where is not None:
                         reported.add(n)
                         _report(p, unit, graph.ast(n), origin.written, origin.call, where)
@@ -83,7 +85,7 @@ def _out_target(calls: CallIndex, call: Node, role: CallRole) -> Node | None:
     return target if target is not None and target.type == "identifier" else None
 
 
-def _bare_escape(p: Pass, calls: CallIndex, unit: Unit, use: Use) -> str | None:
+def _bare_escape(p: Pass, calls: CallIndex, owners: Owners, unit: Unit, use: Use) -> str | None:
     value = use.node
     parent = value.parent
     while parent is not None and (
@@ -91,6 +93,8 @@ def _bare_escape(p: Pass, calls: CallIndex, unit: Unit, use: Use) -> str | None:
         or (parent.type == "argument_list" and calls.callee(parent.parent).kind is CalleeKind.CONVERSION)
     ):
         value = parent if parent.type == "parenthesized_expression" else parent.parent
+        if value.type == "call_expression" and _says_who_frees(p.package.units, owners, calls.callee(value).written):
+            return None
         parent = value.parent
     if parent is not None and parent.type == "argument_list":
         call = parent.parent
@@ -123,6 +127,24 @@ def _bare_escape(p: Pass, calls: CallIndex, unit: Unit, use: Use) -> str | None:
             if symbol is not None and symbol.role is Role.PARAM:
                 return f"stored in the caller's map or slice {symbol.name}"
     return None
+
+
+def _says_who_frees(units: list[Unit], owners: Owners, type_name: str) -> bool:
+    """Whether a named type of the package comes with its release: a method
+    of its own (`func (p DevicePtr) Free() error`), or a function or method of
+    the package that frees a parameter of the type (`func (c *Context)
+    Free(p DevPtr) error`, `func MemFree(p DevicePtr)`). A value of it is
+    no bare pointer: its type names what frees it."""
+    if not type_name.isidentifier():
+        return False
+    if owners.of(type_name) is not None:
+        return True
+    for unit in units:
+        for index, _ in owners.released_parameters(unit):
+            parameter = unit.params[index] if 0 <= index < len(unit.params) and index != RECEIVER else None
+            if parameter is not None and parameter.type_node is not None and syntax.text(parameter.type_node) == type_name:
+                return True
+    return False
 
 
 RULE = Rule(
@@ -180,6 +202,6 @@ RULE = Rule(
     """,
     tags=("maintainability", "resource-leak"),
     check=check,
-    requires=(CALLS, USES, LIFETIMES),
+    requires=(CALLS, USES, LIFETIMES, OWNERS),
     needles=lambda knowledge: imports_of(knowledge, lambda family: any(r.device_memory for r in family.resources)),
 )

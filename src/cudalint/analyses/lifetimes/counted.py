@@ -227,16 +227,17 @@ class Counted:
 
     # -- exits -----------------------------------------------------------------------
 
-    def fails(self, graph: CFG, origin: Origin, kind: ExitKind, before: int) -> bool | None:
+    def fails(self, graph: CFG, origin: Origin | None, kind: ExitKind, before: int) -> bool | None:
         """Whether the exit after node `before` is a failing one for the
         function's caller: True (a goroutine exit; a return of a non-nil
         error or of a failure status), False (it succeeds: a nil error, a
         success status, or a function with no failure result), None where
-        it cannot be told (read as succeeding: no finding, no guess)."""
+        it cannot be told (read as succeeding: no finding, no guess). With
+        no origin, only an error or a comma-ok result can say it failed."""
         if kind is ExitKind.GOEXIT:
             return True
         unit = graph.unit
-        failure = _failure_result(unit, origin.status)
+        failure = _failure_result(unit, origin.status if origin is not None else None)
         if failure is None:
             return False
         statement = graph.ast(before)
@@ -272,11 +273,14 @@ class Counted:
             return self._tested_failing(statement, origin, text, failure)
         return None
 
-    def _is_success(self, origin: Origin, value: Node | None) -> bool:
+    def _is_success(self, origin: Origin | None, value: Node | None) -> bool:
         """A success value of the acquisition's family (`nvml.SUCCESS`)."""
-        return value is not None and self._status.is_success_value(StatusSource.of(origin.api, origin.written), value)
+        return (
+            origin is not None and value is not None
+            and self._status.is_success_value(StatusSource.of(origin.api, origin.written), value)
+        )
 
-    def _tested_failing(self, statement: Node, origin: Origin, name: str, failure: str) -> bool | None:
+    def _tested_failing(self, statement: Node, origin: Origin | None, name: str, failure: str) -> bool | None:
         """`if err != nil { return err }`: the return sits on the side of
         an enclosing `if` where the variable it returns is a failure."""
         child, parent = statement, statement.parent

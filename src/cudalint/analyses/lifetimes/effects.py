@@ -20,7 +20,7 @@ from cudalint.analyses.lifetimes.outcomes import Effect, Summary
 from cudalint.analyses.lifetimes.facts import ResourceEffects
 from cudalint.analyses.lifetimes.states import Phase, State, WalkRecord
 from cudalint.analyses.uses import Use
-from cudalint.cfg import CFG, PackageCFGs
+from cudalint.cfg import CFG, ExitKind, PackageCFGs
 from cudalint.framework import FactView
 from cudalint.functions import Unit, UnitKind
 from cudalint.scope import Symbol
@@ -32,6 +32,10 @@ KEEPS = Summary(False, False, True)
 # The walk of a value held at a function's entry (the engine's path walk).
 WalkFromEntry = Callable[[CFG, State], WalkRecord]
 
+# Whether a function's exit after a node fails for its caller (a non-nil
+# error returned): True, False, or None where it cannot be told.
+FailingExit = Callable[[CFG, ExitKind, int], "bool | None"]
+
 
 def _keeps_all(unit: Unit) -> tuple[Summary, ...]:
     return tuple(KEEPS for _ in unit.params)
@@ -41,8 +45,11 @@ class Effects:
     """The summaries of the package's functions, memoised per (function,
     variable)."""
 
-    def __init__(self, cfgs: PackageCFGs, calls: CallIndex, walk_from_entry: WalkFromEntry, imported: FactView):
+    def __init__(
+        self, cfgs: PackageCFGs, calls: CallIndex, walk_from_entry: WalkFromEntry, imported: FactView, fails: FailingExit,
+    ):
         self._cfgs = cfgs
+        self._fails = fails
         self._imported = imported  # the ResourceEffects of the other packages of the module
         self._calls = calls
         self._walk_from_entry = walk_from_entry
@@ -112,9 +119,13 @@ class Effects:
             walk = self._walk_from_entry(graph, State(Phase.HELD, frozenset({symbol})))
         finally:
             self._in_progress.discard(key)
+        # A release wrapper that checks something first (`if err :=
+        # c.bind(); err != nil { return err }`) releases wherever it says it
+        # succeeded: its callers read the error, as they do the release's own.
+        held = [(kind, path) for _, kind, path in walk.held_exits if not (len(path) >= 2 and self._fails(graph, kind, path[-2]))]
         summary = Summary(
             releases_on_some_path=walk.released_exits > 0,
-            releases_on_every_path=walk.released_exits > 0 and not walk.held_exits and not walk.transferred,
+            releases_on_every_path=walk.released_exits > 0 and not held and not walk.transferred,
             hands_over=walk.transferred > 0,
         )
         if memo:

@@ -55,7 +55,9 @@ class Engine:
         self._calls = calls
         self._results: dict[Unit, UnitLifetimes] = {}
         self._analysing: set[Unit] = set()
-        self._effects = Effects(cfgs, calls, self._walk_from_entry, imported)
+        self._effects = Effects(
+            cfgs, calls, self._walk_from_entry, imported, lambda graph, kind, before: self._counted.fails(graph, None, kind, before),
+        )
         closures = Closures(calls, uses, self._effects)
         self._resources = VariableResources(calls, owners)
         counted = Counted(calls, uses, status, self._effects.imported)
