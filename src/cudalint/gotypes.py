@@ -289,7 +289,7 @@ class TypeOracle:
 
     def __init__(
         self, package: Package, function_of: Callable[[Symbol | None], Unit | None],
-        api_result: Callable[[Node], tuple[str, str] | None] = lambda call: None,
+        api_result: Callable[[Node, int], tuple[str, str] | None] = lambda call, index: None,
     ):
         self.package = package
         self._function_of = function_of
@@ -373,7 +373,8 @@ class TypeOracle:
         variable declared with it, a field of a package struct declared with
         it, a composite literal `&pkg.T{}`, a result of a function of this
         package declared with it (`dev, err := deviceByIndex(i)`), or of an
-        API call whose result type the knowledge gives (`api_result`)."""
+        API call whose result type the knowledge gives, or of a function of
+        another package of the module whose facts give it (`api_result`)."""
         node = syntax.unparen(expression)
         if node is None or depth > 8:
             return None
@@ -412,7 +413,7 @@ class TypeOracle:
             target = self._function_of(self.package.resolution.symbol(function))
             if target is not None:
                 return qualified_type(self.package.resolution, nth_result(target.node.child_by_field_name("result"), index))
-        return self._api_result(call) if index == 0 else None
+        return self._api_result(call, index)
 
     def result_type(self, call: Node) -> str | None:
         """The first result type of a call of a function of this package (a constructor)."""

@@ -7,7 +7,14 @@ name the knowledge's pattern matched."""
 
 from __future__ import annotations
 
-from cudalint.cside import CView
+from collections.abc import Callable
+
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.analyses.call_kinds import CallFact
+from cudalint.cside import CView, view_of
+from cudalint.functions import Package
 from cudalint.knowledge import ApiFunction, CallRole, Knowledge
 
 
@@ -60,3 +67,36 @@ def _wrapping(inner: ApiFunction, helper, written: str) -> ApiFunction:
         tuple(r for k, r, _ in roles if k == "release"), tuple(r for k, r, _ in roles if k == "acquire"),
         tuple(r for k, r, _ in roles if k == "transfer"), helper_roles=tuple(roles),
     )
+
+
+def c_side_calls(package: Package, knowledge: Knowledge, known: Callable[[Node], CallFact | None]) -> tuple[CView | None, list[CallFact]]:
+    """The package's own C (cside.py), and the calls of C functions it
+    declares as that C says they are (`known`: what the call was classified
+    as before); an ApiFunction of None where the C says it returns no status."""
+    if not any(imported.path == "C" for parsed in package.files for imported in parsed.imports):
+        return None, []
+    view = view_of(package.files, package.files[0].source.path.parent, package.c_include)
+    found: list[CallFact] = []
+    if not view.functions:
+        return view, found
+    for parsed in package.files:
+        for node in parsed.index.qualified_calls:
+            function = syntax.unparen(node.child_by_field_name("function"))
+            operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None else None
+            if operand is None or syntax.text(operand) != "C":
+                continue
+            package.resolution.ensure(parsed.root, node)
+            if package.resolution.package_of(operand) != "C":
+                continue  # a variable named C, in a file that does not import "C"
+            name = syntax.text(function.child_by_field_name("field"))
+            before = known(node)
+            api = c_helper_api(view, name, knowledge, before.api if before is not None else None)
+            if api is False:
+                continue
+            written = f"C.{name}"
+            function = view.functions.get(name)
+            inner = view.wrapped(function) if function is not None else ""
+            if inner and api is not None and api.name == written:
+                written = f"C.{name} (wraps {inner})"
+            found.append(CallFact(node, "C", name, written, api))
+    return view, found

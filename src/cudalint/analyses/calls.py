@@ -30,9 +30,9 @@ from cudalint import syntax
 from cudalint.framework import Analysis, ImportedFacts, Pass
 from cudalint.functions import Package, Unit, UnitKind, exported_name
 from cudalint.gotypes import TypeOracle, named_type, result_types, sole_implementations
-from cudalint.analyses.c_helpers import c_helper_api
+from cudalint.analyses.c_helpers import c_side_calls
 from cudalint.analyses.call_kinds import Callee, CalleeKind, CallFact, Embeds, ResultTypes
-from cudalint.cside import CView, view_of
+from cudalint.cside import CView
 from cudalint.knowledge import ApiFunction, Knowledge
 from cudalint.scope import Symbol, SymbolKind, default_import_name
 
@@ -73,23 +73,61 @@ class CallIndex:
     _by_name_per_file: dict[Node, dict[str, list[Node]]] = field(default_factory=dict, repr=False)
     # Per file (root): the named calls and their start bytes, in order.
     _named_calls: dict[Node, tuple[list[int], list[Node]]] = field(default_factory=dict, repr=False)
+    _accessors: dict[Unit, bool] = field(default_factory=dict, repr=False)
     # The package's own C (preambles, local headers and C files), if it uses cgo.
     c_view: CView | None = field(default=None, repr=False)
     # The type oracle: the package types of expressions, struct fields.
     types: TypeOracle = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.types = TypeOracle(self.package, self._units_by_symbol.get, lambda call: _api_result_type(self, call))
+        self.types = TypeOracle(
+            self.package, self._units_by_symbol.get,
+            lambda call, index: _module_call_typed(self, call, index) or (_api_result_type(self, call) if index == 0 else None),
+        )
 
     def record(self, fact: CallFact) -> None:
         """Classify a call: a call the knowledge describes joins the calls
         of the function whose body holds it."""
+        previous = self.calls.get(fact.node)
         self.calls[fact.node] = fact
-        enclosing = syntax.enclosing_function(fact.node) if fact.api is not None else None
-        if enclosing is not None:
+        if fact.api is None and (previous is None or previous.api is None):
+            return
+        enclosing = syntax.enclosing_function(fact.node)
+        if enclosing is not None and fact.api is not None:
             calls = self.api_calls.setdefault(enclosing, [])
             if fact.node not in calls:
                 calls.append(fact.node)
+        elif enclosing is not None and fact.node in self.api_calls.get(enclosing, ()):
+            self.api_calls[enclosing].remove(fact.node)  # classified again: no API after all (its C says so)
+
+    def accessed(self, call: Node) -> Node | None:
+        """`p.ptr()`, where the package's method only returns its receiver
+        reinterpreted for C (`func (p DevPtr) ptr() unsafe.Pointer { return
+        unsafe.Pointer(p) }`: a pointer or a C type), or `raw(p)` where a
+        function only returns its parameter so: the value read, `p`. None
+        for any other call (`d.Uintptr()` reads the address as a number)."""
+        target = self.callee(call).target
+        if target is None or target.body is None or target.kind is UnitKind.LITERAL:
+            return None
+        if target not in self._accessors:
+            self._accessors[target] = False  # while deciding
+            value = target.receiver if target.kind is UnitKind.METHOD and not target.params else (
+                target.params[0] if target.kind is UnitKind.FUNCTION and len(target.params) == 1 else None
+            )
+            statements = syntax.statements(target.body)
+            returned = syntax.expressions(syntax.returned_list(statements[0])) if len(statements) == 1 and statements[0].type == "return_statement" else []
+            read = unwrap(returned[0], self) if len(returned) == 1 else None
+            # What C is handed (`unsafe.Pointer`, `*T`, `C.CUdeviceptr`), not the address read as a number.
+            result = syntax.text(target.node.child_by_field_name("result"))
+            for_c = result.startswith(("*", "unsafe.Pointer", "C."))
+            self._accessors[target] = for_c and value is not None and read is not None and read.type == "identifier" and syntax.text(read) == value.name
+        if not self._accessors[target]:
+            return None
+        function = syntax.unparen(call.child_by_field_name("function"))
+        if target.kind is UnitKind.METHOD:
+            return syntax.unparen(function.child_by_field_name("operand")) if function.type == "selector_expression" else None
+        arguments = syntax.children(call.child_by_field_name("arguments"))
+        return syntax.unparen(arguments[0]) if len(arguments) == 1 else None
 
     def api_facts_in(self, unit: Unit) -> list[CallFact]:
         """The calls the knowledge describes in unit's own body (its func
@@ -495,39 +533,6 @@ def _index_method_calls(facts: CallIndex, package: Package, knowledge: Knowledge
             facts.record(CallFact(node, declared[0], name, f"{syntax.text(operand)}.{method}", api, on_value=True))
 
 
-def _index_c_side(facts: CallIndex, package: Package, knowledge: Knowledge) -> None:
-    """Calls of C functions the package's own C declares (cside.py)."""
-    if not any(imported.path == "C" for parsed in package.files for imported in parsed.imports):
-        return
-    view = view_of(package.files, package.files[0].source.path.parent, package.c_include)
-    facts.c_view = view
-    if not view.functions:
-        return
-    for parsed in package.files:
-        for node in parsed.index.qualified_calls:
-            function = syntax.unparen(node.child_by_field_name("function"))
-            operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None else None
-            if operand is None or syntax.text(operand) != "C":
-                continue
-            package.resolution.ensure(parsed.root, node)
-            if package.resolution.package_of(operand) != "C":
-                continue  # a variable named C, in a file that does not import "C"
-            name = syntax.text(function.child_by_field_name("field"))
-            known = facts.calls.get(node)
-            api = c_helper_api(view, name, knowledge, known.api if known is not None else None)
-            if api is False:
-                continue
-            written = f"C.{name}"
-            function = view.functions.get(name)
-            inner = view.wrapped(function) if function is not None else ""
-            if inner and api is not None and api.name == written:
-                written = f"C.{name} (wraps {inner})"
-            enclosing = syntax.enclosing_function(node)
-            if api is None and enclosing is not None and node in facts.api_calls.get(enclosing, ()):
-                facts.api_calls[enclosing].remove(node)  # the C says it returns no status: not the API the pattern took it for
-            facts.record(CallFact(node, "C", name, written, api))
-
-
 def _index_own_api(facts: CallIndex, package: Package, knowledge: Knowledge) -> None:
     """Inside the package a knowledge file describes (analysing
     gorgonia.org/cu itself), `MemAlloc(n)` is the API `cu.MemAlloc` and
@@ -696,7 +701,9 @@ def _api_result_type(facts: CallIndex, call: Node) -> tuple[str, str] | None:
 
 
 def unwrap(node: Node | None, facts: CallIndex) -> Node | None:
-    """Strip parentheses and conversions: `(*C.float)(unsafe.Pointer(&p))` is `&p`."""
+    """Strip parentheses and conversions: `(*C.float)(unsafe.Pointer(&p))` is
+    `&p`; `*(*unsafe.Pointer)(unsafe.Pointer(&p))` reads p's bits, and so
+    does a call of the package's accessor (`p.ptr()`): both are `p`."""
     node = syntax.unparen(node)
     while node is not None:
         if node.type == "call_expression" and facts.callee(node).kind is CalleeKind.CONVERSION:
@@ -706,6 +713,13 @@ def unwrap(node: Node | None, facts: CallIndex) -> Node | None:
             node = syntax.unparen(arguments[0])
         elif node.type == "type_conversion_expression":
             node = syntax.unparen(node.child_by_field_name("operand"))
+        elif node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "*":
+            inner = unwrap(node.child_by_field_name("operand"), facts)
+            if inner is None or inner.type != "unary_expression" or syntax.text(inner.child_by_field_name("operator")) != "&":
+                return node
+            node = syntax.unparen(inner.child_by_field_name("operand"))
+        elif node.type == "call_expression" and facts.callee(node).kind is CalleeKind.LOCAL and (read := facts.accessed(node)) is not None:
+            node = read
         else:
             return node
     return node
@@ -751,7 +765,9 @@ def index_calls(package: Package, knowledge: Knowledge, imported: ImportedFacts 
     _index_method_calls(facts, package, knowledge)
     _index_module_methods(facts, package)
     _index_own_api(facts, package, knowledge)
-    _index_c_side(facts, package, knowledge)
+    facts.c_view, c_side = c_side_calls(package, knowledge, facts.calls.get)
+    for fact in c_side:
+        facts.record(fact)
     return facts
 
 

@@ -110,6 +110,11 @@ class StatusSemantics:
         expression = syntax.unparen(condition)
         if expression is not None and expression.type == "unary_expression" and syntax.text(expression.child_by_field_name("operator")) == "!":
             return self.test(source, roles, expression.child_by_field_name("operand"), not polarity)
+        if (
+            expression is not None and source is not None and source.status is not None and source.status.type == "bool"
+            and roles(expression) is Subject.STATUS
+        ):
+            return Outcome.SUCCESS if polarity else Outcome.FAILURE  # `if !ok`: a comma-ok result
         compared = self._errors_is(expression)
         if compared is not None:
             operator, (left, right) = "==", compared
@@ -346,3 +351,61 @@ def returned_error(statement: Node | None) -> str | None:
 STATUS: Analysis[StatusSemantics] = Analysis(
     "status", __doc__ or "", lambda p: StatusSemantics(p.result_of(CALLS), p.cfgs), requires=(CALLS,),
 )
+
+
+def success_beside(unit: Unit, index: int, calls: CallIndex) -> tuple[str, ...]:
+    """What a function that returns no error returns as its last result
+    beside the handle it hands out at `index` (`return p, true`, `return
+    DevPtr(p), OK`, `return s, C.cudaSuccess`): the values that say it
+    succeeded, where every such return gives a constant (`true`, a number,
+    a constant of the package, a C name). Its callers hold the handle where
+    that result tests equal to one of them (`if !ok`, `if st != gpu.OK`
+    fail). Empty where it returns no such result or says it otherwise."""
+    if unit.returns_error or unit.body is None or unit.result_count < 2 or index < 0 or index == unit.result_count - 1:
+        return ()
+    found: list[str] = []
+    for statement in syntax.return_statements(unit.body):
+        values = syntax.returned_list(statement)
+        expressions = syntax.expressions(values) if values is not None else []
+        if len(expressions) != unit.result_count:
+            return ()  # a bare return, or the results of a call: not told
+        handle, last = unwrap(expressions[index], calls), syntax.unparen(expressions[-1])
+        if handle is None or last is None or syntax.text(handle) in ("nil", "0"):
+            continue  # a failing return: nothing handed out
+        if not _constant(last, calls):
+            return ()
+        found.append(syntax.text(last))
+    return tuple(dict.fromkeys(found))
+
+
+def status_beside(success: tuple[str, ...]) -> StatusSpec | None:
+    """The status a caller reads in a wrapper's last result, succeeding
+    with those values; None where there are none."""
+    if not success:
+        return None
+    return StatusSpec("bool" if success == ("true",) else "", success, "last", "code")
+
+
+def _constant(value: Node, calls: CallIndex) -> bool:
+    if value.type in ("true", "false", "int_literal"):
+        return True
+    if value.type == "selector_expression":
+        return syntax.text(value.child_by_field_name("operand")) == "C"
+    if value.type != "identifier":
+        return False
+    symbol = calls.package.resolution.symbol(value)
+    return symbol is not None and symbol.kind is SymbolKind.CONST and not symbol.is_local
+
+
+def as_imported(success: tuple[str, ...], unit: Unit, import_path: str) -> tuple[str, ...]:
+    """Success values of another package's wrapper as this file writes
+    them: its constant `OK` is `gpu.OK` (the name the file imports it by);
+    its C names cannot be written here."""
+    imported = next((i for i in unit.file.imports if i.path == import_path), None)
+    name = imported.name if imported is not None and imported.name not in (None, "_", ".") else import_path.rsplit("/", 1)[-1]
+    spelled = []
+    for value in success:
+        if value.startswith("C."):
+            continue
+        spelled.append(f"{name}.{value}" if value.isidentifier() and value not in ("true", "false") else value)
+    return tuple(spelled)

@@ -131,8 +131,8 @@ class VariableUses:
             if kind == "argument_list":
                 call = parent.parent
                 callee = self.facts.callee(call)
-                if callee.kind is CalleeKind.CONVERSION:
-                    child, parent = call, call.parent
+                if callee.kind is CalleeKind.CONVERSION or (callee.kind is CalleeKind.LOCAL and self.facts.accessed(call) is not None):
+                    child, parent = call, call.parent  # `raw(p)` reads p's bits, as a conversion does
                     continue
                 index = [c.id for c in syntax.children(parent)].index(child.id)
                 return self._argument(symbol, identifier, call, callee, index)
@@ -146,6 +146,9 @@ class VariableUses:
             if kind == "selector_expression":
                 holder = parent.parent
                 if holder is not None and holder.type == "call_expression" and holder.child_by_field_name("function") == parent:
+                    if self.facts.accessed(holder) is not None:
+                        child, parent = holder, holder.parent  # `p.ptr()`: the package's accessor reads p
+                        continue
                     return Use(
                         UseKind.METHOD, symbol, identifier, call=holder,
                         method=syntax.text(parent.child_by_field_name("field")),

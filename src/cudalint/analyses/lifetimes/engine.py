@@ -30,7 +30,7 @@ from cudalint.analyses.lifetimes.resources import VariableResources
 from cudalint.analyses.lifetimes.states import PathBudgetExceeded, State, WalkRecord
 from cudalint.analyses.lifetimes.walk import Walker
 from cudalint.analyses.owners import Owners
-from cudalint.analyses.status import StatusSemantics
+from cudalint.analyses.status import StatusSemantics, success_beside
 from cudalint.analyses.uses import Use, VariableUses
 from cudalint.cfg import CFG, NodeKind, PackageCFGs
 from cudalint.framework import FactView
@@ -132,6 +132,11 @@ class Engine:
             and named_type(unit.params[0].type_node) == type_name and self._releases_its_parameter(unit)
         ]
         return found[0] if len(found) == 1 else None
+
+    def success_beside(self, unit: Unit, index: int) -> tuple[str, ...]:
+        """The values of the last result that say `unit` handed out result
+        `index` (`true`, `OK`), where it returns no error."""
+        return success_beside(unit, index, self._calls)
 
     def _releases_its_parameter(self, unit: Unit) -> bool:
         """A function or method of the package with one parameter, which it releases."""

@@ -35,6 +35,9 @@ class HandOut:
     # callable no-op where the function failed (`return func() {}, err`).
     cleanup: bool = False
     callable_when_failed: bool = False
+    # Where it returns no error: the values of its last result that say it
+    # succeeded (`true`, `OK`), as its package writes them; held where equal.
+    succeeds_with: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ def exported_effects(engine: Any) -> dict[str, ResourceEffects]:
         # A count (index -1) travels where its condition does: a nil error,
         # or a function with no result at all.
         hands_out = tuple(
-            _hand_out(origin, index, unit.returns_error) for origin, index in engine.handed_out(unit)
+            _hand_out(origin, index, unit.returns_error, engine.success_beside(unit, index)) for origin, index in engine.handed_out(unit)
             if (index >= 0 and origin.role.handle != "none") or unit.returns_error or unit.node.child_by_field_name("result") is None
         )
         params = tuple(engine.effect_of_argument(unit, i).value for i in range(len(unit.params)))
@@ -73,14 +76,16 @@ def exported_effects(engine: Any) -> dict[str, ResourceEffects]:
     return found
 
 
-def _hand_out(origin: Any, index: int, returns_error: bool) -> HandOut:
+def _hand_out(origin: Any, index: int, returns_error: bool, success: tuple[str, ...]) -> HandOut:
     inner = origin.innermost
     resource = origin.resource
     via = f"{inner.written} at line {inner.line} of {inner.unit.file.source.path.name}"
     if resource.owns is None:
         return HandOut(
             index, inner.api.family.name, resource.name, returns_error, via,
-            cleanup=resource.any_use_releases, callable_when_failed=resource.callable_when_failed,
+            cleanup=resource.any_use_releases, callable_when_failed=resource.callable_when_failed, succeeds_with=success,
         )
     methods = tuple(role.method for role in resource.release)
-    return HandOut(index, inner.api.family.name, resource.owns.name, returns_error, via, owner_type(resource), methods)
+    return HandOut(
+        index, inner.api.family.name, resource.owns.name, returns_error, via, owner_type(resource), methods, succeeds_with=success,
+    )

@@ -25,7 +25,7 @@ from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.outcomes import Effect, Origin, UnitLifetimes
 from cudalint.analyses.lifetimes.states import Phase, State
 from cudalint.analyses.owners import Owners, owned_resource
-from cudalint.analyses.status import ERROR_STATUS
+from cudalint.analyses.status import ERROR_STATUS, as_imported, status_beside, success_beside
 from cudalint.cfg import CFG
 from cudalint.functions import Unit, UnitKind
 from cudalint.knowledge import ApiFunction, CallRole
@@ -81,7 +81,7 @@ class Origins:
             if n is None or not graph.reachable(n):
                 continue
             for inner, index in self._handed_out(target):
-                status = ERROR_STATUS if target.returns_error else None
+                status = ERROR_STATUS if target.returns_error else status_beside(success_beside(target, index, self._calls))
                 if inner.role.handle == "none":  # a count (or its cleanup) handed on where it succeeds
                     handed = hand_out_status(target, inner)
                     status = handed[1] if handed is not None and handed[1] is not None else status
@@ -157,7 +157,8 @@ class Origins:
             if handed.cleanup:
                 # The function that releases it.
                 resource = replace(resource, any_use_releases=True, callable_when_failed=handed.callable_when_failed)
-            api = ApiFunction(family, callee.written, ERROR_STATUS if handed.returns_error else None, False, (), (resource,))
+            status = ERROR_STATUS if handed.returns_error else status_beside(as_imported(handed.succeeds_with, unit, callee.imported[0]))
+            api = ApiFunction(family, callee.written, status, False, (), (resource,))
             role = CallRole(callee.written, "none" if handed.index < 0 else f"result{handed.index}")
             origins.append(Origin(unit, n, call, callee.written, api, resource, role, "", via_text=handed.via))
         return origins
@@ -344,3 +345,4 @@ def _calls_parameter(function: Unit, index: int) -> bool:
         ):
             return True
     return False
+

@@ -35,7 +35,9 @@ class VariableResources:
         owner = self._owners.of(calls.local_type(symbol))
         if owner is not None:
             found.extend(owned_resource(resource, owner.type_name, owner.methods) for resource in owner.resources)
-        declared = imported_type(calls.package.resolution, symbol)
+        declared = imported_type(calls.package.resolution, symbol) or (
+            calls.types.imported_type_of(symbol.node) if symbol.node is not None and symbol.is_local else None
+        )
         if declared is not None:
             path, type_name = declared
             found.extend(self._owned_elsewhere(symbol, path, type_name))
@@ -67,7 +69,11 @@ class VariableResources:
         summary = self._owners.elsewhere(path, type_name)
         if summary is None or not summary.owns:
             return []
-        qualifier = syntax.text(symbol.type_node).lstrip("*").rsplit(".", 1)[0]
+        if symbol.type_node is not None:
+            qualifier = syntax.text(symbol.type_node).lstrip("*").rsplit(".", 1)[0]
+        else:  # made by `gpu.NewBuffer(n)`: named as that call writes the package
+            function = syntax.unparen(symbol.init).child_by_field_name("function") if symbol.init is not None else None
+            qualifier = syntax.text(function).rsplit(".", 1)[0] if function is not None and function.type == "selector_expression" else path.rsplit("/", 1)[-1]
         found = []
         for family_name, resource_name in summary.owns:
             known = calls.knowledge.resource(family_name, resource_name)
