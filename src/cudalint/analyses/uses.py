@@ -116,6 +116,16 @@ class VariableUses:
 
     # -- classification -------------------------------------------------------
 
+    def _method_value(self, symbol: Symbol) -> tuple[Symbol, str] | None:
+        """A local declared as a method value of another local (`free :=
+        b.Free`): that variable and the method."""
+        init = syntax.unparen(symbol.init) if symbol.init_index < 0 else None
+        if init is None or init.type != "selector_expression":
+            return None
+        operand = syntax.unparen(init.child_by_field_name("operand"))
+        found = self.resolution.symbol(operand) if operand is not None and operand.type == "identifier" else None
+        return (found, syntax.text(init.child_by_field_name("field"))) if found is not None and _is_tracked(found) else None
+
     def _classify(self, identifier: Node, symbol: Symbol, root: Node) -> Use:
         literal = _enclosing_literal(identifier, root)
         if literal is not None:
@@ -141,6 +151,8 @@ class VariableUses:
                 if operator == "&":
                     return self._address_of(symbol, identifier, parent)
                 if operator == "*":
+                    if parent.parent is not None and parent.parent.type in ("literal_element", "keyed_element"):
+                        return Use(UseKind.STORE, symbol, identifier)  # `&Pinned{Buffer: *b}`: the value copied in
                     return Use(UseKind.DEREF, symbol, identifier)
                 return Use(UseKind.READ, symbol, identifier)
             if kind == "selector_expression":
@@ -167,7 +179,13 @@ class VariableUses:
                 operand = parent.child_by_field_name("operand")
                 return Use(UseKind.DEREF if operand == child else UseKind.READ, symbol, identifier)
             if kind == "call_expression" and parent.child_by_field_name("function") == child:
-                return Use(UseKind.CALLED, symbol, identifier, call=parent, deferred=syntax.statement_of_call(parent) == "defer_statement")
+                deferred = syntax.statement_of_call(parent) == "defer_statement"
+                bound = self._method_value(symbol)
+                if bound is not None and child == identifier:
+                    # `free := b.Free` then `free()`: b's method is called.
+                    operand, method = bound
+                    return Use(UseKind.METHOD, operand, identifier, call=parent, method=method, deferred=deferred)
+                return Use(UseKind.CALLED, symbol, identifier, call=parent, deferred=deferred)
             if kind == "expression_list":
                 return self._list_member(symbol, identifier, child, parent)
             if kind in ("literal_element", "keyed_element"):
@@ -189,8 +207,15 @@ class VariableUses:
     def _field_use(self, symbol: Symbol, identifier: Node, selector: Node) -> Use:
         """`x.f`: a read of a field, which an API release of it
         (`C.cudaFree(b.ptr)`) marks with the release's role, so that a value
-        of a type owning that resource is released by it."""
+        of a type owning that resource is released by it. A method value
+        appended to a local slice (`cleanups = append(cleanups, b.Free)`)
+        puts x in that slice."""
         child, parent = selector, selector.parent
+        call = parent.parent if parent is not None and parent.type == "argument_list" else None
+        if call is not None and syntax.children(parent)[0] != selector and syntax.text(call.child_by_field_name("function")) == "append":
+            collection = self.appended_to(call)
+            if collection is not None:
+                return Use(UseKind.ALIAS, symbol, identifier, target=collection, call=call, callee=self.facts.callee(call))
         while parent is not None:
             if parent.type in ("parenthesized_expression", "type_conversion_expression"):
                 child, parent = parent, parent.parent
