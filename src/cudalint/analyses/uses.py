@@ -43,6 +43,7 @@ class UseKind(str, Enum):
     METHOD = "method"  # x.M(...) (detail: the method name)
     CAPTURE = "capture"  # referenced in a func literal (detail: the literal's unit)
     READ = "read"  # anything else: compared, formatted, converted into an expression
+    DISCARDED = "discarded"  # `_ = x`: said unused, which uses nothing
 
 
 @dataclass(frozen=True)
@@ -351,7 +352,7 @@ class VariableUses:
         target = syntax.unparen(target)
         if target is not None and target.type == "identifier":
             if syntax.text(target) == "_":
-                return Use(UseKind.READ, symbol, identifier)
+                return Use(UseKind.DISCARDED, symbol, identifier)
             destination = self.resolution.symbol(target)
             if _is_tracked(destination):
                 return Use(UseKind.ALIAS, symbol, identifier, target=destination)

@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from cudalint.analyses.calls import CallIndex
+from cudalint import syntax
+from cudalint.analyses.calls import CallIndex, unwrap
 from cudalint.analyses.lifetimes.closures import Closures
 from cudalint.analyses.lifetimes.collect import Collector
 from cudalint.analyses.lifetimes.counted import Counted
@@ -34,7 +35,7 @@ from cudalint.analyses.status import StatusSemantics, success_beside
 from cudalint.analyses.uses import Use, VariableUses
 from cudalint.cfg import CFG, NodeKind, PackageCFGs
 from cudalint.framework import FactView
-from cudalint.functions import Unit, UnitKind
+from cudalint.functions import Unit, UnitKind, exported_name
 from cudalint.gotypes import named_type
 from cudalint.knowledge import ResourceSpec
 from cudalint.scope import Symbol
@@ -178,7 +179,31 @@ class Engine:
         )
         for unit in releasing:
             found.setdefault(unit.node, unit)
+        for unit in self._handing_parameters_to_c():
+            found.setdefault(unit.node, unit)
         return [unit for unit in self._calls.package.units if unit.node in found]
+
+    def _handing_parameters_to_c(self) -> list[Unit]:
+        """The exported functions that pass a parameter to a C function
+        (`func StrLen(p *C.char) int { return int(C.strlen(p)) }`): their
+        facts say whether they only borrow it, or an importer's C string
+        passed to them would count as handed over."""
+        by_node = {unit.node: unit for unit in self._calls.package.units if exported_name(unit) is not None}
+        found = []
+        for node, fact in self._calls.calls.items():
+            if fact.import_path != "C":
+                continue
+            unit = by_node.get(syntax.enclosing_function(node))
+            if unit is None or unit in found:
+                continue
+            params = set(unit.params)
+            resolution = self._calls.package.resolution
+            if any(
+                (value := unwrap(argument, self._calls)) is not None and value.type == "identifier" and resolution.symbol(value) in params
+                for argument in syntax.children(node.child_by_field_name("arguments"))
+            ):
+                found.append(unit)
+        return found
 
     def handed_out(self, unit: Unit) -> list[tuple[Origin, int]]:
         """What a function of the package hands its caller: (acquisition,

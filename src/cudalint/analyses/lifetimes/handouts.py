@@ -296,5 +296,8 @@ def _as_cleanup(origin: Origin, unit: Unit, index: int) -> Origin:
         if index < len(expressions):
             others.append(syntax.unparen(expressions[index]))
     callable_when_failed = bool(others) and all(value is not None and value.type == "func_literal" for value in others)
-    resource = replace(origin.resource, any_use_releases=True, owns=None, callable_when_failed=callable_when_failed)
+    # The function releases what the value held: a value of an owning type
+    # (`return b, func() { b.Free() }, nil`) hands out its resource.
+    held = origin.resource.owns or origin.resource
+    resource = replace(held, any_use_releases=True, owns=None, callable_when_failed=callable_when_failed)
     return replace(origin, resource=resource)

@@ -32,7 +32,9 @@ class VariableResources:
             return [origin.resource]
         calls = self._calls
         found: list[ResourceSpec] = []
-        owner = self._owners.of(calls.local_type(symbol))
+        # Declared (`b *Buffer`), or made by the package's constructor (`b, err := NewBuffer(n)`).
+        local = calls.local_type(symbol) or (calls.types.type_of(symbol.node) if symbol.node is not None and symbol.is_local else None)
+        owner = self._owners.of(local)
         if owner is not None:
             found.extend(owned_resource(resource, owner.type_name, owner.methods) for resource in owner.resources)
         declared = imported_type(calls.package.resolution, symbol) or (

@@ -193,6 +193,8 @@ class Walker:
         for use in mine:
             if use.kind in (UseKind.WRITE, UseKind.ACQUIRE_OUT):
                 continue
+            if use.kind is UseKind.DISCARDED:
+                continue  # `_ = cleanup`: silences the compiler, disposes of nothing
             if use.symbol in state.collections and use.kind not in (UseKind.READ, UseKind.ALIAS):
                 # A slice holding it, indexed, sliced, passed or kept: what
                 # happens to its elements is not followed.
