@@ -36,7 +36,7 @@ def _phrase(kind: UseKind, call: Node | None) -> str:
         return "returned"
     if kind is UseKind.DEREF:
         return "dereferenced"
-    if kind in (UseKind.PASS_API, UseKind.TRANSFER_CALL, UseKind.METHOD, UseKind.CALLED) and call is not None:
+    if kind in (UseKind.PASS_API, UseKind.PASS_LOCAL, UseKind.TRANSFER_CALL, UseKind.METHOD, UseKind.CALLED) and call is not None:
         callee = syntax.text(call.child_by_field_name("function"))
         return f"passed to {callee}" if kind is not UseKind.METHOD else f"used by {callee}"
     return "used"
@@ -49,8 +49,9 @@ RULE = Rule(
     ## What it does
     Reports a use of a handle (a local variable, or a parameter the function
     releases itself) that some path reaches after releasing it: passed to an
-    API call that is not a release, dereferenced (`*p`, `p[i]`, `p.f`),
-    called, or returned.
+    API call that is not a release, or to a function of the module that uses
+    it without releasing or keeping it (`gpu.Fill(p, 0, n)`), dereferenced
+    (`*p`, `p[i]`, `p.f`), called, or returned.
 
     ## Why is this bad?
     Memory released with `cudaFree` may be handed to the next `cudaMalloc`

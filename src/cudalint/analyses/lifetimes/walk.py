@@ -317,6 +317,8 @@ class Walker:
             if effect is Effect.RETAINS and not released:
                 record.transferred += 1
                 raise LeftControl
+            if effect is Effect.BORROWS and released:
+                record.uses_after_release.append((n, use, state.released_at or 0))  # `gpu.Fill(p, 0, n)` after the free
             return state
         if kind is UseKind.CAPTURE and use.unit is not None:
             key = (use.unit, use.symbol)
