@@ -103,6 +103,10 @@ class ResourceSpec:
     # no-op where the acquisition failed (`return func() {}, ret`), found by
     # analysis: deferring it before the success check is harmless (no CL202).
     callable_when_failed: bool = False
+    # A value of an owning type that its maker returns as nil where it fails
+    # (`return nil, err`), found by analysis: a release method deferred before
+    # the success check runs on a nil receiver there (CL202).
+    nil_when_failed: bool = False
 
     @property
     def handleless(self) -> bool:

@@ -55,6 +55,8 @@ def _check_early(p: Pass, lifetimes: Engine, graph: CFG) -> None:
         where = "@exit" if exit_span is not None else f"line {graph.line(early.node)}"
         if origin.role.handle == "none":
             effect = f"releases a count of {origin.resource.name} this function never took"
+        elif origin.resource.nil_when_failed:
+            effect = f"calls a method of {origin.handle}, which is nil when {origin.written} fails"
         else:
             effect = f"calls {origin.handle}, which is nil when {origin.written} fails"
         p.report(

@@ -365,9 +365,14 @@ class Counted:
     def _registers(self, graph: CFG, origin: Origin, state: State, n: int, name: str) -> bool:
         if is_counted(origin):
             return self._defer_releases(graph, n, name)
-        # A release handed out as a function (any use releases it): `defer cleanup()`.
+        # A release handed out as a function (any use releases it): `defer
+        # cleanup()`; a release method of a value that is nil where its maker
+        # failed: `defer b.Free()`.
         return any(
-            use.deferred and use.kind is UseKind.CALLED and use.symbol in state.names
+            use.deferred and use.symbol in state.names and (
+                use.kind is UseKind.CALLED
+                or (use.kind is UseKind.METHOD and origin.resource.nil_when_failed and origin.resource.release_method(use.method) is not None)
+            )
             for use in self._uses.uses(graph.evaluated(n))
         )
 
@@ -433,3 +438,20 @@ def _literals(root: Node) -> list[Node]:
             continue
         stack.extend(node.children)
     return found
+
+
+def nil_when_failed(unit: Unit, index: int) -> bool:
+    """Whether every failing return of a function that returns an error
+    gives nil at result `index` (`return nil, err`), and one does."""
+    if not unit.returns_error or unit.body is None or index < 0:
+        return False
+    failing = 0
+    for statement in syntax.return_statements(unit.body):
+        values = syntax.returned_list(statement)
+        expressions = syntax.expressions(values) if values is not None else []
+        if len(expressions) != unit.result_count or syntax.text(expressions[-1]) == "nil":
+            continue
+        if syntax.text(syntax.unparen(expressions[index])) != "nil":
+            return False
+        failing += 1
+    return failing > 0

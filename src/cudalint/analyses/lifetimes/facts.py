@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from cudalint.analyses.lifetimes.counted import nil_when_failed
 from cudalint.analyses.owners import owner_type
 from cudalint.functions import exported_name
 
@@ -38,6 +39,8 @@ class HandOut:
     # Where it returns no error: the values of its last result that say it
     # succeeded (`true`, `OK`), as its package writes them; held where equal.
     succeeds_with: tuple[str, ...] = ()
+    # The value is nil where the function fails (`return nil, err`).
+    nil_when_failed: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,8 @@ def exported_effects(engine: Any) -> dict[str, ResourceEffects]:
         # A count (index -1) travels where its condition does: a nil error,
         # or a function with no result at all.
         hands_out = tuple(
-            _hand_out(origin, index, unit.returns_error, engine.success_beside(unit, index)) for origin, index in engine.handed_out(unit)
+            _hand_out(origin, index, unit.returns_error, engine.success_beside(unit, index), nil_when_failed(unit, index))
+            for origin, index in engine.handed_out(unit)
             if (index >= 0 and origin.role.handle != "none") or unit.returns_error or unit.node.child_by_field_name("result") is None
         )
         params = tuple(engine.effect_of_argument(unit, i).value for i in range(len(unit.params)))
@@ -76,7 +80,7 @@ def exported_effects(engine: Any) -> dict[str, ResourceEffects]:
     return found
 
 
-def _hand_out(origin: Any, index: int, returns_error: bool, success: tuple[str, ...]) -> HandOut:
+def _hand_out(origin: Any, index: int, returns_error: bool, success: tuple[str, ...], nil: bool) -> HandOut:
     inner = origin.innermost
     resource = origin.resource
     via = f"{inner.written} at line {inner.line} of {inner.unit.file.source.path.name}"
@@ -88,4 +92,5 @@ def _hand_out(origin: Any, index: int, returns_error: bool, success: tuple[str, 
     methods = tuple(role.method for role in resource.release)
     return HandOut(
         index, inner.api.family.name, resource.owns.name, returns_error, via, owner_type(resource), methods, succeeds_with=success,
+        nil_when_failed=nil,
     )

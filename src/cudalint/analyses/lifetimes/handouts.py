@@ -301,3 +301,4 @@ def _as_cleanup(origin: Origin, unit: Unit, index: int) -> Origin:
     held = origin.resource.owns or origin.resource
     resource = replace(held, any_use_releases=True, owns=None, callable_when_failed=callable_when_failed)
     return replace(origin, resource=resource)
+

@@ -20,7 +20,7 @@ from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.analyses.calls import CalleeKind, CallIndex, unwrap
-from cudalint.analyses.lifetimes.counted import hand_out_status
+from cudalint.analyses.lifetimes.counted import hand_out_status, nil_when_failed
 from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.outcomes import Effect, Origin, UnitLifetimes
 from cudalint.analyses.lifetimes.states import Phase, State
@@ -85,9 +85,12 @@ class Origins:
                 if inner.role.handle == "none":  # a count (or its cleanup) handed on where it succeeds
                     handed = hand_out_status(target, inner)
                     status = handed[1] if handed is not None and handed[1] is not None else status
-                api = ApiFunction(inner.api.family, target.name, status, False, (), (inner.resource,))
+                resource = inner.resource
+                if resource.owns is not None and nil_when_failed(target, index):
+                    resource = replace(resource, nil_when_failed=True)
+                api = ApiFunction(inner.api.family, target.name, status, False, (), (resource,))
                 role = CallRole(target.name, "none" if index < 0 else f"result{index}")
-                origins.append(Origin(unit, n, call, callee.written, api, inner.resource, role, "", via=inner))
+                origins.append(Origin(unit, n, call, callee.written, api, resource, role, "", via=inner))
         return origins
 
     def of_literals(self, unit: Unit, graph: CFG) -> list[Origin]:
@@ -154,6 +157,7 @@ class Origins:
             if handed.owner:
                 qualifier = callee.written.rsplit(".", 1)[0]
                 resource = owned_resource(resource, f"{qualifier}.{handed.owner}", handed.methods)
+                resource = replace(resource, nil_when_failed=handed.nil_when_failed)
             if handed.cleanup:
                 # The function that releases it.
                 resource = replace(resource, any_use_releases=True, callable_when_failed=handed.callable_when_failed)
