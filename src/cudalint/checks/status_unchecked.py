@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from tree_sitter import Node
+
 from cudalint import syntax
-from cudalint.analyses.calls import CALLS, CallFact, CallIndex
+from cudalint.analyses.calls import CALLS, CallIndex
 from cudalint.analyses.uses import USES, Use, UseKind, VariableUses
+from cudalint.analyses.wrappers import WRAPPERS
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, ExitKind, NodeKind
 from cudalint.prefilter import imports_of
-from cudalint.wording import success_hint
+from cudalint.wording import success_hint, wrapper_advice
 from cudalint.framework import Pass, Ref
 from cudalint.functions import Unit
 from cudalint.scope import Role, Symbol
@@ -33,10 +36,48 @@ def check(p: Pass) -> None:
                         if symbol.function is not None and symbol.function != unit.node:
                             continue  # a variable of the enclosing function: read there, after the literal ran
                         if not _read_by_deferred_closure(uses, unit, symbol):
-                            _check_unread(p, calls, uses, graph, n, symbol, fact)
+                            name = "error" if fact.status.kind == "error" else fact.status.type
+                            _check_unread(p, calls, uses, graph, n, symbol, fact.node, f"the {name} from {fact.written}", success_hint(fact))
+    # The error of a status wrapper of the module (`err := s.Sync()`), as CL301 defines them.
+    sites: dict[Unit, list[tuple[Node, str]]] = {}
+    for unit, call, wrapped in p.result_of(WRAPPERS).call_sites():
+        if not wrapped.release:
+            sites.setdefault(unit, []).append((call, f"the {'status' if wrapped.raw else 'error'} from {syntax.text(call.child_by_field_name('function'))} (from {wrapped.inner} inside it)"))
+    for unit, graph in p.graphs_of(list(sites)):
+        with p.isolating(unit):
+            for call, what in sites[unit]:
+                symbol = _error_variable(resolution, unit, call)
+                n = graph.node_containing(call)
+                if symbol is not None and n is not None and graph.reachable(n) and not _read_by_deferred_closure(uses, unit, symbol):
+                    # Only an overwrite: an error left unread on a path that returns
+                    # another (`if derr := p.Done(); err == nil { err = derr }`) is Go's
+                    # first-error-wins idiom.
+                    _check_unread(p, calls, uses, graph, n, symbol, call, what, wrapper_advice(False), only_overwrites=True)
 
 
-def _check_unread(p: Pass, calls: CallIndex, uses: VariableUses, graph: CFG, n: int, symbol: Symbol, fact: CallFact) -> None:
+def _error_variable(resolution, unit: Unit, call: Node) -> Symbol | None:
+    """The local variable a call's whole result, or its last (the error),
+    is assigned to: `err := s.Sync()`, `n, err = w.Write(b)`."""
+    values = call.parent
+    holder = values.parent if values is not None and values.type == "expression_list" else None
+    if holder is None or holder.type not in ("assignment_statement", "short_var_declaration") or len(syntax.children(values)) != 1:
+        return None
+    if holder.child_by_field_name("right") != values:
+        return None
+    left = syntax.expressions(holder.child_by_field_name("left"))
+    target = syntax.unparen(left[-1]) if left else None
+    if target is None or target.type != "identifier" or syntax.text(target) == "_":
+        return None
+    symbol = resolution.symbol(target)
+    if symbol is None or not symbol.is_local or symbol.role is Role.RESULT or symbol.function != unit.node:
+        return None
+    return symbol
+
+
+def _check_unread(
+    p: Pass, calls: CallIndex, uses: VariableUses, graph: CFG, n: int, symbol: Symbol, at: Node, what: str, hint: str,
+    only_overwrites: bool = False,
+) -> None:
     """Follow the variable from the assignment; on some path it must not be
     overwritten, or end its life, before something reads it."""
     scope = symbol.scope_node
@@ -45,7 +86,8 @@ def _check_unread(p: Pass, calls: CallIndex, uses: VariableUses, graph: CFG, n: 
     def verdict(m: int) -> str | None:
         """None: the path goes on; "read": it ends well; else what went wrong."""
         if m not in verdicts:
-            verdicts[m] = _verdict(calls, uses, graph, m, symbol, scope)
+            found = _verdict(calls, uses, graph, m, symbol, scope)
+            verdicts[m] = "read" if only_overwrites and found is not None and not found.startswith("is overwritten") else found
         return verdicts[m]
 
     # The assignment starts the walk; reaching it again (a loop) is a visit.
@@ -55,14 +97,10 @@ def _check_unread(p: Pass, calls: CallIndex, uses: VariableUses, graph: CFG, n: 
                 yield successor, False
 
     for m, starting in graph.walk(n, True, step):
-        what = None if starting else verdict(m)
-        if what is not None and what != "read":
-            name = "error" if fact.status.kind == "error" else fact.status.type
-            refs = {"overwritten": Ref(graph.ast(m), f"{symbol.name} overwritten here")} if what.startswith("is overwritten") else {}
-            p.report(
-                graph.unit, fact.node,
-                f"the {name} from {fact.written} stored in {symbol.name} {what}; {success_hint(fact)}", **refs,
-            )
+        verdict_here = None if starting else verdict(m)
+        if verdict_here is not None and verdict_here != "read":
+            refs = {"overwritten": Ref(graph.ast(m), f"{symbol.name} overwritten here")} if verdict_here.startswith("is overwritten") else {}
+            p.report(graph.unit, at, f"{what} stored in {symbol.name} {verdict_here}; {hint}", **refs)
             return
 
 
@@ -105,7 +143,9 @@ RULE = Rule(
     """
     ## What it does
     Follows a variable that receives a status (`st := C.cudaMemcpy(...)`,
-    `count, ret := nvml.DeviceGetCount()`, `p, err := cu.MemAlloc(n)`) along
+    `count, ret := nvml.DeviceGetCount()`, `p, err := cu.MemAlloc(n)`, the
+    error of a status wrapper of the module as CL301 defines them: `err :=
+    s.Sync()`, where only an overwrite is reported) along
     every path from the assignment and reports the assignment when some path
     overwrites the variable, returns, or leaves its scope before anything
     reads it. Any read counts as handling: a comparison, a switch, a return,
@@ -142,6 +182,6 @@ RULE = Rule(
     """,
     tags=("correctness", "error-handling"),
     check=check,
-    requires=(CALLS, USES),
+    requires=(CALLS, USES, WRAPPERS),
     needles=lambda knowledge: imports_of(knowledge, lambda family: family.status is not None),
 )
