@@ -126,6 +126,12 @@ class Origins:
         if function is not None and function.type == "func_literal":
             found = self._calls.literal(function)
             return [found] if found is not None else []
+        if function is not None and function.type == "identifier":
+            # `alloc := func() error {...}` then `alloc()`: the literal bound to a local runs here.
+            symbol = self._calls.package.resolution.symbol(function)
+            bound = self._calls.unit_of(symbol) if symbol is not None and symbol.is_local else None
+            if bound is not None and bound.kind is UnitKind.LITERAL and bound.stored_in is symbol:
+                return [bound]
         arguments = call.child_by_field_name("arguments")
         if arguments is None or not any(syntax.unparen(a).type == "func_literal" for a in syntax.children(arguments)):
             return []  # nothing to run: spare classifying the call

@@ -202,7 +202,10 @@ class Walker:
                     record.transferred += 1
                     raise LeftControl
                 continue
-            if resource is not None and resource.any_use_releases and not (use.kind is UseKind.ALIAS and use.call is not None):
+            if (
+                resource is not None and resource.any_use_releases and not (use.kind is UseKind.ALIAS and use.call is not None)
+                and not _compared_with_nil(use)
+            ):
                 # context.WithCancel's cancel: calling it, deferring it or
                 # handing it on all dispose of it (appending it to a local
                 # slice keeps it there: the slice is then followed).
@@ -376,3 +379,13 @@ def _wraps(origin: Origin | None, resource: ResourceSpec) -> bool:
     return origin is None or origin.resource.name == resource.name or (
         origin.resource.owns is not None and origin.resource.owns.name == resource.name
     )
+
+
+def _compared_with_nil(use: Use) -> bool:
+    """`cleanup != nil`: a look at a function value that disposes of nothing."""
+    parent = use.node.parent
+    while parent is not None and parent.type == "parenthesized_expression":
+        parent = parent.parent
+    if parent is None or parent.type != "binary_expression" or syntax.text(parent.child_by_field_name("operator")) not in ("==", "!="):
+        return False
+    return "nil" in (syntax.text(parent.child_by_field_name("left")), syntax.text(parent.child_by_field_name("right")))
