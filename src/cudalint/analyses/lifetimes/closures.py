@@ -65,6 +65,10 @@ class Closures:
                 return state
         if use is LiteralUse.STORED and literal.stored_in is not None and literal.stored_in.is_local:
             return state  # a local closure: its calls (`cleanup()`, `defer cleanup()`) decide
+        if use is LiteralUse.PASSED and self._effects.effect(literal, symbol) is Effect.BORROWS:
+            # `w.Do(func() { C.use(cs) })`: wherever the closure goes, it only
+            # reads the handle; releasing it is still this function's job.
+            return state
         if state.phase is Phase.RELEASED:
             return state
         collection = self._appended_to(literal)
