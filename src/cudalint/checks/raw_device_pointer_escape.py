@@ -37,7 +37,13 @@ def check(p: Pass) -> None:
                         _report(p, unit, call, fact.written, call, f"stored in the package-level variable {symbol.name}")
             # A wrapper's bare pointer was reported where it first left the
             # function that allocated it, not again at each caller.
-            origins = [o for o in lifetimes.lifetimes(unit).origins if o.resource.device_memory and o.handle and o.via is None]
+            # A pointer handed out with the function that frees it (`return p,
+            # func() { C.cudaFree(p) }, nil`) says who frees it.
+            cleaned = {o.handle for o, _ in lifetimes.handed_out(unit) if o.resource.any_use_releases}
+            origins = [
+                o for o in lifetimes.lifetimes(unit).origins
+                if o.resource.device_memory and o.handle and o.via is None and o.handle not in cleaned
+            ]
             if not origins:
                 continue
             reported: set[int] = set()
@@ -159,7 +165,10 @@ RULE = Rule(
     package-level variable, stored into one, or into a package-level map or
     slice, or into a map or slice the caller passed in. Storing it in a
     struct field, or in a map or slice held by one (an owning Go type with a
-    `Close` method), is the fix, not a finding; a local map is no escape, and
+    `Close` method), is the fix, not a finding, and so is a named type its
+    package releases (`type DevPtr uintptr` with `Free`, or a `Free(p
+    DevPtr)` function) or a pointer returned beside the function that frees
+    it (`return p, func() { C.cudaFree(p) }, nil`); a local map is no escape, and
     neither is a func literal returning it to the function that made it.
     What a callee does with a pointer it receives is the callee's business.
 
