@@ -18,8 +18,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from tree_sitter import Node
+
 from cudalint import syntax
-from cudalint.analyses.calls import CallIndex, unwrap
+from cudalint.analyses.calls import CallIndex
 from cudalint.analyses.lifetimes.closures import Closures
 from cudalint.analyses.lifetimes.collect import Collector
 from cudalint.analyses.lifetimes.counted import Counted
@@ -32,7 +34,7 @@ from cudalint.analyses.lifetimes.states import PathBudgetExceeded, State, WalkRe
 from cudalint.analyses.lifetimes.walk import Walker
 from cudalint.analyses.owners import Owners
 from cudalint.analyses.status import StatusSemantics, success_beside
-from cudalint.analyses.uses import Use, VariableUses
+from cudalint.analyses.uses import Use, UseKind, VariableUses
 from cudalint.cfg import CFG, NodeKind, PackageCFGs
 from cudalint.framework import FactView
 from cudalint.functions import Unit, UnitKind, exported_name
@@ -52,6 +54,7 @@ class Engine:
     ):
         self.owners = owners  # the package's owning types, for its exported summary
         self._imported = imported
+        self._uses = uses
         self._cfgs = cfgs
         self._calls = calls
         self._results: dict[Unit, UnitLifetimes] = {}
@@ -179,30 +182,33 @@ class Engine:
         )
         for unit in releasing:
             found.setdefault(unit.node, unit)
-        for unit in self._handing_parameters_to_c():
-            found.setdefault(unit.node, unit)
         return [unit for unit in self._calls.package.units if unit.node in found]
 
-    def _handing_parameters_to_c(self) -> list[Unit]:
-        """The exported functions that pass a parameter to a C function
-        (`func StrLen(p *C.char) int { return int(C.strlen(p)) }`): their
-        facts say whether they only borrow it, or an importer's C string
-        passed to them would count as handed over."""
+    def c_borrowers(self) -> list[tuple[Unit, tuple[bool, ...]]]:
+        """The exported functions, not otherwise summarised, that lend
+        parameters to C (`func StrLen(p *C.char) int { return
+        int(C.strlen(p)) }`, a generated binding's thousands of `func
+        AtgAbs(ptr *Ctensor, self Ctensor) { C.atg_abs(ptr, self) }`), and
+        per parameter whether it is only lent: every use of it an argument
+        of a C call that neither releases nor keeps it, or a read. Told from
+        the syntax, without a walk: an importer's handle passed to one is
+        borrowed, not handed over."""
+        summarised = {unit.node for unit in self.units_with_effects()}
         by_node = {unit.node: unit for unit in self._calls.package.units if exported_name(unit) is not None}
-        found = []
+        candidates: dict[Node, Unit] = {}
         for node, fact in self._calls.calls.items():
-            if fact.import_path != "C":
-                continue
-            unit = by_node.get(syntax.enclosing_function(node))
-            if unit is None or unit in found:
-                continue
-            params = set(unit.params)
-            resolution = self._calls.package.resolution
-            if any(
-                (value := unwrap(argument, self._calls)) is not None and value.type == "identifier" and resolution.symbol(value) in params
-                for argument in syntax.children(node.child_by_field_name("arguments"))
-            ):
-                found.append(unit)
+            if fact.import_path == "C":
+                unit = by_node.get(syntax.enclosing_function(node))
+                if unit is not None and unit.node not in summarised and unit.params and unit.body is not None:
+                    candidates.setdefault(unit.node, unit)
+        found = []
+        for unit in candidates.values():
+            uses = self._uses.uses([unit.body])
+            lent = tuple(
+                all(use.kind in (UseKind.PASS_API, UseKind.READ) for use in uses if use.symbol is param) for param in unit.params
+            )
+            if any(lent):
+                found.append((unit, lent))
         return found
 
     def handed_out(self, unit: Unit) -> list[tuple[Origin, int]]:

@@ -77,6 +77,10 @@ def exported_effects(engine: Any) -> dict[str, ResourceEffects]:
         counted = engine.counted_releases(unit)
         if hands_out or counted or any(effect != "retains" for effect in params):
             found[name] = ResourceEffects(hands_out, params, counted)
+    for unit, lent in engine.c_borrowers():
+        name = exported_name(unit)
+        if name is not None and name not in found:
+            found[name] = ResourceEffects((), tuple("borrows" if only_lent else "retains" for only_lent in lent))
     return found
 
 
