@@ -214,6 +214,10 @@ class Owners:
                 for resource, role in callee.api.roles("release"):
                     if 0 <= role.index < len(arguments):
                         yield arguments[role.index], (resource,)
+                    elif role.handle == "receiver":  # `w.set.Free()` on a handle type the knowledge describes
+                        function = syntax.unparen(call.child_by_field_name("function"))
+                        if function is not None and function.type == "selector_expression":
+                            yield function.child_by_field_name("operand"), (resource,)
                 continue
             imported = self.imported.get(*callee.imported) if callee.kind is CalleeKind.MODULE and callee.imported is not None else None
             if imported is not None:

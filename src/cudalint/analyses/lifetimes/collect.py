@@ -37,8 +37,9 @@ class Collector:
         self._closures = closures
         self._uses = uses
 
-    def follow(self, graph: CFG, origin: Origin, result: UnitLifetimes) -> None:
-        """Follow one acquisition and add what happens to it to `result`."""
+    def follow(self, graph: CFG, origin: Origin, result: UnitLifetimes, counted: list[tuple[int, str]]) -> None:
+        """Follow one acquisition and add what happens to it to `result`
+        (`counted`: where the function takes counts, and of which kind)."""
         start = self._origins.birth(origin)
         if start is None:
             return
@@ -59,7 +60,8 @@ class Collector:
             result.handed_up.extend((origin, symbol) for symbol in outer)
             return
         if is_counted(origin):
-            state = self._counted.registered_before(graph, origin, state, self._closures.defers(graph))
+            taken = [node for node, name in counted if name == origin.resource.name and node != origin.node]
+            state = self._counted.registered_before(graph, origin, state, self._closures.defers(graph), taken)
         record = self._walker.walk(graph, origin, origin.node, state, summary=False)
         self._collect(graph, origin, record, result)
         resource = origin.resource

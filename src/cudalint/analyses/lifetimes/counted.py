@@ -193,20 +193,28 @@ class Counted:
         return symbol.type_node is not None and named_type(symbol.type_node) is not None and self._calls.local_type(symbol) is not None
 
     def _acquires(self, call: Node, name: str) -> bool:
+        """A call that takes a count of the kind: the API's, or an
+        initialiser of another package of the module (`telemetry.NewSampler()`)."""
         fact = self._calls.calls.get(call)
-        return fact is not None and fact.api is not None and any(
-            resource.name == name for resource, _ in fact.api.roles("acquire")
-        )
+        if fact is not None and fact.api is not None:
+            return any(resource.name == name for resource, _ in fact.api.roles("acquire"))
+        callee = self._calls.callee(call)
+        effects = self._imported(callee.imported) if callee.kind is CalleeKind.MODULE else None
+        return effects is not None and any(handed.index < 0 and handed.resource == name for handed in effects.hands_out)
 
-    def registered_before(self, graph: CFG, origin: Origin, state: State, defers: list[int]) -> State:
+    def registered_before(self, graph: CFG, origin: Origin, state: State, defers: list[int], taken: list[int]) -> State:
         """A deferred release of the kind registered on a path to the
         acquisition (and not after it) runs at the function's exit: it
         covers the count where the acquisition succeeded (and is CL202 where
-        it failed)."""
+        it failed), unless it follows another count taken before it
+        (`nvml.Init(); defer nvml.Shutdown()`, then a component's own
+        `New(); defer c.Close()`): then it is that count's."""
         name = origin.resource.name
         for n in defers:
             if n == origin.node or not graph.reachable(n) or not graph.has_path(n, origin.node) or graph.has_path(origin.node, n):
                 continue
+            if any(graph.has_path(m, n) and not graph.has_path(origin.node, m) for m in taken):
+                continue  # registered after an earlier count of the kind: that one's release
             if self._defer_releases(graph, n, name):
                 return replace(state, deferred_release=n)
         return state

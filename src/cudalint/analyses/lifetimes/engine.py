@@ -277,14 +277,15 @@ class Engine:
         graph = self._cfgs.graphs.get(unit)
         if graph is None:
             return result
-        follow = self._collector.follow
-        for origin in self._origins.of_wrappers(unit, graph) + self._origins.of_literals(unit, graph):
-            follow(graph, origin, result)
         api_facts = self._calls.api_facts_in(unit)
-        if not api_facts:
-            return result
-        for origin in self._origins.of_api_calls(unit, graph):
-            follow(graph, origin, result)
+        origins = self._origins.of_wrappers(unit, graph) + self._origins.of_literals(unit, graph)
+        if api_facts:
+            origins += self._origins.of_api_calls(unit, graph)
+        # Where counts of one kind are taken: a shutdown deferred after one
+        # of them is that one's, not a later one's.
+        counted = [(o.node, o.resource.name) for o in origins if o.role.handle == "none"]
+        for origin in origins:
+            self._collector.follow(graph, origin, result, counted)
         if any(fact.api.is_release for fact in api_facts):
             self._collector.released_parameters(graph, result)
         return result
