@@ -93,6 +93,10 @@ class ResourceSpec:
     # host. It holds nothing on the GPU, so a finalizer-only release of it
     # is not the device-memory problem CL508 reports.
     host_side: bool = False
+    # It outlives the process by design (a MIG GPU or compute instance): a
+    # function that made one keeps it wherever it succeeds; only a failing
+    # return after the acquisition loses it (CL101).
+    outlives: bool = False
     # Whether releasing it needs a current context, in a family whose releases
     # generally do (CL505): a context's own destroy does not.
     needs_context: bool = True
@@ -494,7 +498,9 @@ _THREAD_KEYS = {"bound", "context_setters", "releases_need_context"}
 _ASYNC_KEYS = {"call", "host_args"}
 _STATUS_KEYS = {"type", "success", "result", "kind"}
 _STATUS_CALL_KEYS = {"match", "except", "discardable"}
-_RESOURCE_KEYS = {"name", "acquire", "release", "transfer", "any_use_releases", "device_memory", "host_side", "needs_context"}
+_RESOURCE_KEYS = {
+    "name", "acquire", "release", "transfer", "any_use_releases", "device_memory", "host_side", "needs_context", "outlives",
+}
 _ROLE_KEYS = {"call", "handle"}
 
 
@@ -671,6 +677,7 @@ def _resource(source: str, where: str, item: Any, qualifier: str) -> ResourceSpe
     if device_memory and host_side:
         raise _fail(source, f"{where}.host_side", "a resource is device memory or host-side, not both")
     needs_context = _flag(source, f"{where}.needs_context", item.get("needs_context", True))
+    outlives = _flag(source, f"{where}.outlives", item.get("outlives", False))
     acquire = _roles(source, f"{where}.acquire", item.get("acquire"), qualifier)
     release = _roles(source, f"{where}.release", item.get("release"), qualifier) if not any_use or "release" in item else ()
     transfer = _roles(source, f"{where}.transfer", item.get("transfer"), qualifier) if "transfer" in item else ()
@@ -684,7 +691,7 @@ def _resource(source: str, where: str, item: Any, qualifier: str) -> ResourceSpe
         raise _fail(source, f"{where}.release", "a receiver release names the method as pkg.Type.Method")
     return ResourceSpec(
         _string(source, f"{where}.name", item.get("name")), acquire, release, transfer, any_use, device_memory,
-        host_side=host_side, needs_context=needs_context,
+        host_side=host_side, needs_context=needs_context, outlives=outlives,
     )
 
 

@@ -77,7 +77,10 @@ def owned_resource(resource: ResourceSpec, type_written: str, methods: tuple[str
     messages say what the caller holds (`Buffer (owns device memory)`)."""
     qualifier, _, type_name = type_written.rpartition(".")
     roles = tuple(CallRole(f"{qualifier or '_'}.{type_name}.{method}", "receiver") for method in methods)
-    return ResourceSpec(f"{type_written} (owns {resource.name})", (), roles, needs_context=resource.needs_context, owns=resource)
+    return ResourceSpec(
+        f"{type_written} (owns {resource.name})", (), roles, needs_context=resource.needs_context, owns=resource,
+        outlives=resource.outlives,
+    )
 
 
 def owner_type(resource: ResourceSpec) -> str:

@@ -43,9 +43,16 @@ def check(p: Pass) -> None:
     def visit(unit: Unit, graph: CFG) -> None:
         found = lifetimes.lifetimes(unit)
         overwritten = {o.origin for o in found.overwrites}
+        values: set[tuple[int, int]] = set()
         for leak in found.leaks:
             if leak.origin in overwritten:
                 continue  # reported once, as CL103
+            if leak.origin.resource.owns is not None:
+                # One value of an owning type that holds two resources (a GPU
+                # and a compute instance) is one leak of that value.
+                if (leak.origin.call.id, leak.node) in values:
+                    continue
+                values.add((leak.origin.call.id, leak.node))
             message, refs = _message(reads, leak, graph)
             fix = _fix(reads, leak, graph) if leak.origin not in fixed else None
             if fix is not None:
@@ -109,6 +116,13 @@ def _message(reads: _Reads, leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]
             f"{what} is not {verb} on {where} at {exit_at}: the caller sees the failure and will not "
             f"release it, so the count stays taken; release it before this return "
             f"(`{remedy.removeprefix('defer ')}`)"
+        ), refs
+    if origin.resource.outlives and leak.failing:
+        where = "the goroutine exit" if leak.how is Lost.GOEXIT else "the failing return"
+        return (
+            f"{what} is not {verb} on {where} at {exit_at}: it outlives the process, and the caller "
+            f"sees the failure and no handle, so nothing will; release it before this return "
+            f"(`_ = {remedy.removeprefix('defer ')}`)"
         ), refs
     if origin.role.handle == "none":
         return (

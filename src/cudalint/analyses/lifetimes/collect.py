@@ -95,6 +95,9 @@ class Collector:
         if is_counted(origin):
             self._collect_count(graph, origin, record, result)
             return
+        if origin.resource.outlives:
+            self._collect_outliving(graph, origin, record, result)
+            return
         if record.held_exits:
             exit_node, kind, path = record.held_exits[0]
             leak = self._leak(graph, origin, kind, path)
@@ -115,6 +118,22 @@ class Collector:
             result.uses_after_release.append(UseAfterRelease(origin, node, use, released_line))
         for node, call, resource in _unique(record.mismatches):
             result.mismatches.append(Mismatch(origin, node, call, resource))
+
+    def _collect_outliving(self, graph: CFG, origin: Origin, record: WalkRecord, result: UnitLifetimes) -> None:
+        """A resource that outlives the process by design (a MIG instance) is
+        kept wherever the function succeeds; a failing return after it was
+        made leaves it behind with nobody to destroy it (the caller sees the
+        failure and no handle). Releasing it twice or using it after is as
+        for any handle."""
+        fails = self._counted.fails
+        failing = [(kind, path) for _, kind, path in record.held_exits if len(path) >= 2 and fails(graph, origin, kind, path[-2])]
+        if failing:
+            kind, path = failing[0]
+            result.leaks.append(replace(self._leak(graph, origin, kind, path), failing=True))
+        for node, first, by_defer in _unique(record.double_releases):
+            result.double_releases.append(DoubleRelease(origin, node, first, by_defer, origin.handle))
+        for node, use, released_line in _unique(record.uses_after_release, key=lambda item: item[0]):
+            result.uses_after_release.append(UseAfterRelease(origin, node, use, released_line))
 
     def _collect_count(self, graph: CFG, origin: Origin, record: WalkRecord, result: UnitLifetimes) -> None:
         """A count held on a failing return leaks (the caller will not

@@ -70,6 +70,7 @@ class Counted:
         self._status = status
         self._uses = uses
         self._releasing: dict[str, dict[Unit, bool]] = {}  # per kind
+        self._error_makers: dict[Unit, bool] = {}
 
     # -- what a node does to a count ---------------------------------------------
 
@@ -267,7 +268,7 @@ class Counted:
                 return False
             if last.type in ("composite_literal", "unary_expression") and "{" in text:
                 return True
-            if last.type == "call_expression" and _NEW_ERROR.search(syntax.text(last.child_by_field_name("function"))):
+            if last.type == "call_expression" and self._new_error(last):
                 return True
             if last.type == "identifier":
                 symbol = self._calls.package.resolution.symbol(last)
@@ -280,6 +281,26 @@ class Counted:
         if last.type == "identifier":
             return self._tested_failing(statement, origin, text, failure)
         return None
+
+    def _new_error(self, call: Node) -> bool:
+        """`fmt.Errorf(...)`, `errors.New(...)`, or a call of the package's
+        function that builds one on every return (`nvmlErr("create", ret)`)."""
+        if _NEW_ERROR.search(syntax.text(call.child_by_field_name("function"))):
+            return True
+        target = self._calls.callee(call).target
+        if target is None or target.body is None or target.kind is UnitKind.LITERAL or not target.returns_error or target.result_count != 1:
+            return False
+        if target not in self._error_makers:
+            self._error_makers[target] = False  # while deciding (recursion)
+            returned = [syntax.expressions(syntax.returned_list(r)) for r in syntax.return_statements(target.body)]
+            self._error_makers[target] = bool(returned) and all(
+                len(values) == 1 and (value := syntax.unparen(values[0])) is not None and (
+                    (value.type in ("composite_literal", "unary_expression") and "{" in syntax.text(value))
+                    or (value.type == "call_expression" and self._new_error(value))
+                )
+                for values in returned
+            )
+        return self._error_makers[target]
 
     def _is_success(self, origin: Origin | None, value: Node | None) -> bool:
         """A success value of the acquisition's family (`nvml.SUCCESS`)."""
