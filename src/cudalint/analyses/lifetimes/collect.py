@@ -48,7 +48,8 @@ class Collector:
         if _asserted_to_fail(origin, self._uses.facts):
             return  # the test fails where the acquisition succeeds: nothing is held past it
         if leak_detail is not None:
-            result.leaks.append(Leak(origin, Lost.DISCARDED, origin.node, origin.line, (origin.node,), leak_detail))
+            if not origin.resource.outlives:  # `_, ret = gi.CreateComputeInstance(...)` keeps it, by design
+                result.leaks.append(Leak(origin, Lost.DISCARDED, origin.node, origin.line, (origin.node,), leak_detail))
             return
         if state is None:
             return  # transferred at birth (stored in a field, returned, ...)
@@ -127,7 +128,12 @@ class Collector:
         for any handle."""
         fails = self._counted.fails
         failing = [(kind, path) for _, kind, path in record.held_exits if len(path) >= 2 and fails(graph, origin, kind, path[-2])]
-        if failing:
+        # A function that only leaves what it made in place (a configuration
+        # applier creating instances as it goes) leaves a partial result where
+        # it fails, as its contract says; one that hands the instance on, or
+        # destroys it, where it succeeds loses it where it fails.
+        handed_on = record.transferred > len(record.overwrites)  # an overwrite ends a walk as a hand-over does
+        if failing and (handed_on or record.released_exits):
             kind, path = failing[0]
             result.leaks.append(replace(self._leak(graph, origin, kind, path), failing=True))
         for node, first, by_defer in _unique(record.double_releases):
