@@ -572,15 +572,16 @@ def _index_own_api(facts: CallIndex, package: Package, knowledge: Knowledge) -> 
 
 
 def _method_calls(facts: CallIndex, parsed) -> Iterator[tuple[Node, Node, Node]]:
-    """(call, selector, operand) for each `x.M(...)` and `x.f.M(...)` that
-    nothing has classified yet, in source order."""
+    """(call, selector, operand) for each `x.M(...)`, `x.f.M(...)` and
+    `x.f[i].M(...)` that nothing has classified yet, in source order."""
     calls = list(parsed.index.qualified_calls)
     for callee in parsed.index.callee_names:
         selector = callee.parent
         operand = selector.child_by_field_name("operand") if selector.type == "selector_expression" else None
-        if operand is not None and operand.type == "selector_expression":
+        if operand is not None and operand.type in ("selector_expression", "index_expression"):
             calls.append(selector.parent)
-    return _unclassified(facts, sorted(calls, key=lambda call: call.start_byte), ("identifier", "selector_expression"))
+    operands = ("identifier", "selector_expression", "index_expression")
+    return _unclassified(facts, sorted(calls, key=lambda call: call.start_byte), operands)
 
 
 def _unclassified(facts: CallIndex, calls, operands: tuple[str, ...]) -> Iterator[tuple[Node, Node, Node]]:
