@@ -110,20 +110,14 @@ def _message(reads: _Reads, leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]
     if exit_span is not None:
         refs["exit"] = Ref(exit_span, f"{origin.handle or 'it'} is still held here")
     exit_at = "@exit" if exit_span is not None else f"line {leak.line}"
-    if origin.role.handle == "none" and leak.failing:
+    if leak.failing and (origin.role.handle == "none" or origin.resource.outlives):
         where = "the goroutine exit" if leak.how is Lost.GOEXIT else "the failing return"
-        return (
-            f"{what} is not {verb} on {where} at {exit_at}: the caller sees the failure and will not "
-            f"release it, so the count stays taken; release it before this return "
-            f"(`{remedy.removeprefix('defer ')}`)"
-        ), refs
-    if origin.resource.outlives and leak.failing:
-        where = "the goroutine exit" if leak.how is Lost.GOEXIT else "the failing return"
-        return (
-            f"{what} is not {verb} on {where} at {exit_at}: it outlives the process, and the caller "
-            f"sees the failure and no handle, so nothing will; release it before this return "
-            f"(`_ = {remedy.removeprefix('defer ')}`)"
-        ), refs
+        call = remedy.removeprefix("defer ")
+        if origin.role.handle == "none":
+            why, release = "the caller sees the failure and will not release it, so the count stays taken", call
+        else:
+            why, release = "it outlives the process, and the caller sees the failure and no handle, so nothing will", f"_ = {call}"
+        return f"{what} is not {verb} on {where} at {exit_at}: {why}; release it before this return (`{release}`)", refs
     if origin.role.handle == "none":
         return (
             f"{what} is {verb} on some paths but not on the return at {exit_at}; "
