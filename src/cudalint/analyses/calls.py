@@ -27,11 +27,12 @@ from itertools import islice
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.framework import Analysis, ImportedFacts, Pass
-from cudalint.functions import Package, Unit, UnitKind, exported_name
-from cudalint.gotypes import TypeOracle, named_type, result_types, sole_implementations
+from cudalint.framework import Analysis, ImportedFacts
+from cudalint.functions import Package, Unit, UnitKind
+from cudalint.gotypes import TypeOracle, named_type, sole_implementations
 from cudalint.analyses.c_helpers import c_side_calls
 from cudalint.analyses.call_kinds import Callee, CalleeKind, CallFact, Embeds, ResultTypes
+from cudalint.analyses.result_facts import exported_result_types, result_entries
 from cudalint.cside import CView
 from cudalint.knowledge import ApiFunction, Knowledge
 from cudalint.scope import Symbol, SymbolKind, default_import_name
@@ -508,6 +509,10 @@ def _index_method_calls(facts: CallIndex, package: Package, knowledge: Knowledge
         family.import_path: [call.split(".", 1)[1] for call, _ in family.result_types]
         for family in knowledge.families if family.result_types
     }
+    binding_makers = {
+        path for path in facts.imported.packages()
+        if any(" " in entry for entry in result_entries(facts.imported, path))
+    }
     for parsed in package.files:
         spelled = [
             f"{knowledge.package_names.get(imported.path) or default_import_name(imported.path)}.{name}".encode()
@@ -516,6 +521,8 @@ def _index_method_calls(facts: CallIndex, package: Package, knowledge: Knowledge
         ]
         # Any value of a binding read by its name may have methods that are its API.
         spelled += [f"{imported.name or default_import_name(imported.path)}.".encode() for imported in parsed.imports if imported.path in package.named_bindings]
+        # A value another package of the module returns as a binding's type (`gpuinfo.DeviceByIndex(i)`).
+        spelled += [f"{imported.name or default_import_name(imported.path)}.".encode() for imported in parsed.imports if imported.path in binding_makers]
         if not spelled or not any(needle in parsed.source.data for needle in spelled):
             continue
         for node, function, operand in _method_calls(facts, parsed):
@@ -685,7 +692,8 @@ def _module_call_typed(facts: CallIndex, call: Node | None, index: int) -> tuple
     typed = facts.imported.fact(ResultTypes, *function) if function is not None else None
     if typed is None or index >= len(typed.results) or not typed.results[index]:
         return None
-    return function[0], typed.results[index]
+    path, _, other = typed.results[index].partition(" ")
+    return (path, other) if other else (function[0], typed.results[index])
 
 
 def _api_result_type(facts: CallIndex, call: Node) -> tuple[str, str] | None:
@@ -772,20 +780,7 @@ def index_calls(package: Package, knowledge: Knowledge, imported: ImportedFacts 
     return facts
 
 
-def _exported_result_types(p: Pass) -> dict[str, ResultTypes]:
-    """The result types of the package's exported functions, where one of
-    them is a type some method of which the analyses above this one export
-    facts about (else importers have nothing to look up through it)."""
-    typed = {name.split(".", 1)[0] for name in p.exported_objects() if "." in name}
-    found = {}
-    for unit in p.package.units:
-        results = result_types(unit) if unit.kind is UnitKind.FUNCTION and exported_name(unit) is not None else ()
-        if any(result in typed for result in results):
-            found[unit.name] = ResultTypes(results)
-    return found
-
-
 CALLS: Analysis[CallIndex] = Analysis(
     "calls", __doc__ or "", lambda p: index_calls(p.package, p.knowledge, p.run.imported),
-    facts=_exported_result_types, fact_type=ResultTypes,
+    facts=exported_result_types, fact_type=ResultTypes,
 )

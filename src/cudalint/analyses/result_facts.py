@@ -1,0 +1,45 @@
+"""The facts `calls` exports about exported functions' result types: the
+package's own type a result is declared with (importers type their
+variables by it, so method facts apply), or a type of a binding the
+knowledge describes ("import/path Type": `func DeviceByIndex(i int)
+(nvml.Device, error)` makes a value whose methods are nvml's)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from cudalint.analyses.call_kinds import ResultTypes
+from cudalint.framework import ImportedFacts, Pass
+from cudalint.functions import UnitKind, exported_name
+from cudalint.gotypes import nth_result, qualified_type, result_types
+
+
+def exported_result_types(p: Pass) -> dict[str, ResultTypes]:
+    """The result types of the package's exported functions, where one of
+    them is a type some method of which the analyses above this one export
+    facts about (else importers have nothing to look up through it)."""
+    typed = {name.split(".", 1)[0] for name in p.exported_objects() if "." in name}
+    described = p.knowledge.method_types
+    found = {}
+    for unit in p.package.units:
+        if unit.kind is not UnitKind.FUNCTION or exported_name(unit) is None:
+            continue
+        results = list(result_types(unit))
+        declared = unit.node.child_by_field_name("result")
+        for index, own in enumerate(results):
+            # A type of a binding the knowledge describes (`func
+            # DeviceByIndex(i int) (nvml.Device, error)`): "import/path Type".
+            other = None if own else qualified_type(p.package.resolution, nth_result(declared, index))
+            if other is not None and other[1] in described.get(other[0], ()):
+                results[index] = f"{other[0]} {other[1]}"
+        if any(result in typed or " " in result for result in results):
+            found[unit.name] = ResultTypes(tuple(results))
+    return found
+
+
+def result_entries(imported: ImportedFacts, path: str) -> Iterator[str]:
+    """The result types the facts of a package's functions give."""
+    for name in imported.objects(path):
+        typed = imported.fact(ResultTypes, path, name)
+        if typed is not None:
+            yield from typed.results
