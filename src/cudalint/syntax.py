@@ -290,12 +290,27 @@ def assignment_sides(statement: Node) -> list[tuple[list[Node], list[Node]]]:
     return []
 
 
+def assigned_from(call: Node) -> list[Node]:
+    """The left-hand side of the assignment or declaration whose whole
+    right-hand side is this call (`n, err := w.Write(b)`); empty otherwise."""
+    values = call.parent
+    holder = values.parent if values is not None and values.type == "expression_list" else None
+    if holder is None or holder.type not in ("assignment_statement", "short_var_declaration") or len(children(values)) != 1:
+        return []
+    return expressions(holder.child_by_field_name("left")) if holder.child_by_field_name("right") == values else []
+
+
 def returned_list(statement: Node | None) -> Node | None:
     """The expression list a return statement returns (None for a bare
     `return`, or no statement)."""
     if statement is None:
         return None
     return next((c for c in statement.named_children if c.type == "expression_list"), None)
+
+
+def returned(statement: Node | None) -> list[Node]:
+    """The values a return statement returns (none for a bare `return`)."""
+    return expressions(returned_list(statement))
 
 
 def return_statements(body: Node | None) -> Iterator[Node]:

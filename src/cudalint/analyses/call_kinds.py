@@ -1,7 +1,8 @@
 """What a call is, as data: the kinds of callee, the fact recorded for a
-classified call, and the result types `calls` exports and the embedded types `embeds` exports. Kept apart from the
-classification (`calls`) so that the data every analysis reads has a small
-home of its own; `calls` re-exports these names."""
+classified call, the result types `calls` exports and the embedded types
+`embeds` exports. Kept apart from the classification (`calls`) so that the
+data every analysis reads has a small home of its own; `calls` re-exports
+these names."""
 
 from __future__ import annotations
 

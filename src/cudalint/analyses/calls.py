@@ -116,7 +116,7 @@ class CallIndex:
                 target.params[0] if target.kind is UnitKind.FUNCTION and len(target.params) == 1 else None
             )
             statements = syntax.statements(target.body)
-            returned = syntax.expressions(syntax.returned_list(statements[0])) if len(statements) == 1 and statements[0].type == "return_statement" else []
+            returned = syntax.returned(statements[0]) if len(statements) == 1 and statements[0].type == "return_statement" else []
             read = unwrap(returned[0], self) if len(returned) == 1 else None
             # What C is handed (`unsafe.Pointer`, `*T`, `C.CUdeviceptr`), not the address read as a number.
             result = syntax.text(target.node.child_by_field_name("result"))
@@ -519,10 +519,13 @@ def _index_method_calls(facts: CallIndex, package: Package, knowledge: Knowledge
             for imported in parsed.imports if imported.path in types
             for name in (*types[imported.path], *typed_results.get(imported.path, ()))
         ]
-        # Any value of a binding read by its name may have methods that are its API.
-        spelled += [f"{imported.name or default_import_name(imported.path)}.".encode() for imported in parsed.imports if imported.path in package.named_bindings]
-        # A value another package of the module returns as a binding's type (`gpuinfo.DeviceByIndex(i)`).
-        spelled += [f"{imported.name or default_import_name(imported.path)}.".encode() for imported in parsed.imports if imported.path in binding_makers]
+        # Any value of a binding read by its name may have methods that are its
+        # API, and so may a value another package of the module returns as a
+        # binding's type (`gpuinfo.DeviceByIndex(i)`).
+        spelled += [
+            f"{imported.name or default_import_name(imported.path)}.".encode() for imported in parsed.imports
+            if imported.path in package.named_bindings or imported.path in binding_makers
+        ]
         if not spelled or not any(needle in parsed.source.data for needle in spelled):
             continue
         for node, function, operand in _method_calls(facts, parsed):

@@ -20,7 +20,6 @@ from cudalint.framework import Analysis, Pass
 def _exported_embeddings(p: Pass) -> dict[str, Embeds]:
     calls = p.result_of(CALLS)
     oracle = calls.types
-    oracle.structs()  # reads every type declaration: structs and interfaces
     found = {}
     for type_name in sorted(set(oracle.structs()) | set(oracle.embedding_types())):
         if not type_name[:1].isupper():

@@ -318,8 +318,7 @@ class Owners:
         resource = resource.owns or resource
         found: tuple[int, Owner] | None = None
         for statement in syntax.return_statements(unit.body):
-            values = syntax.returned_list(statement)
-            expressions = syntax.expressions(values) if values is not None else []
+            expressions = syntax.returned(statement)
             for index, value in enumerate(expressions):
                 made = self._made_of(value, handle)
                 if made is None:

@@ -238,8 +238,7 @@ class StatusSemantics:
         status = unit.params[index]
         returns = list(syntax.return_statements(unit.body))
         for statement in returns:
-            values = syntax.returned_list(statement)
-            expressions = syntax.expressions(values) if values is not None else []
+            expressions = syntax.returned(statement)
             last = syntax.unparen(expressions[-1]) if expressions else None
             if last is None or last.type != "call_expression" or not any(
                 self.calls.callee(call).written.startswith("C.") and any(
@@ -343,8 +342,7 @@ def first_success_as_written(fact: CallFact) -> str:
 def returned_error(statement: Node | None) -> str | None:
     """The text of the last value a return statement returns (None for a
     bare return)."""
-    values = syntax.returned_list(statement)
-    expressions = syntax.expressions(values) if values is not None else []
+    expressions = syntax.returned(statement)
     return syntax.text(expressions[-1]) if expressions else None
 
 
@@ -365,8 +363,7 @@ def success_beside(unit: Unit, index: int, calls: CallIndex) -> tuple[str, ...]:
         return ()
     found: list[str] = []
     for statement in syntax.return_statements(unit.body):
-        values = syntax.returned_list(statement)
-        expressions = syntax.expressions(values) if values is not None else []
+        expressions = syntax.returned(statement)
         if len(expressions) != unit.result_count:
             return ()  # a bare return, or the results of a call: not told
         handle, last = unwrap(expressions[index], calls), syntax.unparen(expressions[-1])

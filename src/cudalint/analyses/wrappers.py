@@ -116,8 +116,7 @@ class StatusWrappers:
             return self._raw_wrapper(unit)
         found: list[Wrapped] = []
         for statement in syntax.return_statements(unit.body):
-            values = syntax.returned_list(statement)
-            expressions = syntax.expressions(values) if values is not None else []
+            expressions = syntax.returned(statement)
             if not expressions:
                 return None  # a bare return of named results: cannot tell
             last = syntax.unparen(expressions[-1])
@@ -145,8 +144,7 @@ class StatusWrappers:
             return None
         found: list[Wrapped] = []
         for statement in syntax.return_statements(unit.body):
-            values = syntax.returned_list(statement)
-            expressions = syntax.expressions(values) if values is not None else []
+            expressions = syntax.returned(statement)
             if not expressions or (len(expressions) == 1 and unit.result_count > 1):
                 return None
             last = unwrap(expressions[-1], self.calls)

@@ -7,7 +7,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
 from cudalint.analyses.lifetimes import LIFETIMES
-from cudalint.analyses.owners import OWNERS, RECEIVER, Owners
+from cudalint.analyses.owners import OWNERS, Owners
 from cudalint.analyses.uses import USES, Use, UseKind
 from cudalint.catalog import Level, Rule
 from cudalint.prefilter import imports_of
@@ -147,7 +147,7 @@ def _says_who_frees(units: list[Unit], owners: Owners, type_name: str) -> bool:
         return True
     for unit in units:
         for index, _ in owners.released_parameters(unit):
-            parameter = unit.params[index] if 0 <= index < len(unit.params) and index != RECEIVER else None
+            parameter = unit.params[index] if index < len(unit.params) else None
             if parameter is not None and parameter.type_node is not None and syntax.text(parameter.type_node) == type_name:
                 return True
     return False

@@ -40,11 +40,7 @@ def _check_statement(p: Pass, calls: CallIndex, file: ParsedFile, function: str,
 
 def _error_blank(call: Node) -> bool:
     """`_ = wrapper()`, `n, _ := wrapper()`: the error, its last result, goes to _."""
-    values = call.parent
-    holder = values.parent if values is not None and values.type == "expression_list" else None
-    if holder is None or holder.type not in ("assignment_statement", "short_var_declaration") or len(syntax.children(values)) != 1:
-        return False
-    left = syntax.expressions(holder.child_by_field_name("left"))
+    left = syntax.assigned_from(call)
     return bool(left) and syntax.text(left[-1]) == "_"
 
 

@@ -252,8 +252,7 @@ class Counted:
         statement = graph.ast(before)
         if graph.kind(before) is not NodeKind.RETURN or statement is None:
             return None if graph.kind(before) is not NodeKind.IMPLICIT_RETURN else False
-        values = syntax.returned_list(statement)
-        expressions = syntax.expressions(values) if values is not None else []
+        expressions = syntax.returned(statement)
         if not expressions:
             results = unit.results
             return self._tested_failing(statement, origin, results[-1].name, failure) if results else None
@@ -266,9 +265,7 @@ class Counted:
         if failure == "error":
             if text == "nil":
                 return False
-            if last.type in ("composite_literal", "unary_expression") and "{" in text:
-                return True
-            if last.type == "call_expression" and self._new_error(last):
+            if self._new_error(last):
                 return True
             if last.type == "identifier":
                 symbol = self._calls.package.resolution.symbol(last)
@@ -282,23 +279,24 @@ class Counted:
             return self._tested_failing(statement, origin, text, failure)
         return None
 
-    def _new_error(self, call: Node) -> bool:
-        """`fmt.Errorf(...)`, `errors.New(...)`, or a call of the package's
-        function that builds one on every return (`nvmlErr("create", ret)`)."""
-        if _NEW_ERROR.search(syntax.text(call.child_by_field_name("function"))):
+    def _new_error(self, value: Node) -> bool:
+        """A value that is a new error: `&Error{...}`, `fmt.Errorf(...)`,
+        `errors.New(...)`, or a call of the package's function that builds
+        one on every return (`nvmlErr("create", ret)`)."""
+        if value.type in ("composite_literal", "unary_expression"):
+            return "{" in syntax.text(value)
+        if value.type != "call_expression":
+            return False
+        if _NEW_ERROR.search(syntax.text(value.child_by_field_name("function"))):
             return True
-        target = self._calls.callee(call).target
+        target = self._calls.callee(value).target
         if target is None or target.body is None or target.kind is UnitKind.LITERAL or not target.returns_error or target.result_count != 1:
             return False
         if target not in self._error_makers:
             self._error_makers[target] = False  # while deciding (recursion)
-            returned = [syntax.expressions(syntax.returned_list(r)) for r in syntax.return_statements(target.body)]
+            returned = [syntax.returned(r) for r in syntax.return_statements(target.body)]
             self._error_makers[target] = bool(returned) and all(
-                len(values) == 1 and (value := syntax.unparen(values[0])) is not None and (
-                    (value.type in ("composite_literal", "unary_expression") and "{" in syntax.text(value))
-                    or (value.type == "call_expression" and self._new_error(value))
-                )
-                for values in returned
+                len(values) == 1 and (made := syntax.unparen(values[0])) is not None and self._new_error(made) for values in returned
             )
         return self._error_makers[target]
 
@@ -476,8 +474,7 @@ def nil_when_failed(unit: Unit, index: int) -> bool:
         return False
     failing = 0
     for statement in syntax.return_statements(unit.body):
-        values = syntax.returned_list(statement)
-        expressions = syntax.expressions(values) if values is not None else []
+        expressions = syntax.returned(statement)
         if len(expressions) != unit.result_count or syntax.text(expressions[-1]) == "nil":
             continue
         if syntax.text(syntax.unparen(expressions[index])) != "nil":

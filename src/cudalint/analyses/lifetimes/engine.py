@@ -24,7 +24,7 @@ from cudalint import syntax
 from cudalint.analyses.calls import CallIndex
 from cudalint.analyses.lifetimes.closures import Closures
 from cudalint.analyses.lifetimes.collect import Collector
-from cudalint.analyses.lifetimes.counted import Counted
+from cudalint.analyses.lifetimes.counted import Counted, is_counted
 from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.handouts import HandOuts
 from cudalint.analyses.lifetimes.origins import Origins
@@ -184,7 +184,7 @@ class Engine:
             found.setdefault(unit.node, unit)
         return [unit for unit in self._calls.package.units if unit.node in found]
 
-    def c_borrowers(self) -> list[tuple[Unit, tuple[bool, ...]]]:
+    def c_borrowers(self, summarised: list[Unit]) -> list[tuple[Unit, tuple[bool, ...]]]:
         """The exported functions, not otherwise summarised, that lend
         parameters to C (`func StrLen(p *C.char) int { return
         int(C.strlen(p)) }`, a generated binding's thousands of `func
@@ -192,14 +192,15 @@ class Engine:
         per parameter whether it is only lent: every use of it an argument
         of a C call that neither releases nor keeps it, or a read. Told from
         the syntax, without a walk: an importer's handle passed to one is
-        borrowed, not handed over."""
-        summarised = {unit.node for unit in self.units_with_effects()}
+        borrowed, not handed over. `summarised`: the functions whose facts
+        the walks make (`units_with_effects`), left to them."""
+        walked = {unit.node for unit in summarised}
         by_node = {unit.node: unit for unit in self._calls.package.units if exported_name(unit) is not None}
         candidates: dict[Node, Unit] = {}
         for node, fact in self._calls.calls.items():
             if fact.import_path == "C":
                 unit = by_node.get(syntax.enclosing_function(node))
-                if unit is not None and unit.node not in summarised and unit.params and unit.body is not None:
+                if unit is not None and unit.node not in walked and unit.params and unit.body is not None:
                     candidates.setdefault(unit.node, unit)
         found = []
         for unit in candidates.values():
@@ -283,7 +284,7 @@ class Engine:
             origins += self._origins.of_api_calls(unit, graph)
         # Where counts of one kind are taken: a shutdown deferred after one
         # of them is that one's, not a later one's.
-        counted = [(o.node, o.resource.name) for o in origins if o.role.handle == "none"]
+        counted = [(o.node, o.resource.name) for o in origins if is_counted(o)]
         for origin in origins:
             self._collector.follow(graph, origin, result, counted)
         if any(fact.api.is_release for fact in api_facts):

@@ -62,7 +62,8 @@ def exported_effects(engine: Any) -> dict[str, ResourceEffects]:
     release or use a handle in a way the knowledge describes; any other
     keeps the conservative default at its callers (a hand-over)."""
     found: dict[str, ResourceEffects] = {}
-    for unit in engine.units_with_effects():
+    summarised = engine.units_with_effects()
+    for unit in summarised:
         name = exported_name(unit)
         if name is None or unit.body is None:
             continue
@@ -77,7 +78,7 @@ def exported_effects(engine: Any) -> dict[str, ResourceEffects]:
         counted = engine.counted_releases(unit)
         if hands_out or counted or any(effect != "retains" for effect in params):
             found[name] = ResourceEffects(hands_out, params, counted)
-    for unit, lent in engine.c_borrowers():
+    for unit, lent in engine.c_borrowers(summarised):
         name = exported_name(unit)
         if name is not None and name not in found:
             found[name] = ResourceEffects((), tuple("borrows" if only_lent else "retains" for only_lent in lent))

@@ -138,8 +138,7 @@ class HandOuts:
             return None
         index = None
         for statement in syntax.return_statements(unit.body):
-            values = syntax.returned_list(statement)
-            expressions = syntax.expressions(values) if values is not None else []
+            expressions = syntax.returned(statement)
             literals = [self._calls.literal(e) if e.type == "func_literal" else None for e in expressions]
             positions = [
                 i for i, literal in enumerate(literals)
@@ -291,8 +290,7 @@ def _as_cleanup(origin: Origin, unit: Unit, index: int) -> Origin:
     a failure is harmless."""
     others = []
     for statement in syntax.return_statements(unit.body):
-        values = syntax.returned_list(statement)
-        expressions = syntax.expressions(values) if values is not None else []
+        expressions = syntax.returned(statement)
         if index < len(expressions):
             others.append(syntax.unparen(expressions[index]))
     callable_when_failed = bool(others) and all(value is not None and value.type == "func_literal" for value in others)
@@ -301,4 +299,3 @@ def _as_cleanup(origin: Origin, unit: Unit, index: int) -> Origin:
     held = origin.resource.owns or origin.resource
     resource = replace(held, any_use_releases=True, owns=None, callable_when_failed=callable_when_failed)
     return replace(origin, resource=resource)
-

@@ -355,4 +355,3 @@ def _calls_parameter(function: Unit, index: int) -> bool:
         ):
             return True
     return False
-

@@ -32,13 +32,14 @@ class VariableResources:
             return [origin.resource]
         calls = self._calls
         found: list[ResourceSpec] = []
-        # Declared (`b *Buffer`), or made by the package's constructor (`b, err := NewBuffer(n)`).
-        local = calls.local_type(symbol) or (calls.types.type_of(symbol.node) if symbol.node is not None and symbol.is_local else None)
+        # Declared (`b *Buffer`), or made by a constructor (`b, err := NewBuffer(n)`, `gpu.NewBuffer(n)`).
+        declaration = symbol.node if symbol.is_local else None
+        local = calls.local_type(symbol) or (calls.types.type_of(declaration) if declaration is not None else None)
         owner = self._owners.of(local)
         if owner is not None:
             found.extend(owned_resource(resource, owner.type_name, owner.methods) for resource in owner.resources)
         declared = imported_type(calls.package.resolution, symbol) or (
-            calls.types.imported_type_of(symbol.node) if symbol.node is not None and symbol.is_local else None
+            calls.types.imported_type_of(declaration) if declaration is not None else None
         )
         if declared is not None:
             path, type_name = declared

@@ -168,8 +168,7 @@ class LockFlows:
 
 
 def _returns_nil_error(statement: Node | None) -> bool:
-    values = syntax.returned_list(statement)
-    expressions = syntax.expressions(values) if values is not None else []
+    expressions = syntax.returned(statement)
     return bool(expressions) and syntax.text(expressions[-1]) == "nil"
 
 
