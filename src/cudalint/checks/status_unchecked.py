@@ -7,7 +7,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CallIndex
 from cudalint.analyses.uses import USES, Use, UseKind, VariableUses
-from cudalint.analyses.wrappers import WRAPPERS
+from cudalint.analyses.wrappers import WRAPPERS, Wrapped
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, ExitKind, NodeKind
 from cudalint.prefilter import imports_of
@@ -39,32 +39,27 @@ def check(p: Pass) -> None:
                             name = "error" if fact.status.kind == "error" else fact.status.type
                             _check_unread(p, calls, uses, graph, n, symbol, fact.node, f"the {name} from {fact.written}", success_hint(fact))
     # The error of a status wrapper of the module (`err := s.Sync()`), as CL301 defines them.
-    sites: dict[Unit, list[tuple[Node, str]]] = {}
+    sites: dict[Unit, list[tuple[Node, Wrapped]]] = {}
     for unit, call, wrapped in p.result_of(WRAPPERS).call_sites():
         if not wrapped.release:
-            sites.setdefault(unit, []).append((call, f"the {'status' if wrapped.raw else 'error'} from {syntax.text(call.child_by_field_name('function'))} (from {wrapped.inner} inside it)"))
+            sites.setdefault(unit, []).append((call, wrapped))
     for unit, graph in p.graphs_of(list(sites)):
         with p.isolating(unit):
-            for call, what in sites[unit]:
+            for call, wrapped in sites[unit]:
                 symbol = _error_variable(resolution, unit, call)
                 n = graph.node_containing(call)
                 if symbol is not None and n is not None and graph.reachable(n) and not _read_by_deferred_closure(uses, unit, symbol):
+                    what = f"the {'status' if wrapped.raw else 'error'} from {syntax.text(call.child_by_field_name('function'))} (from {wrapped.inner} inside it)"
                     # Only an overwrite: an error left unread on a path that returns
                     # another (`if derr := p.Done(); err == nil { err = derr }`) is Go's
                     # first-error-wins idiom.
-                    _check_unread(p, calls, uses, graph, n, symbol, call, what, wrapper_advice(False), only_overwrites=True)
+                    _check_unread(p, calls, uses, graph, n, symbol, call, what, wrapper_advice(wrapped.raw), only_overwrites=True)
 
 
 def _error_variable(resolution, unit: Unit, call: Node) -> Symbol | None:
     """The local variable a call's whole result, or its last (the error),
     is assigned to: `err := s.Sync()`, `n, err = w.Write(b)`."""
-    values = call.parent
-    holder = values.parent if values is not None and values.type == "expression_list" else None
-    if holder is None or holder.type not in ("assignment_statement", "short_var_declaration") or len(syntax.children(values)) != 1:
-        return None
-    if holder.child_by_field_name("right") != values:
-        return None
-    left = syntax.expressions(holder.child_by_field_name("left"))
+    left = syntax.assigned_from(call)
     target = syntax.unparen(left[-1]) if left else None
     if target is None or target.type != "identifier" or syntax.text(target) == "_":
         return None
