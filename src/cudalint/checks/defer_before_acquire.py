@@ -133,7 +133,10 @@ RULE = Rule(
     where some path on which the acquisition failed returns: it gives back a
     count this function never took. So is `defer cleanup()` above the error
     check of an acquisition that hands out its release as a function
-    (go-dcgm's `cleanup, err := dcgm.Init(mode)`). A failing branch that
+    (go-dcgm's `cleanup, err := dcgm.Init(mode)`), and so is `defer
+    b.Free()` above the error check of a constructor that returns nil where
+    it fails (`b, err := NewBuffer(n)`): the method runs on a nil receiver.
+    A failing branch that
     panics counts (the panic runs the defer as it unwinds); not one that
     ends the process (`log.Fatal`, `os.Exit`): deferred calls never run.
 

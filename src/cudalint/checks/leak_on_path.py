@@ -442,6 +442,14 @@ RULE = Rule(
     it succeeds is an initialiser: its callers acquire it at their call, up
     to `main`, `init`, `TestMain` and exported functions.
 
+    A resource that outlives the process by design (a MIG GPU or compute
+    instance, `outlives = true` in its knowledge file) is kept wherever the
+    function succeeds; it is reported only on a failing return after it was
+    made, in a function that hands it on or destroys it where it succeeds
+    (the caller gets an error and no handle: `_ = gi.Destroy()` before the
+    return is the fix). A configuration applier that leaves what it made in
+    place is not reported.
+
     A variable declared inside a loop body is a new variable in each iteration:
     losing its resource at the end of an iteration is a leak too. A result
     that is never stored (`C.puts(C.CString(s))`) is reported as well.
