@@ -24,7 +24,7 @@ from cudalint.analyses.calls import CALLS, Callee, CalleeKind, CallIndex
 from cudalint.framework import Analysis
 from cudalint.functions import Unit
 from cudalint.knowledge import CallRole, ResourceSpec
-from cudalint.scope import Symbol, SymbolKind
+from cudalint.scope import Role, Symbol, SymbolKind
 
 
 class UseKind(str, Enum):
@@ -32,7 +32,7 @@ class UseKind(str, Enum):
     TRANSFER_CALL = "transfer-call"  # the handle argument of a call that takes ownership
     ACQUIRE_OUT = "acquire-out"  # `&x` as the out-argument of an acquire: x is overwritten
     WRITE = "write"  # x is assigned
-    ALIAS = "alias"  # copied to another local variable (detail: the target)
+    ALIAS = "alias"  # copied to another local variable, or into a field of a local struct (detail: the target, the field)
     RETURN = "return"
     STORE = "store"  # stored in a field, index, global, through a pointer, composite, appended, sent
     PASS_LOCAL = "pass-local"  # an argument of a function of this package (detail: unit, index)
@@ -55,6 +55,13 @@ class Use:
     callee: Callee | None = None
     role: tuple[ResourceSpec, CallRole] | None = None  # RELEASE / TRANSFER_CALL
     target: Symbol | None = None  # ALIAS
+    field: str = ""  # ALIAS into `target.field`, a field of a struct the function keeps; DEREF of `x.field`
+    element: bool = False  # ALIAS into an element of target, a local slice or array (`argv[i] = cs`)
+
+    @property
+    def collects(self) -> bool:
+        """An ALIAS that puts the value in a local collection (appended, or stored in an element)."""
+        return self.kind is UseKind.ALIAS and (self.call is not None or self.element)
     unit: Unit | None = None  # PASS_LOCAL (callee), CAPTURE (literal)
     index: int = -1  # PASS_LOCAL: the parameter position
     method: str = ""  # METHOD
@@ -190,6 +197,9 @@ class VariableUses:
             if kind == "expression_list":
                 return self._list_member(symbol, identifier, child, parent)
             if kind in ("literal_element", "keyed_element"):
+                held = literal_holder(parent, self.resolution)
+                if held is not None and held[0] is not symbol:
+                    return Use(UseKind.ALIAS, symbol, identifier, target=held[0], field=held[1])
                 return Use(UseKind.STORE, symbol, identifier)
             if kind == "send_statement":
                 value = parent.child_by_field_name("value")
@@ -211,6 +221,7 @@ class VariableUses:
         of a type owning that resource is released by it. A method value
         appended to a local slice (`cleanups = append(cleanups, b.Free)`)
         puts x in that slice."""
+        name = syntax.text(selector.child_by_field_name("field"))
         child, parent = selector, selector.parent
         call = parent.parent if parent is not None and parent.type == "argument_list" else None
         if call is not None and syntax.children(parent)[0] != selector and syntax.text(call.child_by_field_name("function")) == "append":
@@ -233,9 +244,11 @@ class VariableUses:
                 for resource, role in callee.api.roles("release"):
                     if role.index == index:
                         deferred = syntax.statement_of_call(call) == "defer_statement"
-                        return Use(UseKind.DEREF, symbol, identifier, call=call, callee=callee, role=(resource, role), deferred=deferred)
+                        return Use(
+                            UseKind.DEREF, symbol, identifier, call=call, callee=callee, role=(resource, role), deferred=deferred, field=name,
+                        )
             break
-        return Use(UseKind.DEREF, symbol, identifier)
+        return Use(UseKind.DEREF, symbol, identifier, field=name)
 
     def _argument(self, symbol: Symbol, identifier: Node, call: Node, callee: Callee, index: int) -> Use:
         statement = syntax.statement_of_call(call)
@@ -278,24 +291,7 @@ class VariableUses:
         return Use(UseKind.PASS_UNKNOWN, symbol, identifier, **common)
 
     def appended_to(self, call: Node) -> Symbol | None:
-        """The local slice of `xs = append(xs, ...)` (or `xs := append(xs,
-        ...)`), where the call is the whole right-hand side and its first
-        argument is xs itself: what it appends is held in xs."""
-        holder = call.parent
-        if holder is None or holder.type != "expression_list" or holder.parent is None:
-            return None
-        statement = holder.parent
-        if statement.type not in ("assignment_statement", "short_var_declaration") or statement.child_by_field_name("right") != holder:
-            return None
-        left, right = syntax.expressions(statement.child_by_field_name("left")), syntax.expressions(holder)
-        arguments = syntax.children(call.child_by_field_name("arguments"))
-        if len(left) != 1 or len(right) != 1 or not arguments:
-            return None
-        target, first = syntax.unparen(left[0]), syntax.unparen(arguments[0])
-        if target is None or first is None or target.type != "identifier" or first.type != "identifier":
-            return None
-        collection = self.resolution.symbol(target)
-        return collection if _is_tracked(collection) and self.resolution.symbol(first) is collection else None
+        return appended_to(call, self.resolution)
 
     def _address_of(self, symbol: Symbol, identifier: Node, unary: Node) -> Use:
         """`&x`: an acquire's out-argument overwrites x; an API or C call may
@@ -356,7 +352,126 @@ class VariableUses:
             destination = self.resolution.symbol(target)
             if _is_tracked(destination):
                 return Use(UseKind.ALIAS, symbol, identifier, target=destination)
+        collection = local_collection(target, self.resolution) if target is not None else None
+        if collection is not None and collection is not symbol:
+            # `argv[i] = cs`: cs is now held in argv, a slice the function keeps.
+            return Use(UseKind.ALIAS, symbol, identifier, target=collection, element=True)
+        held = local_holder(target, self.resolution) if target is not None else None
+        if held is not None and held[0] is not symbol:
+            # `o.name = cs`: cs is now also held in o, a struct the function keeps.
+            return Use(UseKind.ALIAS, symbol, identifier, target=held[0], field=held[1])
         return Use(UseKind.STORE, symbol, identifier)
+
+
+def appended_to(call: Node, resolution) -> Symbol | None:
+    """The local slice of `xs = append(xs, ...)` (or `xs := append(xs,
+    ...)`), where the call is the whole right-hand side and its first
+    argument is xs itself: what it appends is held in xs."""
+    holder = call.parent
+    if holder is None or holder.type != "expression_list" or holder.parent is None:
+        return None
+    statement = holder.parent
+    if statement.type not in ("assignment_statement", "short_var_declaration") or statement.child_by_field_name("right") != holder:
+        return None
+    left, right = syntax.expressions(statement.child_by_field_name("left")), syntax.expressions(holder)
+    arguments = syntax.children(call.child_by_field_name("arguments"))
+    if len(left) != 1 or len(right) != 1 or not arguments:
+        return None
+    target, first = syntax.unparen(left[0]), syntax.unparen(arguments[0])
+    if target is None or first is None or target.type != "identifier" or first.type != "identifier":
+        return None
+    collection = resolution.symbol(target)
+    return collection if _is_tracked(collection) and resolution.symbol(first) is collection else None
+
+
+def local_holder(target: Node, resolution) -> tuple[Symbol, str] | None:
+    """`o.name` where o is a struct this function makes and keeps (`var o
+    C.struct_opts`, `o := Args{}`, `o := &Args{}`, `new(Args)`): a handle
+    stored in that field is still the function's own, held in o, until o
+    itself is handed on. A field of a parameter, a receiver, a global or a
+    value some call returned belongs to whoever else holds that struct."""
+    symbol = _own_local(target, "selector_expression", resolution)
+    if symbol is None or not _made_here(symbol):
+        return None
+    return symbol, syntax.text(target.child_by_field_name("field"))
+
+
+_COLLECTION_TYPES = ("slice_type", "array_type", "implicit_length_array_type")
+
+
+def local_collection(target: Node, resolution) -> Symbol | None:
+    """`argv[i]` where argv is a slice or array this function makes and
+    keeps (`make([]*C.char, n)`, `var argv [4]*C.char`, a literal): a
+    handle stored in an element is held in argv."""
+    symbol = _own_local(target, "index_expression", resolution)
+    if symbol is None or symbol.init_index >= 0:
+        return None
+    init = syntax.unparen(symbol.init)
+    if init is None:
+        made = symbol.type_node is not None and symbol.type_node.type in _COLLECTION_TYPES
+    elif init.type == "call_expression":
+        made = syntax.text(init.child_by_field_name("function")) == "make"
+    else:
+        made = init.type == "composite_literal" and (init.child_by_field_name("type") or init).type in _COLLECTION_TYPES
+    return symbol if made else None
+
+
+def literal_holder(element: Node, resolution) -> tuple[Symbol, str] | None:
+    """The value of `name: v` in the composite literal a local struct is
+    declared with (`o := C.struct_opts{name: cs}`): the local and the field."""
+    keyed = element.parent if element.type == "literal_element" else element
+    if keyed is None or keyed.type != "keyed_element" or keyed.child_by_field_name("value") != element:
+        return None
+    key = keyed.child_by_field_name("key")
+    body = keyed.parent
+    literal = body.parent if body is not None else None
+    if key is None or literal is None or literal.type != "composite_literal":
+        return None
+    names = syntax.children(key) if key.type == "literal_element" else [key]
+    kind = literal.child_by_field_name("type")
+    if len(names) != 1 or names[0].type != "identifier" or kind is None or kind.type in _COLLECTION_TYPES + ("map_type",):
+        return None  # a struct's field, not a map's key
+    child, parent = literal, literal.parent
+    if parent is not None and parent.type == "unary_expression" and syntax.text(parent.child_by_field_name("operator")) == "&":
+        child, parent = parent, parent.parent
+    if parent is None or parent.type != "expression_list" or parent.parent is None or parent.parent.type != "short_var_declaration":
+        return None
+    left = syntax.expressions(parent.parent.child_by_field_name("left"))
+    right = syntax.children(parent)
+    if len(left) != len(right):
+        return None
+    name = left[[c.id for c in right].index(child.id)]
+    symbol = resolution.symbol(name) if name.type == "identifier" else None
+    if symbol is None or symbol.kind is not SymbolKind.VAR or symbol.role is not Role.LOCAL:
+        return None
+    return symbol, syntax.text(names[0])
+
+
+def _own_local(target: Node, kind: str, resolution) -> Symbol | None:
+    """The local variable of the enclosing function that `target`, of
+    `kind` (`o.f`, `xs[i]`), selects from or indexes."""
+    if target.type != kind:
+        return None
+    operand = syntax.unparen(target.child_by_field_name("operand"))
+    symbol = resolution.symbol(operand) if operand is not None and operand.type == "identifier" else None
+    if symbol is None or symbol.kind is not SymbolKind.VAR or symbol.role is not Role.LOCAL:
+        return None
+    return symbol if symbol.function == syntax.enclosing_function(target) else None
+
+
+def _made_here(symbol: Symbol) -> bool:
+    """A struct value declared without a value, or made by a composite
+    literal or new(): nobody else has it."""
+    if symbol.init_index >= 0:
+        return False
+    init = syntax.unparen(symbol.init)
+    if init is None:
+        return symbol.type_node is not None and symbol.type_node.type in ("type_identifier", "qualified_type", "struct_type", "generic_type")
+    if init.type == "unary_expression" and syntax.text(init.child_by_field_name("operator")) == "&":
+        init = syntax.unparen(init.child_by_field_name("operand"))
+    if init is not None and init.type == "call_expression":
+        return syntax.text(init.child_by_field_name("function")) == "new"
+    return init is not None and init.type == "composite_literal"
 
 
 def _in_loop_header(node: Node) -> bool:

@@ -312,7 +312,8 @@ def earlier_defer_using(origin: Origin, before: int) -> Node | None:
             if value is not None and _names(value) & tied:
                 left = node.child_by_field_name("left")
                 tied |= _names(left) if left is not None else {syntax.text(n) for n in node.children_by_field_name("name")}
-    return next((node for node in early if node.type == "defer_statement" and _names(node) & tied), None)
+    field = origin.handle.partition(".")[2]
+    return next((node for node in early if node.type == "defer_statement" and _names(node, field) & tied), None)
 
 
 def _variable(handle: str) -> str:
@@ -321,8 +322,20 @@ def _variable(handle: str) -> str:
     return match.group(1) if match else handle
 
 
-def _names(node: Node) -> set[str]:
-    return {syntax.text(n) for n in syntax.walk(node) if n.type == "identifier"}
+def _names(node: Node, field: str = "") -> set[str]:
+    """The variables the syntax names; with a field (a handle held in
+    `o.path`), not those only read through another field (`o.name`)."""
+    return {syntax.text(n) for n in syntax.walk(node) if n.type == "identifier" and not (field and _other_field(n, field))}
+
+
+def _other_field(identifier: Node, field: str) -> bool:
+    selector = identifier.parent
+    if selector is None or selector.type != "selector_expression" or selector.child_by_field_name("operand") != identifier:
+        return False
+    call = selector.parent
+    if call is not None and call.type == "call_expression" and call.child_by_field_name("function") == selector:
+        return False  # `o.close()`: a method may use every field
+    return syntax.text(selector.child_by_field_name("field")) != field
 
 
 def _listed(numbers: list[int]) -> str:
@@ -335,9 +348,14 @@ def _only_borrowed(reads: _Reads, origin: Origin, statements: list[Node] | None 
     statements), besides its acquisition, is a comparison or an argument of
     an API call that does not release it."""
     within = statements if statements is not None else [origin.unit.body]
+    variable, _, field = origin.handle.partition(".")  # `o.name`: held in a field of the struct o
     for node in (node for statement in within for node in syntax.walk(statement)):
-        if node.type != "identifier" or syntax.text(node) != origin.handle or node.start_byte < origin.call.end_byte:
+        if node.type != "identifier" or syntax.text(node) != variable or node.start_byte < origin.call.end_byte:
             continue  # uses before it (its declaration) and in it do not matter
+        if field and _other_field(node, field):
+            continue
+        if field and node.parent is not None and node.parent.type == "selector_expression":
+            node = node.parent
         if node.parent is not None and node.parent.type == "binary_expression":
             continue  # `p == nil`: a read
         call = _argument_of(reads, node)
@@ -381,10 +399,15 @@ def _handed_out(reads: _Reads, leak: Leak) -> bool:
     unit = leak.origin.unit
     if unit.body is None or not leak.origin.handle:
         return False
+    uses = reads.uses.uses([unit.body])
+    holders = {leak.origin.handle.partition(".")[0]}  # `o.name`: held in o
+    holders |= {
+        use.target.name for use in uses
+        if use.symbol.name == leak.origin.handle and use.target is not None and (use.field or use.element)
+    }  # `retVal := &Op{internal: internal}` then `return retVal, nil`
     return any(
-        use.symbol.name == leak.origin.handle and use.symbol.function == unit.node
-        and use.kind in (UseKind.RETURN, UseKind.STORE)
-        for use in reads.uses.uses([unit.body])
+        use.symbol.name in holders and use.symbol.function == unit.node and use.kind in (UseKind.RETURN, UseKind.STORE)
+        for use in uses
     )
 
 

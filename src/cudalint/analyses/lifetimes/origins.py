@@ -25,6 +25,7 @@ from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.outcomes import Effect, Origin, UnitLifetimes
 from cudalint.analyses.lifetimes.states import Phase, State
 from cudalint.analyses.owners import Owners, owned_resource
+from cudalint.analyses.uses import appended_to, literal_holder, local_collection, local_holder
 from cudalint.analyses.status import ERROR_STATUS, as_imported, status_beside, success_beside
 from cudalint.cfg import CFG
 from cudalint.functions import Unit, UnitKind
@@ -219,10 +220,23 @@ class Origins:
         if symbol is None or symbol.role is not Role.LOCAL or symbol.function != origin.unit.node:
             return None
         owner = self._owners.of(self._calls.types.type_of(operand))
-        if owner is None or origin.resource not in owner.resources or self._owners.finalized(owner.type_name):
+        if owner is None or origin.resource not in owner.resources:
+            return self._held_in_field(origin, field, proxy)
+        if self._owners.finalized(owner.type_name):
             return None  # a type with a finalizer: the collector releases a value dropped
         resource = owned_resource(origin.resource, owner.type_name, owner.methods)
         return replace(origin, handle=symbol.name, resource=resource), State(Phase.HELD, frozenset({symbol}), proxy), None
+
+    def _held_in_field(self, origin: Origin, field: Node, proxy) -> Birth | None:
+        """`o.name = C.CString(s)` into a struct this function makes and
+        keeps (`var o C.struct_opts`): o holds it in that field, released by
+        a release of `o.name`, handed on with o."""
+        held = local_holder(field, self._calls.package.resolution)
+        if held is None:
+            return None
+        holder, name = held
+        origin = replace(origin, handle=syntax.text(field))
+        return origin, State(Phase.HELD, frozenset({holder}), proxy, fields=frozenset({(holder, name)})), None
 
     def _result_birth(self, origin: Origin, proxy) -> Birth | None:
         call = origin.call
@@ -256,8 +270,21 @@ class Origins:
                     symbol = self._calls.package.resolution.symbol(target)
                     if symbol is not None and symbol.is_local:
                         return replace(origin, handle=symbol.name), State(Phase.HELD, frozenset({symbol}), proxy), None
+                if target is not None and target.type == "selector_expression":
+                    return self._held_in_field(origin, target, proxy) or (origin, None, None)
+                collection = local_collection(target, self._calls.package.resolution) if target is not None else None
+                if collection is not None:
+                    return _held_in_collection(origin, collection, proxy)  # `argv[i] = C.CString(a)`
                 return origin, None, None
             return None
+        if parent.type == "literal_element":
+            held = literal_holder(parent, self._calls.package.resolution)
+            if held is not None:
+                # `o := C.struct_opts{name: C.CString(s)}`
+                holder, name = held
+                origin = replace(origin, handle=f"{holder.name}.{name}")
+                return origin, State(Phase.HELD, frozenset({holder}), proxy, fields=frozenset({held})), None
+            return origin, None, None
         if parent.type == "expression_statement":
             return origin, State(Phase.HELD, frozenset()), "its result is discarded"
         if parent.type == "argument_list":
@@ -275,6 +302,11 @@ class Origins:
             if any(role.index == index for _, role in callee.api.roles("transfer")):
                 return origin, None, None
             return origin, State(Phase.HELD, frozenset()), f"it is passed to {callee.written} and then lost"
+        if callee.kind is CalleeKind.BUILTIN and callee.written == "append" and index > 0:
+            collection = appended_to(call, self._calls.package.resolution)
+            if collection is not None:
+                return _held_in_collection(origin, collection, None)  # `argv = append(argv, C.CString(a))`
+            return origin, None, None
         if callee.kind in (CalleeKind.FAMILY, CalleeKind.STD_BORROW):
             return origin, State(Phase.HELD, frozenset()), f"it is passed to {callee.written} and then lost"
         if callee.kind is CalleeKind.LOCAL and callee.target is not None:
@@ -321,6 +353,11 @@ class Origins:
                     return None
                 return self._calls.package.resolution.symbol(target)
             return None
+
+
+def _held_in_collection(origin: Origin, collection: Symbol, proxy) -> Birth:
+    """The acquisition stored straight into a local slice the function keeps."""
+    return origin, State(Phase.HELD, frozenset({collection}), proxy, collections=frozenset({collection})), None
 
 
 def value_parent(node: Node, calls: CallIndex) -> tuple[Node, Node | None]:

@@ -50,11 +50,17 @@ class State:
     released_at: int | None = None  # the node that released it
     # Of `names`, the local slices it was appended to (`bufs = append(bufs, d)`).
     collections: frozenset[Symbol] = frozenset()
+    # Of `names`, the local structs that hold it in a field (`o.name = cs`),
+    # with that field: only a release or use of that field is one of it.
+    fields: frozenset[tuple[Symbol, str]] = frozenset()
 
     @property
     def covered(self) -> bool:
         """A release registered to run at exit will release the handle."""
         return self.deferred_release is not None or self.captured_release or bool(self.names & self.closure_released)
+
+    def holds_in_field(self, symbol: Symbol) -> bool:
+        return any(holder is symbol for holder, _ in self.fields)
 
 
 @dataclass

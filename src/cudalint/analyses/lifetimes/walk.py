@@ -195,7 +195,9 @@ class Walker:
                 continue
             if use.kind is UseKind.DISCARDED:
                 continue  # `_ = cleanup`: silences the compiler, disposes of nothing
-            if use.symbol in state.collections and use.kind not in (UseKind.READ, UseKind.ALIAS):
+            if use.symbol in state.collections and use.kind not in (UseKind.READ, UseKind.ALIAS) and not (
+                use.kind is UseKind.DEREF and (_assigned(use) or self._element_lent(use))
+            ):
                 # A slice holding it, indexed, sliced, passed or kept: what
                 # happens to its elements is not followed.
                 if state.phase is Phase.HELD:
@@ -220,15 +222,20 @@ class Walker:
             record.transferred += 1
             raise LeftControl
         if aliases:
-            collections = frozenset(use.target for use in mine if use.kind is UseKind.ALIAS and use.call is not None)
+            collections = frozenset(use.target for use in mine if use.collects)
             state = replace(state, names=state.names | frozenset(aliases), collections=state.collections | collections)
         if state.collections != collected:
             # A deferred closure registered earlier that releases what the
             # slice holds (`defer func() { for _, d := range all {...} }()`).
             state = self._closures.registered_before(graph, n, state)
         for use in mine:
-            if use.kind not in (UseKind.WRITE, UseKind.ACQUIRE_OUT) or use.symbol in aliases:
+            overwritten_field = use.kind is UseKind.DEREF and (use.symbol, use.field) in state.fields and _assigned(use)
+            if (use.kind not in (UseKind.WRITE, UseKind.ACQUIRE_OUT) and not overwritten_field) or use.symbol in aliases:
                 continue
+            if overwritten_field:
+                state = replace(state, fields=state.fields - {(use.symbol, use.field)})
+                if state.holds_in_field(use.symbol):
+                    continue  # it still holds it in another field
             remaining = state.names - {use.symbol}
             if state.phase is Phase.HELD and not remaining and state.deferred_release is None:
                 if origin is not None and not summary:
@@ -237,7 +244,10 @@ class Walker:
                 raise LeftControl
             if not remaining:
                 raise LeftControl
-            state = replace(state, names=remaining, proxy=None if use.symbol is state.proxy else state.proxy)
+            state = replace(
+                state, names=remaining, proxy=None if use.symbol is state.proxy else state.proxy,
+                fields=frozenset(held for held in state.fields if held[0] is not use.symbol),
+            )
         if isinstance(state.proxy, Symbol) and origin is not None:
             converted = self._converted(graph, origin, state.proxy, n)
             if converted is not None:
@@ -247,6 +257,57 @@ class Walker:
         ):
             state = replace(state, proxy=None)
         return state
+
+    def _holder_use(self, origin: Origin | None, state: State, n: int, use: Use, record: WalkRecord, aliases: set) -> State | None:
+        """A use of a local struct that holds the handle in a field (`o.name =
+        cs`): a release or read of that field is one of the handle, the struct
+        lent to C or its other fields are not, and the struct handed on takes
+        it along. None: a use like any other variable's."""
+        kind = use.kind
+        if kind is UseKind.DEREF and (use.symbol, use.field) in state.fields:
+            if use.role is not None:
+                return release(origin, state, n, use.deferred, record, use.role)  # `C.free(unsafe.Pointer(o.name))`
+            return state if _assigned(use) else None  # overwritten (after the reads), or read
+        if kind is UseKind.ALIAS and use.target is not None and not use.field:
+            # `p := o`: p holds it in the same fields.
+            aliases.add(use.target)
+            fields = {(use.target, name) for holder, name in state.fields if holder is use.symbol}
+            return replace(state, fields=state.fields | fields)
+        if kind in (UseKind.METHOD, UseKind.PASS_LOCAL):
+            if state.phase is Phase.HELD:
+                # `o.free()`, `freeArgs(o)`: what the package does with the struct's fields is not followed.
+                record.transferred += 1
+                raise LeftControl
+            return state
+        if kind in (UseKind.DEREF, UseKind.PASS_API, UseKind.READ, UseKind.CALLED):
+            return state
+        return None
+
+    def _element_lent(self, use: Use) -> bool:
+        """`&argv[0]`, `argv[i]` an argument of a C or API call that does not
+        release it: the collection's elements are lent, still held."""
+        child, parent = use.node, use.node.parent
+        if parent is None or parent.type != "index_expression" or parent.child_by_field_name("operand") != child:
+            return False
+        child, parent = parent, parent.parent
+        while parent is not None:
+            if parent.type in ("parenthesized_expression", "unary_expression"):
+                child, parent = parent, parent.parent
+                continue
+            if parent.type != "argument_list" or parent.parent is None:
+                return False
+            call = parent.parent
+            callee = self._calls.callee(call)
+            if callee.kind is CalleeKind.CONVERSION:
+                child, parent = call, call.parent
+                continue
+            if callee.kind is CalleeKind.FAMILY:
+                return True
+            if callee.kind is not CalleeKind.API or callee.api is None:
+                return False
+            index = [c.id for c in syntax.children(parent)].index(child.id)
+            return not any(role.index == index for _, role in callee.api.roles("release") + callee.api.roles("transfer")) and index not in callee.api.kept_args
+        return False
 
     def _converted(self, graph: CFG, origin: Origin, proxy: Symbol, n: int) -> Symbol | None:
         """`err = errorString(st)` where errorString is a converter of the
@@ -279,6 +340,10 @@ class Walker:
     def _read(self, origin: Origin | None, state: State, n: int, use: Use, record: WalkRecord, aliases: set, applied: set) -> State:
         released = state.phase is Phase.RELEASED
         kind = use.kind
+        if state.holds_in_field(use.symbol):
+            handled = self._holder_use(origin, state, n, use, record, aliases)
+            if handled is not None:
+                return handled
         if kind is UseKind.RELEASE:
             return release(origin, state, n, use.deferred, record, use.role)
         if kind is UseKind.METHOD:
@@ -312,6 +377,8 @@ class Walker:
             return state
         if kind is UseKind.ALIAS and use.target is not None:
             aliases.add(use.target)
+            if use.field:
+                return replace(state, fields=state.fields | {(use.target, use.field)})
             return state
         if kind is UseKind.PASS_LOCAL and (use.unit is not None or use.callee is not None):
             effect = self._effects.effect_of_use(use)
@@ -330,6 +397,14 @@ class Walker:
             applied.add(key)
             return self._closures.literal(origin, state, n, use.unit, use.symbol, record)
         return state
+
+
+def _assigned(use: Use) -> bool:
+    """`o.name = ...`, `argv[i] = ...`: the field or element is written, not read."""
+    selector = use.node.parent
+    holder = selector.parent if selector is not None else None
+    statement = holder.parent if holder is not None and holder.type == "expression_list" else None
+    return statement is not None and statement.type == "assignment_statement" and statement.child_by_field_name("left") == holder
 
 
 def _at_exit(record: WalkRecord, state: State, kind: ExitKind, parents, previous, exit_node: int) -> None:
