@@ -111,6 +111,10 @@ class ResourceSpec:
     # (`return nil, err`), found by analysis: a release method deferred before
     # the success check runs on a nil receiver there (CL202).
     nil_when_failed: bool = False
+    # Release methods of an owning type that check and clear the handle
+    # (`if b.ptr == nil { return }; ...; b.ptr = nil`), found by analysis: a
+    # second call releases nothing (no CL102).
+    idempotent: frozenset[str] = frozenset()
 
     @property
     def handleless(self) -> bool:

@@ -608,9 +608,10 @@ def _unclassified(facts: CallIndex, calls, operands: tuple[str, ...]) -> Iterato
 
 def _index_module_methods(facts: CallIndex, package: Package) -> None:
     """`dev.Alloc(n)` with `dev *gpu.Device` (declared, ranged over a slice
-    of them, or made by a function of gpu whose facts give its result's
-    type): a method of another
-    package of the module, named `Device.Alloc` in that package's facts."""
+    of them, made by a function of gpu whose facts give its result's type,
+    or a field of a struct of this package: `w.dev.Sync()`): a method of
+    another package of the module, named `Device.Alloc` in that package's
+    facts."""
     imported = facts.imported
     packages = imported.packages()
     if not any("." in name for path in packages for name in imported.objects(path)):
@@ -620,7 +621,8 @@ def _index_module_methods(facts: CallIndex, package: Package) -> None:
         if not any(imported_package.path in packages for imported_package in parsed.imports):
             continue
         chained = [name.parent.parent for name in parsed.index.callee_names if name.parent.type == "selector_expression"]
-        for node, function, operand in _unclassified(facts, parsed.index.qualified_calls + chained, ("identifier", "call_expression")):
+        operands = ("identifier", "call_expression", "selector_expression", "index_expression")  # `s.Sync()`, `e.stream.Sync()`
+        for node, function, operand in _unclassified(facts, parsed.index.qualified_calls + chained, operands):
             resolution.ensure(parsed.root, node)
             method = syntax.text(function.child_by_field_name("field"))
             if operand.type == "call_expression":

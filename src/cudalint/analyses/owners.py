@@ -19,7 +19,10 @@ release is the type's method, in the package and, through its facts
 A method releases what it passes to a release: an API release, a function of
 the package or of the module that frees its parameter (a release wrapper:
 `release(b.ptr)`, `MemFree(ptr)`), another releasing method of the receiver,
-or a releasing method of a field whose type owns a resource (`s.ptr.Free()`).
+or a releasing method of a field whose type owns a resource (`s.ptr.Free()`),
+also inside `s.once.Do(func() {...})`. A releasing method that checks and
+clears the handle, or runs under such a `sync.Once`, is idempotent: a second
+call frees nothing (no CL102), which importers learn from the facts.
 Which parameters a function frees is solved callees first, like the other
 per-function facts (`fixpoint`); an exported release wrapper's are a fact
 (`OwnedResources.releases`, filed under the function's name) for the owning
@@ -59,6 +62,7 @@ class OwnedResources:
     owns: tuple[tuple[str, str], ...]
     methods: tuple[str, ...]
     releases: tuple[tuple[int, str, str], ...] = ()
+    idempotent: tuple[str, ...] = ()  # of `methods`, those a second call of is harmless
 
 
 @dataclass(frozen=True)
@@ -69,9 +73,12 @@ class Owner:
     type_name: str
     methods: tuple[str, ...]
     resources: tuple[ResourceSpec, ...]
+    idempotent: tuple[str, ...] = ()  # of `methods`, those that check and clear the handle
 
 
-def owned_resource(resource: ResourceSpec, type_written: str, methods: tuple[str, ...]) -> ResourceSpec:
+def owned_resource(
+    resource: ResourceSpec, type_written: str, methods: tuple[str, ...], idempotent: tuple[str, ...] = (),
+) -> ResourceSpec:
     """The resource a value of an owning type stands for: released by any of
     the type's releasing methods (`b.Free()`), named after the type so that
     messages say what the caller holds (`Buffer (owns device memory)`)."""
@@ -79,7 +86,7 @@ def owned_resource(resource: ResourceSpec, type_written: str, methods: tuple[str
     roles = tuple(CallRole(f"{qualifier or '_'}.{type_name}.{method}", "receiver") for method in methods)
     return ResourceSpec(
         f"{type_written} (owns {resource.name})", (), roles, needs_context=resource.needs_context, owns=resource,
-        outlives=resource.outlives,
+        outlives=resource.outlives, idempotent=frozenset(idempotent),
     )
 
 
@@ -116,7 +123,10 @@ class Owners:
                 if released:
                     found[method.name.rsplit(".", 1)[-1]] = released
             resources = tuple(dict.fromkeys(r for released in found.values() for r in released))
-            self._owners[type_name] = Owner(type_name, tuple(sorted(found)), resources) if found else None
+            idempotent = tuple(sorted(
+                method.name.rsplit(".", 1)[-1] for method in methods if method.name.rsplit(".", 1)[-1] in found and _clears_handle(method)
+            ))
+            self._owners[type_name] = Owner(type_name, tuple(sorted(found)), resources, idempotent) if found else None
         return self._owners[type_name]
 
     def finalized(self, type_name: str) -> bool:
@@ -208,9 +218,15 @@ class Owners:
         return None
 
     def _releases_in(self, unit: Unit) -> Iterator[tuple[Node, tuple[ResourceSpec, ...]]]:
-        """(value, resources) for each value a call in the body frees."""
+        """(value, resources) for each value a call in the body frees,
+        also inside `b.once.Do(func() {...})`, which runs its literal there."""
         facts = self.facts
-        for call in syntax.calls_in(unit.body):
+        calls = list(syntax.calls_in(unit.body))
+        calls += [
+            inner for call in calls if (literal := _once_literal(call)) is not None
+            for inner in syntax.calls_in(literal.child_by_field_name("body"))
+        ]
+        for call in calls:
             callee = facts.callee(call)
             arguments = syntax.children(call.child_by_field_name("arguments"))
             if callee.kind is CalleeKind.API and callee.api is not None:
@@ -269,6 +285,9 @@ class Owners:
             for unit in facts.package.units:
                 if any(facts.calls[call].is_release for call in facts.api_calls.get(unit.node, ())):
                     seeds[unit.node] = unit
+                    once = unit.node.parent.parent if unit.kind is UnitKind.LITERAL and unit.node.parent is not None else None
+                    if once is not None and _once_literal(once) == unit.node and unit.parent is not None:
+                        seeds[unit.parent.node] = unit.parent  # `s.once.Do(func() { C.cudaStreamDestroy(s.s) })`
             for call, fact in facts.calls.items():
                 imported = self.imported.get(*function) if (function := facts.module_function(fact)) is not None else None
                 if imported is not None and imported.releases:
@@ -369,6 +388,57 @@ def _mentions(node: Node, name: str) -> bool:
     return any(child.type == "identifier" and syntax.text(child) == name for child in syntax.walk(node))
 
 
+def _clears_handle(method: Unit) -> bool:
+    """A release method a second call of releases nothing: it tests a field
+    of its receiver against nil (or 0) and sets that field to nil (or 0)
+    (`if b.ptr == nil { return nil }; err := free(b.ptr); b.ptr = nil`), or
+    releases under a `sync.Once` of the receiver (`b.once.Do(...)`)."""
+    body, receiver = method.body, method.receiver
+    if body is None or receiver is None:
+        return False
+    tested, cleared = set(), set()
+    for node in syntax.walk(body):
+        if node.type == "binary_expression" and syntax.text(node.child_by_field_name("operator")) in ("==", "!="):
+            sides = (node.child_by_field_name("left"), node.child_by_field_name("right"))
+            if any(syntax.text(side) in ("nil", "0") for side in sides):
+                tested.update(_receiver_field(side, receiver.name) for side in sides)
+        elif node.type == "assignment_statement":
+            left = syntax.expressions(node.child_by_field_name("left"))
+            right = syntax.expressions(node.child_by_field_name("right"))
+            for target, value in zip(left, right) if len(left) == len(right) else ():
+                if syntax.text(value) in ("nil", "0"):
+                    cleared.add(_receiver_field(target, receiver.name))
+        elif node.type == "call_expression":
+            function = syntax.text(node.child_by_field_name("function"))
+            if function.startswith(f"{receiver.name}.") and function.endswith(".Do") and function.count(".") == 2:
+                return True  # `b.once.Do(func() {...})`
+    return bool((tested & cleared) - {None})
+
+
+def _once_literal(call: Node) -> Node | None:
+    """The func literal of `x.once.Do(func() {...})`, a `sync.Once` of a
+    value's field, which runs it where the call is (once)."""
+    if call.type != "call_expression":
+        return None
+    function = syntax.unparen(call.child_by_field_name("function"))
+    arguments = syntax.children(call.child_by_field_name("arguments"))
+    if function is None or function.type != "selector_expression" or syntax.text(function.child_by_field_name("field")) != "Do":
+        return None
+    operand = syntax.unparen(function.child_by_field_name("operand"))
+    if operand is None or operand.type != "selector_expression" or len(arguments) != 1:
+        return None
+    literal = syntax.unparen(arguments[0])
+    return literal if literal is not None and literal.type == "func_literal" else None
+
+
+def _receiver_field(node: Node | None, receiver: str) -> str | None:
+    """"ptr" for `b.ptr` where b is the receiver."""
+    node = syntax.unparen(node)
+    if node is None or node.type != "selector_expression" or syntax.text(node.child_by_field_name("operand")) != receiver:
+        return None
+    return syntax.text(node.child_by_field_name("field"))
+
+
 def _exported_owners(p: Pass) -> dict[str, OwnedResources]:
     """The package's exported owning types that hold a resource of a known
     family, and its exported release wrappers (functions that free a
@@ -379,7 +449,7 @@ def _exported_owners(p: Pass) -> dict[str, OwnedResources]:
     for owner in owners.exported():
         owns = tuple((families[resource].name, resource.name) for resource in owner.resources if resource in families)
         if owns:
-            found[owner.type_name] = OwnedResources(owns, owner.methods)
+            found[owner.type_name] = OwnedResources(owns, owner.methods, idempotent=owner.idempotent)
     for unit in p.package.units:
         name = exported_name(unit) if unit.kind is UnitKind.FUNCTION else None
         released = owners.released_parameters(unit) if name is not None else ()

@@ -143,8 +143,8 @@ class VariableUses:
         child, parent = identifier, identifier.parent
         while parent is not None:
             kind = parent.type
-            if kind in ("parenthesized_expression", "type_conversion_expression"):
-                child, parent = parent, parent.parent
+            if kind in ("parenthesized_expression", "type_conversion_expression", "variadic_argument"):
+                child, parent = parent, parent.parent  # (`append(xs, batch...)`: batch is the argument)
                 continue
             if kind == "argument_list":
                 call = parent.parent

@@ -6,9 +6,10 @@ its error drops the status inside (CL301, CL302), and a wrapper of a
 release is a release (CL304). This is not errcheck: a function counts only
 when every non-nil error it returns comes from a status (a converter's
 error, an API call's `error`, another wrapper's, directly, through a
-variable it was assigned to, or wrapped by `fmt.Errorf` / `errors.Wrap`); a
-function that also returns an error of its own making (a validation error)
-is not a wrapper. The package's exported wrappers are its facts (a
+variable it was assigned to, or wrapped by `fmt.Errorf` / `errors.Wrap`),
+or from a check of its arguments or state ahead of the status call (`if
+len(src) > b.size { return errTooBig }`); a function that returns another
+error of its own making is not a wrapper. The package's exported wrappers are its facts (a
 `Wrapped` each), and wrappers of other packages of the module come from
 theirs.
 """
@@ -114,7 +115,8 @@ class StatusWrappers:
             return None
         if not unit.returns_error:
             return self._raw_wrapper(unit)
-        found: list[Wrapped] = []
+        found: list[tuple[Node, Wrapped]] = []  # (return, what it returns)
+        validations: list[Node] = []
         for statement in syntax.return_statements(unit.body):
             expressions = syntax.returned(statement)
             if not expressions:
@@ -127,12 +129,16 @@ class StatusWrappers:
             wrapped = self._derived(unit, last, 0) or self._on_failure_branch(unit, statement)
             if wrapped is None and _guards_the_c_side(unit, statement):
                 continue
+            if wrapped is None and _validates(unit, statement):
+                validations.append(statement)
+                continue
             if wrapped is None:
                 return None
-            found.append(wrapped)
-        if not found:
-            return None
-        return Wrapped(found[0].inner, all(w.release for w in found))
+            found.append((statement, wrapped))
+        if not found or any(v.start_byte > found[0][0].start_byte for v in validations):
+            return None  # a check after the status call: the function does more than wrap it
+        first = found[0][1]
+        return Wrapped(first.inner, all(wrapped.release for _, wrapped in found))
 
     def _raw_wrapper(self, unit: Unit) -> Wrapped | None:
         """A function whose last result is a code status it passes through
@@ -267,6 +273,25 @@ def _guards_the_c_side(unit: Unit, statement: Node) -> bool:
         for condition in _conditions_holding(unit, statement) if condition is not None
         for node in syntax.walk(condition)
     )
+
+
+def _validates(unit: Unit, statement: Node) -> bool:
+    """`if b.ptr == nil { return ErrFreed }`, `if len(src) > b.size {
+    return fmt.Errorf(...) }`: an error of the function's own making where a
+    test of its arguments or state that calls nothing failed. Before the
+    status call, such checks leave the function a wrapper of that call
+    (validate, then call CUDA); anything else it returns makes it more."""
+    conditions = list(_conditions_holding(unit, statement))
+    if not conditions or any(condition is None for condition in conditions):
+        return False
+    for condition in conditions:
+        holder = condition.parent
+        if holder is not None and holder.child_by_field_name("initializer") is not None:
+            return False
+        for node in syntax.walk(condition):
+            if node.type == "call_expression" and syntax.text(node.child_by_field_name("function")) not in ("len", "cap"):
+                return False
+    return True
 
 
 def _conditions_holding(unit: Unit, statement: Node) -> Iterator[Node | None]:

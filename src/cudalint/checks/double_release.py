@@ -50,7 +50,13 @@ RULE = Rule(
     it: two `cudaFree` calls, a `cudaFree` followed by a `defer cudaFree` of
     the same value, or an explicit release of a handle a registered `defer`
     will release again when the function returns. Handles that arrive as
-    parameters are followed from the point where the function releases them.
+    parameters, and handles in a field of a parameter, receiver or local
+    (`C.cuStreamDestroy(l.stream)` twice in a method), are followed from the
+    point where the function releases them until the field is assigned.
+    A release method of an owning type that checks and clears its handle
+    (`if b.ptr == nil { return nil }` ... `b.ptr = nil`) or runs under a
+    `sync.Once` of the value frees nothing the second time: calling it
+    twice (`defer b.Free()` and an early `b.Free()`) is not reported.
     A count with no handle (`nvml.Init` / `nvml.Shutdown`) released twice
     after one acquisition is reported the same way: the second release
     gives back a count another user of the library holds.

@@ -87,8 +87,10 @@ RULE = Rule(
     too (`Sync()` returning `check(C.cudaDeviceSynchronize())`): a function
     whose every non-nil error comes from a status (a converter's error, an
     API call's `error`, another wrapper's, or any error returned where a
-    status test failed); one that also returns errors of its own making
-    (validation) is not a wrapper: this is not errcheck.
+    status test failed), or from a check of its arguments ahead of the
+    status call that calls nothing (`if len(src) > b.size { return
+    errTooBig }`); one that returns other errors of its own making (after
+    the call, or from other calls) is not a wrapper: this is not errcheck.
 
     ## Why is this bad?
     A CUDA call reports failure only through its return value. Dropping it hides

@@ -50,9 +50,8 @@ def check(p: Pass) -> None:
                 n = graph.node_containing(call)
                 if symbol is not None and n is not None and graph.reachable(n) and not _read_by_deferred_closure(uses, unit, symbol):
                     what = f"the {'status' if wrapped.raw else 'error'} from {syntax.text(call.child_by_field_name('function'))} (from {wrapped.inner} inside it)"
-                    # Only an overwrite: an error left unread on a path that returns
-                    # another (`if derr := p.Done(); err == nil { err = derr }`) is Go's
-                    # first-error-wins idiom.
+                    # Not an error left unread on a path that returns another (`if derr :=
+                    # p.Done(); err == nil { err = derr }`): Go's first-error-wins idiom.
                     _check_unread(p, calls, uses, graph, n, symbol, call, what, wrapper_advice(wrapped.raw), only_overwrites=True)
 
 
@@ -74,15 +73,17 @@ def _check_unread(
     only_overwrites: bool = False,
 ) -> None:
     """Follow the variable from the assignment; on some path it must not be
-    overwritten, or end its life, before something reads it."""
+    overwritten, or end its life, before something reads it. With
+    `only_overwrites` (a wrapper's error), an error left unread on some
+    paths only is Go's first-error-wins idiom: only an overwrite, or an
+    error no path reads, is reported."""
     scope = symbol.scope_node
     verdicts: dict[int, str | None] = {}
 
     def verdict(m: int) -> str | None:
         """None: the path goes on; "read": it ends well; else what went wrong."""
         if m not in verdicts:
-            found = _verdict(calls, uses, graph, m, symbol, scope)
-            verdicts[m] = "read" if only_overwrites and found is not None and not found.startswith("is overwritten") else found
+            verdicts[m] = _verdict(calls, uses, graph, m, symbol, scope)
         return verdicts[m]
 
     # The assignment starts the walk; reaching it again (a loop) is a visit.
@@ -91,12 +92,19 @@ def _check_unread(
             for successor in graph.successors(m):
                 yield successor, False
 
+    unread: tuple[int, str] | None = None
     for m, starting in graph.walk(n, True, step):
         verdict_here = None if starting else verdict(m)
-        if verdict_here is not None and verdict_here != "read":
-            refs = {"overwritten": Ref(graph.ast(m), f"{symbol.name} overwritten here")} if verdict_here.startswith("is overwritten") else {}
-            p.report(graph.unit, at, f"{what} stored in {symbol.name} {verdict_here}; {hint}", **refs)
-            return
+        if verdict_here is None or verdict_here == "read":
+            continue
+        if only_overwrites and not verdict_here.startswith("is overwritten"):
+            unread = unread or (m, verdict_here)
+            continue
+        refs = {"overwritten": Ref(graph.ast(m), f"{symbol.name} overwritten here")} if verdict_here.startswith("is overwritten") else {}
+        p.report(graph.unit, at, f"{what} stored in {symbol.name} {verdict_here}; {hint}", **refs)
+        return
+    if unread is not None and "read" not in verdicts.values():
+        p.report(graph.unit, at, f"{what} stored in {symbol.name} {unread[1]}; {hint}")
 
 
 def _verdict(calls: CallIndex, uses: VariableUses, graph: CFG, m: int, symbol: Symbol, scope) -> str | None:
@@ -140,7 +148,9 @@ RULE = Rule(
     Follows a variable that receives a status (`st := C.cudaMemcpy(...)`,
     `count, ret := nvml.DeviceGetCount()`, `p, err := cu.MemAlloc(n)`, the
     error of a status wrapper of the module as CL301 defines them: `err :=
-    s.Sync()`, where only an overwrite is reported) along
+    s.Sync()`, where an overwrite, or an error that no path reads, is
+    reported, but not one read on some paths only: Go's first-error-wins
+    idiom leaves it so) along
     every path from the assignment and reports the assignment when some path
     overwrites the variable, returns, or leaves its scope before anything
     reads it. Any read counts as handling: a comparison, a switch, a return,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.analyses.calls import CALLS
+from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex
 from cudalint.analyses.lifetimes import LIFETIMES
 from cudalint.analyses.uses import UseKind
 from cudalint.catalog import Level, Rule
@@ -17,13 +17,18 @@ from cudalint.functions import Unit
 
 def check(p: Pass) -> None:
     lifetimes = p.result_of(LIFETIMES)
+    calls = p.result_of(CALLS)
 
     def visit(unit: Unit, graph: CFG) -> None:
         for late in lifetimes.lifetimes(unit).uses_after_release:
             use = late.use
+            subject, call = use.symbol.name, use.call
+            if use.kind is UseKind.DEREF and use.field and use.node.parent is not None:
+                # `m.mod` after `C.cuModuleUnload(m.mod)`: the field is the handle.
+                subject, call = f"{use.symbol.name}.{use.field}", _argument_of(calls, use.node.parent)
             p.report(
                 unit, use.node,
-                f"{use.symbol.name} is {_phrase(use.kind, use.call)} after it was released at @released; "
+                f"{subject} is {_phrase(use.kind, call, bool(use.field))} after it was released at @released; "
                 f"move the release after its last use",
                 released=Ref(graph.ast(late.released), "the release"),
             )
@@ -31,9 +36,23 @@ def check(p: Pass) -> None:
     p.visit_graphs(lifetimes.units_with_acquisitions(), visit)
 
 
-def _phrase(kind: UseKind, call: Node | None) -> str:
+def _argument_of(calls: CallIndex, node: Node) -> Node | None:
+    """The call the expression is an argument of, through `&`, parentheses
+    and conversions (`unsafe.Pointer(b.ptr)`)."""
+    parent = node.parent
+    while parent is not None and parent.type in ("unary_expression", "parenthesized_expression", "argument_list"):
+        if parent.type == "argument_list" and parent.parent is not None:
+            call = parent.parent
+            return _argument_of(calls, call) if calls.callee(call).kind is CalleeKind.CONVERSION else call
+        parent = parent.parent
+    return None
+
+
+def _phrase(kind: UseKind, call: Node | None, field: bool = False) -> str:
     if kind is UseKind.RETURN:
         return "returned"
+    if kind is UseKind.DEREF and field and call is not None:
+        return f"passed to {syntax.text(call.child_by_field_name('function'))}"
     if kind is UseKind.DEREF:
         return "dereferenced"
     if kind in (UseKind.PASS_API, UseKind.PASS_LOCAL, UseKind.TRANSFER_CALL, UseKind.METHOD, UseKind.CALLED) and call is not None:
@@ -47,8 +66,10 @@ RULE = Rule(
     "A handle passed to a non-release API call, dereferenced or returned after it was released.",
     """
     ## What it does
-    Reports a use of a handle (a local variable, or a parameter the function
-    releases itself) that some path reaches after releasing it: passed to an
+    Reports a use of a handle (a local variable, a parameter the function
+    releases itself, or a field of either that the function releases:
+    `C.cuModuleUnload(m.mod)`) that some path reaches after releasing it,
+    until the field is assigned or its address given to C: passed to an
     API call that is not a release, or to a function of the module that uses
     it without releasing or keeping it (`gpu.Fill(p, 0, n)`), dereferenced
     (`*p`, `p[i]`, `p.f`), called, or returned.

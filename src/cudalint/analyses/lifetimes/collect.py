@@ -79,16 +79,24 @@ class Collector:
             if not graph.reachable(n):
                 continue
             for use in self._uses.uses(graph.evaluated(n)):
-                if use.kind is not UseKind.RELEASE or use.deferred:
+                if use.deferred or not (use.kind is UseKind.RELEASE or _field_released(use)):
                     continue
                 symbol = use.symbol
-                if symbol.role not in (Role.PARAM, Role.RECEIVER) or symbol.name in acquired or (symbol, n) in seen:
+                if use.kind is UseKind.RELEASE:
+                    fields: frozenset[tuple[Symbol, str]] = frozenset()
+                    handle = symbol.name
+                    if symbol.role not in (Role.PARAM, Role.RECEIVER):
+                        continue
+                else:
+                    # `C.cuModuleUnload(m.mod)`: a handle in a field of a value the function has.
+                    fields, handle = frozenset({(symbol, use.field)}), f"{symbol.name}.{use.field}"
+                if handle in acquired or (symbol, n) in seen:
                     continue
                 seen.add((symbol, n))
-                state = State(Phase.RELEASED, frozenset({symbol}), released_at=n)
+                state = State(Phase.RELEASED, frozenset({symbol}), released_at=n, fields=fields)
                 record = self._walker.walk(graph, None, n, state, summary=False)
                 for node, first, by_defer in record.double_releases:
-                    result.double_releases.append(DoubleRelease(None, node, first, by_defer, symbol.name))
+                    result.double_releases.append(DoubleRelease(None, node, first, by_defer, handle))
                 for node, late_use, released_line in record.uses_after_release:
                     result.uses_after_release.append(UseAfterRelease(None, node, late_use, released_line))
 
@@ -232,3 +240,8 @@ def _asserts_error(call, arguments: list[str], name: str) -> bool:
         and syntax.text(function.child_by_field_name("field")) in _ERROR_ASSERTIONS
         and len(arguments) >= 2 and arguments[1] == name
     )
+
+
+def _field_released(use) -> bool:
+    """`C.cudaFree(b.ptr)` of a variable's field (not a global's)."""
+    return use.kind is UseKind.DEREF and use.role is not None and bool(use.field) and use.symbol.is_local

@@ -113,7 +113,11 @@ class HandOuts:
                 index, owner = constructed
                 if self._owners.finalized(owner.type_name):
                     continue  # the collector releases a value dropped
-                origin = replace(origin, resource=owned_resource(origin.resource.owns or origin.resource, owner.type_name, owner.methods))
+                if any(_kept_elsewhere(unit, name) for name in _returned_names(unit, index)):
+                    continue  # `registry[name] = m` too: not the caller's alone
+                origin = replace(origin, resource=owned_resource(
+                    origin.resource.owns or origin.resource, owner.type_name, owner.methods, owner.idempotent,
+                ))
             else:
                 index = _returned_at(unit, origin.handle, self._calls, origin.resource.owns is not None) if origin.handle else self._returned_directly(unit, origin)
                 if index is not None and _kept_elsewhere(unit, origin.handle):
@@ -274,6 +278,17 @@ def _kept_elsewhere(unit: Unit, handle: str) -> bool:
             if any(target.type != "identifier" for target in syntax.expressions(parent.child_by_field_name("left"))):
                 return True
     return False
+
+
+def _returned_names(unit: Unit, index: int) -> set[str]:
+    """The variables the function returns at result `index`."""
+    names = set()
+    for statement in syntax.return_statements(unit.body):
+        expressions = syntax.returned(statement)
+        value = syntax.unparen(expressions[index]) if index < len(expressions) else None
+        if value is not None and value.type == "identifier":
+            names.add(syntax.text(value))
+    return names
 
 
 def _run_in_place(literal) -> bool:

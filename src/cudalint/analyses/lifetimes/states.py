@@ -40,6 +40,9 @@ class State:
     proxy: Symbol | Node | None = None
     # The `defer release(x)` registered while held (it captured the value).
     deferred_release: int | None = None
+    # That defer calls a release method that checks and clears the handle:
+    # released before, it frees nothing at exit.
+    deferred_idempotent: bool = False
     # Variables a deferred closure will release at exit, whatever they hold then,
     # and the defer statements of those that release on every path.
     closure_released: frozenset[Symbol] = frozenset()

@@ -347,6 +347,8 @@ class Walker:
         if kind is UseKind.RELEASE:
             return release(origin, state, n, use.deferred, record, use.role)
         if kind is UseKind.METHOD:
+            if self._resources.releases_idempotently(use.symbol, use.method, origin):
+                return _released_again_harmlessly(state, n, use)
             if self._resources.releases_by_method(use.symbol, use.method, origin):
                 return release(origin, state, n, use.deferred, record, None)
             if released:
@@ -399,9 +401,26 @@ class Walker:
         return state
 
 
+def _released_again_harmlessly(state: State, n: int, use: Use) -> State:
+    """`b.Free()` of a method that checks and clears the handle: released,
+    and a second call (now, or the `defer b.Free()` at exit) frees nothing."""
+    if use.deferred:
+        if state.phase is Phase.RELEASED or state.deferred_release is not None:
+            return state
+        return replace(state, deferred_release=n, deferred_idempotent=True)
+    if state.phase is Phase.RELEASED:
+        return state
+    deferred = None if state.deferred_idempotent else state.deferred_release
+    return replace(state, phase=Phase.RELEASED, released_at=n, proxy=None, deferred_release=deferred)
+
+
 def _assigned(use: Use) -> bool:
-    """`o.name = ...`, `argv[i] = ...`: the field or element is written, not read."""
+    """`o.name = ...`, `argv[i] = ...`: the field or element is written, not
+    read; or its address given (`C.cuStreamCreate(&l.stream, 0)`), which C
+    writes through."""
     selector = use.node.parent
+    if selector is not None and selector.type == "selector_expression" and selector.parent is not None and selector.parent.type == "unary_expression":
+        return syntax.text(selector.parent.child_by_field_name("operator")) == "&"
     holder = selector.parent if selector is not None else None
     statement = holder.parent if holder is not None and holder.type == "expression_list" else None
     return statement is not None and statement.type == "assignment_statement" and statement.child_by_field_name("left") == holder
