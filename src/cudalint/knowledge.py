@@ -115,6 +115,9 @@ class ResourceSpec:
     # (`if b.ptr == nil { return }; ...; b.ptr = nil`), found by analysis: a
     # second call releases nothing (no CL102).
     idempotent: frozenset[str] = frozenset()
+    # Of `transfer`, calls that move the handle into their result (C.realloc):
+    # the variable given the result holds it from then on.
+    moves: tuple[CallRole, ...] = ()
 
     @property
     def handleless(self) -> bool:
@@ -503,7 +506,8 @@ _ASYNC_KEYS = {"call", "host_args"}
 _STATUS_KEYS = {"type", "success", "result", "kind"}
 _STATUS_CALL_KEYS = {"match", "except", "discardable"}
 _RESOURCE_KEYS = {
-    "name", "acquire", "release", "transfer", "any_use_releases", "device_memory", "host_side", "needs_context", "outlives",
+    "name", "acquire", "release", "transfer", "moves", "any_use_releases", "device_memory", "host_side", "needs_context",
+    "outlives",
 }
 _ROLE_KEYS = {"call", "handle"}
 
@@ -685,17 +689,21 @@ def _resource(source: str, where: str, item: Any, qualifier: str) -> ResourceSpe
     acquire = _roles(source, f"{where}.acquire", item.get("acquire"), qualifier)
     release = _roles(source, f"{where}.release", item.get("release"), qualifier) if not any_use or "release" in item else ()
     transfer = _roles(source, f"{where}.transfer", item.get("transfer"), qualifier) if "transfer" in item else ()
+    moves = _roles(source, f"{where}.moves", item.get("moves"), qualifier) if "moves" in item else ()
+    if any(not r.handle.startswith("arg") for r in moves):
+        raise _fail(source, f"{where}.moves", "a move takes the handle as argN and gives it back as its result")
     if any(r.handle == "receiver" for r in acquire):
         raise _fail(source, f"{where}.acquire", "an acquire's handle is argN, outN, resultN or none")
     if any(r.handle == "none" for r in acquire) != all(r.handle == "none" for r in acquire):
         raise _fail(source, f"{where}.acquire", "either every acquire of a resource has handle none, or none does")
+    transfer += moves
     if any(r.is_out for r in release + transfer):
         raise _fail(source, f"{where}.release", "outN names where an acquire stores its handle; a release takes argN")
     if any(r.handle == "receiver" for r in release) and not all(r.call.count(".") >= 2 for r in release if r.handle == "receiver"):
         raise _fail(source, f"{where}.release", "a receiver release names the method as pkg.Type.Method")
     return ResourceSpec(
         _string(source, f"{where}.name", item.get("name")), acquire, release, transfer, any_use, device_memory,
-        host_side=host_side, needs_context=needs_context, outlives=outlives,
+        host_side=host_side, needs_context=needs_context, outlives=outlives, moves=moves,
     )
 
 

@@ -262,6 +262,10 @@ class VariableUses:
                     return Use(UseKind.RELEASE, symbol, identifier, role=(resource, role), **common)
             for resource, role in callee.api.roles("transfer"):
                 if role.index == index:
+                    moved_to = self._result_variable(call) if role in resource.moves else None
+                    if moved_to is not None and moved_to is not symbol:
+                        # `grown := C.realloc(buf, n)`: grown holds it from here on (buf where it failed).
+                        return Use(UseKind.ALIAS, symbol, identifier, target=moved_to)
                     return Use(UseKind.TRANSFER_CALL, symbol, identifier, role=(resource, role), **common)
             if index in callee.api.kept_args:
                 return Use(UseKind.TRANSFER_CALL, symbol, identifier, **common)
@@ -289,6 +293,22 @@ class VariableUses:
         if callee.kind is CalleeKind.MODULE:
             return Use(UseKind.PASS_LOCAL, symbol, identifier, index=index, **common)
         return Use(UseKind.PASS_UNKNOWN, symbol, identifier, **common)
+
+    def _result_variable(self, call: Node) -> Symbol | None:
+        """The local a call's single result is assigned to, through conversions."""
+        child, parent = call, call.parent
+        while parent is not None and (parent.type == "parenthesized_expression" or (
+            parent.type == "argument_list" and parent.parent is not None and self.facts.callee(parent.parent).kind is CalleeKind.CONVERSION
+        )):
+            child, parent = (parent.parent, parent.parent.parent) if parent.type == "argument_list" else (parent, parent.parent)
+        holder = parent.parent if parent is not None and parent.type == "expression_list" else None
+        if holder is None or holder.type not in ("short_var_declaration", "assignment_statement") or holder.child_by_field_name("right") != parent:
+            return None
+        left, right = syntax.expressions(holder.child_by_field_name("left")), syntax.children(parent)
+        if len(left) != len(right) or left[[c.id for c in right].index(child.id)].type != "identifier":
+            return None
+        found = self.resolution.symbol(left[[c.id for c in right].index(child.id)])
+        return found if _is_tracked(found) else None
 
     def appended_to(self, call: Node) -> Symbol | None:
         return appended_to(call, self.resolution)

@@ -360,8 +360,8 @@ def _only_borrowed(reads: _Reads, origin: Origin, statements: list[Node] | None 
             continue  # `p == nil`: a read
         call = _argument_of(reads, node)
         callee = reads.calls.callee(call) if call is not None else None
-        if callee is None or callee.kind is not CalleeKind.API or callee.api is None or callee.api.is_release:
-            return False
+        if callee is None or callee.kind is not CalleeKind.API or callee.api is None or callee.api.is_release or callee.api.roles("transfer"):
+            return False  # (`C.realloc(buf, n)` moves it: a deferred free of buf would free a stale block)
     return True
 
 
