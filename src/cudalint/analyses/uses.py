@@ -185,6 +185,11 @@ class VariableUses:
                 return self._field_use(symbol, identifier, parent)
             if kind in ("index_expression", "slice_expression"):
                 operand = parent.child_by_field_name("operand")
+                if operand == child and kind == "index_expression":
+                    pointer = self._element_address_kept(parent)
+                    if pointer is not None and pointer is not symbol:
+                        # `pass = &argv[0]`: pass points into argv, and holds what it holds.
+                        return Use(UseKind.ALIAS, symbol, identifier, target=pointer)
                 return Use(UseKind.DEREF if operand == child else UseKind.READ, symbol, identifier)
             if kind == "call_expression" and parent.child_by_field_name("function") == child:
                 deferred = syntax.statement_of_call(parent) == "defer_statement"
@@ -293,6 +298,13 @@ class VariableUses:
         if callee.kind is CalleeKind.MODULE:
             return Use(UseKind.PASS_LOCAL, symbol, identifier, index=index, **common)
         return Use(UseKind.PASS_UNKNOWN, symbol, identifier, **common)
+
+    def _element_address_kept(self, element: Node) -> Symbol | None:
+        """The local given `&xs[i]` (`pass = &argv[0]`), through conversions."""
+        unary = element.parent
+        if unary is None or unary.type != "unary_expression" or syntax.text(unary.child_by_field_name("operator")) != "&":
+            return None
+        return self._result_variable(unary)
 
     def _result_variable(self, call: Node) -> Symbol | None:
         """The local a call's single result is assigned to, through conversions."""

@@ -143,7 +143,7 @@ def _message(reads: _Reads, leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]
         # Appended to a slice, then a later step failed: every element is lost.
         advice = (
             f"by then it is held in {leak.held_in}, which this return drops: release what "
-            f"{leak.held_in} holds before returning (a failure part-way leaks every earlier one)"
+            f"{leak.held_in} holds before returning" + (" (a failure part-way leaks every earlier one)" if leak.failing else "")
         )
         return f"{what} is not {verb} on {where} {place}; {advice}", refs
     if leak.other_defer is not None:

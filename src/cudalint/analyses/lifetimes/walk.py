@@ -195,7 +195,7 @@ class Walker:
                 continue
             if use.kind is UseKind.DISCARDED:
                 continue  # `_ = cleanup`: silences the compiler, disposes of nothing
-            if use.symbol in state.collections and use.kind not in (UseKind.READ, UseKind.ALIAS) and not (
+            if use.symbol in state.collections and use.kind not in (UseKind.READ, UseKind.ALIAS, UseKind.PASS_API) and not (
                 use.kind is UseKind.DEREF and (_assigned(use) or self._element_lent(use))
             ):
                 # A slice holding it, indexed, sliced, passed or kept: what
