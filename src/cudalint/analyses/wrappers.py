@@ -151,8 +151,15 @@ class StatusWrappers:
         found: list[Wrapped] = []
         for statement in syntax.return_statements(unit.body):
             expressions = syntax.returned(statement)
-            if not expressions or (len(expressions) == 1 and unit.result_count > 1):
+            if not expressions:
                 return None
+            if len(expressions) == 1 and unit.result_count > 1:
+                # `return dev.GetTotalEnergyConsumption()`: its results, status last, are the function's.
+                passed = self._raw_status(unit, unwrap(expressions[0], self.calls))
+                if passed is None:
+                    return None
+                found.append(passed)
+                continue
             last = unwrap(expressions[-1], self.calls)
             if last is not None and last.type == "identifier":
                 symbol = self.calls.package.resolution.symbol(last)

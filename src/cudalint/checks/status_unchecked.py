@@ -36,8 +36,12 @@ def check(p: Pass) -> None:
                         if symbol.function is not None and symbol.function != unit.node:
                             continue  # a variable of the enclosing function: read there, after the literal ran
                         if not _read_by_deferred_closure(uses, unit, symbol):
-                            name = "error" if fact.status.kind == "error" else fact.status.type
-                            _check_unread(p, calls, uses, graph, n, symbol, fact.node, f"the {name} from {fact.written}", success_hint(fact))
+                            is_error = fact.status.kind == "error"
+                            name = "error" if is_error else fact.status.type
+                            _check_unread(
+                                p, calls, uses, graph, n, symbol, fact.node, f"the {name} from {fact.written}", success_hint(fact),
+                                only_overwrites=is_error,  # a Go error: first-error-wins is an idiom, as for wrappers
+                            )
     # The error of a status wrapper of the module (`err := s.Sync()`), as CL301 defines them.
     sites: dict[Unit, list[tuple[Node, Wrapped]]] = {}
     for unit, call, wrapped in p.result_of(WRAPPERS).call_sites():
@@ -148,12 +152,14 @@ RULE = Rule(
     Follows a variable that receives a status (`st := C.cudaMemcpy(...)`,
     `count, ret := nvml.DeviceGetCount()`, `p, err := cu.MemAlloc(n)`, the
     error of a status wrapper of the module as CL301 defines them: `err :=
-    s.Sync()`, where an overwrite, or an error that no path reads, is
-    reported, but not one read on some paths only: Go's first-error-wins
-    idiom leaves it so) along
+    s.Sync()`) along
     every path from the assignment and reports the assignment when some path
     overwrites the variable, returns, or leaves its scope before anything
-    reads it. Any read counts as handling: a comparison, a switch, a return,
+    reads it. A Go `error` (a binding's or a wrapper's) is reported where it
+    is overwritten, or where no path reads it, but not where it is left
+    unread on some paths only: Go's first-error-wins idiom (`perr :=
+    free(p); qerr := free(q); if perr != nil { return perr }; return qerr`)
+    leaves it so. Any read counts as handling: a comparison, a switch, a return,
     an argument to any function, a store, a conversion to an error. A
     variable a deferred closure refers to is read when the function returns;
     one another closure refers to is read where the closure is made or
