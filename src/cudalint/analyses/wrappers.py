@@ -82,6 +82,12 @@ class StatusWrappers:
             by_node = {unit.node: unit for unit in self.calls.package.units}
             sites: dict[Node, tuple[Unit, Node, Wrapped]] = {}
             pending = [unit for unit in self.calls.units_calling_api() if unit.kind is not UnitKind.LITERAL]
+            for call, fact in self.calls.calls.items():
+                # A function calling another package's wrapper may be one too
+                # (`func SyncAll() error { return gpu.Sync() }`).
+                caller = by_node.get(syntax.enclosing_function(call)) if self._imported(self.calls.module_function(fact)) else None
+                if caller is not None and caller.kind is not UnitKind.LITERAL:
+                    pending.append(caller)
             seen = set(pending)
             while pending:
                 wrapper = pending.pop()
@@ -125,7 +131,12 @@ class StatusWrappers:
             if last is not None and syntax.text(last) == "nil":
                 continue
             if len(expressions) == 1 and unit.result_count > 1:
-                return None  # `return f()` of several results
+                # `return cudart.Malloc(n)`: its results, error last, are the function's.
+                wrapped = self._derived(unit, last, 0)
+                if wrapped is None:
+                    return None
+                found.append((statement, wrapped))
+                continue
             wrapped = self._derived(unit, last, 0) or self._on_failure_branch(unit, statement)
             if wrapped is None and _guards_the_c_side(unit, statement):
                 continue
