@@ -290,10 +290,14 @@ class TypeOracle:
     def __init__(
         self, package: Package, function_of: Callable[[Symbol | None], Unit | None],
         api_result: Callable[[Node, int], tuple[str, str] | None] = lambda call, index: None,
+        element_result: Callable[[Node, int], tuple[str, str] | None] = lambda call, index: None,
     ):
         self.package = package
         self._function_of = function_of
         self._api_result = api_result
+        # (import path, type) of the elements of a call's result that is a
+        # slice, as another package's facts say (`gpuinfo.Devices()`).
+        self._element_result = element_result
         self._structs: dict[str, tuple[dict[str, Node], list[str]]] | None = None
         # Struct type -> the type nodes of the other packages' types it embeds.
         self._embedded_imported: dict[str, list[Node]] = {}
@@ -355,7 +359,27 @@ class TypeOracle:
             owner = self.type_of(node.child_by_field_name("operand"))
             fields, _ = self.structs().get(owner, ({}, [])) if owner is not None else ({}, [])
             return fields.get(syntax.text(node.child_by_field_name("field")))
+        if node.type == "call_expression":
+            return self._result_node(node, 0)
         return None
+
+    def _result_node(self, call: Node, index: int) -> Node | None:
+        """The type node of result `index` of a call of a function of this
+        package (`for _, d := range devices()`)."""
+        function = syntax.unparen(call.child_by_field_name("function"))
+        if function is None or function.type != "identifier":
+            return None
+        target = self._function_of(self.package.resolution.symbol(function))
+        result = target.node.child_by_field_name("result") if target is not None else None
+        return nth_result(result, index) if result is not None else None
+
+    def _made_by_call(self, symbol: Symbol) -> tuple[Node, int] | None:
+        """(the call, the result position) a variable was declared from: `devs
+        := devices()`, `devs, err := gpuinfo.Devices()`."""
+        init = syntax.unparen(symbol.init) if symbol.init is not None else None
+        if init is None or init.type != "call_expression" or symbol.type_node is not None:
+            return None
+        return init, max(symbol.init_index, 0)
 
     def ranged_type(self, symbol: Symbol) -> Node | None:
         """The element type a range variable takes from a declared slice,
@@ -365,7 +389,33 @@ class TypeOracle:
         if ranged is None:
             return None
         collection, position = ranged
-        return element_of(self.declared_type_of(collection), position)
+        return element_of(self._collection_type(collection), position)
+
+    def _collection_type(self, collection: Node | None) -> Node | None:
+        """The declared type node of a collection, also where it is a call
+        of a function of this package or a variable made by one."""
+        node = syntax.unparen(collection)
+        if node is not None and node.type == "identifier":
+            symbol = self.package.resolution.symbol(node)
+            made = self._made_by_call(symbol) if symbol is not None and symbol.kind is SymbolKind.VAR else None
+            if made is not None:
+                return self._result_node(*made)
+        return self.declared_type_of(node)
+
+    def _imported_elements(self, collection: Node | None, position: int | None) -> tuple[str, str] | None:
+        """(import path, type) of the elements of a collection that another
+        package's function returned (`range gpuinfo.Devices()`, `devs[i]`
+        with `devs, err := gpuinfo.Devices()`), as its facts say."""
+        if position == 0:
+            return None  # an index or a key
+        node = syntax.unparen(collection)
+        if node is not None and node.type == "identifier":
+            symbol = self.package.resolution.symbol(node)
+            made = self._made_by_call(symbol) if symbol is not None and symbol.kind is SymbolKind.VAR else None
+            return self._element_result(*made) if made is not None else None
+        if node is not None and node.type == "call_expression":
+            return self._element_result(node, 0)
+        return None
 
     def imported_type_of(self, expression: Node | None, depth: int = 0) -> tuple[str, str] | None:
         """(import path, type name) of an expression of another package's
@@ -388,7 +438,8 @@ class TypeOracle:
         if node.type == "selector_expression":
             return qualified_type(resolution, self.declared_type_of(node))
         if node.type == "index_expression":
-            return qualified_type(resolution, element_of(self.declared_type_of(node.child_by_field_name("operand"))))
+            operand = node.child_by_field_name("operand")
+            return qualified_type(resolution, element_of(self._collection_type(operand))) or self._imported_elements(operand, None)
         if node.type != "identifier":
             return None
         symbol = resolution.symbol(node)
@@ -399,6 +450,9 @@ class TypeOracle:
         ranged = self.ranged_type(symbol)
         if ranged is not None:
             return qualified_type(resolution, ranged)
+        position = range_position(symbol)
+        if position is not None:
+            return self._imported_elements(*position)
         if symbol.init is None:
             return None
         if symbol.init_index < 0:

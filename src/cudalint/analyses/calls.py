@@ -32,7 +32,7 @@ from cudalint.functions import Package, Unit, UnitKind
 from cudalint.gotypes import TypeOracle, named_type, sole_implementations
 from cudalint.analyses.c_helpers import c_side_calls
 from cudalint.analyses.call_kinds import Callee, CalleeKind, CallFact, Embeds, ResultTypes
-from cudalint.analyses.result_facts import exported_result_types, result_entries
+from cudalint.analyses.result_facts import exported_result_types, result_entries, result_type_in
 from cudalint.cside import CView
 from cudalint.knowledge import ApiFunction, Knowledge
 from cudalint.scope import Symbol, SymbolKind, default_import_name
@@ -84,6 +84,7 @@ class CallIndex:
         self.types = TypeOracle(
             self.package, self._units_by_symbol.get,
             lambda call, index: _module_call_typed(self, call, index) or (_api_result_type(self, call) if index == 0 else None),
+            lambda call, index: _module_call_typed(self, call, index, elements=True),
         )
 
     def record(self, fact: CallFact) -> None:
@@ -690,15 +691,13 @@ def _module_result_typed(facts: CallIndex, symbol: Symbol | None) -> tuple[str, 
     return _module_call_typed(facts, syntax.unparen(symbol.init), max(symbol.init_index, 0))
 
 
-def _module_call_typed(facts: CallIndex, call: Node | None, index: int) -> tuple[str, str] | None:
-    """(import path, type) of a call's result at `index`, where the call is
-    of a function of another package of the module whose facts type it."""
+def _module_call_typed(facts: CallIndex, call: Node | None, index: int, elements: bool = False) -> tuple[str, str] | None:
+    """(import path, type) of a call's result at `index` (of its elements,
+    a slice's, with `elements`), where the call is of a function of another
+    package of the module whose facts type it."""
     function = facts.module_function(facts.calls.get(call))
     typed = facts.imported.fact(ResultTypes, *function) if function is not None else None
-    if typed is None or index >= len(typed.results) or not typed.results[index]:
-        return None
-    path, _, other = typed.results[index].partition(" ")
-    return (path, other) if other else (function[0], typed.results[index])
+    return result_type_in(typed, function[0], index, elements) if typed is not None else None
 
 
 def _api_result_type(facts: CallIndex, call: Node) -> tuple[str, str] | None:

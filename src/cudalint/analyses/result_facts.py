@@ -2,7 +2,10 @@
 package's own type a result is declared with (importers type their
 variables by it, so method facts apply), or a type of a binding the
 knowledge describes ("import/path Type": `func DeviceByIndex(i int)
-(nvml.Device, error)` makes a value whose methods are nvml's)."""
+(nvml.Device, error)` makes a value whose methods are nvml's), or a slice
+of either ("[]Device", "[]import/path Type": `func Devices() []nvml.Device`
+makes values whose methods are nvml's where they are ranged over or
+indexed)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from collections.abc import Iterator
 from cudalint.analyses.call_kinds import ResultTypes
 from cudalint.framework import ImportedFacts, Pass
 from cudalint.functions import UnitKind, exported_name
-from cudalint.gotypes import nth_result, qualified_type, result_types
+from cudalint.gotypes import element_of, named_type, nth_result, qualified_type, result_types
 
 
 def exported_result_types(p: Pass) -> dict[str, ResultTypes]:
@@ -27,12 +30,23 @@ def exported_result_types(p: Pass) -> dict[str, ResultTypes]:
         results = list(result_types(unit))
         declared = unit.node.child_by_field_name("result")
         for index, own in enumerate(results):
+            if own:
+                continue
             # A type of a binding the knowledge describes (`func
             # DeviceByIndex(i int) (nvml.Device, error)`): "import/path Type".
-            other = None if own else qualified_type(p.package.resolution, nth_result(declared, index))
+            declared_type = nth_result(declared, index)
+            other = qualified_type(p.package.resolution, declared_type)
             if other is not None and other[1] in described.get(other[0], ()):
                 results[index] = f"{other[0]} {other[1]}"
-        if any(result in typed or " " in result for result in results):
+                continue
+            element = element_of(declared_type) if declared_type is not None and declared_type.type in ("slice_type", "array_type") else None
+            own_element = named_type(element) if element is not None else None
+            other = qualified_type(p.package.resolution, element) if element is not None else None
+            if own_element in typed:
+                results[index] = f"[]{own_element}"
+            elif other is not None and other[1] in described.get(other[0], ()):
+                results[index] = f"[]{other[0]} {other[1]}"
+        if any(result.removeprefix("[]") in typed or " " in result for result in results):
             found[unit.name] = ResultTypes(tuple(results))
     return found
 
@@ -43,3 +57,17 @@ def result_entries(imported: ImportedFacts, path: str) -> Iterator[str]:
         typed = imported.fact(ResultTypes, path, name)
         if typed is not None:
             yield from typed.results
+
+
+def result_type_in(typed: ResultTypes, path: str, index: int, elements: bool) -> tuple[str, str] | None:
+    """(import path, type) a function's facts give its result at `index`, or
+    with `elements` the elements of that result, a slice; the function is of
+    the package at `path`."""
+    if index >= len(typed.results):
+        return None
+    entry = typed.results[index]
+    if entry.startswith("[]") != elements or not entry:
+        return None
+    entry = entry.removeprefix("[]")
+    other_path, _, other = entry.partition(" ")
+    return (other_path, other) if other else (path, entry)
