@@ -174,8 +174,8 @@ class StatusWrappers:
             last = unwrap(expressions[-1], self.calls)
             if last is not None and last.type == "identifier":
                 symbol = self.calls.package.resolution.symbol(last)
-                if symbol is not None and symbol.function == unit.node and symbol.init is not None and symbol.init_index <= 0:
-                    last = unwrap(symbol.init, self.calls)
+                if symbol is not None and symbol.function == unit.node and symbol.init is not None and self._status_of(symbol):
+                    last = unwrap(symbol.init, self.calls)  # `dev, ret := lib.DeviceGetHandleByUUID(u)` ... `return nil, ret`
                 elif symbol is not None and not symbol.is_local:
                     continue  # a constant or package-level value
             if last is not None and last.type in ("selector_expression", "int_literal"):
@@ -185,6 +185,19 @@ class StatusWrappers:
                 return None
             found.append(wrapped)
         return Wrapped(found[0].inner, all(w.release for w in found), raw=True) if found else None
+
+    def _status_of(self, symbol) -> bool:
+        """Whether a local holds its initialising call's status: its only
+        result, or the last one of several (`dev, ret := ...`)."""
+        if symbol.init_index <= 0:
+            return True
+        init = unwrap(symbol.init, self.calls)
+        fact = self.calls.status_call(init) if init is not None and init.type == "call_expression" else None
+        if fact is None or fact.status is None:
+            return False
+        holder = symbol.node.parent if symbol.node is not None else None
+        count = len(syntax.expressions(holder)) if holder is not None and holder.type == "expression_list" else 0
+        return count > 1 and fact.status.result_index(count) == symbol.init_index
 
     def _raw_status(self, unit: Unit, expression: Node | None) -> Wrapped | None:
         if expression is None or expression.type != "call_expression":
