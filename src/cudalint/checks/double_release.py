@@ -52,7 +52,11 @@ RULE = Rule(
     will release again when the function returns. Handles that arrive as
     parameters, and handles in a field of a parameter, receiver or local
     (`C.cuStreamDestroy(l.stream)` twice in a method), are followed from the
-    point where the function releases them until the field is assigned.
+    point where the function releases them until the field is assigned; a
+    release by the handle's own method (`gi.Destroy()`, `set.Free()`) counts
+    where its status is dropped or a failure returns, not where the status
+    is kept, as for a retry (`if ret == nvml.ERROR_IN_USE { ret =
+    gi.Destroy() }`).
     A release method of an owning type that checks and clears its handle
     (`if b.ptr == nil { return nil }` ... `b.ptr = nil`) or runs under a
     `sync.Once` of the value frees nothing the second time: calling it

@@ -68,7 +68,8 @@ RULE = Rule(
     ## What it does
     Reports a use of a handle (a local variable, a parameter the function
     releases itself, or a field of either that the function releases:
-    `C.cuModuleUnload(m.mod)`) that some path reaches after releasing it,
+    `C.cuModuleUnload(m.mod)`, or a parameter released by its own method:
+    `set.Free()` then `set.Wait(0)`) that some path reaches after releasing it,
     until the field is assigned or its address given to C: passed to an
     API call that is not a release, or to a function of the module that uses
     it without releasing or keeping it (`gpu.Fill(p, 0, n)`), dereferenced

@@ -79,10 +79,10 @@ class Collector:
             if not graph.reachable(n):
                 continue
             for use in self._uses.uses(graph.evaluated(n)):
-                if use.deferred or not (use.kind is UseKind.RELEASE or _field_released(use)):
+                if use.deferred or not (use.kind is UseKind.RELEASE or _field_released(use) or self._walker.releases_once(use)):
                     continue
                 symbol = use.symbol
-                if use.kind is UseKind.RELEASE:
+                if use.kind in (UseKind.RELEASE, UseKind.METHOD):
                     fields: frozenset[tuple[Symbol, str]] = frozenset()
                     handle = symbol.name
                     if symbol.role not in (Role.PARAM, Role.RECEIVER):

@@ -258,6 +258,34 @@ class Walker:
             state = replace(state, proxy=None)
         return state
 
+    def releases_once(self, use: Use) -> bool:
+        """Whether a method call releases what a parameter or receiver holds
+        (`gi.Destroy()` on a GPU instance, `set.Free()`), such that what
+        follows it runs released: its status dropped, or tested by an `if`
+        whose failure branch returns. A status kept in a variable may be
+        retried on (`if ret == nvml.ERROR_IN_USE { ret = gi.Destroy() }`)."""
+        if use.kind is not UseKind.METHOD or use.call is None or not self._resources.releases_by_method(use.symbol, use.method, None):
+            return False
+        parent = use.call.parent
+        if parent is not None and parent.type == "expression_statement":
+            return True
+        holder = parent.parent if parent is not None and parent.type == "expression_list" else None
+        statement = holder.parent if holder is not None else None
+        if holder is None or statement is None or holder.type not in ("assignment_statement", "short_var_declaration"):
+            return False
+        left = syntax.expressions(holder.child_by_field_name("left"))
+        if all(syntax.text(target) == "_" for target in left):
+            return True
+        if statement.type != "if_statement" or statement.child_by_field_name("initializer") != holder:
+            return False
+        condition = syntax.unparen(statement.child_by_field_name("condition"))
+        body = syntax.statements(statement.child_by_field_name("consequence"))
+        return (
+            condition is not None and condition.type == "binary_expression"
+            and syntax.text(condition.child_by_field_name("operator")) == "!="
+            and bool(body) and body[-1].type == "return_statement"
+        )
+
     def _holder_use(self, origin: Origin | None, state: State, n: int, use: Use, record: WalkRecord, aliases: set) -> State | None:
         """A use of a local struct that holds the handle in a field (`o.name =
         cs`): a release or read of that field is one of the handle, the struct
