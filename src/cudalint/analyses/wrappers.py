@@ -192,12 +192,16 @@ class StatusWrappers:
         if symbol.init_index <= 0:
             return True
         init = unwrap(symbol.init, self.calls)
-        fact = self.calls.status_call(init) if init is not None and init.type == "call_expression" else None
-        if fact is None or fact.status is None:
+        if init is None or init.type != "call_expression":
             return False
         holder = symbol.node.parent if symbol.node is not None else None
         count = len(syntax.expressions(holder)) if holder is not None and holder.type == "expression_list" else 0
-        return count > 1 and fact.status.result_index(count) == symbol.init_index
+        fact = self.calls.status_call(init)
+        if fact is not None and fact.status is not None:
+            return count > 1 and fact.status.result_index(count) == symbol.init_index
+        callee = self.calls.callee(init)
+        nested = self.of(callee.target) if callee.kind is CalleeKind.LOCAL and callee.target is not None else None
+        return nested is not None and nested.raw and symbol.init_index == count - 1  # a raw wrapper's status is last
 
     def _raw_status(self, unit: Unit, expression: Node | None) -> Wrapped | None:
         if expression is None or expression.type != "call_expression":
@@ -224,6 +228,12 @@ class StatusWrappers:
             init = syntax.unparen(symbol.init)
             if init is None or init.type != "call_expression":
                 return None
+            if symbol.init_index > 0 and self._status_of(symbol):
+                # `mem, ret := MemoryOf(i)` ... `fmt.Errorf("...: %w", ret)`: an
+                # error made of a raw status (nvml.Return is an error too).
+                raw = self._raw_status(unit, unwrap(init, self.calls))
+                if raw is not None:
+                    return Wrapped(raw.inner, raw.release)
             return self._derived(unit, init, depth + 1)
         if expression.type != "call_expression":
             return None
