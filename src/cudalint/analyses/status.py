@@ -204,6 +204,34 @@ class StatusSemantics:
                 return fact
         return None
 
+    def failed_case(self, unit: Unit, clause: Node) -> CallFact | None:
+        """The status call a `switch st` clause is a failure branch of: a
+        `case` none of whose values is a success value, or the `default` of
+        a switch that has a case of success values (`switch ret { case
+        nvml.SUCCESS: ...; default: return "", ret }`)."""
+        switch = clause.parent
+        if switch is None or switch.type != "expression_switch_statement":
+            return None
+        subject = syntax.unparen(switch.child_by_field_name("value"))
+        if subject is not None and subject.type == "identifier":
+            symbol = self.calls.package.resolution.symbol(subject)
+            subject = syntax.unparen(symbol.init) if symbol is not None and symbol.init is not None and symbol.function == unit.node else None
+        fact = self.calls.status_call(subject) if subject is not None else None
+        if fact is None or fact.status is None or fact.status.kind == "error" or fact.api is None:
+            return None
+        source = StatusSource.of(fact.api, fact.written)
+
+        def successes(case: Node) -> list[bool]:
+            return [syntax.text(v) == "0" or self.is_success_value(source, v) for v in syntax.expressions(case.child_by_field_name("value"))]
+
+        if clause.type == "expression_case":
+            found = successes(clause)
+            return fact if found and not any(found) else None
+        if clause.type == "default_case":
+            cases = [c for c in syntax.children(switch) if c.type == "expression_case"]
+            return fact if any((found := successes(c)) and all(found) for c in cases) else None
+        return None
+
     # -- converters ---------------------------------------------------------
 
     def converts_status_of(self, unit: Unit, index: int, status_call: Node) -> bool:

@@ -259,13 +259,17 @@ class StatusWrappers:
         return None
 
     def _on_failure_branch(self, unit: Unit, statement: Node) -> Wrapped | None:
-        """`if st := C.cudaFree(p); st != C.cudaSuccess { return errCUDA }`:
-        an error of any making, returned where a status test failed."""
+        """`if st := C.cudaFree(p); st != C.cudaSuccess { return errCUDA }`,
+        `switch ret { case nvml.SUCCESS: ...; case nvml.ERROR_UNINITIALIZED:
+        return errNotReady }`: an error of any making, returned where a
+        status test failed."""
         for condition in _conditions_holding(unit, statement):
             found = self._failed_test(unit, syntax.unparen(condition))
             if found is not None:
                 return found
-        return None
+        clause = _case_holding(unit, statement)
+        fact = self.status.failed_case(unit, clause) if clause is not None else None
+        return Wrapped(fact.written, fact.is_release) if fact is not None else None
 
     def _failed_test(self, unit: Unit, condition: Node | None) -> Wrapped | None:
         """`st != C.cudaSuccess`, `C.cudaFree(p) != 0`: true where the status
@@ -333,6 +337,19 @@ def _validates(unit: Unit, statement: Node) -> bool:
             if node.type == "call_expression" and syntax.text(node.child_by_field_name("function")) not in ("len", "cap"):
                 return False
     return True
+
+
+def _case_holding(unit: Unit, statement: Node) -> Node | None:
+    """The innermost `case` or `default` clause of a switch holding the
+    statement, inside the unit."""
+    parent = statement.parent
+    while parent is not None and parent != unit.body:
+        if parent.type in ("expression_case", "default_case"):
+            return parent
+        if parent.type in ("func_literal", "function_declaration", "method_declaration"):
+            return None
+        parent = parent.parent
+    return None
 
 
 def _conditions_holding(unit: Unit, statement: Node) -> Iterator[Node | None]:

@@ -86,8 +86,9 @@ RULE = Rule(
     work), left to a rule of its own. A status wrapper of the module counts
     too (`Sync()` returning `check(C.cudaDeviceSynchronize())`): a function
     whose every non-nil error comes from a status (a converter's error, an
-    API call's `error`, another wrapper's, or any error returned where a
-    status test failed), or from a check of its arguments ahead of the
+    API call's `error`, another wrapper's, a raw status wrapped with `%w`,
+    or any error returned where a status test failed, in an `if` or in a
+    failure `case` of a `switch` on the status), or from a check of its arguments ahead of the
     status call that calls nothing (`if len(src) > b.size { return
     errTooBig }`); one that returns other errors of its own making (after
     the call, or from other calls) is not a wrapper: this is not errcheck.
