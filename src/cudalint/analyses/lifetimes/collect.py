@@ -71,8 +71,11 @@ class Collector:
             result.early_releases.extend(self._counted.early_releases(graph, origin, state, self._walker.outcome))
 
     def released_parameters(self, graph: CFG, result: UnitLifetimes) -> None:
-        """A handle that arrives as a parameter and is released here: a second
-        release, or a use after it, is a finding too (CL102, CL104)."""
+        """A handle that arrives as a parameter and is released here (by an
+        API release, or by its own release method where what follows runs
+        released: `gi.Destroy()`), or one held in a field of a variable and
+        released here (`C.cuModuleUnload(m.mod)`): a second release, or a
+        use after it, is a finding too (CL102, CL104)."""
         acquired = {origin.handle for origin in result.origins}
         seen: set[tuple[Symbol, int]] = set()
         for n in graph.statement_nodes():
