@@ -87,6 +87,11 @@ class Counted:
                 function = syntax.unparen(call.child_by_field_name("function"))
                 if function is not None and function.type == "func_literal":
                     continue  # a literal called in place: below, with the other literals
+                bound = self._bound_cleanup(function, name)
+                if bound is not None:
+                    # `cleanup()` of `cleanup := func() { nvml.Shutdown() }`: the literal runs here.
+                    state = release(origin, state, n, _statement_of(call) == "defer_statement", record, None)
+                    continue
                 if self._call_releases(call, name):
                     state = release(origin, state, n, _statement_of(call) == "defer_statement", record, None)
                 elif self._unseen(call) and state.phase is Phase.HELD:
@@ -99,8 +104,8 @@ class Counted:
                 ):
                     record.transferred += 1
                     raise LeftControl
-                if unit is None or not self.releases(unit, name):
-                    continue
+                if unit is None or not self.releases(unit, name) or _only_called(unit):
+                    continue  # (a literal bound to a local that is only ever called runs where it is called)
                 call = literal.parent if literal.parent is not None and literal.parent.type == "call_expression" else None
                 statement = _statement_of(call) if call is not None else ""
                 if call is not None and statement == "defer_statement":
@@ -111,6 +116,17 @@ class Counted:
                     record.transferred += 1  # kept, or run by a goroutine: it owns the count now
                     raise LeftControl
         return state
+
+    def _bound_cleanup(self, function: Node | None, name: str) -> Unit | None:
+        """The func literal a called local is bound to, where it releases the
+        kind and the local is only ever called."""
+        if function is None or function.type != "identifier":
+            return None
+        symbol = self._calls.package.resolution.symbol(function)
+        bound = self._calls.unit_of(symbol) if symbol is not None and symbol.is_local else None
+        if bound is None or bound.kind is not UnitKind.LITERAL or bound.stored_in is not symbol or not _only_called(bound):
+            return None
+        return bound if self.releases(bound, name) else None
 
     def releases(self, unit: Unit, name: str) -> bool:
         """Whether some path of `unit` releases the kind `name`: a release
@@ -452,6 +468,25 @@ def _outside_std(import_path: str) -> bool:
 
 def _statement_of(call: Node | None) -> str:
     return syntax.statement_of_call(call) if call is not None else ""
+
+
+def _only_called(literal: Unit) -> bool:
+    """A func literal bound to a local (`cleanup := func() {...}`) that the
+    function only ever calls (`cleanup()`, `defer cleanup()`): never hands
+    on, stores or returns."""
+    symbol = literal.stored_in
+    if symbol is None or not symbol.is_local or symbol.function is None or literal.parent is None or literal.parent.body is None:
+        return False
+    resolution = literal.parent.resolution
+    for node in syntax.walk(literal.parent.body):
+        if node.type != "identifier" or syntax.text(node) != symbol.name or resolution.symbol(node) is not symbol:
+            continue
+        if node == symbol.node:
+            continue
+        call = node.parent
+        if call is None or call.type != "call_expression" or call.child_by_field_name("function") != node or syntax.statement_of_call(call) == "go_statement":
+            return False
+    return True
 
 
 def _literals(root: Node) -> list[Node]:
