@@ -6,6 +6,7 @@ these names."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -74,3 +75,38 @@ class Embeds:
 
     types: tuple[tuple[str, str], ...]
     methods: tuple[str, ...]
+
+
+def value_parent(node: Node, callee_of: Callable[[Node], Callee]) -> tuple[Node, Node | None]:
+    """The node that consumes a value, skipping parentheses and conversions
+    (`callee_of` classifies a call: `CallIndex.callee`)."""
+    child, parent = node, node.parent
+    while parent is not None:
+        if parent.type == "parenthesized_expression":
+            child, parent = parent, parent.parent
+            continue
+        if parent.type == "argument_list":
+            call = parent.parent
+            if call is not None and callee_of(call).kind is CalleeKind.CONVERSION:
+                child, parent = call, call.parent
+                continue
+        return child, parent
+    return child, None
+
+
+def argument_of(node: Node, callee_of: Callable[[Node], Callee]) -> tuple[Node, Node] | None:
+    """(the call, the argument) an expression is passed in, through `&`,
+    parentheses and conversions (`C.cudaMemset(unsafe.Pointer(p), ...)`
+    for p: the memset and its first argument)."""
+    child, parent = node, node.parent
+    while parent is not None:
+        if parent.type in ("parenthesized_expression", "unary_expression"):
+            child, parent = parent, parent.parent
+        elif parent.type == "argument_list" and parent.parent is not None:
+            call = parent.parent
+            if callee_of(call).kind is not CalleeKind.CONVERSION:
+                return call, child
+            child, parent = call, call.parent
+        else:
+            return None
+    return None

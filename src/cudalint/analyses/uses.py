@@ -20,6 +20,7 @@ from enum import Enum
 from tree_sitter import Node
 
 from cudalint import syntax
+from cudalint.analyses.call_kinds import value_parent
 from cudalint.analyses.calls import CALLS, Callee, CalleeKind, CallIndex
 from cudalint.framework import Analysis
 from cudalint.functions import Unit
@@ -308,11 +309,7 @@ class VariableUses:
 
     def _result_variable(self, call: Node) -> Symbol | None:
         """The local a call's single result is assigned to, through conversions."""
-        child, parent = call, call.parent
-        while parent is not None and (parent.type == "parenthesized_expression" or (
-            parent.type == "argument_list" and parent.parent is not None and self.facts.callee(parent.parent).kind is CalleeKind.CONVERSION
-        )):
-            child, parent = (parent.parent, parent.parent.parent) if parent.type == "argument_list" else (parent, parent.parent)
+        child, parent = value_parent(call, self.facts.callee)
         holder = parent.parent if parent is not None and parent.type == "expression_list" else None
         if holder is None or holder.type not in ("short_var_declaration", "assignment_statement") or holder.child_by_field_name("right") != parent:
             return None

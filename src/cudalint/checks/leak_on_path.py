@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from cudalint import syntax
+from cudalint.analyses.call_kinds import argument_of
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex
 from cudalint.analyses.lifetimes import LIFETIMES, Engine, Leak, Lost, Origin
 from cudalint.analyses.uses import USES, UseKind, VariableUses
@@ -358,27 +359,12 @@ def _only_borrowed(reads: _Reads, origin: Origin, statements: list[Node] | None 
             node = node.parent
         if node.parent is not None and node.parent.type == "binary_expression":
             continue  # `p == nil`: a read
-        call = _argument_of(reads, node)
+        passed = argument_of(node, reads.calls.callee)
+        call = passed[0] if passed is not None else None
         callee = reads.calls.callee(call) if call is not None else None
         if callee is None or callee.kind is not CalleeKind.API or callee.api is None or callee.api.is_release or callee.api.roles("transfer"):
             return False  # (`C.realloc(buf, n)` moves it: a deferred free of buf would free a stale block)
     return True
-
-
-def _argument_of(reads: _Reads, node: Node) -> Node | None:
-    """The call the node is an argument of, through conversions, `&` and
-    parentheses (`C.cudaMemset(unsafe.Pointer(p), ...)`)."""
-    child, parent = node, node.parent
-    while parent is not None:
-        if parent.type in ("argument_list", "parenthesized_expression", "unary_expression"):
-            child, parent = parent, parent.parent
-        elif parent.type == "call_expression" and child.type == "argument_list":
-            if reads.calls.callee(parent).kind is not CalleeKind.CONVERSION:
-                return parent
-            child, parent = parent, parent.parent
-        else:
-            return None
-    return None
 
 
 def _through(origin) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex
+from cudalint.analyses.call_kinds import argument_of
+from cudalint.analyses.calls import CALLS
 from cudalint.analyses.lifetimes import LIFETIMES
 from cudalint.analyses.uses import UseKind
 from cudalint.catalog import Level, Rule
@@ -25,7 +26,8 @@ def check(p: Pass) -> None:
             subject, call = use.symbol.name, use.call
             if use.kind is UseKind.DEREF and use.field and use.node.parent is not None:
                 # `m.mod` after `C.cuModuleUnload(m.mod)`: the field is the handle.
-                subject, call = f"{use.symbol.name}.{use.field}", _argument_of(calls, use.node.parent)
+                passed = argument_of(use.node.parent, calls.callee)
+                subject, call = f"{use.symbol.name}.{use.field}", passed[0] if passed is not None else None
             p.report(
                 unit, use.node,
                 f"{subject} is {_phrase(use.kind, call, bool(use.field))} after it was released at @released; "
@@ -34,18 +36,6 @@ def check(p: Pass) -> None:
             )
 
     p.visit_graphs(lifetimes.units_with_acquisitions(), visit)
-
-
-def _argument_of(calls: CallIndex, node: Node) -> Node | None:
-    """The call the expression is an argument of, through `&`, parentheses
-    and conversions (`unsafe.Pointer(b.ptr)`)."""
-    parent = node.parent
-    while parent is not None and parent.type in ("unary_expression", "parenthesized_expression", "argument_list"):
-        if parent.type == "argument_list" and parent.parent is not None:
-            call = parent.parent
-            return _argument_of(calls, call) if calls.callee(call).kind is CalleeKind.CONVERSION else call
-        parent = parent.parent
-    return None
 
 
 def _phrase(kind: UseKind, call: Node | None, field: bool = False) -> str:

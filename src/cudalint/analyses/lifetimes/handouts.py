@@ -18,7 +18,8 @@ from dataclasses import replace
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CallIndex, unwrap
 from cudalint.analyses.lifetimes.counted import hand_out_status
-from cudalint.analyses.lifetimes.origins import Lifetimes, value_parent
+from cudalint.analyses.call_kinds import value_parent
+from cudalint.analyses.lifetimes.origins import Lifetimes
 from cudalint.analyses.lifetimes.outcomes import Origin
 from cudalint.analyses.owners import Owners, owned_resource, owner_type
 from cudalint.functions import Unit, UnitKind
@@ -167,7 +168,7 @@ class HandOuts:
         the returned values (with a nil error after it, if any)."""
         if not origin.role.is_result:
             return None
-        child, parent = value_parent(origin.call, self._calls)
+        child, parent = value_parent(origin.call, self._calls.callee)
         if parent is None or parent.type != "expression_list" or parent.parent is None or parent.parent.type != "return_statement":
             return None
         values = syntax.expressions(parent)

@@ -19,6 +19,7 @@ from dataclasses import replace
 from tree_sitter import Node
 
 from cudalint import syntax
+from cudalint.analyses.call_kinds import value_parent
 from cudalint.analyses.calls import CalleeKind, CallIndex, unwrap
 from cudalint.analyses.lifetimes.counted import hand_out_status, nil_when_failed
 from cudalint.analyses.lifetimes.effects import Effects
@@ -240,7 +241,7 @@ class Origins:
 
     def _result_birth(self, origin: Origin, proxy) -> Birth | None:
         call = origin.call
-        child, parent = value_parent(call, self._calls)
+        child, parent = value_parent(call, self._calls.callee)
         if parent is None:
             return None
         if parent.type == "expression_list":
@@ -320,7 +321,7 @@ class Origins:
         status = origin.status
         current: Node = origin.call
         while True:
-            child, parent = value_parent(current, self._calls)
+            child, parent = value_parent(current, self._calls.callee)
             if parent is None:
                 return None
             if parent.type == "binary_expression":
@@ -358,22 +359,6 @@ class Origins:
 def _held_in_collection(origin: Origin, collection: Symbol, proxy) -> Birth:
     """The acquisition stored straight into a local slice the function keeps."""
     return origin, State(Phase.HELD, frozenset({collection}), proxy, collections=frozenset({collection})), None
-
-
-def value_parent(node: Node, calls: CallIndex) -> tuple[Node, Node | None]:
-    """The node that consumes a value, skipping parentheses and conversions."""
-    child, parent = node, node.parent
-    while parent is not None:
-        if parent.type == "parenthesized_expression":
-            child, parent = parent, parent.parent
-            continue
-        if parent.type == "argument_list":
-            call = parent.parent
-            if call is not None and calls.callee(call).kind is CalleeKind.CONVERSION:
-                child, parent = call, call.parent
-                continue
-        return child, parent
-    return child, None
 
 
 def _calls_parameter(function: Unit, index: int) -> bool:

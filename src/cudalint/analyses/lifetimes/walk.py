@@ -23,6 +23,7 @@ from dataclasses import replace
 from tree_sitter import Node
 
 from cudalint import syntax
+from cudalint.analyses.call_kinds import argument_of
 from cudalint.analyses.calls import CalleeKind, CallIndex
 from cudalint.analyses.lifetimes.closures import Closures
 from cudalint.analyses.lifetimes.counted import Counted
@@ -314,28 +315,20 @@ class Walker:
     def _element_lent(self, use: Use) -> bool:
         """`&argv[0]`, `argv[i]` an argument of a C or API call that does not
         release it: the collection's elements are lent, still held."""
-        child, parent = use.node, use.node.parent
-        if parent is None or parent.type != "index_expression" or parent.child_by_field_name("operand") != child:
+        element = use.node.parent
+        if element is None or element.type != "index_expression" or element.child_by_field_name("operand") != use.node:
             return False
-        child, parent = parent, parent.parent
-        while parent is not None:
-            if parent.type in ("parenthesized_expression", "unary_expression"):
-                child, parent = parent, parent.parent
-                continue
-            if parent.type != "argument_list" or parent.parent is None:
-                return False
-            call = parent.parent
-            callee = self._calls.callee(call)
-            if callee.kind is CalleeKind.CONVERSION:
-                child, parent = call, call.parent
-                continue
-            if callee.kind is CalleeKind.FAMILY:
-                return True
-            if callee.kind is not CalleeKind.API or callee.api is None:
-                return False
-            index = [c.id for c in syntax.children(parent)].index(child.id)
-            return not any(role.index == index for _, role in callee.api.roles("release") + callee.api.roles("transfer")) and index not in callee.api.kept_args
-        return False
+        passed = argument_of(element, self._calls.callee)
+        if passed is None:
+            return False
+        call, argument = passed
+        callee = self._calls.callee(call)
+        if callee.kind is CalleeKind.FAMILY:
+            return True
+        if callee.kind is not CalleeKind.API or callee.api is None:
+            return False
+        index = [c.id for c in syntax.children(call.child_by_field_name("arguments"))].index(argument.id)
+        return not any(role.index == index for _, role in callee.api.roles("release") + callee.api.roles("transfer")) and index not in callee.api.kept_args
 
     def _converted(self, graph: CFG, origin: Origin, proxy: Symbol, n: int) -> Symbol | None:
         """`err = errorString(st)` where errorString is a converter of the
