@@ -114,6 +114,9 @@ class NoReturn:
 
     exits: tuple[str, ...]
 
+    def concerns_callers(self) -> bool:
+        return False  # it sharpens the graphs of code analysed anyway
+
 
 @dataclass(frozen=True)
 class ObjectFact:
@@ -137,6 +140,11 @@ class ImportedFacts:
     def __bool__(self) -> bool:
         return bool(self._facts)
 
+    def concern_callers(self) -> bool:
+        """Whether some fact received can make a finding in code that calls
+        no API itself: the wrapper is the API there."""
+        return any(fact.concerns_callers() for objects in self._facts.values() for facts in objects.values() for fact in facts.values())
+
     def packages(self) -> frozenset[str]:
         """The import paths that exported at least one fact."""
         return frozenset(self._facts)
@@ -159,6 +167,18 @@ class ImportedFacts:
             (path, name): frozenset(ExitKind(kind) for kind in facts[NoReturn].exits)
             for path, objects in self._facts.items() for name, facts in objects.items() if NoReturn in facts
         }
+
+
+def concern_callers(facts: Iterable[ObjectFact]) -> bool:
+    """Whether an importer whose own bytes mention nothing the rules look
+    for must still be analysed: a fact it receives says that a function
+    hands out or releases a resource, wraps a status or touches the thread.
+    Facts that only sharpen the analysis of code analysed anyway (types,
+    embeddings, functions that never return, parameters only kept or
+    lent: with no resource of its own, such code has none to keep or lend)
+    do not: on moby they made 125 packages (949 files) be analysed for
+    nothing."""
+    return any(exported.fact.concerns_callers() for exported in facts)
 
 
 class FactView:

@@ -66,6 +66,9 @@ class ResultTypes:
 
     results: tuple[str, ...]
 
+    def concerns_callers(self) -> bool:
+        return False  # types sharpen the analysis of code analysed anyway
+
 
 @dataclass(frozen=True)
 class Embeds:
@@ -75,6 +78,9 @@ class Embeds:
 
     types: tuple[tuple[str, str], ...]
     methods: tuple[str, ...]
+
+    def concerns_callers(self) -> bool:
+        return False  # types sharpen the analysis of code analysed anyway
 
 
 def value_parent(node: Node, callee_of: Callable[[Node], Callee]) -> tuple[Node, Node | None]:

@@ -64,6 +64,9 @@ class OwnedResources:
     releases: tuple[tuple[int, str, str], ...] = ()
     idempotent: tuple[str, ...] = ()  # of `methods`, those a second call of is harmless
 
+    def concerns_callers(self) -> bool:
+        return True
+
 
 @dataclass(frozen=True)
 class Owner:

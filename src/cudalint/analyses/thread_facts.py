@@ -27,6 +27,9 @@ class ThreadEffects:
     needs_lock: str = ""
     thread: str = ""
 
+    def concerns_callers(self) -> bool:
+        return True
+
 
 def exported_effects(threads: Any) -> dict[str, ThreadEffects]:
     """What each exported function does to its caller's thread, read off

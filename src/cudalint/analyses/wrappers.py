@@ -43,6 +43,9 @@ class Wrapped:
     # not an error made of it.
     raw: bool = False
 
+    def concerns_callers(self) -> bool:
+        return True
+
 
 class StatusWrappers:
     def __init__(self, calls: CallIndex, status: StatusSemantics, imported: FactView):

@@ -132,7 +132,7 @@ def analyze_directory(
     imported = context.dependencies.imported_by(dependencies) if dependencies else ImportedFacts()
     # A package that calls a dependency's wrapper is analysed even where no
     # API name occurs in it: the wrapper is the API there.
-    wraps = bool(imported)
+    wraps = imported.concern_callers()
     own = paths[0].parent
     module = context.modules.of(own)
     import_path = module.import_path(own) if module is not None else None

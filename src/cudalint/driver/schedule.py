@@ -19,7 +19,7 @@ from cudalint.cache import ResultCache
 from cudalint.driver.dependencies import Dependency, Node
 from cudalint.driver.keys import own_digest, result_key, summary_digest
 from cudalint.findings import Notification, Result
-from cudalint.framework import ObjectFact
+from cudalint.framework import ObjectFact, concern_callers
 from cudalint.module import Modules
 from cudalint.source import SourceFile, display_path, read_source
 
@@ -195,7 +195,7 @@ class Schedule:
         node = self.nodes[i]
         if not node.reported or i in self.imported or not self.may_skip(node):
             return None
-        if any(self.facts[j] != [] for j in self.needs[i]):
+        if any(self.facts[j] is None or concern_callers(self.facts[j]) for j in self.needs[i]):
             return None
         reads = self._reads(i)
         return Result(

@@ -55,6 +55,11 @@ class ResourceEffects:
     # resource): `defer gpu.Shutdown()` in an importer gives NVML's count back.
     counted_releases: tuple[tuple[str, str], ...] = ()
 
+    def concerns_callers(self) -> bool:
+        """A parameter only kept or lent concerns a caller only where it
+        holds a resource, which something else must have given it."""
+        return bool(self.hands_out or self.counted_releases) or "releases" in self.params
+
 
 def exported_effects(engine: Any) -> dict[str, ResourceEffects]:
     """The facts of the package's exported functions that say something (a

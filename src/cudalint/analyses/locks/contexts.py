@@ -8,7 +8,7 @@ from collections import deque
 
 from cudalint import syntax
 from cudalint.analyses.calls import CallIndex
-from cudalint.analyses.locks.events import CAP, Event, Happening, exported, touches_threads
+from cudalint.analyses.locks.events import CAP, Event, Happening, exported
 from cudalint.analyses.locks.flows import LockFlows
 from cudalint.cfg import ExitKind
 from cudalint.framework import FactView
@@ -190,36 +190,10 @@ class EntryContexts:
         return locked
 
     def _relevant(self) -> list[Unit]:
-        """The units whose lock state matters: those with a lock, an unlock or
-        a thread-bound call, the functions calling them (their lock state at
-        the call is the callee's entry state), transitively, and the
-        functions enclosing relevant literals."""
+        """The units whose lock state matters (`LockEvents.reaching`) that have a graph."""
         graphs = self.flows.cfgs.graphs
-        by_node = {u.node: u for u in self.flows.package.units}
-        pending = []
-        for call, fact in self.calls.calls.items():
-            function = syntax.enclosing_function(call) if touches_threads(self.calls, self.imported, fact) else None
-            if function is not None and function in by_node:
-                pending.append(by_node[function])
-        relevant: set[Unit] = set()
-        while pending:
-            unit = pending.pop()
-            if unit in relevant or not self.flows.cfgs.analysable(unit):
-                continue
-            relevant.add(unit)
-            if unit.parent is not None and unit.parent in graphs:
-                pending.append(unit.parent)
-            if unit.kind is not UnitKind.LITERAL:
-                for call in self.calls.calls_of(unit):
-                    function = syntax.enclosing_function(call)
-                    if function in by_node:
-                        pending.append(by_node[function])
-            elif unit.stored_in is not None:
-                for node in self.calls.references(unit.stored_in):
-                    function = syntax.enclosing_function(node)
-                    if function in by_node:
-                        pending.append(by_node[function])
-        return [u for u in self.flows.package.units if u in relevant and u in graphs]
+        reaching = self.flows.events.reaching()
+        return [u for u in self.flows.package.units if u in reaching and u in graphs]
 
     def _used_as_values(self, units: list[Unit]) -> set[Unit]:
         """Functions and methods referred to other than by calling them

@@ -57,6 +57,43 @@ class LockEvents:
         # What the functions of the other packages of the module do to the thread.
         self.imported = imported
         self.events: dict[Unit, dict[int, list[Happening]]] = {}
+        self._reaching: frozenset[Unit] | None = None
+
+    def reaching(self) -> frozenset[Unit]:
+        """The units whose lock state matters: those with a lock, an unlock or
+        a thread-bound call, the functions calling them (their lock state at
+        the call is the callee's entry state), transitively, and the
+        functions enclosing such literals. No other function is a lock or
+        unlock wrapper or needs a lock: its graph need not be built for that."""
+        if self._reaching is not None:
+            return self._reaching
+        graphs = self.cfgs.graphs
+        by_node = {u.node: u for u in self.cfgs.package.units}
+        pending = []
+        for call, fact in self.calls.calls.items():
+            function = syntax.enclosing_function(call) if touches_threads(self.calls, self.imported, fact) else None
+            if function is not None and function in by_node:
+                pending.append(by_node[function])
+        relevant: set[Unit] = set()
+        while pending:
+            unit = pending.pop()
+            if unit in relevant or not self.cfgs.analysable(unit):
+                continue
+            relevant.add(unit)
+            if unit.parent is not None and unit.parent in graphs:
+                pending.append(unit.parent)
+            if unit.kind is not UnitKind.LITERAL:
+                for call in self.calls.calls_of(unit):
+                    function = syntax.enclosing_function(call)
+                    if function in by_node:
+                        pending.append(by_node[function])
+            elif unit.stored_in is not None:
+                for node in self.calls.references(unit.stored_in):
+                    function = syntax.enclosing_function(node)
+                    if function in by_node:
+                        pending.append(by_node[function])
+        self._reaching = frozenset(relevant)
+        return self._reaching
 
     def happenings(self, unit: Unit) -> dict[int, list[Happening]]:
         found = self.events.get(unit)

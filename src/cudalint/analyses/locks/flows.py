@@ -32,18 +32,21 @@ class LockFlows:
         if unit not in self.cfgs.graphs:
             return []
         found: list[Unit] = []
+        reaching = self.events.reaching()
         for happenings in self.happenings(unit).values():
             for happening in happenings:
                 if happening.target is not None:
                     found.append(happening.target)
                 found.extend(happening.closure)
-        return found
+        return [callee for callee in found if callee in reaching]
 
     def wrapper(self, unit: Unit) -> Event | None:
         """LOCK for a function that leaves its caller's thread locked on every
         return, UNLOCK for one that only unlocks it; None for anything else
         (and for a recursive function whose effect does not settle).
         Solved for everything the function reaches, callees first."""
+        if unit not in self.wrappers and unit not in self.events.reaching():
+            self.wrappers[unit] = None  # it reaches no lock or unlock
         if unit not in self.wrappers:
             fixpoint.solve([unit], self.callees, self._wrapper_effect, self.wrappers, lambda _: None)
         return self.wrappers[unit]

@@ -26,6 +26,8 @@ class LockNeeds:
         thread-bound call, or a call of a function that needs a lock); None
         if it locks first on every path, or reaches none (and for recursion
         that does not settle). Solved callees first."""
+        if unit not in self.needs and unit not in self.flows.events.reaching():
+            self.needs[unit] = None  # it reaches no thread-bound call
         if unit not in self.needs:
             fixpoint.solve([unit], self.flows.callees, self._first_need, self.needs, lambda _: None)
         return self.needs[unit]
