@@ -1,12 +1,15 @@
 """What a run reads and parses (issue 23; DESIGN.md, *Run: keys, phases and
-parallel work*): each file is read once per run, by the parent; a warm run
-reads each file once and parses none; a dependency outside the run is read
-once and summarised once, however many packages import it. Counted through
-the driver's own reading and parsing functions, not timed."""
+parallel work*): each file is read at most once per run, by the parent; a
+warm run reads no file the file index vouches for and parses none; a
+dependency outside the run is read once and summarised once, however many
+packages import it. Counted through the driver's own reading and parsing
+functions, not timed."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -33,19 +36,30 @@ def module(tmp_path: Path) -> Path:
             "func Leak(n int) error {\n\tp, err := gpu.Alloc(n)\n\tif err != nil {\n\t\treturn err\n\t}\n"
             "\tif n > 1 {\n\t\treturn nil\n\t}\n\treturn gpu.Free(p)\n}\n"
         )
+    _age(root)
     return root
+
+
+def _age(root: Path) -> None:
+    """Date every file an hour back: the file index keeps no file modified
+    in the two seconds before a run (a second write in the same clock tick
+    would not change its status)."""
+    then = time.time() - 3600
+    for path in root.rglob("*"):
+        os.utime(path, (then, then))
 
 
 @pytest.fixture()
 def counted(monkeypatch: pytest.MonkeyPatch) -> tuple[Counter, Counter]:
     """(reads per path, parses per path) of the runs that follow, in this process."""
     import cudalint.driver.dependencies as dependencies
+    import cudalint.driver.files as files
     import cudalint.driver.package as package
     import cudalint.driver.schedule as schedule
 
     reads: Counter = Counter()
     parses: Counter = Counter()
-    real_read, real_parse = dependencies.read_source, package.parse
+    real_read, real_parse = files.read_source, package.parse
 
     def read(path, *args):
         reads[path] += 1
@@ -55,7 +69,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> tuple[Counter, Counter]:
         parses[source.path] += 1
         return real_parse(source)
 
-    for module in (dependencies, package, schedule):
+    for module in (files, package, schedule):
         monkeypatch.setattr(module, "read_source", read)
     for module in (dependencies, package):
         monkeypatch.setattr(module, "parse", parse)
@@ -66,7 +80,7 @@ def _findings(result) -> list[tuple[str, int, str]]:
     return [(finding.path, finding.span.start.line, finding.rule_id) for finding in result.findings]
 
 
-def test_each_file_is_read_once_and_a_warm_run_parses_none(module: Path, tmp_path: Path, counted) -> None:
+def test_each_file_is_read_once_and_a_warm_run_reads_none(module: Path, tmp_path: Path, counted) -> None:
     reads, parses = counted
     cache = tmp_path / "cache"
     cold = check(["./..."], base=module, cache_dir=cache, jobs=1)
@@ -79,8 +93,66 @@ def test_each_file_is_read_once_and_a_warm_run_parses_none(module: Path, tmp_pat
     parses.clear()
     warm = check(["./..."], base=module, cache_dir=cache, jobs=1)
     assert _findings(warm) == _findings(cold)
-    assert sorted(reads) == go_files and set(reads.values()) == {1}, "a warm run reads each file once"
+    assert not reads, "a warm run reads no file the index vouches for"
     assert not parses, "and parses none"
+
+    reads.clear()
+    without_cache = check(["./..."], base=module, jobs=1)
+    assert _findings(without_cache) == _findings(cold)
+    assert sorted(reads) == go_files, "without the cache there is no index: every file is read"
+
+
+def _user(module: Path) -> Path:
+    return module / "module" / "user0" / "user.go"
+
+
+def test_an_edit_that_keeps_size_and_date_is_still_seen(module: Path, tmp_path: Path, counted) -> None:
+    """The index keeps the change time too: restoring the modification time
+    after an edit of the same size does not hide it."""
+    reads, _ = counted
+    cache = tmp_path / "cache"
+    before = check(["./..."], base=module, cache_dir=cache, jobs=1)
+    user = _user(module)
+    leaks = [f for f in _findings(before) if f[0] == "module/user0/user.go" and f[2] == "CL101"]
+    assert leaks, "user0 leaks on the `return nil` path"
+    status = user.stat()
+    fixed = user.read_bytes().replace(b"return nil", b"panic(nil)")  # same size: no return leaks now
+    assert len(fixed) == status.st_size
+    user.write_bytes(fixed)
+    os.utime(user, ns=(status.st_atime_ns, status.st_mtime_ns))
+    time.sleep(0.01)
+    reads.clear()
+    after = check(["./..."], base=module, cache_dir=cache, jobs=1)
+    assert reads[user] >= 1, "the edited file is read again"
+    assert not [f for f in _findings(after) if f[0] == "module/user0/user.go" and f[2] == "CL101"]
+
+
+def test_a_file_just_written_is_read_every_run(module: Path, tmp_path: Path, counted) -> None:
+    reads, _ = counted
+    cache = tmp_path / "cache"
+    user = _user(module)
+    user.write_bytes(user.read_bytes())  # modified now: within the racy window
+    check(["./..."], base=module, cache_dir=cache, jobs=1)
+    reads.clear()
+    check(["./..."], base=module, cache_dir=cache, jobs=1)
+    assert list(reads) == [user], "only the file modified just now is read again"
+
+
+def test_a_damaged_index_is_an_empty_one(module: Path, tmp_path: Path, counted) -> None:
+    reads, _ = counted
+    cache = tmp_path / "cache"
+    cold = check(["./..."], base=module, cache_dir=cache, jobs=1)
+    damaged = 0
+    for entry in cache.glob("??/*"):
+        header, _, body = entry.read_bytes().partition(b"\n")
+        if body.startswith(b'{"/'):  # the index: absolute paths to status lists
+            entry.write_bytes(header + b"\n" + body.replace(b"[[", b'["x",[', 1))
+            damaged += 1
+    assert damaged == 1
+    reads.clear()
+    warm = check(["./..."], base=module, cache_dir=cache, jobs=1)
+    assert _findings(warm) == _findings(cold)
+    assert sorted(reads) == sorted(module.rglob("*.go")), "an index that fails its checksum vouches for nothing"
 
 
 def test_a_dependency_outside_the_run_is_read_and_summarised_once(module: Path, counted, monkeypatch) -> None:
@@ -139,3 +211,27 @@ def test_a_warm_run_analyses_nothing_where_a_skipped_package_is_imported(module:
     warm = check(["./..."], base=module, cache_dir=cache, jobs=1)
     assert _findings(warm) == _findings(cold)
     assert analysed == []
+
+
+def test_only_facts_that_concern_callers_make_an_importer_analysed(module: Path) -> None:
+    """An importer with no API call of its own is analysed where it calls a
+    wrapper (user0: gpu.Alloc hands out device memory), not where what it
+    receives only sharpens an analysis (a result's type, a function that
+    never returns): on moby such facts made 949 files be analysed for
+    nothing."""
+    base = module / "module"
+    (base / "typ").mkdir()
+    (base / "typ" / "typ.go").write_text(
+        "package typ\n\nimport \"unsafe\"\n\ntype Buf struct {\n\tp unsafe.Pointer\n}\n\n"
+        "func New() *Buf {\n\treturn &Buf{}\n}\n\nfunc Fail() {\n\tpanic(\"typ\")\n}\n"
+    )
+    (base / "plain").mkdir()
+    (base / "plain" / "plain.go").write_text(
+        "package plain\n\nimport \"example.com/fixtures/module/typ\"\n\n"
+        "func Use() *typ.Buf {\n\tb := typ.New()\n\tif b == nil {\n\t\ttyp.Fail()\n\t}\n\treturn b\n}\n"
+    )
+    plain = check(["./module/plain"], base=module, jobs=1)
+    assert (plain.files_analysed, plain.files_skipped) == (0, 1)
+    user = check(["./module/user0"], base=module, jobs=1)
+    assert (user.files_analysed, user.files_skipped) == (1, 0)
+    assert [f[2] for f in _findings(user)] == ["CL101"]

@@ -298,6 +298,20 @@ class ResultCache:
     # -- entries
 
     def get(self, key: str) -> Result | None:
+        body = self._body(key)
+        if body is None:
+            return None
+        try:
+            return _check_result(_decode(json.loads(body)))
+        except (ValueError, TypeError, RecursionError, MemoryError, KeyError, AttributeError):
+            return None
+
+    def get_blob(self, name: str) -> bytes | None:
+        """The bytes kept under `name` (with this cache's salt) by put_blob."""
+        return self._body(self.derived_key([name]))
+
+    def _body(self, key: str) -> bytes | None:
+        """The checked body of an entry; None for anything not exactly right."""
         try:
             directory = self._subdirectory(key[:2], create=False)
             fd = os.open(key[2:], os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, dir_fd=directory)
@@ -309,21 +323,20 @@ class ResultCache:
                 return None
             if hasattr(os, "geteuid") and status.st_uid != os.geteuid():
                 return None
-            data = _read_all(fd, MAX_ENTRY_BYTES)
-            result = self._parse(key, data)
-            if result is not None and time.time() - status.st_mtime > 86400:
+            body = self._parse(key, _read_all(fd, MAX_ENTRY_BYTES))
+            if body is not None and time.time() - status.st_mtime > 86400:
                 try:
                     os.utime(fd)  # entries in use are not evicted by age
                 except OSError:
                     pass
-            return result
+            return body
         except Exception:  # noqa: BLE001 - any unusable entry is a miss
             return None
         finally:
             os.close(fd)
 
     @staticmethod
-    def _parse(key: str, data: bytes | None) -> Result | None:
+    def _parse(key: str, data: bytes | None) -> bytes | None:
         if data is None:
             return None
         header, newline, body = data.partition(b"\n")
@@ -334,16 +347,20 @@ class ResultCache:
             return None
         if hashlib.sha256(body).hexdigest().encode() != parts[3]:
             return None
-        try:
-            return _check_result(_decode(json.loads(body)))
-        except (ValueError, TypeError, RecursionError, MemoryError, KeyError, AttributeError):
-            return None
+        return body
 
     def put(self, key: str, result: Result) -> None:
         try:
             body = json.dumps(_encode(result), separators=(",", ":"), ensure_ascii=True).encode()
         except (TypeError, ValueError, RecursionError):
             return
+        self._put_body(key, body)
+
+    def put_blob(self, name: str, body: bytes) -> None:
+        """Keep bytes under `name`, checked like a result when read back."""
+        self._put_body(self.derived_key([name]), body)
+
+    def _put_body(self, key: str, body: bytes) -> None:
         header = b" ".join((_MAGIC, str(_FORMAT).encode(), key.encode(), hashlib.sha256(body).hexdigest().encode()))
         if len(header) + 1 + len(body) > MAX_ENTRY_BYTES:
             return
@@ -452,9 +469,15 @@ def _read_all(fd: int, limit: int) -> bytes | None:
 def add_contents(digest, contents) -> None:
     """Feed files to a digest: each path, and its bytes or the read failure
     (the analysis reports a failure; a key just has to say so)."""
+    add_digests(digest, [(path, hashlib.sha256(data).digest() if isinstance(data, bytes) else data) for path, data in contents])
+
+
+def add_digests(digest, contents) -> None:
+    """add_contents for files whose bytes were hashed already (SHA-256):
+    the same key as of the bytes."""
     for path, data in contents:
         digest.update(b"\0" + os.fsencode(path) + b"\0")
         if isinstance(data, bytes):
-            digest.update(b"bytes\0" + hashlib.sha256(data).digest())
+            digest.update(b"bytes\0" + data)
         else:
             digest.update(f"unreadable\0{data.kind.value}\0{data.message}".encode())

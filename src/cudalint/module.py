@@ -100,7 +100,7 @@ class Modules:
             self._resolvers[module.root] = Resolver.for_module(module.root / "go.mod", self._settings)
         return self._resolvers[module.root]
 
-    def outside_imports(self, main: Path, directory: Path, contents: list[bytes], described: frozenset[str]) -> list[Path]:
+    def outside_imports(self, main: Path, directory: Path, imported: Iterable[str], described: frozenset[str]) -> list[Path]:
         """The directories of the packages outside the module of `main` (the
         package analysed) that these files of `directory` import, where this
         machine has their source (DESIGN.md, *Dependencies outside the
@@ -111,15 +111,14 @@ class Modules:
             return []
         own = self.of(directory)
         found: dict[Path, None] = {}
-        for data in contents:
-            for path in imports(data):
-                if not _outside(path, own) or path in described:
-                    continue
-                located = resolver.locate(path)
-                if located is None:
-                    self.unreadable.add(resolver.module_of_import(path) or path)
-                elif located.directory != directory:
-                    found[located.directory] = None
+        for path in imported:
+            if not _outside(path, own) or path in described:
+                continue
+            located = resolver.locate(path)
+            if located is None:
+                self.unreadable.add(resolver.module_of_import(path) or path)
+            elif located.directory != directory:
+                found[located.directory] = None
         return list(found)
 
     def without_source(self, directory: Path, import_paths: Iterable[str]) -> frozenset[str]:
@@ -187,18 +186,17 @@ def imports(data: bytes) -> list[str]:
     return [os.fsdecode(path) for path in found]
 
 
-def in_module_imports(directory: Path, module: Module | None, contents: list[bytes]) -> list[Path]:
+def in_module_imports(directory: Path, module: Module | None, imported: Iterable[str]) -> list[Path]:
     """The directories of the packages of the same module (or locally
-    replaced) that these files of `directory` (of `module`) import."""
+    replaced) that the package in `directory` (of `module`) imports."""
     if module is None:
         return []
-    prefixes = [module.path.encode()] + [prefix.encode() for prefix, _ in module.replacements]
+    prefixes = (module.path, *(prefix for prefix, _ in module.replacements))
     found: dict[Path, None] = {}
-    for data in contents:
-        if not any(prefix in data for prefix in prefixes):
-            continue  # names no package of the module at all
-        for path in imports(data):
-            target = module.directory(path)
-            if target is not None and target != directory:
-                found[target] = None
+    for path in imported:
+        if not path.startswith(prefixes):
+            continue  # no package of the module at all
+        target = module.directory(path)
+        if target is not None and target != directory:
+            found[target] = None
     return list(found)

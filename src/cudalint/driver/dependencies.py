@@ -19,20 +19,18 @@ either way.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudalint import prefilter
 from cudalint.checks import FACT_ANALYSES
 from cudalint.discover import package_files
 from cudalint.framework import ImportedFacts, ObjectFact, export_facts, start_run
 from cudalint.functions import collect_packages
 from cudalint.knowledge import Knowledge
+from cudalint.driver.files import FileFacts, FileIndex
 from cudalint.module import Modules, in_module_imports
 from cudalint.parse import parse
-from cudalint.source import SourceFile, display_path, read_source
-from cudalint.findings import Notification
+from cudalint.source import SourceFile
 
 # Import chains deeper than this are not followed (a guard, not a limit real modules reach).
 MAX_IMPORT_DEPTH = 64
@@ -113,51 +111,47 @@ class DependencyFacts:
             return []
 
 
+def fact_needles_of(described: frozenset[str], c_api_needles: tuple[bytes, ...]) -> tuple[bytes, ...]:
+    """What makes a dependency outside the module worth summarising: an
+    import of a described Go API, or a cgo call of a described C API
+    (`C.cuda`, `C.nvml`: `c_api_needles`). `unsafe.Pointer` or cgo in
+    golang.org/x/sys is no reason to summarise it."""
+    return tuple(f'"{path}"'.encode() for path in sorted(described) if path != "C") + c_api_needles
+
+
 def plan(
-    directories: list[list[Path]], base: Path, modules: Modules, needles: tuple[bytes, ...],
-    reads: dict[Path, SourceFile | Notification], described: frozenset[str] = frozenset(),
-    c_api_needles: tuple[bytes, ...] = (), overlay: Mapping[Path, bytes] | None = None,
+    directories: list[list[Path]], modules: Modules, files: FileIndex, described: frozenset[str] = frozenset(),
 ) -> list[Node]:
     """The run's packages: one node per directory of the run, in order,
     then one per dependency outside the run that can matter (its files, or
     a package it imports, mention something the rules look for). Every
-    file is read here, once (into `reads`; `overlay`: editors' unsaved
-    buffers, read instead of the disk): the jobs are handed these bytes and
-    the cache keys are made of them. Packages the knowledge describes
-    (`described`) are not read."""
+    file is read here at most once (`files`: not at all where the index
+    kept from an earlier run vouches for it): the jobs are handed these
+    bytes and the cache keys are made of their digests. Packages the
+    knowledge describes (`described`) are not read."""
     imports: dict[Path, list[Path]] = {}
     files_of: dict[Path, list[Path]] = {paths[0].parent: paths for paths in directories}
     relevant: dict[Path, bool] = {}
     matches: dict[Path, bool] = {}
-    # Outside the module only what can make a fact counts: an import of a
-    # described Go API, or a cgo call of a described C API (`C.cuda`,
-    # `C.nvml`: `c_api_needles`). `unsafe.Pointer` or cgo in
-    # golang.org/x/sys is no reason to summarise it.
+    # Outside the module only what can make a fact counts (fact_needles_of).
     outside: set[Path] = set()
-    fact_needles = tuple(f'"{path}"'.encode() for path in sorted(described) if path != "C") + c_api_needles
 
-    def contents(directory: Path) -> list[bytes]:
-        found = []
+    def contents(directory: Path) -> list[FileFacts]:
         if directory not in files_of:
             files_of[directory] = package_files(directory)
-        for path in files_of[directory]:
-            read = reads.get(path)
-            if read is None:
-                read = reads[path] = read_source(path, display_path(path, base), overlay)
-            if isinstance(read, SourceFile):
-                found.append(read.data)
-        return found
+        return [facts for path in files_of[directory] if (facts := files.facts(path)) is not None]
 
     def scan(directory: Path, main: Path) -> list[Path]:
         if directory not in imports:
-            data = contents(directory)
-            if directory in outside and not prefilter.may_match(data, fact_needles):
+            found = contents(directory)
+            if directory in outside and not any(facts.fact_matches for facts in found):
                 matches[directory] = False
                 imports[directory] = []  # read only as deep as the API
                 return []
-            matches[directory] = prefilter.may_match(data, fact_needles if directory in outside else needles)
-            inside = in_module_imports(directory, modules.of(directory), data)
-            beyond = [d for d in modules.outside_imports(main, directory, data, described) if d not in inside]
+            matches[directory] = any(facts.fact_matches if directory in outside else facts.matches for facts in found)
+            imported = list(dict.fromkeys(path for facts in found for path in facts.imports))
+            inside = in_module_imports(directory, modules.of(directory), imported)
+            beyond = [d for d in modules.outside_imports(main, directory, imported, described) if d not in inside]
             outside.update(beyond)
             imports[directory] = inside + beyond
         return imports[directory]

@@ -15,14 +15,14 @@ import hashlib
 import os
 from pathlib import Path
 
-from cudalint.cache import CacheRefused, ResultCache, add_contents, fingerprint
+from cudalint.cache import CacheRefused, ResultCache, add_contents, add_digests, fingerprint
 from cudalint.cside import headers_signature, local_c_files, read_c
 from cudalint.discover import printable
 from cudalint.driver.settings import Settings
 from cudalint.findings import Notification, NotificationKind
 from cudalint.knowledge import Knowledge
 from cudalint.module import Modules
-from cudalint.source import SourceFile, display_path
+from cudalint.source import display_path
 
 
 def salt(settings: Settings, knowledge: Knowledge, needles: tuple[bytes, ...]) -> str:
@@ -46,13 +46,14 @@ def open_cache(settings: Settings, knowledge: Knowledge, needles: tuple[bytes, .
         )
 
 
-def own_digest(modules: Modules, directory: Path, paths: list[Path], reads: list[SourceFile | Notification]) -> str:
-    """A digest of a package's own inputs: the bytes (or read failures) of
-    its Go files, of the C files the C side reads beside them, and what it
-    takes from its module's go.mod (import paths; fixes use no newer Go)."""
+def own_digest(modules: Modules, directory: Path, files: list[tuple[Path, bytes | Notification]]) -> str:
+    """A digest of a package's own inputs: the digests (SHA-256) of its Go
+    files' bytes, or their read failures, the bytes of the C files the C
+    side reads beside them, and what it takes from its module's go.mod
+    (import paths; fixes use no newer Go)."""
     digest = hashlib.sha256()
-    entries = [(path, read.data if isinstance(read, SourceFile) else read) for path, read in zip(paths, reads)]
-    add_contents(digest, entries + _c_files(directory) + _module_entry(modules, directory))
+    add_digests(digest, files)
+    add_contents(digest, _c_files(directory) + _module_entry(modules, directory))
     return digest.hexdigest()
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 from cudalint import prefilter, suppressions
 from cudalint.checks import CHECKS
 from cudalint.discover import printable
-from cudalint.driver.dependencies import Node, plan
+from cudalint.driver.dependencies import Node, fact_needles_of, plan
+from cudalint.driver.files import FileIndex
 from cudalint.driver.keys import open_cache
 from cudalint.driver.package import Context
 from cudalint.driver.pool import Pool, default_jobs
@@ -40,17 +41,19 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
         needles += (b"cudalint:",)
     context = Context.of(settings, knowledge, needles)
     directories = [list(group) for _, group in groupby(sorted(files, key=lambda p: (p.parent.as_posix(), p.name)), key=lambda p: p.parent)]
-    # Every file is read here, once: the jobs analyse these bytes, the keys are made of them.
+    cache, refused = open_cache(settings, knowledge, needles)
+    # Every file is read here, at most once: the jobs analyse these bytes,
+    # the keys are made of their digests.
     reads: dict[Path, SourceFile | Notification] = {}
-    nodes = plan(
-        directories, settings.base, context.modules, needles, reads, knowledge.fully_described, knowledge.c_call_prefixes,
+    files = FileIndex(
+        settings.base, needles, fact_needles_of(knowledge.fully_described, knowledge.c_call_prefixes), reads, cache,
         settings.overlay,
     )
+    nodes = plan(directories, context.modules, files, knowledge.fully_described)
     total = Result()
     unreadable = _unreadable(context.modules.unreadable, knowledge)
     if unreadable is not None:
         total.notifications.append(unreadable)
-    cache, refused = open_cache(settings, knowledge, needles)
     if refused is not None:
         total.notifications.append(refused)
     progress = Progress(len(directories), settings.progress_after)
@@ -74,9 +77,7 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
     try:
         # More workers than CPUs only cost memory.
         jobs = max(1, min(settings.jobs, default_jobs()))
-        schedule = Schedule(
-            nodes, reads, context.modules, settings.base, cache, trusted, may_skip, largest_first=jobs > 1, overlay=settings.overlay,
-        )
+        schedule = Schedule(nodes, files, context.modules, cache, trusted, may_skip, largest_first=jobs > 1)
         # Hits are merged first: an unchanged tree starts no worker at all.
         schedule.look_up()
         for index, part in schedule.hits:
@@ -94,6 +95,7 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
         for index, part in schedule.hits:
             done(index, part)
         progress.close()
+        files.save()
         if cache is not None and left:
             cache.evict()
     finally:

@@ -10,13 +10,15 @@ each finished package lends its importers.
 
 from __future__ import annotations
 
+import hashlib
 import heapq
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from cudalint.cache import ResultCache
 from cudalint.driver.dependencies import Dependency, Node
+from cudalint.driver.files import FileFacts, FileIndex
 from cudalint.driver.keys import own_digest, result_key, summary_digest
 from cudalint.findings import Notification, Result
 from cudalint.framework import ObjectFact, concern_callers
@@ -53,19 +55,17 @@ class Schedule:
     are the same either way, only the time differs."""
 
     def __init__(
-        self, nodes: list[Node], reads: dict[Path, SourceFile | Notification], modules: Modules, base: Path,
+        self, nodes: list[Node], files: FileIndex, modules: Modules,
         cache: ResultCache | None, trusted: Callable[[Result, Node], Result | None],
         may_skip: Callable[[Node], bool] = lambda node: False, largest_first: bool = True,
-        overlay: Mapping[Path, bytes] | None = None,
     ) -> None:
         self.nodes = nodes
-        self.reads = reads
+        self.files = files
+        self.reads = files.reads
         self.modules = modules
-        self.base = base
         self.cache = cache
         self.trusted = trusted
         self.may_skip = may_skip
-        self.overlay = overlay
         # Over workers the largest package goes first (the run lasts at least
         # as long as it, so it must not start last); in one process the
         # smallest do, so that the bytes held for the rest are fewest when
@@ -81,7 +81,7 @@ class Schedule:
         self.blocking = [len(set(needs)) for needs in self.needs]
         # Only a package some package imports needs its facts exported.
         self.imported = {j for needs in self.needs for j in needs}
-        self.size = [sum(len(read.data) for read in self._reads(i) if isinstance(read, SourceFile)) for i in range(len(nodes))]
+        self.size = [sum(facts.size for facts in self._facts(i) if facts is not None) for i in range(len(nodes))]
         self.facts: list[list[ObjectFact] | None] = [None] * len(nodes)
         self.digests: list[str | None] = [None] * len(nodes)
         self._own: list[str | None] = [None] * len(nodes)
@@ -98,20 +98,32 @@ class Schedule:
         self.hits: list[tuple[int, Result]] = []
 
     def _reads(self, i: int) -> list[SourceFile | Notification]:
-        """Node i's files as the parent read them (read again where they
-        were let go: only for a dependency whose importer needs its files)."""
-        found = []
-        for path in self.nodes[i].paths:
-            read = self.reads.get(path)
-            if read is None:
-                read = self.reads[path] = read_source(path, display_path(path, self.base), self.overlay)
-            found.append(read)
-        return found
+        """Node i's files as the parent read them, or read now (those the
+        file index vouched for, and those let go: for a dependency whose
+        importer needs its files)."""
+        return [self._read(path) for path in self.nodes[i].paths]
+
+    def _read(self, path: Path) -> SourceFile | Notification:
+        read = self.reads.get(path)
+        if read is None:
+            read = self.reads[path] = read_source(path, display_path(path, self.files.base), self.files.overlay)
+        return read
+
+    def _facts(self, i: int) -> list[FileFacts | None]:
+        """What the plan knows of node i's files (None: unreadable)."""
+        return [self.files.facts(path) for path in self.nodes[i].paths]
 
     def own(self, i: int) -> str:
         if self._own[i] is None:
             node = self.nodes[i]
-            self._own[i] = own_digest(self.modules, node.directory, node.paths, self._reads(i))
+            entries: list[tuple[Path, bytes | Notification]] = []
+            for path, facts in zip(node.paths, self._facts(i)):
+                if facts is not None:
+                    entries.append((path, facts.digest))
+                else:
+                    read = self._read(path)
+                    entries.append((path, read if isinstance(read, Notification) else hashlib.sha256(read.data).digest()))
+            self._own[i] = own_digest(self.modules, node.directory, entries)
         return self._own[i]
 
     def _key(self, i: int) -> str | None:
@@ -197,11 +209,9 @@ class Schedule:
             return None
         if any(self.facts[j] is None or concern_callers(self.facts[j]) for j in self.needs[i]):
             return None
-        reads = self._reads(i)
-        return Result(
-            notifications=[read for read in reads if isinstance(read, Notification)],
-            files_skipped=sum(1 for read in reads if isinstance(read, SourceFile)),
-        )
+        readable = [path for path, facts in zip(node.paths, self._facts(i)) if facts is not None]
+        unreadable = [read for path in node.paths if path not in readable and isinstance(read := self._read(path), Notification)]
+        return Result(notifications=unreadable, files_skipped=len(readable))
 
     def look_up(self) -> None:
         """Look up every package that may be looked up now (an unchanged
