@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from cudalint.analyses.calls import CALLS
-from cudalint.analyses.lifetimes import LIFETIMES, Mismatch
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.analyses.calls import CALLS, unwrap
+from cudalint.analyses.field_kinds import FIELD_KINDS
+from cudalint.analyses.lifetimes import LIFETIMES, Origin
+from cudalint.knowledge import ResourceSpec
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG
 from cudalint.prefilter import imports_of
@@ -14,20 +19,59 @@ from cudalint.functions import Unit
 
 def check(p: Pass) -> None:
     lifetimes = p.result_of(LIFETIMES)
+    reported: list[Node] = []
 
     def visit(unit: Unit, graph: CFG) -> None:
         for mismatch in lifetimes.lifetimes(unit).mismatches:
-            p.report(unit, graph.ast(mismatch.node), _message(mismatch), acquired=acquired_here(mismatch.origin))
+            statement = graph.ast(mismatch.node)
+            reported.append(statement)
+            origin = mismatch.origin
+            p.report(
+                unit, statement, _message(origin.handle, origin, mismatch.release_call, mismatch.release_resource),
+                acquired=acquired_here(origin),
+            )
 
     p.visit_graphs(lifetimes.units_with_acquisitions(), visit)
+    _check_fields(p, reported)
 
 
-def _message(mismatch: Mismatch) -> str:
-    origin = mismatch.origin
+def _check_fields(p: Pass, reported: list[Node]) -> None:
+    """A release of a field whose kind the package fixes (`C.free(p.ptr)`
+    where every value stored into ptr is pinned memory), wherever it is."""
+    calls = p.result_of(CALLS)
+    kinds = p.result_of(FIELD_KINDS)
+    units = {unit.node: unit for unit in p.package.units}
+    for call, fact in calls.calls.items():
+        if fact.api is None or not fact.api.is_release:
+            continue
+        roles = fact.api.roles("release")
+        released = {resource.name for resource, _ in roles}
+        arguments = syntax.children(call.child_by_field_name("arguments"))
+        for resource, role in roles:
+            if role.is_out or not 0 <= role.index < len(arguments):
+                continue
+            argument = unwrap(arguments[role.index], calls)
+            if argument is None or argument.type != "selector_expression":
+                continue
+            kind = kinds.kind_of(calls.types.type_of(argument.child_by_field_name("operand")), syntax.text(argument.child_by_field_name("field")))
+            unit = units.get(syntax.enclosing_function(call))
+            if kind is None or kind.resource.name in released or unit is None:
+                continue
+            if any(statement.start_byte <= call.start_byte < statement.end_byte for statement in reported):
+                continue  # the walk from its acquisition said it already
+            p.report(
+                unit, call, _message(syntax.text(argument), kind.origin, role.call, resource, kind.resource),
+                acquired=acquired_here(kind.origin),
+            )
+            break
+
+
+def _message(holder: str, origin: Origin, release_call: str, release_resource: ResourceSpec, held: ResourceSpec | None = None) -> str:
+    held = held or origin.resource
     return (
-        f"{origin.handle} holds {origin.resource.name} from {origin.written} (@acquired) but is "
-        f"released with {spelled(origin, mismatch.release_call)}, which releases "
-        f"{mismatch.release_resource.name}; use {spelled(origin, origin.resource.first_release)}"
+        f"{holder} holds {held.name} from {origin.written} (@acquired) but is "
+        f"released with {spelled(origin, release_call)}, which releases "
+        f"{release_resource.name}; use {spelled(origin, held.first_release)}"
     )
 
 
@@ -67,6 +111,6 @@ RULE = Rule(
     """,
     tags=("correctness",),
     check=check,
-    requires=(CALLS, LIFETIMES),
+    requires=(CALLS, LIFETIMES, FIELD_KINDS),
     needles=lambda knowledge: imports_of(knowledge, lambda family: bool(family.resources)),
 )

@@ -1,0 +1,118 @@
+"""Field kinds: the one kind of resource a struct field of the package holds.
+
+Real code keeps its handles in struct fields: a constructor allocates into
+`b.ptr`, a `Close` method frees `b.ptr` far from the allocation. Where every
+value the package stores into a field (`T{ptr: p}`, `b.ptr = p`, `&b.ptr`
+handed to an allocator) is an acquisition of one kind, the field holds that
+kind wherever it is read, and a release of another kind (`C.free(p.ptr)` of
+pinned memory) is a mismatch however far from the allocation it is. A field
+that also receives anything else (a parameter, another field, a value of
+another kind) says nothing: its kind is unknown. The zero value (`nil`, `0`)
+is no store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.analyses.calls import CALLS, CallIndex, unwrap
+from cudalint.analyses.lifetimes import LIFETIMES, Engine, Origin
+from cudalint.framework import Analysis
+from cudalint.functions import Unit
+from cudalint.gotypes import named_type
+from cudalint.knowledge import ResourceSpec
+
+_ZERO = frozenset({"nil", "0"})
+
+
+@dataclass(frozen=True)
+class FieldKind:
+    """What a field holds, and one place the package stores it."""
+
+    resource: ResourceSpec  # what an owning type's constructor acquires is what it owns
+    origin: Origin  # one acquisition stored into it
+
+
+class FieldKinds:
+    def __init__(self, calls: CallIndex, lifetimes: Engine):
+        self._calls = calls
+        self._kinds: dict[tuple[str, str], FieldKind | None] = {}
+        by_node = {unit.node: unit for unit in calls.package.units}
+        # The acquisitions, by call and by (function, handle variable).
+        self._by_call: dict[Node, list[Origin]] = {}
+        self._by_handle: dict[tuple[Node, str], list[Origin]] = {}
+        for unit in lifetimes.units_with_acquisitions():
+            for origin in lifetimes.lifetimes(unit).origins:
+                self._by_call.setdefault(origin.call, []).append(origin)
+                self._by_handle.setdefault((unit.node, origin.handle), []).append(origin)
+                target = self._out_field(origin)
+                if target is not None:
+                    self._add(target, FieldKind(origin.resource.owns or origin.resource, origin))
+        for parsed in calls.package.files:
+            for field_name, stores in syntax.field_stores(parsed.index).items():
+                for holder, value in stores:
+                    calls.package.resolution.ensure(parsed.root, holder)
+                    type_name = named_type(holder.child_by_field_name("type")) if holder.type == "composite_literal" else calls.types.type_of(holder)
+                    if type_name is None:
+                        continue
+                    self._add((type_name, field_name), self._value_kind(value, by_node))
+
+    def kind_of(self, type_name: str | None, field: str) -> FieldKind | None:
+        """The kind every value stored into `type_name.field` is, if one."""
+        return self._kinds.get((type_name, field)) if type_name is not None else None
+
+    def _add(self, key: tuple[str, str], kind: FieldKind | None | bool) -> None:
+        if kind is False:
+            return  # the zero value: no store
+        if key in self._kinds:
+            known = self._kinds[key]
+            if known is None or kind is None or known.resource.name != kind.resource.name:
+                self._kinds[key] = None
+            return
+        self._kinds[key] = kind if isinstance(kind, FieldKind) else None
+
+    def _value_kind(self, value: Node, by_node: dict[Node, Unit]) -> FieldKind | None | bool:
+        """The kind of a value stored into a field: an acquisition's call, or
+        a variable of the function holding one (False: the zero value)."""
+        node = unwrap(value, self._calls)
+        if node is None:
+            return None
+        if syntax.text(node) in _ZERO:
+            return False
+        unit = by_node.get(syntax.enclosing_function(node))
+        if node.type == "call_expression":
+            origins = self._by_call.get(node, [])
+        elif node.type == "identifier" and unit is not None:
+            origins = self._by_handle.get((unit.node, syntax.text(node)), [])
+        else:
+            return None
+        kinds = {(origin.resource.owns or origin.resource).name: origin for origin in origins}
+        if len(kinds) != 1:
+            return None
+        origin = next(iter(kinds.values()))
+        return FieldKind(origin.resource.owns or origin.resource, origin)
+
+    def _out_field(self, origin: Origin) -> tuple[str, str] | None:
+        """`C.cudaMallocHost(&b.ptr, n)`: the field an acquisition writes."""
+        if origin.via is not None or not origin.role.is_out:
+            return None
+        arguments = syntax.children(origin.call.child_by_field_name("arguments"))
+        if origin.role.index >= len(arguments):
+            return None
+        pointer = syntax.unparen(arguments[origin.role.index])
+        if pointer is None or pointer.type != "unary_expression" or syntax.text(pointer.child_by_field_name("operator")) != "&":
+            return None
+        target = syntax.unparen(pointer.child_by_field_name("operand"))
+        if target is None or target.type != "selector_expression":
+            return None
+        type_name = self._calls.types.type_of(target.child_by_field_name("operand"))
+        return (type_name, syntax.text(target.child_by_field_name("field"))) if type_name is not None else None
+
+
+FIELD_KINDS: Analysis[FieldKinds] = Analysis(
+    "field_kinds", __doc__ or "", lambda p: FieldKinds(p.result_of(CALLS), p.result_of(LIFETIMES)),
+    requires=(CALLS, LIFETIMES),
+)
