@@ -21,7 +21,7 @@ from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CallIndex, unwrap
 from cudalint.analyses.lifetimes import LIFETIMES, Engine, Origin
 from cudalint.framework import Analysis
-from cudalint.functions import Unit
+from cudalint.functions import Unit, UnitKind
 from cudalint.gotypes import named_type
 from cudalint.knowledge import ResourceSpec
 
@@ -36,10 +36,23 @@ class FieldKind:
     origin: Origin  # one acquisition stored into it
 
 
+@dataclass(frozen=True)
+class FieldWrite:
+    """An acquisition written into a field of an existing value: `&b.ptr`
+    handed to an allocator, or `b.ptr = p` with p just acquired."""
+
+    key: tuple[str, str]  # (type, field)
+    target: Node  # the selector `b.ptr`
+    resource: ResourceSpec
+    unit: Unit
+
+
 class FieldKinds:
     def __init__(self, calls: CallIndex, lifetimes: Engine):
         self._calls = calls
         self._kinds: dict[tuple[str, str], FieldKind | None] = {}
+        self._writes: list[FieldWrite] = []
+        self._literal_stores: list[tuple[str, str]] = []  # fields a composite literal fills with an acquisition
         by_node = {unit.node: unit for unit in calls.package.units}
         # The acquisitions, by call and by (function, handle variable).
         self._by_call: dict[Node, list[Origin]] = {}
@@ -48,9 +61,23 @@ class FieldKinds:
             for origin in lifetimes.lifetimes(unit).origins:
                 self._by_call.setdefault(origin.call, []).append(origin)
                 self._by_handle.setdefault((unit.node, origin.handle), []).append(origin)
-                target = self._out_field(origin)
-                if target is not None:
-                    self._add(target, FieldKind(origin.resource.owns or origin.resource, origin))
+                target = self._out_field(origin.call, origin.role.index) if origin.via is None and origin.role.is_out else None
+                key = self._key(target) if target is not None else None
+                if key is not None:
+                    self._add(key, FieldKind(origin.resource.owns or origin.resource, origin))
+        # Every allocation into a field, an acquisition the walks follow or
+        # not (`C.cudaStreamCreate(&p.stream)` in a method of p's type).
+        for call, fact in calls.calls.items():
+            for resource, role in fact.api.roles("acquire") if fact.api is not None else ():
+                target = self._out_field(call, role.index) if role.is_out else None
+                key = self._key(target) if target is not None else None
+                unit = by_node.get(syntax.enclosing_function(call))
+                if key is None or unit is None:
+                    continue
+                known = self._kinds.get(key)
+                if known is not None and known.resource.name != resource.name:
+                    self._kinds[key] = None
+                self._writes.append(FieldWrite(key, target, resource, unit))
         for parsed in calls.package.files:
             for field_name, stores in syntax.field_stores(parsed.index).items():
                 for holder, value in stores:
@@ -58,11 +85,30 @@ class FieldKinds:
                     type_name = named_type(holder.child_by_field_name("type")) if holder.type == "composite_literal" else calls.types.type_of(holder)
                     if type_name is None:
                         continue
-                    self._add((type_name, field_name), self._value_kind(value, by_node))
+                    kind = self._value_kind(value, by_node)
+                    self._add((type_name, field_name), kind)
+                    unit = by_node.get(syntax.enclosing_function(holder))
+                    if isinstance(kind, FieldKind) and holder.type == "composite_literal":
+                        self._literal_stores.append((type_name, field_name))
+                    elif isinstance(kind, FieldKind) and unit is not None:
+                        self._writes.append(FieldWrite((type_name, field_name), holder.parent, kind.resource, unit))
 
     def kind_of(self, type_name: str | None, field: str) -> FieldKind | None:
         """The kind every value stored into `type_name.field` is, if one."""
         return self._kinds.get((type_name, field)) if type_name is not None else None
+
+    def writes(self) -> list[FieldWrite]:
+        """The acquisitions written into fields of existing values, in order."""
+        return list(self._writes)
+
+    def born_holding(self, key: tuple[str, str]) -> bool:
+        """Whether the package's values of the type are born holding the
+        field: a composite literal fills it with an acquisition, or a
+        function that is no method writes one into it (a constructor).
+        Methods alone (`Open`, `Reopen` on a zero value) say nothing."""
+        return key in self._literal_stores or any(
+            other.key == key and other.unit.kind is not UnitKind.METHOD for other in self._writes
+        )
 
     def _add(self, key: tuple[str, str], kind: FieldKind | None | bool) -> None:
         if kind is False:
@@ -95,21 +141,21 @@ class FieldKinds:
         origin = next(iter(kinds.values()))
         return FieldKind(origin.resource.owns or origin.resource, origin)
 
-    def _out_field(self, origin: Origin) -> tuple[str, str] | None:
+    @staticmethod
+    def _out_field(call: Node, index: int) -> Node | None:
         """`C.cudaMallocHost(&b.ptr, n)`: the field an acquisition writes."""
-        if origin.via is not None or not origin.role.is_out:
+        arguments = syntax.children(call.child_by_field_name("arguments"))
+        if not 0 <= index < len(arguments):
             return None
-        arguments = syntax.children(origin.call.child_by_field_name("arguments"))
-        if origin.role.index >= len(arguments):
-            return None
-        pointer = syntax.unparen(arguments[origin.role.index])
+        pointer = syntax.unparen(arguments[index])
         if pointer is None or pointer.type != "unary_expression" or syntax.text(pointer.child_by_field_name("operator")) != "&":
             return None
         target = syntax.unparen(pointer.child_by_field_name("operand"))
-        if target is None or target.type != "selector_expression":
-            return None
-        type_name = self._calls.types.type_of(target.child_by_field_name("operand"))
-        return (type_name, syntax.text(target.child_by_field_name("field"))) if type_name is not None else None
+        return target if target is not None and target.type == "selector_expression" else None
+
+    def _key(self, selector: Node) -> tuple[str, str] | None:
+        type_name = self._calls.types.type_of(selector.child_by_field_name("operand"))
+        return (type_name, syntax.text(selector.child_by_field_name("field"))) if type_name is not None else None
 
 
 FIELD_KINDS: Analysis[FieldKinds] = Analysis(

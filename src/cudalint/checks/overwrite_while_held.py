@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import re
+
+from cudalint import syntax
 from cudalint.analyses.calls import CALLS
+from cudalint.analyses.field_kinds import FIELD_KINDS
 from cudalint.analyses.lifetimes import LIFETIMES, Origin
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG
 from cudalint.prefilter import imports_of
 from cudalint.wording import acquired_here, release_verb
 from cudalint.framework import Pass
-from cudalint.functions import Unit
+from cudalint.functions import Unit, UnitKind
 
 
 def check(p: Pass) -> None:
@@ -20,6 +24,54 @@ def check(p: Pass) -> None:
             p.report(unit, graph.ast(overwrite.node), _message(overwrite.origin), acquired=acquired_here(overwrite.origin))
 
     p.visit_graphs(lifetimes.units_with_acquisitions(), visit)
+    _check_fields(p)
+
+
+def _check_fields(p: Pass) -> None:
+    """A method that acquires into a field of its receiver which the
+    package's values are born holding (a constructor fills it with the same
+    kind), without releasing, reading or testing that field first, nor
+    calling a method of the receiver before (which may release it): the
+    value it held is lost (`Grow` re-allocating `b.ptr`)."""
+    kinds = p.result_of(FIELD_KINDS)
+    writes = [w for w in kinds.writes() if w.unit.kind is UnitKind.METHOD and kinds.born_holding(w.key)]
+
+    def visit(unit: Unit, graph: CFG) -> None:
+        receiver = unit.receiver
+        for write in writes:
+            operand = write.target.child_by_field_name("operand")
+            if write.unit is not unit or receiver is None or operand.type != "identifier":
+                continue
+            if p.package.resolution.symbol(operand) is not receiver or kinds.kind_of(*write.key) is None:
+                continue
+            n = graph.node_containing(write.target)
+            if n is None or not graph.reachable(n) or _touched_before(graph, n, receiver.name, syntax.text(write.target)):
+                continue
+            held = kinds.kind_of(*write.key)
+            p.report(
+                unit, write.target,
+                f"{syntax.text(write.target)} is overwritten here while it may still hold {held.resource.name} "
+                f"stored by {held.origin.unit.name} (@acquired), which can then never be {release_verb(held.resource)}; "
+                f"release it first, or test that it is nil",
+                acquired=acquired_here(held.origin),
+            )
+
+    p.visit_graphs({write.unit for write in writes}, visit)
+
+
+def _touched_before(graph: CFG, n: int, receiver: str, field: str) -> bool:
+    """Whether a statement on a path to n mentions the field, or calls a
+    method of the receiver."""
+    method_call = re.compile(rf"\b{re.escape(receiver)}\.\w+\s*\(")
+    mention = re.compile(rf"\b{re.escape(field)}\b")
+    for m in graph.statement_nodes():
+        if m == n or not graph.has_path(m, n):
+            continue
+        for root in graph.evaluated(m):
+            text = syntax.text(root)
+            if mention.search(text) or method_call.search(text):
+                return True
+    return False
 
 
 def _message(origin: Origin) -> str:
@@ -70,6 +122,6 @@ RULE = Rule(
     """,
     tags=("correctness", "resource-leak"),
     check=check,
-    requires=(CALLS, LIFETIMES),
+    requires=(CALLS, LIFETIMES, FIELD_KINDS),
     needles=lambda knowledge: imports_of(knowledge, lambda family: bool(family.resources)),
 )
