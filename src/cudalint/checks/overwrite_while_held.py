@@ -30,9 +30,10 @@ def check(p: Pass) -> None:
 def _check_fields(p: Pass) -> None:
     """A method that acquires into a field of its receiver which the
     package's values are born holding (a constructor fills it with the same
-    kind), without releasing, reading or testing that field first, nor
-    calling a method of the receiver before (which may release it): the
-    value it held is lost (`Grow` re-allocating `b.ptr`)."""
+    kind), without releasing, reading or testing that field first, testing
+    a flag of the receiver, or calling a method of the receiver before
+    (which may release it): the value it held is lost (`Grow`
+    re-allocating `b.ptr`)."""
     kinds = p.result_of(FIELD_KINDS)
     writes = [w for w in kinds.writes() if w.unit.kind is UnitKind.METHOD and kinds.born_holding(w.key)]
 
@@ -60,16 +61,18 @@ def _check_fields(p: Pass) -> None:
 
 
 def _touched_before(graph: CFG, n: int, receiver: str, field: str) -> bool:
-    """Whether a statement on a path to n mentions the field, or calls a
-    method of the receiver."""
+    """Whether a statement on a path to n mentions the field, calls a
+    method of the receiver, or tests a flag of the receiver (`if m.loaded
+    { return errLoaded }`: the state it guards is the field's)."""
     method_call = re.compile(rf"\b{re.escape(receiver)}\.\w+\s*\(")
     mention = re.compile(rf"\b{re.escape(field)}\b")
+    flag = re.compile(rf"^!?\s*{re.escape(receiver)}\.\w+$|\b{re.escape(receiver)}\.\w+\s*[!=]=\s*(true|false)\b")
     for m in graph.statement_nodes():
         if m == n or not graph.has_path(m, n):
             continue
         for root in graph.evaluated(m):
             text = syntax.text(root)
-            if mention.search(text) or method_call.search(text):
+            if mention.search(text) or method_call.search(text) or flag.search(text.strip()):
                 return True
     return False
 
