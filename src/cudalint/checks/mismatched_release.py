@@ -84,6 +84,11 @@ RULE = Rule(
     acquired: `cudaFreeHost` on memory from `cudaMalloc`, `cudaFree` on pinned
     memory from `cudaMallocHost`, `C.free` on memory from `cudaMallocManaged`,
     `cuMemFree` on `cuMemAllocHost` memory. The pairs come from `rules/*.toml`.
+    A struct field counts as the handle wherever it is released when every
+    value the package stores into it (`T{ptr: p}`, `b.ptr = p`,
+    `C.cudaMallocHost(&b.ptr, n)`) is an acquisition of one kind: `C.free(p.ptr)`
+    in a method far from the allocation is reported too. A field that also
+    receives anything else (a parameter, another kind) is not judged.
 
     ## Why is this bad?
     Each allocator keeps its own bookkeeping: releasing with the wrong one

@@ -94,7 +94,12 @@ RULE = Rule(
     only reference to a resource: a second `C.cudaMalloc(&d, n)` into the same
     `d`, `d = nil`, or the next iteration of a loop that allocates into a
     variable declared outside the loop. The resource is reported once, here,
-    and not also as a leak (CL101).
+    and not also as a leak (CL101). A method that allocates into a field of
+    its receiver (`C.cudaMalloc(&b.ptr, n)`, `b.ptr = p`) is reported where
+    the package's values are born holding that field (a constructor or a
+    composite literal fills it with the same kind) and nothing on the way
+    releases, reads or tests the field, tests a flag of the receiver
+    (`if b.open { ... }`) or calls a method of the receiver first.
 
     ## Why is this bad?
     After the overwrite nothing refers to the old allocation any more, so it
