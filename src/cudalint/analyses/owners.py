@@ -276,6 +276,11 @@ class Owners:
                 found.append(known[1])
         return tuple(found)
 
+    def releasing_units(self) -> frozenset[Node]:
+        """The functions (their nodes) that may free something, directly or
+        through a function, wrapper or release method they call."""
+        return frozenset(self._releasing_units())
+
     def _releasing_units(self) -> set[Node]:
         """The functions that may free something: those calling an API
         release, a module function that frees a parameter or a release

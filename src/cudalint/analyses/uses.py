@@ -247,12 +247,14 @@ class VariableUses:
                 continue
             if callee.kind is CalleeKind.API and callee.api is not None:
                 index = [c.id for c in syntax.children(parent)].index(child.id)
+                deferred = syntax.statement_of_call(call) == "defer_statement"
                 for resource, role in callee.api.roles("release"):
                     if role.index == index:
-                        deferred = syntax.statement_of_call(call) == "defer_statement"
                         return Use(
                             UseKind.DEREF, symbol, identifier, call=call, callee=callee, role=(resource, role), deferred=deferred, field=name,
                         )
+                # `C.cudaMemcpy(b.ptr, ...)`: the field handed to the API.
+                return Use(UseKind.DEREF, symbol, identifier, call=call, callee=callee, deferred=deferred, field=name)
             break
         return Use(UseKind.DEREF, symbol, identifier, field=name)
 

@@ -38,7 +38,7 @@ def check(p: Pass) -> None:
                 message = f"{double.handle} was already released at @first; release it only once"
             p.report(unit, graph.ast(double.node), message, first=first)
 
-    p.visit_graphs(lifetimes.units_with_acquisitions(), visit)
+    p.visit_graphs(lifetimes.units_with_releases(), visit)
 
 
 RULE = Rule(

@@ -35,7 +35,7 @@ def check(p: Pass) -> None:
                 released=Ref(graph.ast(late.released), "the release"),
             )
 
-    p.visit_graphs(lifetimes.units_with_acquisitions(), visit)
+    p.visit_graphs(lifetimes.units_with_releases(), visit)
 
 
 def _phrase(kind: UseKind, call: Node | None, field: bool = False) -> str:

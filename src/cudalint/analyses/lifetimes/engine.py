@@ -170,6 +170,14 @@ class Engine:
         call of a function of the package that hands a resource out."""
         return self._hand_outs.units_with_acquisitions()
 
+    def units_with_releases(self) -> list[Unit]:
+        """The functions that acquire or may release something (a handle
+        that arrives as a parameter, released by its own method: `m.Unload()`),
+        whose double releases and uses after release are followed."""
+        releasing = self.owners.releasing_units()
+        acquiring = {unit.node for unit in self.units_with_acquisitions()}
+        return [unit for unit in self._calls.package.units if unit.node in acquiring or unit.node in releasing]
+
     def units_with_effects(self) -> list[Unit]:
         """The functions whose exported facts can say something: those that
         acquire, and those that hand a parameter to a function of another
@@ -287,7 +295,7 @@ class Engine:
         counted = [(o.node, o.resource.name) for o in origins if is_counted(o)]
         for origin in origins:
             self._collector.follow(graph, origin, result, counted)
-        if any(fact.api.is_release for fact in api_facts):
+        if any(fact.api.is_release for fact in api_facts) or unit.node in self.owners.releasing_units():
             self._collector.released_parameters(graph, result)
         return result
 

@@ -395,7 +395,11 @@ class Walker:
         ):
             return release(origin, state, n, use.deferred, record, None)  # `C.cudaFree(b.ptr)` of a value holding it
         if kind in (UseKind.PASS_API, UseKind.DEREF):
-            if released:
+            # A field of a value its own method released is used where it
+            # is handed to the API (`C.cudaMemcpy(b.ptr, ...)`), not where
+            # another field is read (`log.Print(m.name)`) or written (`&b.ptr`).
+            whole = kind is UseKind.DEREF and use.field and not state.fields
+            if released and not (whole and use.call is None):
                 record.uses_after_release.append((n, use, state.released_at or 0))
             return state
         if kind is UseKind.ALIAS and use.target is not None:
