@@ -31,7 +31,7 @@ def check(p: Pass) -> None:
                         if target.type != "identifier" or syntax.text(target) == "_":
                             continue
                         symbol = resolution.symbol(target)
-                        if symbol is None or not symbol.is_local or symbol.role is Role.RESULT:
+                        if symbol is None or not symbol.is_local:
                             continue
                         if symbol.function is not None and symbol.function != unit.node:
                             continue  # a variable of the enclosing function: read there, after the literal ran
@@ -113,6 +113,8 @@ def _check_unread(
 
 def _verdict(calls: CallIndex, uses: VariableUses, graph: CFG, m: int, symbol: Symbol, scope) -> str | None:
     if graph.kind(m) is NodeKind.EXIT:
+        if symbol.role is Role.RESULT and graph.exit_kind(m) is ExitKind.RETURN:
+            return "read"  # a named result: the caller reads it
         return "is never read before the function returns" if graph.exit_kind(m) in (ExitKind.RETURN, ExitKind.GOEXIT) else "read"
     there = graph.ast(m)
     if scope is not None and scope != symbol.function and there is not None and not (scope.start_byte <= there.start_byte < scope.end_byte):
@@ -163,7 +165,8 @@ RULE = Rule(
     an argument to any function, a store, a conversion to an error. A
     variable a deferred closure refers to is read when the function returns;
     one another closure refers to is read where the closure is made or
-    called. To keep only the
+    called. A named result is read by the caller when the function returns,
+    and reported only where it is overwritten first. To keep only the
     first failure in a sticky error field, compare the status before storing
     it: `if st != C.cudaSuccess && s.err == C.cudaSuccess { s.err = st }`.
 
