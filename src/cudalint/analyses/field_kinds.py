@@ -37,6 +37,17 @@ class FieldKind:
 
 
 @dataclass(frozen=True)
+class FieldMismatch:
+    """A release of a field by a release of another kind than it holds."""
+
+    call: Node
+    holder: str  # the field as written: "p.ptr"
+    kind: FieldKind
+    release_call: str  # the release as the knowledge names it
+    release_resource: ResourceSpec
+
+
+@dataclass(frozen=True)
 class FieldWrite:
     """An acquisition written into a field of an existing value: `&b.ptr`
     handed to an allocator, or `b.ptr = p` with p just acquired."""
@@ -96,6 +107,30 @@ class FieldKinds:
     def kind_of(self, type_name: str | None, field: str) -> FieldKind | None:
         """The kind every value stored into `type_name.field` is, if one."""
         return self._kinds.get((type_name, field)) if type_name is not None else None
+
+    def mismatches(self) -> list[FieldMismatch]:
+        """The API releases of a field whose kind the package fixes, by a
+        release of another kind (`C.free(p.ptr)` of pinned memory)."""
+        found = []
+        calls = self._calls
+        for call, fact in calls.calls.items():
+            if fact.api is None or not fact.api.is_release:
+                continue
+            roles = fact.api.roles("release")
+            released = {resource.name for resource, _ in roles}
+            arguments = syntax.children(call.child_by_field_name("arguments"))
+            for resource, role in roles:
+                if role.is_out or not 0 <= role.index < len(arguments):
+                    continue
+                argument = unwrap(arguments[role.index], calls)
+                if argument is None or argument.type != "selector_expression":
+                    continue
+                key = self._key(argument)
+                kind = self._kinds.get(key) if key is not None else None
+                if kind is not None and kind.resource.name not in released:
+                    found.append(FieldMismatch(call, syntax.text(argument), kind, role.call, resource))
+                    break
+        return found
 
     def writes(self) -> list[FieldWrite]:
         """The acquisitions written into fields of existing values, in order."""

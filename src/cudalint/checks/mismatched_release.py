@@ -5,7 +5,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.analyses.calls import CALLS, unwrap
+from cudalint.analyses.calls import CALLS
 from cudalint.analyses.field_kinds import FIELD_KINDS
 from cudalint.analyses.lifetimes import LIFETIMES, Origin
 from cudalint.knowledge import ResourceSpec
@@ -38,32 +38,17 @@ def check(p: Pass) -> None:
 def _check_fields(p: Pass, reported: list[Node]) -> None:
     """A release of a field whose kind the package fixes (`C.free(p.ptr)`
     where every value stored into ptr is pinned memory), wherever it is."""
-    calls = p.result_of(CALLS)
-    kinds = p.result_of(FIELD_KINDS)
     units = {unit.node: unit for unit in p.package.units}
-    for call, fact in calls.calls.items():
-        if fact.api is None or not fact.api.is_release:
-            continue
-        roles = fact.api.roles("release")
-        released = {resource.name for resource, _ in roles}
-        arguments = syntax.children(call.child_by_field_name("arguments"))
-        for resource, role in roles:
-            if role.is_out or not 0 <= role.index < len(arguments):
-                continue
-            argument = unwrap(arguments[role.index], calls)
-            if argument is None or argument.type != "selector_expression":
-                continue
-            kind = kinds.kind_of(calls.types.type_of(argument.child_by_field_name("operand")), syntax.text(argument.child_by_field_name("field")))
-            unit = units.get(syntax.enclosing_function(call))
-            if kind is None or kind.resource.name in released or unit is None:
-                continue
-            if any(statement.start_byte <= call.start_byte < statement.end_byte for statement in reported):
-                continue  # the walk from its acquisition said it already
-            p.report(
-                unit, call, _message(syntax.text(argument), kind.origin, role.call, resource, kind.resource),
-                acquired=acquired_here(kind.origin),
-            )
-            break
+    for mismatch in p.result_of(FIELD_KINDS).mismatches():
+        call = mismatch.call
+        unit = units.get(syntax.enclosing_function(call))
+        if unit is None or any(statement.start_byte <= call.start_byte < statement.end_byte for statement in reported):
+            continue  # the walk from its acquisition said it already
+        kind = mismatch.kind
+        p.report(
+            unit, call, _message(mismatch.holder, kind.origin, mismatch.release_call, mismatch.release_resource, kind.resource),
+            acquired=acquired_here(kind.origin),
+        )
 
 
 def _message(holder: str, origin: Origin, release_call: str, release_resource: ResourceSpec, held: ResourceSpec | None = None) -> str:

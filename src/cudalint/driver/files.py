@@ -77,6 +77,10 @@ class FileIndex:
         self._changed = False
         self.known: dict[Path, FileFacts] = {}
 
+    def vouches(self) -> bool:
+        """Whether an earlier run left an index: this run may read little."""
+        return bool(self._kept)
+
     def facts(self, path: Path) -> FileFacts | None:
         """The file's facts; None where it cannot be read (its notification
         is in `reads`)."""

@@ -19,7 +19,7 @@ from cudalint.driver.dependencies import Node, fact_needles_of, plan
 from cudalint.driver.files import FileIndex
 from cudalint.driver.keys import open_cache
 from cudalint.driver.package import Context
-from cudalint.driver.pool import Pool, default_jobs
+from cudalint.driver.pool import Pool, default_jobs, prestart, stop_server
 from cudalint.driver.schedule import Schedule
 from cudalint.driver.settings import Settings
 from cudalint.driver.worker import Worker
@@ -49,6 +49,11 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
         settings.base, needles, fact_needles_of(knowledge.fully_described, knowledge.c_call_prefixes), reads, cache,
         settings.overlay,
     )
+    # More workers than CPUs only cost memory.
+    jobs = max(1, min(settings.jobs, default_jobs()))
+    # A cold run (no cache, or nothing kept from an earlier one) reads every
+    # file: its workers start from a server started now, not from the parent.
+    served = jobs > 1 and not files.vouches() and prestart()
     nodes = plan(directories, context.modules, files, knowledge.fully_described)
     total = Result()
     unreadable = _unreadable(context.modules.unreadable, knowledge)
@@ -75,8 +80,6 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
         return module is None or module.import_path(node.directory) not in knowledge.import_paths
 
     try:
-        # More workers than CPUs only cost memory.
-        jobs = max(1, min(settings.jobs, default_jobs()))
         schedule = Schedule(nodes, files, context.modules, cache, trusted, may_skip, largest_first=jobs > 1)
         # Hits are merged first: an unchanged tree starts no worker at all.
         schedule.look_up()
@@ -85,7 +88,7 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
         schedule.hits = []
         left = [i for i in range(len(nodes)) if not schedule.done[i]]
         if jobs > 1 and len(left) > 1 and sum(len(nodes[i].paths) for i in left) >= _PARALLEL_THRESHOLD:
-            Pool(settings, knowledge, needles, jobs, schedule, done).run()
+            Pool(settings, knowledge, needles, jobs, schedule, done, served).run()
         else:
             worker = Worker(context, cache)
             while (index := schedule.next()) is not None:
@@ -101,6 +104,8 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
     finally:
         if cache is not None:
             cache.close()
+        if served:
+            stop_server()
     total.sort()
     total.facts = []  # they served the importers; the report has no use for them
     one_per_defect(total)
