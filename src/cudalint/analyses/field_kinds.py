@@ -89,20 +89,44 @@ class FieldKinds:
                 if known is not None and known.resource.name != resource.name:
                     self._kinds[key] = None
                 self._writes.append(FieldWrite(key, target, resource, unit))
-        for parsed in calls.package.files:
-            for field_name, stores in syntax.field_stores(parsed.index).items():
-                for holder, value in stores:
-                    calls.package.resolution.ensure(parsed.root, holder)
-                    type_name = named_type(holder.child_by_field_name("type")) if holder.type == "composite_literal" else calls.types.type_of(holder)
-                    if type_name is None:
-                        continue
-                    kind = self._value_kind(value, by_node)
-                    self._add((type_name, field_name), kind)
-                    unit = by_node.get(syntax.enclosing_function(holder))
-                    if isinstance(kind, FieldKind) and holder.type == "composite_literal":
-                        self._literal_stores.append((type_name, field_name))
-                    elif isinstance(kind, FieldKind) and unit is not None:
-                        self._writes.append(FieldWrite((type_name, field_name), holder.parent, kind.resource, unit))
+        if not self._by_call and not self._writes:
+            return  # nothing acquired here: no field can hold a known kind
+        stores = [
+            (parsed, field_name, holder, value)
+            for parsed in calls.package.files for field_name, found in syntax.field_stores(parsed.index).items() for holder, value in found
+        ]
+        # Only the fields some acquisition may be stored into are judged (and
+        # resolved): those written by an allocator, or given a value that
+        # mentions a handle variable or is an acquisition's call.
+        handles = {handle for _, handle in self._by_handle}
+        fields = {syntax.text(write.target.child_by_field_name("field")) for write in self._writes} | {
+            field_name for _, field_name, _, value in stores if self._may_hold(value, handles)
+        }
+        for parsed, field_name, holder, value in stores:
+            if field_name in fields:
+                calls.package.resolution.ensure(parsed.root, holder)
+                self._store(field_name, holder, value, by_node)
+
+    def _store(self, field_name: str, holder: Node, value: Node, by_node: dict[Node, Unit]) -> None:
+        type_name = named_type(holder.child_by_field_name("type")) if holder.type == "composite_literal" else self._calls.types.type_of(holder)
+        if type_name is None:
+            return
+        kind = self._value_kind(value, by_node)
+        self._add((type_name, field_name), kind)
+        unit = by_node.get(syntax.enclosing_function(holder))
+        if isinstance(kind, FieldKind) and holder.type == "composite_literal":
+            self._literal_stores.append((type_name, field_name))
+        elif isinstance(kind, FieldKind) and unit is not None:
+            self._writes.append(FieldWrite((type_name, field_name), holder.parent, kind.resource, unit))
+
+    def _may_hold(self, value: Node, handles: set[str]) -> bool:
+        """Whether a stored value may be an acquisition (told from the
+        syntax alone: it mentions a handle variable, or is an acquisition's
+        call)."""
+        for node in syntax.walk(value):
+            if node.type == "identifier" and syntax.text(node) in handles or node in self._by_call:
+                return True
+        return False
 
     def kind_of(self, type_name: str | None, field: str) -> FieldKind | None:
         """The kind every value stored into `type_name.field` is, if one."""
