@@ -96,7 +96,7 @@ def _run_semgrep(semgrep: str, rules: Path, tree: Path) -> tuple[float, float, i
     `./...` leaves it out), and its number of results."""
     import json
 
-    arguments = [semgrep, "scan", "--metrics=off", "--disable-version-check", "--jobs", "1", "--config", str(rules),
+    arguments = [semgrep, "scan", "--metrics=off", "--disable-version-check", "--jobs", "1", "--config", str(rules.resolve()),
                  "--exclude", "vendor", "--json", "--quiet", "."]
     cpu = children_cpu()
     start = time.perf_counter()

@@ -33,6 +33,7 @@ from cudalint.source import display_path
 
 _PARENT_POLL_SECONDS = 0.5
 _LEND_POLL_SECONDS = 0.01
+_STOP_SECONDS = 5
 EXIT_WORKER_ORPHANED = 3
 
 
@@ -83,15 +84,24 @@ def prestart() -> bool:
 def stop_server() -> None:
     """End the worker server with the run and wait for it: its workers'
     time and memory then count among this process's children, as forked
-    workers' do (what `time` and the benchmarks read)."""
+    workers' do (what `time` and the benchmarks read). The wait is bounded:
+    a worker still alive keeps the server up (it holds its lifeline), and
+    the run must not hang on that; the server ends with its last worker."""
     from multiprocessing import forkserver
 
     stop = getattr(getattr(forkserver, "_forkserver", None), "_stop", None)
-    if stop is not None:
+    if stop is None:
+        return
+
+    def wait() -> None:
         try:
             stop()
         except (OSError, ChildProcessError):
             pass
+
+    waiting = threading.Thread(target=wait, name="cudalint-stop-server", daemon=True)
+    waiting.start()
+    waiting.join(_STOP_SECONDS)
 
 
 def failed(directory: Path, settings: Settings, what: str) -> Result:
