@@ -328,13 +328,16 @@ def _check_outputs(options: Options, analysed: list[Path]) -> None:
     """A report or a baseline never replaces a Go source file the run
     analyses (`-o x.go` where `-o x.json` was meant, or an argument that
     slipped in): a usage error, before anything is written."""
-    sources = {os.path.realpath(path) for path in analysed}
     outputs = [(f"--output {options.output}", options.output), (f"--write-baseline {options.write_baseline}", options.write_baseline)]
     outputs += [(f"--format {fmt}:{path}", path) for fmt, path in options.extra_outputs]
     if "github" in [options.fmt] + [fmt for fmt, _ in options.extra_outputs] and os.environ.get("GITHUB_STEP_SUMMARY"):
         outputs.append(("GITHUB_STEP_SUMMARY", Path(os.environ["GITHUB_STEP_SUMMARY"])))
-    for given, path in outputs:
-        if path is not None and str(path) != "-" and os.path.realpath(path) in sources:
+    written = {os.path.realpath(path): given for given, path in outputs if path is not None and str(path) != "-"}
+    if not written:
+        return  # nothing is written to a file: no source to protect (and 3,000 paths not resolved)
+    for path in analysed:
+        given = written.get(os.path.realpath(path))
+        if given is not None:
             raise click.UsageError(f"{given} names a Go source file this run analyses; cudalint never replaces one with a report")
 
 
