@@ -9,6 +9,12 @@ pinned memory) is a mismatch however far from the allocation it is. A field
 that also receives anything else (a parameter, another field, a value of
 another kind) says nothing: its kind is unknown. The zero value (`nil`, `0`)
 is no store.
+
+The acquisitions written into fields of existing values are kept too
+(`writes`), with whether the package's values are born holding the field (a
+constructor or a composite literal fills it): a method that allocates into
+such a field again, with nothing released or tested first, loses what it
+held (CL103).
 """
 
 from __future__ import annotations
