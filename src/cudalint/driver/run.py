@@ -141,8 +141,9 @@ def _trusted(cached: Result | None, directory: list[Path], settings: Settings, t
     code in the suggested fixes of a JSON or SARIF report."""
     if cached is None:
         return None
-    own = {display_path(path, settings.base) for path in directory if path.parent == directory[0].parent}
-    foreign = sorted({f.path for f in (*cached.findings, *cached.suppressed)} - own)
+    named = {f.path for f in (*cached.findings, *cached.suppressed)}
+    own = {display_path(path, settings.base) for path in directory if path.parent == directory[0].parent} if named else set()
+    foreign = sorted(named - own)
     if foreign:
         total.notifications.append(Notification(
             NotificationKind.CACHE, display_path(directory[0].parent, settings.base),
