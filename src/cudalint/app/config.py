@@ -108,16 +108,35 @@ def _is_file(path: Path) -> bool:
         return False
 
 
-def find_config(start: Path) -> Path | None:
+def find_config(start: Path, known: dict[Path, Path | None] | None = None) -> Path | None:
     """The nearest .cudalint.toml, or pyproject.toml with [tool.cudalint], at
-    or above `start`."""
+    or above `start`. `known`: answers for directories asked before, which
+    the directories below them share (a run asks for each of its hundreds
+    of package directories)."""
+    visited: list[Path] = []
+    found: Path | None = None
     for directory in (start, *start.parents):
-        candidate = directory / CONFIG_FILE
-        if _is_file(candidate):
-            return candidate
-        pyproject = directory / PYPROJECT
-        if _is_file(pyproject) and _has_tool_table(pyproject, display_path(pyproject, start)):
-            return pyproject
+        if known is not None and directory in known:
+            found = known[directory]
+            break
+        visited.append(directory)
+        found = config_in(directory, start)
+        if found is not None:
+            break
+    if known is not None:
+        for directory in visited:
+            known[directory] = found
+    return found
+
+
+def config_in(directory: Path, start: Path) -> Path | None:
+    """The configuration file of this directory itself, if it has one."""
+    candidate = directory / CONFIG_FILE
+    if _is_file(candidate):
+        return candidate
+    pyproject = directory / PYPROJECT
+    if _is_file(pyproject) and _has_tool_table(pyproject, display_path(pyproject, start)):
+        return pyproject
     return None
 
 

@@ -151,10 +151,11 @@ class Session:
             return self.groups
         nearest: dict[Path, Config] = {}
         loaded: dict[Path, Config] = {}
+        located: dict[Path, Path | None] = {}
 
         def config_of(directory: Path) -> Config:
             if directory not in nearest:
-                path = find_config(directory)
+                path = find_config(directory, located)
                 if path is None or (config.path is not None and path.resolve() == config.path.resolve()):
                     found = config
                 elif config.path is not None and config.path.resolve().parent not in path.resolve().parents:
