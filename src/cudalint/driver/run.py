@@ -45,16 +45,17 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
     # Every file is read here, at most once: the jobs analyse these bytes,
     # the keys are made of their digests.
     reads: dict[Path, SourceFile | Notification] = {}
-    files = FileIndex(
+    file_index = FileIndex(
         settings.base, needles, fact_needles_of(knowledge.fully_described, knowledge.c_call_prefixes), reads, cache,
         settings.overlay,
     )
     # More workers than CPUs only cost memory.
     jobs = max(1, min(settings.jobs, default_jobs()))
     # A cold run (no cache, or nothing kept from an earlier one) reads every
-    # file: its workers start from a server started now, not from the parent.
-    served = jobs > 1 and not files.vouches() and prestart()
-    nodes = plan(directories, context.modules, files, knowledge.fully_described)
+    # file: its workers start from a server started now, not from the parent;
+    # one too small for workers starts none.
+    served = jobs > 1 and len(files) >= _PARALLEL_THRESHOLD and not file_index.vouches() and prestart()
+    nodes = plan(directories, context.modules, file_index, knowledge.fully_described)
     total = Result()
     unreadable = _unreadable(context.modules.unreadable, knowledge)
     if unreadable is not None:
@@ -80,7 +81,7 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
         return module is None or module.import_path(node.directory) not in knowledge.import_paths
 
     try:
-        schedule = Schedule(nodes, files, context.modules, cache, trusted, may_skip, largest_first=jobs > 1)
+        schedule = Schedule(nodes, file_index, context.modules, cache, trusted, may_skip, largest_first=jobs > 1)
         # Hits are merged first: an unchanged tree starts no worker at all.
         schedule.look_up()
         for index, part in schedule.hits:
@@ -98,7 +99,7 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
         for index, part in schedule.hits:
             done(index, part)
         progress.close()
-        files.save()
+        file_index.save()
         if cache is not None and left:
             cache.evict()
     finally:
