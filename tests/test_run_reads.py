@@ -235,3 +235,23 @@ def test_only_facts_that_concern_callers_make_an_importer_analysed(module: Path)
     user = check(["./module/user0"], base=module, jobs=1)
     assert (user.files_analysed, user.files_skipped) == (1, 0)
     assert [f[2] for f in _findings(user)] == ["CL101"]
+
+
+def test_a_described_result_type_makes_an_importer_analysed(module: Path) -> None:
+    """`d := nv.First(); d.GetName()`: the importer calls no API by name, but
+    nv's result type is a binding type the knowledge describes (its fact
+    says so), so the method call is NVML's and the importer is analysed."""
+    base = module / "module"
+    (base / "nv").mkdir()
+    (base / "nv" / "nv.go").write_text(
+        "package nv\n\nimport \"github.com/NVIDIA/go-nvml/pkg/nvml\"\n\n"
+        "func First() nvml.Device {\n\td, ret := nvml.DeviceGetHandleByIndex(0)\n\tif ret != nvml.SUCCESS {\n\t\treturn nil\n\t}\n\treturn d\n}\n"
+    )
+    (base / "names").mkdir()
+    (base / "names" / "names.go").write_text(
+        "package names\n\nimport \"example.com/fixtures/module/nv\"\n\n"
+        "func Name() string {\n\td := nv.First()\n\tname, _ := d.GetName()\n\treturn name\n}\n"
+    )
+    result = check(["./module/names"], base=module, jobs=1)
+    assert result.files_analysed == 1
+    assert [(f[0], f[2]) for f in _findings(result)] == [("module/names/names.go", "CL302")]

@@ -67,7 +67,10 @@ class ResultTypes:
     results: tuple[str, ...]
 
     def concerns_callers(self) -> bool:
-        return False  # types sharpen the analysis of code analysed anyway
+        """A result of a type the knowledge describes ("import/path Device"):
+        a method call on it in an importer is an API call. The package's own
+        types are filed only where their methods have facts of their own."""
+        return any(" " in result for result in self.results)
 
 
 @dataclass(frozen=True)
@@ -78,9 +81,12 @@ class Embeds:
 
     types: tuple[tuple[str, str], ...]
     methods: tuple[str, ...]
+    # Some embedded type is one the knowledge describes, or embeds one (go-nvlib's
+    # Device embeds nvml.Device): a promoted method call on the type is an API call.
+    described: bool = False
 
     def concerns_callers(self) -> bool:
-        return False  # types sharpen the analysis of code analysed anyway
+        return self.described
 
 
 def value_parent(node: Node, callee_of: Callable[[Node], Callee]) -> tuple[Node, Node | None]:

@@ -20,6 +20,13 @@ from cudalint.framework import Analysis, Pass
 def _exported_embeddings(p: Pass) -> dict[str, Embeds]:
     calls = p.result_of(CALLS)
     oracle = calls.types
+    method_types = p.knowledge.method_types
+    imported = p.imported_facts(EMBEDS)
+
+    def described(path: str, type_name: str) -> bool:
+        embeds = imported.get(path, type_name)
+        return type_name in method_types.get(path, ()) or (embeds is not None and embeds.described)
+
     found = {}
     for type_name in sorted(set(oracle.structs()) | set(oracle.embedding_types())):
         if not type_name[:1].isupper():
@@ -28,7 +35,7 @@ def _exported_embeddings(p: Pass) -> dict[str, Embeds]:
         if not embedded:
             continue
         own = {unit.name.rsplit(".", 1)[-1] for unit in calls.methods_of_type(type_name)} | oracle.interface_methods(type_name)
-        found[type_name] = Embeds(tuple(embedded), tuple(sorted(own)))
+        found[type_name] = Embeds(tuple(embedded), tuple(sorted(own)), any(described(*typed) for typed in embedded))
     return found
 
 
