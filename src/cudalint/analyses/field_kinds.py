@@ -130,7 +130,7 @@ class FieldKinds:
         syntax alone: it mentions a handle variable, or is an acquisition's
         call)."""
         for node in syntax.walk(value):
-            if node.type == "identifier" and syntax.text(node) in handles or node in self._by_call:
+            if (node.type == "identifier" and syntax.text(node) in handles) or node in self._by_call:
                 return True
         return False
 

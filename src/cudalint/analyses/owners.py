@@ -105,7 +105,7 @@ class Owners:
         self.imported = imported
         self._owners: dict[str, Owner | None] = {}
         self._released: dict[Unit, Released] = {}
-        self._releasing: set[Node] | None = None
+        self._releasing: frozenset[Node] | None = None
         self._finalized: set[str] | None = None
 
     def of(self, type_name: str | None) -> Owner | None:
@@ -118,7 +118,7 @@ class Owners:
             methods = self.facts.methods_of_type(type_name)
             # Some method must reach a release (others may call it): asked
             # first, it spares resolving the methods of every other type.
-            releasing = self._releasing_units()
+            releasing = self.releasing_units()
             if not any(method.node in releasing for method in methods):
                 methods = []
             for method in methods:
@@ -178,12 +178,12 @@ class Owners:
     def released_parameters(self, unit: Unit) -> Released:
         """The parameters (not the receiver) `unit` frees on some path: a
         release wrapper's, for its importers' owning types."""
-        if unit.node not in self._releasing_units():
+        if unit.node not in self.releasing_units():
             return ()
         return tuple(item for item in self.released(unit) if item[0] != RECEIVER)
 
     def _released_by(self, unit: Unit) -> Released:
-        if unit.body is None or unit.kind is UnitKind.LITERAL or unit.node not in self._releasing_units():
+        if unit.body is None or unit.kind is UnitKind.LITERAL or unit.node not in self.releasing_units():
             return ()
         values = ([unit.receiver] if unit.receiver is not None else []) + list(unit.params)
         found: list[tuple[int, ResourceSpec]] = []
@@ -277,12 +277,7 @@ class Owners:
         return tuple(found)
 
     def releasing_units(self) -> frozenset[Node]:
-        """The functions (their nodes) that may free something, directly or
-        through a function, wrapper or release method they call."""
-        return frozenset(self._releasing_units())
-
-    def _releasing_units(self) -> set[Node]:
-        """The functions that may free something: those calling an API
+        """The functions (their nodes) that may free something: those calling an API
         release, a module function that frees a parameter or a release
         method of another package's owning type, and their callers in the
         package, transitively (found from the releases up, once)."""
@@ -313,7 +308,7 @@ class Owners:
                     if caller is not None and caller.node not in found:
                         found[caller.node] = caller
                         pending.append(caller)
-            self._releasing = set(found)
+            self._releasing = frozenset(found)
         return self._releasing
 
     def _owner_method_callers(self, by_node: dict[Node, Unit]) -> Iterator[Unit]:

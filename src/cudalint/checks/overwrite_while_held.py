@@ -6,7 +6,7 @@ import re
 
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS
-from cudalint.analyses.field_kinds import FIELD_KINDS
+from cudalint.analyses.field_kinds import FIELD_KINDS, FieldWrite
 from cudalint.analyses.lifetimes import LIFETIMES, Origin
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG
@@ -35,20 +35,21 @@ def _check_fields(p: Pass) -> None:
     (which may release it): the value it held is lost (`Grow`
     re-allocating `b.ptr`)."""
     kinds = p.result_of(FIELD_KINDS)
-    writes = [w for w in kinds.writes() if w.unit.kind is UnitKind.METHOD and kinds.born_holding(w.key)]
+    writes_in: dict[Unit, list[FieldWrite]] = {}
+    for write in kinds.writes():
+        if write.unit.kind is UnitKind.METHOD and kinds.born_holding(write.key):
+            writes_in.setdefault(write.unit, []).append(write)
 
     def visit(unit: Unit, graph: CFG) -> None:
         receiver = unit.receiver
-        for write in writes:
+        for write in writes_in[unit]:
             operand = write.target.child_by_field_name("operand")
-            if write.unit is not unit or receiver is None or operand.type != "identifier":
-                continue
-            if p.package.resolution.symbol(operand) is not receiver or kinds.kind_of(*write.key) is None:
+            held = kinds.kind_of(*write.key)
+            if receiver is None or operand.type != "identifier" or p.package.resolution.symbol(operand) is not receiver or held is None:
                 continue
             n = graph.node_containing(write.target)
             if n is None or not graph.reachable(n) or _touched_before(graph, n, receiver.name, syntax.text(write.target)):
                 continue
-            held = kinds.kind_of(*write.key)
             p.report(
                 unit, write.target,
                 f"{syntax.text(write.target)} is overwritten here while it may still hold {held.resource.name} "
@@ -57,7 +58,7 @@ def _check_fields(p: Pass) -> None:
                 acquired=acquired_here(held.origin),
             )
 
-    p.visit_graphs({write.unit for write in writes}, visit)
+    p.visit_graphs(list(writes_in), visit)
 
 
 def _touched_before(graph: CFG, n: int, receiver: str, field: str) -> bool:
