@@ -206,6 +206,7 @@ class Resolver:
     # Answers already given: a run asks about the same imports from many files.
     _located: dict[str, Located | None] = field(default_factory=dict, repr=False)
     _modules_of: dict[str, str] = field(default_factory=dict, repr=False)
+    _candidates: dict[str, str] | None = field(default=None, repr=False)
 
     @classmethod
     def for_module(cls, go_mod: Path, settings: Settings | None = None) -> Resolver | None:
@@ -262,15 +263,19 @@ class Resolver:
     def _selected(self, import_path: str) -> tuple[str, str]:
         """(module, version) of the longest required module path that is a
         prefix of the import path (vendor/modules.txt when vendoring)."""
-        candidates = {module: version for used in self.workspace for module, version in used.requires}
-        candidates.update(self.main.requires)
-        if self._vendoring and self._vendor is not None:
-            candidates = {**candidates, **self._vendor}
-        best = ""
-        for module in candidates:
-            if _within(import_path, module) and len(module) > len(best):
-                best = module
-        return (best, candidates[best]) if best else ("", "")
+        if self._candidates is None:
+            candidates = {module: version for used in self.workspace for module, version in used.requires}
+            candidates.update(self.main.requires)
+            if self._vendoring and self._vendor is not None:
+                candidates = {**candidates, **self._vendor}
+            self._candidates = candidates
+        prefix = import_path
+        while prefix:  # longest prefix first: the path itself, then up one element at a time
+            if prefix in self._candidates:
+                return prefix, self._candidates[prefix]
+            cut = prefix.rfind("/")
+            prefix = prefix[:cut] if cut > 0 else ""
+        return "", ""
 
     def _replacement_of(self, module: str, version: str) -> Replacement | None:
         sources = [*(used.replacements for used in self.workspace), self.main.replacements]
