@@ -147,6 +147,11 @@ class Collector:
         if failing and (handed_on or record.released_exits):
             kind, path = failing[0]
             result.leaks.append(replace(self._leak(graph, origin, kind, path), failing=True))
+        # Overwriting the handle is leaving it in place, unless the function
+        # keeps its handles: then the one overwritten is lost to it.
+        if record.overwrites and (handed_on or record.released_exits):
+            node, _ = record.overwrites[0]
+            result.overwrites.append(Overwrite(origin, node, ()))
         for node, first, by_defer in _unique(record.double_releases):
             result.double_releases.append(DoubleRelease(origin, node, first, by_defer, origin.handle))
         for node, use, released_line in _unique(record.uses_after_release, key=lambda item: item[0]):
