@@ -149,6 +149,14 @@ class CFG:
         they are the same node)."""
         return nx.has_path(self.graph, source, target)
 
+    def reachable_avoiding(self, target: int, avoided: set[int]) -> bool:
+        """Whether some path from the entry reaches target without passing
+        through a node of `avoided` (False: every path to it goes through one)."""
+        if self.entry in avoided:
+            return False
+        kept = self.graph.subgraph(n for n in self.graph.nodes if n not in avoided or n == target)
+        return nx.has_path(kept, self.entry, target)
+
     def in_loop(self, n: int) -> bool:
         """Whether a live node can run more than once: it lies on a cycle of
         the live part of the graph."""

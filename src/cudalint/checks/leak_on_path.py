@@ -449,7 +449,9 @@ RULE = Rule(
     function that never releases it: the caller sees the
     failure and never gives the count back. A function that keeps it where
     it succeeds is an initialiser: its callers acquire it at their call, up
-    to `main`, `init`, `TestMain` and exported functions.
+    to `main`, `init`, `TestMain` and exported functions. A count taken after
+    the function gave one back on every path (`nvml.Shutdown()` then
+    `nvml.Init()`: a re-initialisation) replaces it and is not reported.
 
     A resource that outlives the process by design (a MIG GPU or compute
     instance, `outlives = true` in its knowledge file) is kept wherever the

@@ -100,7 +100,10 @@ RULE = Rule(
     the package's values are born holding that field (a constructor or a
     composite literal fills it with the same kind) and nothing on the way
     releases, reads or tests the field, tests a flag of the receiver
-    (`if b.open { ... }`) or calls a method of the receiver first.
+    (`if b.open { ... }`) or calls a method of the receiver first. A handle of
+    a resource that outlives the process (a MIG instance) is reported where
+    the function keeps its handles (hands one on or destroys one); one that
+    leaves what it makes in place on the GPU is not.
 
     ## Why is this bad?
     After the overwrite nothing refers to the old allocation any more, so it

@@ -165,7 +165,7 @@ class Collector:
         fails = self._counted.fails
         failing = [(kind, path) for _, kind, path in record.held_exits if len(path) >= 2 and fails(graph, origin, kind, path[-2])]
         succeeding = [(kind, path) for _, kind, path in record.held_exits if (kind, path) not in failing]
-        if failing:
+        if failing and not self._counted.replaces(graph, origin):
             kind, path = failing[0]
             result.leaks.append(replace(self._leak(graph, origin, kind, path), failing=True))
         released_on_success = any(

@@ -346,6 +346,21 @@ class Counted:
             child, parent = parent, parent.parent
         return None
 
+    def replaces(self, graph: CFG, origin: Origin) -> bool:
+        """Whether the function released a count of the kind on every path
+        before it took this one (`nvml.Shutdown()` then `nvml.Init()`: a
+        re-initialisation). The count it takes replaces the one it gave
+        back, so a failing return that holds it leaves its caller's count as
+        it was: no leak."""
+        name = origin.resource.name
+        releasing = {
+            n for n in graph.statement_nodes() if n != origin.node and any(
+                self._call_releases(call, name) and _statement_of(call) != "defer_statement"
+                for root in graph.evaluated(n) for call in syntax.calls_in(root)
+            )
+        }
+        return bool(releasing) and not graph.reachable_avoiding(origin.node, releasing)
+
     def keeps(self, unit: Unit) -> bool:
         """main, init and TestMain may keep a count for the process lifetime."""
         return unit.kind is UnitKind.FUNCTION and unit.name in _ENTRY_POINTS
