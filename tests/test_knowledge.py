@@ -87,6 +87,8 @@ def test_cudaGetLastError_is_a_discardable_status_call() -> None:
         ({"family": "f", "description": "x", "import": "g.io/nv", "interfaces": ["Lib"]}, "must be qualified with the family's package name 'nv'"),
         ({"family": "f", "description": "x", "import": "g.io/nv", "interfaces": ["nv.lib"]}, "interfaces: expected an exported type"),
         ({"family": "f", "description": "x", "import": "g.io/nv", "interfaces": "nv.Lib"}, "interfaces"),
+        ({"family": "f", "description": "x", "import": "g.io/nv", "libraries": ["nv.dll"]}, "libraries: only a family of C calls"),
+        ({"family": "f", "description": "x", "import": "C", "libraries": "nv.dll"}, "libraries: expected a list of non-empty strings"),
     ],
 )
 def test_schema_errors_name_the_file_and_key(document: dict, message: str) -> None:
@@ -194,3 +196,14 @@ def test_interface_methods_are_the_package_functions() -> None:
     assert knowledge.result_type(path, "Interface.DeviceGetHandleByIndex") == "Device"
     assert knowledge.result_type(path, "New") == "Interface"
     assert knowledge.lookup(path, "Interface.ErrorString") is None
+
+
+def test_shared_libraries_are_prefilter_needles() -> None:
+    """A package that loads nvml.dll and calls it by name has no cgo import:
+    the library's name is what lets it through the prefilter."""
+    from cudalint.prefilter import imports_of
+
+    knowledge = load_knowledge()
+    needles = imports_of(knowledge, lambda family: family.status is not None)
+    assert b"nvml.dll" in needles and b"nvcuda.dll" in needles
+    assert all(not family.libraries for family in knowledge.families if family.import_path != "C")

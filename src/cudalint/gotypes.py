@@ -302,6 +302,8 @@ class TypeOracle:
         # Struct type -> the type nodes of the other packages' types it embeds.
         self._embedded_imported: dict[str, list[Node]] = {}
         self._interface_methods: dict[str, frozenset[str]] = {}
+        # Interface -> method -> the result node its declaration gives.
+        self._interface_results: dict[str, dict[str, Node | None]] = {}
         self._paths: Paths | None = None
 
     def type_of(self, expression: Node | None, depth: int = 0) -> str | None:
@@ -367,6 +369,11 @@ class TypeOracle:
         """The type node of result `index` of a call of a function of this
         package (`for _, d := range devices()`)."""
         function = syntax.unparen(call.child_by_field_name("function"))
+        if function is not None and function.type == "selector_expression":
+            # `m, ret := d.h.GetMig(i)` of an interface of the package.
+            owner = self.type_of(function.child_by_field_name("operand"))
+            result = self.interface_result(owner, syntax.text(function.child_by_field_name("field"))) if owner else None
+            return nth_result(result, index)
         if function is None or function.type != "identifier":
             return None
         target = self._function_of(self.package.resolution.symbol(function))
@@ -467,21 +474,20 @@ class TypeOracle:
             target = self._function_of(self.package.resolution.symbol(function))
             if target is not None:
                 return qualified_type(self.package.resolution, nth_result(target.node.child_by_field_name("result"), index))
+        if function is not None and function.type == "selector_expression":
+            # `lib.NVML()` of an interface of the package declared to return `nvml.Interface`.
+            typed = qualified_type(self.package.resolution, self._result_node(call, index))
+            if typed is not None:
+                return typed
         return self._api_result(call, index)
 
     def result_type(self, call: Node) -> str | None:
-        """The first result type of a call of a function of this package (a constructor)."""
+        """The first result type of a call of a function of this package (a
+        constructor), or of a method of one of its interfaces."""
         call = syntax.unparen(call)
         if call is None or call.type != "call_expression":
             return None
-        function = syntax.unparen(call.child_by_field_name("function"))
-        if function is None or function.type != "identifier":
-            return None
-        target = self._function_of(self.package.resolution.symbol(function))
-        result = target.node.child_by_field_name("result") if target is not None else None
-        if result is None:
-            return None
-        return named_type(first_result(result))
+        return named_type(self._result_node(call, 0))
 
     def structs(self) -> dict[str, tuple[dict[str, Node], list[str]]]:
         """Struct types of the package, in declaration order: field name ->
@@ -523,13 +529,17 @@ class TypeOracle:
         (`type Device interface { nvml.Device; ... }`): its methods are the
         interface's too."""
         methods = set()
+        results: dict[str, Node | None] = {}
         for element in syntax.children(body):
             if element.type == "method_elem":
-                methods.add(syntax.text(element.child_by_field_name("name")))
+                method = syntax.text(element.child_by_field_name("name"))
+                methods.add(method)
+                results[method] = element.child_by_field_name("result")
             inner = syntax.children(element) if element.type == "type_elem" else []
             if len(inner) == 1 and qualified_type(self.package.resolution, inner[0]) is not None:
                 self._embedded_imported.setdefault(name, []).append(inner[0])
         self._interface_methods[name] = frozenset(methods)
+        self._interface_results[name] = results
 
     def embedding_types(self) -> list[str]:
         """The package's types (structs and interfaces) that embed another
@@ -541,6 +551,18 @@ class TypeOracle:
         """The methods an interface of the package declares itself."""
         self.structs()
         return self._interface_methods.get(type_name, frozenset())
+
+    def interfaces(self) -> list[str]:
+        """The names of the package's interface types."""
+        self.structs()
+        return list(self._interface_results)
+
+    def interface_result(self, type_name: str, method: str) -> Node | None:
+        """The result list (or single result type) an interface of the
+        package declares for one of its methods; None where it declares no
+        result or no such method."""
+        self.structs()
+        return self._interface_results.get(type_name, {}).get(method)
 
     def embedded_imported(self, type_name: str) -> list[tuple[str, str]]:
         """(import path, type) of the other packages' types a package struct

@@ -93,9 +93,7 @@ class ResourceSpec:
     # host. It holds nothing on the GPU, so a finalizer-only release of it
     # is not the device-memory problem CL508 reports.
     host_side: bool = False
-    # It outlives the process by design (a MIG GPU or compute instance): a
-    # function that made one keeps it wherever it succeeds; only a failing
-    # return after the acquisition loses it (CL101).
+    # It outlives the process by design (a MIG instance): see leak_on_path.
     outlives: bool = False
     # Whether releasing it needs a current context, in a family whose releases
     # generally do (CL505): a context's own destroy does not.
@@ -178,6 +176,9 @@ class Family:
     # this machine it is summarised like any dependency, and what the
     # knowledge leaves out is what the summary says.
     partial: bool = False
+    # C families: the shared libraries that export it (`nvml.dll`), whose
+    # functions code may call by name without cgo (analyses/procs.py).
+    libraries: tuple[str, ...] = ()
 
     def forwarded(self, name: str) -> str:
         """The package function a method of one of the family's interfaces
@@ -497,7 +498,7 @@ class NamedBindings:
 
 _TOP_KEYS = {
     "schema", "family", "description", "import", "name", "docs", "status", "status_calls", "resource", "types",
-    "threads", "async", "keeps", "results", "interfaces", "named_bindings", "partial",
+    "threads", "async", "keeps", "results", "interfaces", "named_bindings", "partial", "libraries",
 }
 _NAMED_KEYS = {"package", "functions"}
 _KEEPS_KEYS = {"call", "args"}
@@ -594,10 +595,12 @@ def parse_family(document: dict, source: str) -> Family:
     partial = _flag(source, "partial", doc.get("partial", False))
     if partial and import_path == "C":
         raise _fail(source, "partial", "only a Go package can be described in part (C has no source to summarise)")
+    if (libraries := _strings(source, "libraries", doc.get("libraries"))) and import_path != "C":
+        raise _fail(source, "libraries", "only a family of C calls is exported by shared libraries")
     return Family(
         name, description, import_path, qualifier, source, docs, status,
         match, except_, discardable, resources, types, bound, setters, need_context, async_host, keeps, results,
-        interfaces, named, functions, partial,
+        interfaces, named, functions, partial, libraries,
     )
 
 

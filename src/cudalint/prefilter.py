@@ -19,10 +19,13 @@ from cudalint.knowledge import Family, Knowledge
 
 def imports_of(knowledge: Knowledge, wanted: Callable[[Family], bool]) -> frozenset[bytes]:
     """A rule's needles: the quoted import paths of the knowledge families
-    it has something to say about, and how an import of a binding of one
-    of them that is known by its name ends (`/nvml"`)."""
+    it has something to say about, how an import of a binding of one of
+    them that is known by its name ends (`/nvml"`), and the shared
+    libraries that export a C family (`nvml.dll`: its functions may be
+    called by name, without cgo)."""
     described = frozenset(f'"{family.import_path}"'.encode() for family in knowledge.families if wanted(family))
-    return described | knowledge.named_bindings.needles(wanted)
+    libraries = frozenset(library.encode() for family in knowledge.families if wanted(family) for library in family.libraries)
+    return described | knowledge.named_bindings.needles(wanted) | libraries
 
 
 def needles_for(rules: Iterable[Rule], knowledge: Knowledge, enabled: frozenset[str]) -> tuple[bytes, ...]:

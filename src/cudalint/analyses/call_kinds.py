@@ -39,6 +39,9 @@ class CallFact:
     # Called on a value (`device.GetName()`, `lib.Init()` on an nvml.Interface),
     # not through the package's name: the written receiver is no package.
     on_value: bool = False
+    # What discards every result on purpose (`_ = C.cudaFree(p)`; `_, _, _ =`
+    # for a procedure's `Call`, which returns three).
+    blanks: str = "_"
 
     @property
     def status(self) -> StatusSpec | None:

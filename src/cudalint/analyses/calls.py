@@ -31,10 +31,12 @@ from cudalint.framework import Analysis, ImportedFacts
 from cudalint.functions import Package, Unit, UnitKind
 from cudalint.gotypes import TypeOracle, named_type, sole_implementations
 from cudalint.analyses.c_helpers import c_side_calls
-from cudalint.analyses.call_kinds import Callee, CalleeKind, CallFact, Embeds, ResultTypes
-from cudalint.analyses.result_facts import exported_result_types, result_entries, result_type_in
+from cudalint.analyses.procs import loaded_procedure_calls
+from cudalint.analyses.typed_methods import api_of, index_described_methods, index_interface_statuses, promoted, unclassified
+from cudalint.analyses.call_kinds import Callee, CalleeKind, CallFact, ResultTypes
+from cudalint.analyses.result_facts import exported_result_types, result_type_in
 from cudalint.cside import CView
-from cudalint.knowledge import ApiFunction, Knowledge
+from cudalint.knowledge import Knowledge
 from cudalint.scope import Symbol, SymbolKind, default_import_name
 
 # Standard-library packages whose functions only read their arguments
@@ -485,63 +487,7 @@ def _qualified_call(node: Node, package: Package, knowledge: Knowledge) -> CallF
         return None
     name = syntax.text(function.child_by_field_name("field"))
     written = f"{syntax.text(operand)}.{name}"
-    return CallFact(node, import_path, name, written, _api(package, knowledge, import_path, name))
-
-
-def _api(package: Package, knowledge: Knowledge, import_path: str, name: str) -> ApiFunction | None:
-    """What the knowledge says of a call of that package, or, for a binding
-    with no source here, what its name says (knowledge.NamedBindings)."""
-    if import_path in package.named_bindings:
-        return knowledge.named_bindings.lookup(import_path, name)
-    return knowledge.lookup(import_path, name)
-
-
-def _index_method_calls(facts: CallIndex, package: Package, knowledge: Knowledge) -> None:
-    """`rows, err := db.Query(q)` with `db *sql.DB`: a method the knowledge
-    names by receiver type (sql.DB.Query), on an operand the type oracle
-    types: a variable, parameter, package-level variable or struct field
-    declared with that type, a value made by a call whose result type the
-    knowledge or the package's own declaration gives. Only files that spell
-    one of those types or calls (with its package's name) are searched."""
-    types = knowledge.method_types
-    if not types and not package.named_bindings:
-        return
-    typed_results = {
-        family.import_path: [call.split(".", 1)[1] for call, _ in family.result_types]
-        for family in knowledge.families if family.result_types
-    }
-    binding_makers = {
-        path for path in facts.imported.packages()
-        if any(" " in entry for entry in result_entries(facts.imported, path))
-    }
-    for parsed in package.files:
-        spelled = [
-            f"{knowledge.package_names.get(imported.path) or default_import_name(imported.path)}.{name}".encode()
-            for imported in parsed.imports if imported.path in types
-            for name in (*types[imported.path], *typed_results.get(imported.path, ()))
-        ]
-        # Any value of a binding read by its name may have methods that are its
-        # API, and so may a value another package of the module returns as a
-        # binding's type (`gpuinfo.DeviceByIndex(i)`).
-        spelled += [
-            f"{imported.name or default_import_name(imported.path)}.".encode() for imported in parsed.imports
-            if imported.path in package.named_bindings or imported.path in binding_makers
-        ]
-        if not spelled or not any(needle in parsed.source.data for needle in spelled):
-            continue
-        for node, function, operand in _method_calls(facts, parsed):
-            method = syntax.text(function.child_by_field_name("field"))
-            declared = _receiver_type(
-                facts, operand, method,
-                lambda typed: typed[0] in package.named_bindings or typed[1] in types.get(typed[0], ()),
-            )
-            if declared is None:
-                continue
-            name = knowledge.canonical(declared[0], f"{declared[1]}.{method}" if declared[1] else method)
-            api = _api(package, knowledge, declared[0], name)
-            if api is None:
-                continue
-            facts.record(CallFact(node, declared[0], name, f"{syntax.text(operand)}.{method}", api, on_value=True))
+    return CallFact(node, import_path, name, written, api_of(package, knowledge, import_path, name))
 
 
 def _index_own_api(facts: CallIndex, package: Package, knowledge: Knowledge) -> None:
@@ -582,31 +528,6 @@ def _index_own_api(facts: CallIndex, package: Package, knowledge: Knowledge) -> 
                 facts.record(CallFact(node, path, qualified, syntax.text(function), api))
 
 
-def _method_calls(facts: CallIndex, parsed) -> Iterator[tuple[Node, Node, Node]]:
-    """(call, selector, operand) for each `x.M(...)`, `x.f.M(...)` and
-    `x.f[i].M(...)` that nothing has classified yet, in source order."""
-    calls = list(parsed.index.qualified_calls)
-    for callee in parsed.index.callee_names:
-        selector = callee.parent
-        operand = selector.child_by_field_name("operand") if selector.type == "selector_expression" else None
-        if operand is not None and operand.type in ("selector_expression", "index_expression"):
-            calls.append(selector.parent)
-    operands = ("identifier", "selector_expression", "index_expression")
-    return _unclassified(facts, sorted(calls, key=lambda call: call.start_byte), operands)
-
-
-def _unclassified(facts: CallIndex, calls, operands: tuple[str, ...]) -> Iterator[tuple[Node, Node, Node]]:
-    """(call, selector, operand) of these method calls that nothing has
-    classified yet, whose operand is of one of these node types."""
-    for node in calls:
-        if node in facts.calls:
-            continue
-        function = syntax.unparen(node.child_by_field_name("function"))
-        operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None else None
-        if operand is not None and operand.type in operands:
-            yield node, function, operand
-
-
 def _index_module_methods(facts: CallIndex, package: Package) -> None:
     """`dev.Alloc(n)` with `dev *gpu.Device` (declared, ranged over a slice
     of them, made by a function of gpu whose facts give its result's type,
@@ -630,7 +551,7 @@ def _index_module_methods(facts: CallIndex, package: Package) -> None:
             if name.parent.type == "selector_expression" and syntax.text(name) in methods
         ]
         operands = ("identifier", "call_expression", "selector_expression", "index_expression")  # `s.Sync()`, `e.stream.Sync()`
-        for node, function, operand in _unclassified(facts, parsed.index.qualified_calls + chained, operands):
+        for node, function, operand in unclassified(facts, parsed.index.qualified_calls + chained, operands):
             method = syntax.text(function.child_by_field_name("field"))
             if method not in methods:
                 continue
@@ -643,53 +564,13 @@ def _index_module_methods(facts: CallIndex, package: Package) -> None:
                 continue
             typed = (
                 facts.types.imported_type_of(operand) or _module_result_typed(facts, resolution.symbol(operand))
-                or _promoted(facts, operand, method, lambda typed: imported.knows(typed[0], f"{typed[1]}.{method}"))
+                or promoted(facts, operand, method, lambda typed: imported.knows(typed[0], f"{typed[1]}.{method}"))
             )
             if typed is None or typed[0] not in packages:
                 continue
             name = f"{typed[1]}.{method}"
             if imported.knows(typed[0], name):
                 facts.calls[node] = CallFact(node, typed[0], name, syntax.text(function), None)
-
-
-def _receiver_type(
-    facts: CallIndex, operand: Node, method: str, described: Callable[[tuple[str, str]], bool],
-) -> tuple[str, str] | None:
-    """(import path, type) of the other package's type whose method
-    `operand.method(...)` calls, where `described` knows it: the operand's
-    own type, or, for a struct of this package with no such method, a type
-    it embeds (a promoted method: `type gpu struct{ nvml.Device }`)."""
-    declared = facts.types.imported_type_of(operand)
-    if declared is not None:
-        return declared if described(declared) else _embedded(facts, declared, method, described)
-    return _promoted(facts, operand, method, described)
-
-
-def _embedded(
-    facts: CallIndex, declared: tuple[str, str], method: str, described: Callable[[tuple[str, str]], bool],
-) -> tuple[str, str] | None:
-    """The type another package's type embeds that the method is promoted
-    from, as that package's facts say (`device.Device` embeds nvml.Device),
-    where `described` knows it and the outer type has no such method."""
-    embeds = facts.imported.fact(Embeds, *declared)
-    if embeds is None or method in embeds.methods:
-        return None
-    return next((typed for typed in embeds.types if described(typed)), None)
-
-
-def _promoted(
-    facts: CallIndex, operand: Node, method: str, described: Callable[[tuple[str, str]], bool],
-) -> tuple[str, str] | None:
-    """The other package's type embedded in the operand's struct type that
-    the method is promoted from, where `described` knows it: only where it
-    is the one such type embedded (a test double embedding nvml.Device and
-    mock.Mock gets AssertExpectations from the mock, which says nothing of
-    its methods, so the knowledge's pattern for Device is no answer)."""
-    local = facts.types.type_of(operand)
-    if local is None or facts.has_method(local, method):
-        return None
-    embedded = facts.types.embedded_imported(local)
-    return embedded[0] if len(embedded) == 1 and described(embedded[0]) else None
 
 
 def _module_result_typed(facts: CallIndex, symbol: Symbol | None) -> tuple[str, str] | None:
@@ -784,11 +665,12 @@ def index_calls(package: Package, knowledge: Knowledge, imported: ImportedFacts 
         if unit.kind is UnitKind.METHOD:
             method = unit.name.rsplit(".", 1)[-1]
             facts._methods.setdefault(method, []).append(unit)
-    _index_method_calls(facts, package, knowledge)
+    index_described_methods(facts, package, knowledge)
     _index_module_methods(facts, package)
+    index_interface_statuses(facts, package, knowledge)
     _index_own_api(facts, package, knowledge)
     facts.c_view, c_side = c_side_calls(package, knowledge, facts.calls.get)
-    for fact in c_side:
+    for fact in c_side + loaded_procedure_calls(package, knowledge):
         facts.record(fact)
     return facts
 

@@ -14,6 +14,7 @@ of those needs the resource engine to tell a failure branch.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -27,6 +28,11 @@ from cudalint.framework import Analysis
 from cudalint.functions import Unit
 from cudalint.scope import SymbolKind
 from cudalint.knowledge import ApiFunction, StatusSpec
+
+# A predicate asked of a status (`IsNotSupportedError(ret)`), and the words
+# that name success in one (`IsSuccess`, `isOK`).
+_PREDICATE = re.compile(r"^[Ii]s[A-Z_]")
+_SUCCESS_WORD = re.compile(r"Success|Succeeded|OK$|Ok$")
 
 
 class Outcome(str, Enum):
@@ -115,6 +121,11 @@ class StatusSemantics:
             and roles(expression) is Subject.STATUS
         ):
             return Outcome.SUCCESS if polarity else Outcome.FAILURE  # `if !ok`: a comma-ok result
+        predicate = _status_predicate(expression, roles)
+        if predicate is not None:
+            if predicate:  # `if IsSuccess(ret)`
+                return Outcome.SUCCESS if polarity else Outcome.FAILURE
+            return Outcome.FAILURE if polarity else None  # `if IsNotSupportedError(ret)`: one kind of failure
         compared = self._errors_is(expression)
         if compared is not None:
             operator, (left, right) = "==", compared
@@ -353,6 +364,25 @@ def spelled(success: str, qualifier: str, written_package: str) -> str:
     if success.startswith(qualifier + "."):
         return written_package + success[len(qualifier):]
     return success
+
+
+def _status_predicate(expression: Node | None, roles: Roles) -> bool | None:
+    """`IsGPULostError(ret)`, `nvmlerrors.IsNotSupported(ret)`: a predicate
+    `Is...` asked of the status says, where true, that it is one kind of
+    failure (False), or, named for success (`IsSuccess`, `IsOK`), that the
+    call succeeded (True); None for anything else."""
+    if expression is None or expression.type != "call_expression":
+        return None
+    function = syntax.unparen(expression.child_by_field_name("function"))
+    if function is not None and function.type == "selector_expression":
+        function = function.child_by_field_name("field")
+    name = syntax.text(function) if function is not None and function.type in ("identifier", "field_identifier") else ""
+    if not _PREDICATE.match(name):
+        return None
+    if not any(roles(unwrapped) is Subject.STATUS for argument in syntax.children(expression.child_by_field_name("arguments"))
+               if (unwrapped := syntax.unparen(argument)) is not None):
+        return None
+    return bool(_SUCCESS_WORD.search(name))
 
 
 def first_success_as_written(fact: CallFact) -> str:

@@ -14,6 +14,7 @@ handle?" and never looks at syntax itself.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import Enum
 
@@ -26,6 +27,9 @@ from cudalint.framework import Analysis
 from cudalint.functions import Unit
 from cudalint.knowledge import CallRole, ResourceSpec
 from cudalint.scope import Role, Symbol, SymbolKind
+
+# cgo's spelling of a C function passed as a pointer: `(*[0]byte)(C.onDone)`.
+_CALLBACK = re.compile(r"^\(\s*\*\s*\[0\]byte\s*\)\s*\(\s*C\.\w+\s*\)$")
 
 
 class UseKind(str, Enum):
@@ -275,11 +279,12 @@ class VariableUses:
                         # `grown := C.realloc(buf, n)`: grown holds it from here on (buf where it failed).
                         return Use(UseKind.ALIAS, symbol, identifier, target=moved_to)
                     return Use(UseKind.TRANSFER_CALL, symbol, identifier, role=(resource, role), **common)
-            if index in callee.api.kept_args:
+            if index in callee.api.kept_args or _given_callback(call):
                 return Use(UseKind.TRANSFER_CALL, symbol, identifier, **common)
             return Use(UseKind.PASS_API, symbol, identifier, **common)
         if callee.kind is CalleeKind.FAMILY:
-            return Use(UseKind.PASS_API, symbol, identifier, **common)
+            kind = UseKind.TRANSFER_CALL if _given_callback(call) else UseKind.PASS_API
+            return Use(kind, symbol, identifier, **common)
         if callee.kind in (CalleeKind.STD_BORROW,):
             return Use(UseKind.READ, symbol, identifier, **common)
         if callee.kind is CalleeKind.BUILTIN:
@@ -554,3 +559,14 @@ def _is_deferred_literal(literal: Node) -> bool:
 USES: Analysis[VariableUses] = Analysis(
     "uses", __doc__ or "", lambda p: VariableUses(p.result_of(CALLS)), requires=(CALLS,),
 )
+
+
+def _given_callback(call: Node) -> bool:
+    """A C call handed a C function as a pointer (`(*[0]byte)(C.onDone)`,
+    cgo's spelling of a callback): the pointers passed beside it are the
+    callback's user data (a payload its destructor frees), which C keeps."""
+    for argument in syntax.children(call.child_by_field_name("arguments")):
+        argument = syntax.unparen(argument)
+        if argument is not None and argument.type in ("type_conversion_expression", "call_expression") and _CALLBACK.match(syntax.text(argument)):
+            return True
+    return False

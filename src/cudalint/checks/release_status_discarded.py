@@ -26,7 +26,7 @@ def check(p: Pass) -> None:
                 p.report(
                     unit, fact.node,
                     f"{status_what(fact)} is discarded; a release also reports errors of earlier asynchronous work: "
-                    f"check it, or write `_ = {syntax.text(fact.node)}` to discard it on purpose",
+                    f"check it, or write `{fact.blanks} = {syntax.text(fact.node)}` to discard it on purpose",
                 )
     for unit, call, wrapped in p.result_of(WRAPPERS).call_sites():
         if wrapped.release and syntax.statement_of_call(call) == "expression_statement":

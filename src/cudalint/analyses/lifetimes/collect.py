@@ -88,7 +88,7 @@ class Collector:
                 if use.kind in (UseKind.RELEASE, UseKind.METHOD):
                     fields: frozenset[tuple[Symbol, str]] = frozenset()
                     handle = symbol.name
-                    if symbol.role not in (Role.PARAM, Role.RECEIVER):
+                    if symbol.role not in (Role.PARAM, Role.RECEIVER, Role.LOCAL):
                         continue
                 else:
                     # `C.cuModuleUnload(m.mod)`: a handle in a field of a value the function has.
@@ -163,8 +163,9 @@ class Collector:
         unless another succeeding return released it (the caller cannot know
         which it got) outside main, init and TestMain; see `counted`."""
         fails = self._counted.fails
-        failing = [(kind, path) for _, kind, path in record.held_exits if len(path) >= 2 and fails(graph, origin, kind, path[-2])]
-        succeeding = [(kind, path) for _, kind, path in record.held_exits if (kind, path) not in failing]
+        held_exits = [(kind, path) for _, kind, path in record.held_exits if not self._counted.ends_test(graph.unit, kind)]
+        failing = [(kind, path) for kind, path in held_exits if len(path) >= 2 and fails(graph, origin, kind, path[-2])]
+        succeeding = [(kind, path) for kind, path in held_exits if (kind, path) not in failing]
         if failing and not self._counted.replaces(graph, origin):
             kind, path = failing[0]
             result.leaks.append(replace(self._leak(graph, origin, kind, path), failing=True))

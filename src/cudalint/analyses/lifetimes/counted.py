@@ -55,6 +55,9 @@ Imported = Callable[[tuple[str, str] | None], Any]
 # (exported functions are handed on to their importers instead).
 _ENTRY_POINTS = ("main", "init", "TestMain")
 
+# A test, subtest, benchmark or fuzz target, or a helper of one (`t.Fatal` there ends the test).
+_TESTING_PARAMETER = re.compile(r"\*\s*testing\.(T|B|F)\b")
+
 # Calls whose result is a non-nil error.
 _NEW_ERROR = re.compile(r"(fmt\.Errorf|errors\.(New|Errorf|Wrap|Wrapf|WithMessage|WithMessagef|WithStack))$")
 
@@ -71,6 +74,7 @@ class Counted:
         self._uses = uses
         self._releasing: dict[str, dict[Unit, bool]] = {}  # per kind
         self._error_makers: dict[Unit, bool] = {}
+        self._release_names: dict[str, frozenset[str]] = {}
 
     # -- what a node does to a count ---------------------------------------------
 
@@ -164,6 +168,8 @@ class Counted:
         if callee.kind is CalleeKind.MODULE:
             facts = self._imported(callee.imported)
             return facts is not None and any(resource == name for _, resource in getattr(facts, "counted_releases", ()))
+        if self._named_release(call, name):
+            return True
         if not local:
             return False  # a function of the package, or a literal of the body: read from the memo, or walked
         target = callee.target
@@ -175,6 +181,30 @@ class Counted:
             return bound is not None and bound.kind is UnitKind.LITERAL and self.releases(bound, name)
         return False
 
+    def _named_release(self, call: Node, name: str) -> bool:
+        """`lib.Shutdown()` on a value a function of the module made, whose
+        type is not known here (`lib, err := nvmllib.New()`): a method named
+        as a release of the kind is one (the value is an initialiser's)."""
+        function = syntax.unparen(call.child_by_field_name("function"))
+        operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None and function.type == "selector_expression" else None
+        if operand is None or operand.type != "identifier" or self._calls.callee(call).kind is not CalleeKind.UNKNOWN:
+            return False
+        if syntax.text(function.child_by_field_name("field")) not in self._release_methods(name):
+            return False
+        symbol = self._calls.package.resolution.symbol(operand)
+        made = syntax.unparen(symbol.init) if symbol is not None and symbol.kind is SymbolKind.VAR and symbol.type_node is None else None
+        return made is not None and made.type == "call_expression" and self._calls.callee(made).kind is CalleeKind.MODULE
+
+    def _release_methods(self, name: str) -> frozenset[str]:
+        """The last names of the kind's release calls (`Shutdown` of
+        `nvml.Shutdown` and `nvml.Interface.Shutdown`)."""
+        if name not in self._release_names:
+            self._release_names[name] = frozenset(
+                role.call.rsplit(".", 1)[-1] for family in self._calls.knowledge.families for resource in family.resources
+                if resource.name == name for role in resource.release
+            )
+        return self._release_names[name]
+
     def _unseen(self, call: Node) -> bool:
         """A call the analysis cannot see into that may release a count: a
         function value, or a method of a value whose type is no standard
@@ -183,7 +213,9 @@ class Counted:
         (loggers) and methods of the standard library's types are not."""
         callee = self._calls.callee(call)
         if callee.kind is CalleeKind.VALUE:
-            return True
+            # `wrapErr(...)` of `wrapErr := func(...) error {...}`: the literal is seen.
+            bound = self._calls.unit_of(callee.symbol) if callee.symbol is not None and callee.symbol.is_local else None
+            return bound is None or bound.kind is not UnitKind.LITERAL or bound.stored_in is not callee.symbol or not _only_called(bound)
         if callee.kind is not CalleeKind.UNKNOWN:
             return False
         function = syntax.unparen(call.child_by_field_name("function"))
@@ -288,6 +320,13 @@ class Counted:
                 if symbol is not None and not symbol.is_local:
                     return True  # a sentinel error of the package
                 return self._tested_failing(statement, origin, text, failure)
+            if last.type == "call_expression":
+                # `return wrapErr("init", err)` where err failed: wrapping a
+                # non-nil error gives one.
+                for argument in syntax.children(last.child_by_field_name("arguments")):
+                    argument = syntax.unparen(argument)
+                    if argument is not None and argument.type == "identifier" and self._tested_failing(statement, origin, syntax.text(argument), failure):
+                        return True
             return None
         if self._is_success(origin, last):
             return False
@@ -364,6 +403,21 @@ class Counted:
     def keeps(self, unit: Unit) -> bool:
         """main, init and TestMain may keep a count for the process lifetime."""
         return unit.kind is UnitKind.FUNCTION and unit.name in _ENTRY_POINTS
+
+    def ends_test(self, unit: Unit, kind: ExitKind) -> bool:
+        """A test (or subtest, or helper of one) that stops (`t.Skip`,
+        `t.Fatal`: its goroutine exits) with a count it took: no caller was
+        to release it, and the test binary is the process that keeps it, as
+        on the test's normal return."""
+        if kind is not ExitKind.GOEXIT or not unit.file.source.path.name.endswith("_test.go"):
+            return False
+        current: Unit | None = unit
+        while current is not None:  # a literal inside a test (`t.Run`, a closure that captures t)
+            parameters = current.node.child_by_field_name("parameters")
+            if parameters is not None and _TESTING_PARAMETER.search(syntax.text(parameters)) is not None:
+                return True
+            current = current.parent
+        return False
 
     # -- releases registered before the acquisition succeeded (CL202) ------------------
 
