@@ -670,7 +670,7 @@ def index_calls(package: Package, knowledge: Knowledge, imported: ImportedFacts 
     index_interface_statuses(facts, package, knowledge)
     _index_own_api(facts, package, knowledge)
     facts.c_view, c_side = c_side_calls(package, knowledge, facts.calls.get)
-    for fact in c_side + loaded_procedure_calls(package, knowledge):
+    for fact in c_side + loaded_procedure_calls(package, knowledge, facts.c_view):
         facts.record(fact)
     return facts
 

@@ -10,6 +10,12 @@ says whether `_ =` discards the status on purpose (CL304 rather than
 CL302). Handles passed as `uintptr(unsafe.Pointer(&h))` are not followed:
 the call has no acquisition or release roles of its own.
 
+The same binding done with `dlsym` from Go (`fn, err := dlsym(lib,
+"cuDeviceGetName")`) is called through a trampoline of the package's C
+(`static int call_get_name(void *fn, char *n, int len, int dev) { return
+((get_name_fn)fn)(n, len, dev); }`): `C.call_get_name(fn, ...)` is then that
+function too, its status the trampoline's result.
+
 Only packages that name one of the shared libraries the knowledge lists
 (`libraries` of a C family) are searched, the same needles that let them
 through the prefilter."""
@@ -21,15 +27,17 @@ from dataclasses import replace
 from tree_sitter import Node
 
 from cudalint import syntax
+from cudalint.cside import CView
 from cudalint.analyses.call_kinds import CallFact
 from cudalint.functions import Package
 from cudalint.knowledge import ApiFunction, Knowledge
 from cudalint.scope import Symbol
 
 
-def loaded_procedure_calls(package: Package, knowledge: Knowledge) -> list[CallFact]:
+def loaded_procedure_calls(package: Package, knowledge: Knowledge, c_view: CView | None) -> list[CallFact]:
     """The `.Call(...)` of each procedure the package bound to a function of
-    a C family that a shared library exports."""
+    a C family that a shared library exports, and the calls of the package's
+    C trampolines handed such a procedure (`c_view`: the package's own C)."""
     libraries = [library.encode() for family in knowledge.families for library in family.libraries]
     if not libraries or not any(library in parsed.source.data for parsed in package.files for library in libraries):
         return []
@@ -40,7 +48,7 @@ def loaded_procedure_calls(package: Package, knowledge: Knowledge) -> list[CallF
             if node.type != "call_expression":
                 continue
             function = syntax.unparen(node.child_by_field_name("function"))
-            if function is not None and function.type == "selector_expression" and syntax.text(function.child_by_field_name("field")) == "Call":
+            if function is not None and function.type == "selector_expression" and _calls_bound(function, c_view):
                 calls_of_call.append((parsed.root, node))
                 continue
             named = _named_function(node, knowledge)
@@ -53,7 +61,14 @@ def loaded_procedure_calls(package: Package, knowledge: Knowledge) -> list[CallF
                 bound[symbol] = named
     found = []
     for root, node in calls_of_call if bound else ():
-        operand = syntax.unparen(node.child_by_field_name("function").child_by_field_name("operand"))
+        function = node.child_by_field_name("function")
+        trampoline = syntax.text(function.child_by_field_name("field")) if syntax.text(function.child_by_field_name("operand")) == "C" else ""
+        if trampoline:
+            arguments = syntax.children(node.child_by_field_name("arguments"))
+            index = _called_parameter(c_view, trampoline)
+            operand = syntax.unparen(arguments[index]) if 0 <= index < len(arguments) else None
+        else:
+            operand = syntax.unparen(function.child_by_field_name("operand"))
         if operand is None or operand.type != "identifier":
             continue
         package.resolution.ensure(root, operand)
@@ -62,10 +77,31 @@ def loaded_procedure_calls(package: Package, knowledge: Knowledge) -> list[CallF
             continue
         name, api = bound[symbol]
         variable = syntax.text(operand)
-        written = f"{variable}.Call" if variable == name else f"{variable}.Call ({name})"
+        if trampoline:
+            written, blanks = f"C.{trampoline} ({name})", "_"
+        else:
+            written, blanks = (f"{variable}.Call" if variable == name else f"{variable}.Call ({name})"), "_, _, _"
         status = replace(api.status, success=("0",)) if api.status is not None else None
-        found.append(CallFact(node, "C", name, written, ApiFunction(api.family, written, status, api.discardable, api.releases, ()), on_value=True, blanks="_, _, _"))
+        found.append(CallFact(node, "C", name, written, ApiFunction(api.family, written, status, api.discardable, api.releases, ()), on_value=True, blanks=blanks))
     return found
+
+
+def _calls_bound(function: Node, c_view: CView | None) -> bool:
+    """`p.Call(...)`, or `C.trampoline(...)` of a C function that calls one
+    of its parameters."""
+    field = syntax.text(function.child_by_field_name("field"))
+    if field == "Call":
+        return True
+    return syntax.text(function.child_by_field_name("operand")) == "C" and _called_parameter(c_view, field) >= 0
+
+
+def _called_parameter(c_view: CView | None, name: str) -> int:
+    """The index of the parameter a C helper calls through and returns the
+    result of (`return ((fn_t)fn)(a, b);`), or -1."""
+    function = c_view.functions.get(name) if c_view is not None else None
+    if function is None or not function.wraps or function.wraps not in function.params:
+        return -1
+    return function.params.index(function.wraps)
 
 
 def _named_function(call: Node, knowledge: Knowledge) -> tuple[str, ApiFunction] | None:
