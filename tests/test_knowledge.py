@@ -89,6 +89,9 @@ def test_cudaGetLastError_is_a_discardable_status_call() -> None:
         ({"family": "f", "description": "x", "import": "g.io/nv", "interfaces": "nv.Lib"}, "interfaces"),
         ({"family": "f", "description": "x", "import": "g.io/nv", "libraries": ["nv.dll"]}, "libraries: only a family of C calls"),
         ({"family": "f", "description": "x", "import": "C", "libraries": "nv.dll"}, "libraries: expected a list of non-empty strings"),
+        ({"family": "f", "description": "x", "import": "g.io/nv", "embedded_by": [{"type": "Device", "embeds": "nv.Dev"}]}, "expected an import path and an exported type"),
+        ({"family": "f", "description": "x", "import": "g.io/nv", "embedded_by": [{"type": "g.io/lib.Device", "embeds": "Dev"}]}, "must be qualified"),
+        ({"family": "f", "description": "x", "import": "g.io/nv", "embedded_by": [{"type": "g.io/lib.Device", "embeds": "nv.Dev", "size": 1}]}, "unknown key 'size'"),
     ],
 )
 def test_schema_errors_name_the_file_and_key(document: dict, message: str) -> None:
@@ -207,3 +210,15 @@ def test_shared_libraries_are_prefilter_needles() -> None:
     needles = imports_of(knowledge, lambda family: family.status is not None)
     assert b"nvml.dll" in needles and b"nvcuda.dll" in needles
     assert all(not family.libraries for family in knowledge.families if family.import_path != "C")
+
+
+def test_a_type_that_embeds_a_described_one_has_its_methods_but_its_own() -> None:
+    """go-nvlib's device.Device embeds nvml.Device: GetName is NVML's,
+    IsMigEnabled is go-nvlib's own (a Go error, no NVML status)."""
+    knowledge = load_knowledge()
+    nvlib = "github.com/NVIDIA/go-nvlib/pkg/nvlib/device"
+    assert knowledge.embedded_type(nvlib, "Device", "GetName") == ("github.com/NVIDIA/go-nvml/pkg/nvml", "Device")
+    assert knowledge.embedded_type(nvlib, "Device", "IsMigEnabled") is None
+    assert knowledge.embedded_type(nvlib, "MigDevice", "GetProfile") is None
+    assert knowledge.embedded_type(nvlib, "Interface", "GetDevices") is None
+    assert nvlib in knowledge.embedding_packages()

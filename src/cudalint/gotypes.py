@@ -304,6 +304,7 @@ class TypeOracle:
         self._interface_methods: dict[str, frozenset[str]] = {}
         # Interface -> method -> the result node its declaration gives.
         self._interface_results: dict[str, dict[str, Node | None]] = {}
+        self._method_units: dict[tuple[str, str], Unit] | None = None
         self._paths: Paths | None = None
 
     def type_of(self, expression: Node | None, depth: int = 0) -> str | None:
@@ -370,9 +371,13 @@ class TypeOracle:
         package (`for _, d := range devices()`)."""
         function = syntax.unparen(call.child_by_field_name("function"))
         if function is not None and function.type == "selector_expression":
-            # `m, ret := d.h.GetMig(i)` of an interface of the package.
+            # `m, ret := d.h.GetMig(i)` of an interface of the package, or
+            # `dev, ret := l.DeviceGetHandleByUUID(u)` of one of its types.
             owner = self.type_of(function.child_by_field_name("operand"))
-            result = self.interface_result(owner, syntax.text(function.child_by_field_name("field"))) if owner else None
+            method = syntax.text(function.child_by_field_name("field"))
+            result = self.interface_result(owner, method) if owner else None
+            if result is None and owner is not None and (unit := self._methods().get((owner, method))) is not None:
+                result = unit.node.child_by_field_name("result")
             return nth_result(result, index)
         if function is None or function.type != "identifier":
             return None
@@ -503,6 +508,10 @@ class TypeOracle:
                         name, body = spec.child_by_field_name("name"), spec.child_by_field_name("type")
                         if name is not None and body is not None and body.type == "interface_type":
                             self._interface_embeds(syntax.text(name), body)
+                        if name is not None and spec.type == "type_spec" and qualified_type(self.package.resolution, body) is not None:
+                            # `type nvmlInterface nvml.Interface`: an interface's
+                            # defined type has its methods, as if it embedded it.
+                            self._embedded_imported.setdefault(syntax.text(name), []).append(body)
                         if name is None or body is None or body.type != "struct_type":
                             continue
                         fields: dict[str, Node] = {}
@@ -551,6 +560,15 @@ class TypeOracle:
         """The methods an interface of the package declares itself."""
         self.structs()
         return self._interface_methods.get(type_name, frozenset())
+
+    def _methods(self) -> dict[tuple[str, str], Unit]:
+        """(receiver type, method) -> the package's method."""
+        if self._method_units is None:
+            self._method_units = {
+                (unit.name.rsplit(".", 1)[0].strip("()*"), unit.name.rsplit(".", 1)[-1]): unit
+                for unit in self.package.units if unit.kind is UnitKind.METHOD
+            }
+        return self._method_units
 
     def interfaces(self) -> list[str]:
         """The names of the package's interface types."""

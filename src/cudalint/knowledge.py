@@ -23,203 +23,16 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
+from cudalint.api_model import ApiFunction, CallRole, Embedding, Family, ResourceSpec, StatusSpec
+
+__all__ = ["ApiFunction", "CallRole", "Embedding", "Family", "Knowledge", "KnowledgeError", "ResourceSpec", "StatusSpec"]
+
 SCHEMA_VERSION = 1
 _HANDLE = re.compile(r"^(arg\d+|out\d+|result\d+|receiver|none)$")
 
 
 class KnowledgeError(Exception):
     """A rules file that cannot be used; the message names the file and the key."""
-
-
-@dataclass(frozen=True)
-class StatusSpec:
-    """How a family's calls report success."""
-
-    type: str
-    success: tuple[str, ...]
-    result: str = "first"  # "first" or "last" result of the call
-    kind: str = "code"  # "code": compare with success values; "error": a Go error, nil on success
-
-    def result_index(self, result_count: int) -> int:
-        return 0 if self.result == "first" else result_count - 1
-
-
-@dataclass(frozen=True)
-class CallRole:
-    """A call and where in it the handle is: "argN" (the N-th argument's value),
-    "outN" (the N-th argument points to where the call stores the handle:
-    `C.cudaMalloc(&p, n)`), "resultN", "receiver" (a method of the handle's
-    type: `set.Free()`), or "none" (a pairing by kind, with no handle:
-    nvmlInit / nvmlShutdown)."""
-
-    call: str
-    handle: str
-
-    @property
-    def index(self) -> int:
-        """N of argN / outN / resultN; -1 for receiver and none."""
-        match = re.fullmatch(r"(?:arg|out|result)(\d+)", self.handle)
-        return int(match.group(1)) if match else -1
-
-    @property
-    def is_result(self) -> bool:
-        return self.handle.startswith("result")
-
-    @property
-    def is_out(self) -> bool:
-        return self.handle.startswith("out")
-
-    @property
-    def method(self) -> str:
-        """For a receiver role named pkg.Type.Method, the method; through a
-        field (pkg.Type.Field.Method, `resp.Body.Close()`), Field.Method."""
-        parts = self.call.split(".")
-        return ".".join(parts[2:]) if len(parts) > 2 else parts[-1]
-
-
-@dataclass(frozen=True)
-class ResourceSpec:
-    name: str
-    acquire: tuple[CallRole, ...]
-    release: tuple[CallRole, ...]
-    # Calls that take ownership of the handle (they will release it).
-    transfer: tuple[CallRole, ...] = ()
-    # The handle is used up by any use: calling it, passing it, storing it
-    # (context.WithCancel's cancel function).
-    any_use_releases: bool = False
-    # GPU memory addressed by a bare pointer or integer (CL502).
-    device_memory: bool = False
-    # A host-side structure: C heap memory, a library's descriptor on the
-    # host. It holds nothing on the GPU, so a finalizer-only release of it
-    # is not the device-memory problem CL508 reports.
-    host_side: bool = False
-    # It outlives the process by design (a MIG instance): see leak_on_path.
-    outlives: bool = False
-    # Whether releasing it needs a current context, in a family whose releases
-    # generally do (CL505): a context's own destroy does not.
-    needs_context: bool = True
-    # A value of a Go type that holds this resource in a field and frees it
-    # in a method (an owning type, found by analysis, never by knowledge).
-    owns: ResourceSpec | None = None
-    # A release function handed out (any_use_releases) that is a callable
-    # no-op where the acquisition failed (`return func() {}, ret`), found by
-    # analysis: deferring it before the success check is harmless (no CL202).
-    callable_when_failed: bool = False
-    # A value of an owning type that its maker returns as nil where it fails
-    # (`return nil, err`), found by analysis: a release method deferred before
-    # the success check runs on a nil receiver there (CL202).
-    nil_when_failed: bool = False
-    # Release methods of an owning type that check and clear the handle
-    # (`if b.ptr == nil { return }; ...; b.ptr = nil`), found by analysis: a
-    # second call releases nothing (no CL102).
-    idempotent: frozenset[str] = frozenset()
-    # Of `transfer`, calls that move the handle into their result (C.realloc):
-    # the variable given the result holds it from then on.
-    moves: tuple[CallRole, ...] = ()
-
-    @property
-    def handleless(self) -> bool:
-        return all(role.handle == "none" for role in self.acquire)
-
-    def release_method(self, method: str) -> CallRole | None:
-        return next((r for r in self.release if r.handle == "receiver" and r.method == method), None)
-
-    @property
-    def first_release(self) -> str:
-        return self.release[0].call if self.release else "its release"
-
-
-@dataclass(frozen=True)
-class Family:
-    name: str
-    description: str
-    import_path: str
-    qualifier: str
-    source: str
-    docs: str = ""
-    status: StatusSpec | None = None
-    status_match: tuple[str, ...] = ()
-    status_except: tuple[str, ...] = ()
-    discardable: tuple[str, ...] = ()
-    resources: tuple[ResourceSpec, ...] = ()
-    # Names that are types: `C.CUdeviceptr(p)` is a conversion, not a call.
-    types: tuple[str, ...] = ()
-    # Calls that bind state to the calling OS thread (CL401).
-    thread_bound: tuple[str, ...] = ()
-    # Calls that make a context current on the calling thread (CL505).
-    context_setters: tuple[str, ...] = ()
-    # The family's releases need a current context on the calling thread (CL505).
-    releases_need_context: bool = False
-    # Calls that keep using host memory after they return: (call, argument indexes) (CL504).
-    async_host: tuple[tuple[str, tuple[int, ...]], ...] = ()
-    # Calls that keep a pointer they are given (callback user data, a
-    # subscriber's context): (call, argument indexes). Passing a handle
-    # there hands it over, whatever resource it is.
-    keeps: tuple[tuple[str, tuple[int, ...]], ...] = ()
-    # What a call's first result is, for calling methods on it: (call, type)
-    # (`device, ret := nvml.DeviceGetHandleByIndex(i)` makes device an
-    # nvml.Device, whose methods the status patterns can then name).
-    result_types: tuple[tuple[str, str], ...] = ()
-    # Interface types whose methods are the package's functions of the same
-    # name: go-nvml's `nvml.Interface` (`lib := nvml.New(); lib.Init()` is
-    # nvml.Init), which current NVIDIA code calls instead of the package
-    # functions so that tests can swap the library.
-    interfaces: tuple[str, ...] = ()
-    # For a C family: the name of the Go packages that bind it function for
-    # function (`nvml`: tkestack.io/nvml's DeviceGetHandleByIndex is
-    # nvmlDeviceGetHandleByIndex), and the C API's function names without
-    # prefix or version suffix. See NamedBindings.
-    named_bindings: str = ""
-    named_functions: tuple[str, ...] = ()  # sorted: the family's repr is part of cache keys
-    # A Go package described in part (go-dcgm: its Init and Shutdown; its
-    # groups, field groups and watches are not): where its source is on
-    # this machine it is summarised like any dependency, and what the
-    # knowledge leaves out is what the summary says.
-    partial: bool = False
-    # C families: the shared libraries that export it (`nvml.dll`), whose
-    # functions code may call by name without cgo (analyses/procs.py).
-    libraries: tuple[str, ...] = ()
-
-    def forwarded(self, name: str) -> str:
-        """The package function a method of one of the family's interfaces
-        stands for ("Interface.Init" -> "Init"); other names unchanged."""
-        receiver, dot, method = name.partition(".")
-        if dot and "." not in method and f"{self.qualifier}.{receiver}" in self.interfaces:
-            return method
-        return name
-
-
-@dataclass(frozen=True)
-class ApiFunction:
-    """Everything the knowledge says about one callee, e.g. C.cudaFree."""
-
-    family: Family
-    name: str
-    status: StatusSpec | None
-    discardable: bool
-    releases: tuple[ResourceSpec, ...]
-    acquires: tuple[ResourceSpec, ...]
-    transfers: tuple[ResourceSpec, ...] = ()
-    thread_bound: bool = False
-    context_setter: bool = False
-    async_host_args: tuple[int, ...] = ()
-    kept_args: tuple[int, ...] = ()
-    # A project's own C helper that wraps an API call: its roles, the API
-    # call's moved to the helper's parameters ((kind, resource, role)).
-    helper_roles: tuple[tuple[str, ResourceSpec, CallRole], ...] = ()
-
-    @property
-    def is_release(self) -> bool:
-        return bool(self.releases)
-
-    def roles(self, kind: str) -> list[tuple[ResourceSpec, CallRole]]:
-        """(resource, role) pairs of this call for kind "acquire", "release" or "transfer"."""
-        found = [(resource, role) for role_kind, resource, role in self.helper_roles if role_kind == kind]
-        for resource in (self.acquires if kind == "acquire" else self.releases if kind == "release" else self.transfers):
-            for role in getattr(resource, kind):
-                if role.call == self.name:
-                    found.append((resource, role))
-        return found
 
 
 class _Globs:
@@ -278,6 +91,31 @@ class Knowledge:
         """Import path -> package name, so `import "github.com/NVIDIA/go-nvml/pkg/nvml"`
         resolves `nvml.Init` without reading the imported package."""
         return {f.import_path: f.qualifier for f in self.families}
+
+    def embedded_type(self, import_path: str, type_name: str, method: str) -> tuple[str, str] | None:
+        """(import path, type) of the described type that a type of another
+        package embeds, as the knowledge says, where the method is one of
+        it (not one the embedding type declares itself)."""
+        for family in self.families:
+            for embedding in family.embedded_by:
+                if (embedding.import_path, embedding.type_name) == (import_path, type_name) and method not in embedding.own:
+                    return family.import_path, embedding.embeds.split(".", 1)[1]
+        return None
+
+    def names_method(self, import_path: str, type_name: str, method: str) -> bool:
+        """Whether the C API a described Go package binds has the function a
+        method of its type stands for (nvml.Device.GetName is
+        nvmlDeviceGetName; a method of nvml.Interface is the function of its
+        name): False where nothing says so, the method being perhaps another
+        embedded type's (go-nvlib's NewDevice beside nvml.Interface)."""
+        family = next((f for f in self.families if f.import_path == import_path), None)
+        functions = self.named_bindings.functions(family.qualifier) if family is not None else frozenset()
+        bare = re.sub(r"_v[0-9]+$", "", method)
+        return (family is not None and f"{family.qualifier}.{type_name}" in family.interfaces and bare in functions) or type_name + bare in functions
+
+    def embedding_packages(self) -> frozenset[str]:
+        """The import paths of the packages whose types embed described ones."""
+        return frozenset(embedding.import_path for family in self.families for embedding in family.embedded_by)
 
     def result_type(self, import_path: str, name: str) -> str | None:
         """The type (its name within its package: "Device") of the first
@@ -433,6 +271,10 @@ class NamedBindings:
         word = last.removeprefix("go-")
         return word if word in self.words else None
 
+    def functions(self, word: str) -> frozenset[str]:
+        """The C API's function names, without prefix, of the family bound by that word."""
+        return self._functions.get(word, frozenset())
+
     def needles(self, wanted: Callable[[Family], bool]) -> frozenset[bytes]:
         """How an import of such a package ends in a file's bytes, for the C
         families a rule has something to say about."""
@@ -498,8 +340,9 @@ class NamedBindings:
 
 _TOP_KEYS = {
     "schema", "family", "description", "import", "name", "docs", "status", "status_calls", "resource", "types",
-    "threads", "async", "keeps", "results", "interfaces", "named_bindings", "partial", "libraries",
+    "threads", "async", "keeps", "results", "interfaces", "named_bindings", "partial", "libraries", "embedded_by",
 }
+_EMBEDDED_KEYS = {"type", "embeds", "own"}
 _NAMED_KEYS = {"package", "functions"}
 _KEEPS_KEYS = {"call", "args"}
 _THREAD_KEYS = {"bound", "context_setters", "releases_need_context"}
@@ -597,11 +440,23 @@ def parse_family(document: dict, source: str) -> Family:
         raise _fail(source, "partial", "only a Go package can be described in part (C has no source to summarise)")
     if (libraries := _strings(source, "libraries", doc.get("libraries"))) and import_path != "C":
         raise _fail(source, "libraries", "only a family of C calls is exported by shared libraries")
+    embedded_by = tuple(_embedding(source, f"embedded_by[{i}]", item, qualifier) for i, item in enumerate(_array(source, "embedded_by", doc)))
     return Family(
         name, description, import_path, qualifier, source, docs, status,
         match, except_, discardable, resources, types, bound, setters, need_context, async_host, keeps, results,
-        interfaces, named, functions, partial, libraries,
+        interfaces, named, functions, partial, libraries, embedded_by,
     )
+
+
+def _embedding(source: str, where: str, item: Any, qualifier: str) -> Embedding:
+    """[[embedded_by]]: type = "path/to/pkg.Type", embeds = "nvml.Device", own = [...]."""
+    table = _table(source, where, item, _EMBEDDED_KEYS)
+    outer = _string(source, f"{where}.type", table.get("type"))
+    import_path, dot, type_name = outer.rpartition(".")
+    if not dot or "/" not in import_path or not type_name[:1].isupper():
+        raise _fail(source, f"{where}.type", f"expected an import path and an exported type, \"path/to/pkg.Type\", not {outer!r}")
+    (embeds,) = _qualified(source, f"{where}.embeds", (_string(source, f"{where}.embeds", table.get("embeds")),), qualifier)
+    return Embedding(import_path, type_name, embeds, _strings(source, f"{where}.own", table.get("own")))
 
 
 def _named_bindings(source: str, doc: dict, import_path: str, status: StatusSpec | None) -> tuple[str, tuple[str, ...]]:

@@ -22,10 +22,12 @@ def imports_of(knowledge: Knowledge, wanted: Callable[[Family], bool]) -> frozen
     it has something to say about, how an import of a binding of one of
     them that is known by its name ends (`/nvml"`), and the shared
     libraries that export a C family (`nvml.dll`: its functions may be
-    called by name, without cgo)."""
+    called by name, without cgo), and the packages whose types embed one
+    of the family's (go-nvlib's device.Device embeds nvml.Device)."""
     described = frozenset(f'"{family.import_path}"'.encode() for family in knowledge.families if wanted(family))
     libraries = frozenset(library.encode() for family in knowledge.families if wanted(family) for library in family.libraries)
-    return described | knowledge.named_bindings.needles(wanted) | libraries
+    embedding = frozenset(f'"{e.import_path}"'.encode() for family in knowledge.families if wanted(family) for e in family.embedded_by)
+    return described | knowledge.named_bindings.needles(wanted) | libraries | embedding
 
 
 def needles_for(rules: Iterable[Rule], knowledge: Knowledge, enabled: frozenset[str]) -> tuple[bytes, ...]:

@@ -639,6 +639,7 @@ def index_calls(package: Package, knowledge: Knowledge, imported: ImportedFacts 
     make them; other callees are classified on demand by CallIndex.callee."""
     facts = CallIndex(package, knowledge, imported or ImportedFacts())
     watched = knowledge.import_paths | _WATCHED | facts.imported.packages() | package.named_bindings
+    described = knowledge.import_paths | package.named_bindings
     resolution = package.resolution
     for parsed in package.files:
         names = {
@@ -659,7 +660,13 @@ def index_calls(package: Package, knowledge: Knowledge, imported: ImportedFacts 
     for unit in package.units:
         facts._literals[unit.node] = unit
         if unit.symbol is not None:
-            facts._units_by_symbol[unit.symbol] = unit
+            # A function declared once per build-constrained file (constraints
+            # are ignored): the variant whose file reaches the GPU API speaks
+            # for it (`func NewNVML() *NVML` of nvml.go, not the stub's
+            # `func NewNVML() Manager { return nil }`).
+            current = facts._units_by_symbol.get(unit.symbol)
+            if current is None or (_reaches_api(unit, described) and not _reaches_api(current, described)):
+                facts._units_by_symbol[unit.symbol] = unit
         if unit.kind is UnitKind.LITERAL and unit.parent is not None:
             facts._literals_by_parent.setdefault(unit.parent.node, []).append(unit)
         if unit.kind is UnitKind.METHOD:
@@ -673,6 +680,10 @@ def index_calls(package: Package, knowledge: Knowledge, imported: ImportedFacts 
     for fact in c_side + loaded_procedure_calls(package, knowledge, facts.c_view):
         facts.record(fact)
     return facts
+
+
+def _reaches_api(unit: Unit, watched: frozenset[str] | set[str]) -> bool:
+    return any(imported.path == "C" or imported.path in watched for imported in unit.file.imports)
 
 
 CALLS: Analysis[CallIndex] = Analysis(

@@ -101,8 +101,8 @@ class DeferredReleases:
             return written
         function = syntax.unparen(call.child_by_field_name("function"))
         if function is not None and function.type == "func_literal":
-            released = self._released_by(callee.target)
-            return f"of a closure that releases {', '.join(sorted(s.name for s in released))}" if released else None
+            released = sorted(s.name for s in self._released_by(callee.target)) + self._counts_released_by(callee.target)
+            return f"of a closure that releases {', '.join(released)}" if released else None
         if callee.symbol is not None and callee.target is not None and callee.target.stored_in is callee.symbol:
             released = self._released_by(callee.target)
             return f"{callee.written}() (which releases {', '.join(sorted(s.name for s in released))})" if released else None
@@ -133,6 +133,19 @@ class DeferredReleases:
         return self._lifetimes.resources_of(symbol) + [
             o.resource for o in self._lifetimes.lifetimes(unit).origins if o.handle == symbol.name
         ]
+
+    def _counts_released_by(self, literal: Unit | None) -> list[str]:
+        """The counted kinds (no handle: NVML initialisation) a func literal
+        gives back by a call of the API's release (`_ = lib.Shutdown()`)."""
+        if literal is None or literal.body is None:
+            return []
+        kinds = []
+        for call in syntax.calls_in(literal.body):
+            fact = self._calls.call(call)
+            for resource, role in fact.api.roles("release") if fact is not None and fact.api is not None else ():
+                if role.handle == "none" and resource.name not in kinds:
+                    kinds.append(resource.name)
+        return kinds
 
     def _released_by(self, literal: Unit | None) -> set[Symbol]:
         if literal is None:

@@ -34,9 +34,28 @@ def _exported_embeddings(p: Pass) -> dict[str, Embeds]:
         embedded = oracle.embedded_imported(type_name)
         if not embedded:
             continue
-        own = {unit.name.rsplit(".", 1)[-1] for unit in calls.methods_of_type(type_name)} | oracle.interface_methods(type_name)
+        own = _own_methods(calls, type_name)
         found[type_name] = Embeds(tuple(embedded), tuple(sorted(own)), any(described(*typed) for typed in embedded))
     return found
+
+
+def _own_methods(calls, type_name: str) -> set[str]:
+    """The methods a type has that are not another package's: its own, and
+    those of the package's types it embeds, in turn (a `Helper` interface
+    of the package embedded beside nvml.Interface)."""
+    oracle = calls.types
+    own: set[str] = set()
+    seen, level = {type_name}, [type_name]
+    while level:
+        following = []
+        for name in level:
+            own |= {unit.name.rsplit(".", 1)[-1] for unit in calls.methods_of_type(name)} | oracle.interface_methods(name)
+            for embedded in oracle.structs().get(name, ({}, []))[1]:
+                if embedded not in seen:
+                    seen.add(embedded)
+                    following.append(embedded)
+        level = following
+    return own
 
 
 EMBEDS: Analysis[None] = Analysis(

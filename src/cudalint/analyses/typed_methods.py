@@ -28,6 +28,7 @@ class CallIndex(Protocol):
     calls: dict[Node, CallFact]
     types: TypeOracle
     imported: ImportedFacts
+    knowledge: Knowledge
 
     def record(self, fact: CallFact) -> None: ...
 
@@ -56,6 +57,7 @@ def index_described_methods(facts: CallIndex, package: Package, knowledge: Knowl
         family.import_path: [call.split(".", 1)[1] for call, _ in family.result_types]
         for family in knowledge.families if family.result_types
     }
+    embedding = knowledge.embedding_packages()  # go-nvlib's device.Device embeds nvml.Device
     binding_makers = {
         path for path in facts.imported.packages()
         if any(" " in entry for entry in result_entries(facts.imported, path))
@@ -71,7 +73,7 @@ def index_described_methods(facts: CallIndex, package: Package, knowledge: Knowl
         # binding's type (`gpuinfo.DeviceByIndex(i)`).
         spelled += [
             f"{imported.name or default_import_name(imported.path)}.".encode() for imported in parsed.imports
-            if imported.path in package.named_bindings or imported.path in binding_makers
+            if imported.path in package.named_bindings or imported.path in binding_makers or imported.path in embedding
         ]
         return any(needle in parsed.source.data for needle in spelled)
 
@@ -200,9 +202,18 @@ def _embedded(
     from, as that package's facts say (`device.Device` embeds nvml.Device),
     where `described` knows it and the outer type has no such method."""
     embeds = facts.imported.fact(Embeds, *declared)
-    if embeds is None or method in embeds.methods:
+    if embeds is None:
+        # No source here to summarise: what the knowledge says it embeds.
+        typed = facts.knowledge.embedded_type(*declared, method)
+        return typed if typed is not None and described(typed) else None
+    if method in embeds.methods:
         return None
-    return next((typed for typed in embeds.types if described(typed)), None)
+    found = [typed for typed in embeds.types if described(typed)]
+    if len(embeds.types) > 1:
+        # Beside other embedded types (go-nvlib's device.Interface next to
+        # nvml.Interface), only a method the API is known to have is its.
+        found = [typed for typed in found if facts.knowledge.names_method(*typed, method)]
+    return found[0] if found else None
 
 
 def promoted(
@@ -217,4 +228,8 @@ def promoted(
     if local is None or facts.has_method(local, method):
         return None
     embedded = facts.types.embedded_imported(local)
-    return embedded[0] if len(embedded) == 1 and described(embedded[0]) else None
+    if len(embedded) != 1:
+        return None
+    # The one embedded type, or what it embeds in turn as its package's facts
+    # (or the knowledge) say: `*nvidia.DeviceLib` that embeds nvml.Interface.
+    return embedded[0] if described(embedded[0]) else _embedded(facts, embedded[0], method, described)

@@ -118,8 +118,9 @@ RULE = Rule(
     """
     ## What it does
     Reports a `defer` of a release (`defer C.cudaFree(d)`, `defer C.cudaStreamDestroy(s)`,
-    a deferred closure or same-package helper that releases) that is executed
-    on every iteration of a loop.
+    a deferred closure or same-package helper that releases, a closure that
+    gives back a count: `defer func() { _ = lib.Shutdown() }()`) that is
+    executed on every iteration of a loop.
 
     It is not reported when the loop keeps the released values for after it
     on purpose: each is stored in a slice or array declared outside the loop

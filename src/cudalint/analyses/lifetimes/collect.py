@@ -163,7 +163,10 @@ class Collector:
         unless another succeeding return released it (the caller cannot know
         which it got) outside main, init and TestMain; see `counted`."""
         fails = self._counted.fails
-        held_exits = [(kind, path) for _, kind, path in record.held_exits if not self._counted.ends_test(graph.unit, kind)]
+        # A test that never gives the count back keeps it for the test binary,
+        # on t.Fatal as on its normal return; one that does should have deferred it.
+        kept_by_test = not record.released_exits
+        held_exits = [(kind, path) for _, kind, path in record.held_exits if not (kept_by_test and self._counted.ends_test(graph.unit, kind))]
         failing = [(kind, path) for kind, path in held_exits if len(path) >= 2 and fails(graph, origin, kind, path[-2])]
         succeeding = [(kind, path) for kind, path in held_exits if (kind, path) not in failing]
         if failing and not self._counted.replaces(graph, origin):
