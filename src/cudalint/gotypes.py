@@ -291,8 +291,11 @@ class TypeOracle:
         self, package: Package, function_of: Callable[[Symbol | None], Unit | None],
         api_result: Callable[[Node, int], tuple[str, str] | None] = lambda call, index: None,
         element_result: Callable[[Node, int], tuple[str, str] | None] = lambda call, index: None,
+        interfaces: frozenset[tuple[str, str]] = frozenset(),
     ):
         self.package = package
+        # (import path, type) of other packages' types known to be interfaces.
+        self._interfaces = interfaces
         self._function_of = function_of
         self._api_result = api_result
         # (import path, type) of the elements of a call's result that is a
@@ -508,9 +511,10 @@ class TypeOracle:
                         name, body = spec.child_by_field_name("name"), spec.child_by_field_name("type")
                         if name is not None and body is not None and body.type == "interface_type":
                             self._interface_embeds(syntax.text(name), body)
-                        if name is not None and spec.type == "type_spec" and qualified_type(self.package.resolution, body) is not None:
+                        if name is not None and spec.type == "type_spec" and qualified_type(self.package.resolution, body) in self._interfaces:
                             # `type nvmlInterface nvml.Interface`: an interface's
-                            # defined type has its methods, as if it embedded it.
+                            # defined type has its methods, as if it embedded it
+                            # (a defined type of a struct, `type Device cu.Device`, has none).
                             self._embedded_imported.setdefault(syntax.text(name), []).append(body)
                         if name is None or body is None or body.type != "struct_type":
                             continue

@@ -87,6 +87,9 @@ class CallIndex:
             self.package, self._units_by_symbol.get,
             lambda call, index: _module_call_typed(self, call, index) or (_api_result_type(self, call) if index == 0 else None),
             lambda call, index: _module_call_typed(self, call, index, elements=True),
+            frozenset(
+                (family.import_path, name.split(".", 1)[1]) for family in self.knowledge.families for name in family.interfaces
+            ),
         )
 
     def record(self, fact: CallFact) -> None:

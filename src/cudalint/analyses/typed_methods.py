@@ -225,7 +225,7 @@ def promoted(
     mock.Mock gets AssertExpectations from the mock, which says nothing of
     its methods, so the knowledge's pattern for Device is no answer)."""
     local = facts.types.type_of(operand)
-    if local is None or facts.has_method(local, method):
+    if local is None or _declared_in_package(facts, local, method):
         return None
     embedded = facts.types.embedded_imported(local)
     if len(embedded) != 1:
@@ -233,3 +233,20 @@ def promoted(
     # The one embedded type, or what it embeds in turn as its package's facts
     # (or the knowledge) say: `*nvidia.DeviceLib` that embeds nvml.Interface.
     return embedded[0] if described(embedded[0]) else _embedded(facts, embedded[0], method, described)
+
+
+def _declared_in_package(facts: CallIndex, type_name: str, method: str) -> bool:
+    """Whether the type, or a type of the package it embeds (an interface
+    such as `External` with `Signal()`), declares the method itself."""
+    seen, level = {type_name}, [type_name]
+    while level:
+        following = []
+        for name in level:
+            if facts.has_method(name, method) or method in facts.types.interface_methods(name):
+                return True
+            for embedded in facts.types.structs().get(name, ({}, []))[1]:
+                if embedded not in seen:
+                    seen.add(embedded)
+                    following.append(embedded)
+        level = following
+    return False
