@@ -591,22 +591,20 @@ class TypeOracle:
         (or interface) embeds, directly or through the package types it
         embeds, shallowest first: their methods are promoted to it (`type op
         struct { *cudnn.Dropout }` has op.RequiredStateSize)."""
-        structs = self.structs()
         found: list[tuple[str, str]] = []
-        seen = {type_name}
-        level = [type_name]
-        while level:
-            following = []
-            for name in level:
-                for node in self._embedded_imported.get(name, ()):
-                    typed = qualified_type(self.package.resolution, node)
-                    if typed is not None and typed not in found:
-                        found.append(typed)
-                for embedded in structs.get(name, ({}, []))[1]:
-                    if embedded not in seen:
-                        seen.add(embedded)
-                        following.append(embedded)
-            level = following
+        for name in self.with_embedded(type_name):
+            for node in self._embedded_imported.get(name, ()):
+                typed = qualified_type(self.package.resolution, node)
+                if typed is not None and typed not in found:
+                    found.append(typed)
+        return found
+
+    def with_embedded(self, type_name: str) -> list[str]:
+        """The type and the package's types it embeds, in turn, shallowest first."""
+        structs = self.structs()
+        found = [type_name]
+        for name in found:  # grows as it goes: breadth first
+            found.extend(embedded for embedded in structs.get(name, ({}, []))[1] if embedded not in found)
         return found
 
     def paths(self) -> Paths:

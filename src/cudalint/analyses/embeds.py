@@ -43,19 +43,10 @@ def _own_methods(calls, type_name: str) -> set[str]:
     """The methods a type has that are not another package's: its own, and
     those of the package's types it embeds, in turn (a `Helper` interface
     of the package embedded beside nvml.Interface)."""
-    oracle = calls.types
-    own: set[str] = set()
-    seen, level = {type_name}, [type_name]
-    while level:
-        following = []
-        for name in level:
-            own |= {unit.name.rsplit(".", 1)[-1] for unit in calls.methods_of_type(name)} | oracle.interface_methods(name)
-            for embedded in oracle.structs().get(name, ({}, []))[1]:
-                if embedded not in seen:
-                    seen.add(embedded)
-                    following.append(embedded)
-        level = following
-    return own
+    return {
+        method for name in calls.types.with_embedded(type_name)
+        for method in [unit.name.rsplit(".", 1)[-1] for unit in calls.methods_of_type(name)] + list(calls.types.interface_methods(name))
+    }
 
 
 EMBEDS: Analysis[None] = Analysis(

@@ -238,15 +238,7 @@ def promoted(
 def _declared_in_package(facts: CallIndex, type_name: str, method: str) -> bool:
     """Whether the type, or a type of the package it embeds (an interface
     such as `External` with `Signal()`), declares the method itself."""
-    seen, level = {type_name}, [type_name]
-    while level:
-        following = []
-        for name in level:
-            if facts.has_method(name, method) or method in facts.types.interface_methods(name):
-                return True
-            for embedded in facts.types.structs().get(name, ({}, []))[1]:
-                if embedded not in seen:
-                    seen.add(embedded)
-                    following.append(embedded)
-        level = following
-    return False
+    return any(
+        facts.has_method(name, method) or method in facts.types.interface_methods(name)
+        for name in facts.types.with_embedded(type_name)
+    )
