@@ -102,16 +102,19 @@ class Knowledge:
                     return family.import_path, embedding.embeds.split(".", 1)[1]
         return None
 
-    def names_method(self, import_path: str, type_name: str, method: str) -> bool:
+    def names_method(self, import_path: str, type_name: str, method: str) -> bool | None:
         """Whether the C API a described Go package binds has the function a
         method of its type stands for (nvml.Device.GetName is
         nvmlDeviceGetName; a method of nvml.Interface is the function of its
-        name): False where nothing says so, the method being perhaps another
-        embedded type's (go-nvlib's NewDevice beside nvml.Interface)."""
+        name); False where it has not (the method is then another embedded
+        type's: go-nvlib's NewDevice beside nvml.Interface, a mock's
+        AssertExpectations); None where no list of the API's functions says."""
         family = next((f for f in self.families if f.import_path == import_path), None)
         functions = self.named_bindings.functions(family.qualifier) if family is not None else frozenset()
+        if not functions:
+            return None
         bare = re.sub(r"_v[0-9]+$", "", method)
-        return (family is not None and f"{family.qualifier}.{type_name}" in family.interfaces and bare in functions) or type_name + bare in functions
+        return (f"{family.qualifier}.{type_name}" in family.interfaces and bare in functions) or type_name + bare in functions
 
     def embedding_packages(self) -> frozenset[str]:
         """The import paths of the packages whose types embed described ones."""

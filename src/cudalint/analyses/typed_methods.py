@@ -208,11 +208,9 @@ def _embedded(
         return typed if typed is not None and described(typed) else None
     if method in embeds.methods:
         return None
-    found = [typed for typed in embeds.types if described(typed)]
-    if len(embeds.types) > 1:
-        # Beside other embedded types (go-nvlib's device.Interface next to
-        # nvml.Interface), only a method the API is known to have is its.
-        found = [typed for typed in found if facts.knowledge.names_method(*typed, method)]
+    # Beside other embedded types (go-nvlib's device.Interface next to
+    # nvml.Interface), only a method the API may have is its.
+    found = [typed for typed in embeds.types if described(typed) and facts.knowledge.names_method(*typed, method) is not False]
     return found[0] if found else None
 
 
@@ -232,7 +230,9 @@ def promoted(
         return None
     # The one embedded type, or what it embeds in turn as its package's facts
     # (or the knowledge) say: `*nvidia.DeviceLib` that embeds nvml.Interface.
-    return embedded[0] if described(embedded[0]) else _embedded(facts, embedded[0], method, described)
+    if not described(embedded[0]):
+        return _embedded(facts, embedded[0], method, described)
+    return embedded[0] if facts.knowledge.names_method(*embedded[0], method) is not False else None
 
 
 def _declared_in_package(facts: CallIndex, type_name: str, method: str) -> bool:

@@ -451,7 +451,9 @@ RULE = Rule(
     it succeeds is an initialiser: its callers acquire it at their call, up
     to `main`, `init`, `TestMain` and exported functions. A count taken after
     the function gave one back on every path (`nvml.Shutdown()` then
-    `nvml.Init()`: a re-initialisation) replaces it and is not reported.
+    `nvml.Init()`: a re-initialisation) replaces it and is not reported,
+    nor is one the function records in a package-level flag (`initDone =
+    true`): the package keeps it until whoever reads the flag gives it back.
 
     A resource that outlives the process by design (a MIG GPU or compute
     instance, `outlives = true` in its knowledge file) is kept wherever the

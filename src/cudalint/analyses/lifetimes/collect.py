@@ -162,6 +162,10 @@ class Collector:
         release it); held on succeeding returns it is handed to the caller,
         unless another succeeding return released it (the caller cannot know
         which it got) outside main, init and TestMain; see `counted`."""
+        if self._counted.recorded(graph, origin):
+            for node, first, by_defer in _unique(record.double_releases):
+                result.double_releases.append(DoubleRelease(origin, node, first, by_defer, ""))
+            return  # the package's, by its flag
         fails = self._counted.fails
         # A test that never gives the count back keeps it for the test binary,
         # on t.Fatal as on its normal return; one that does should have deferred it.

@@ -400,6 +400,25 @@ class Counted:
         }
         return bool(releasing) and not graph.reachable_avoiding(origin.node, releasing)
 
+    def recorded(self, graph: CFG, origin: Origin) -> bool:
+        """Whether a path after the acquisition records it in a package-level
+        flag (`initDone = true`): the count is the package's then, held
+        until whoever reads the flag gives it back (`ShutdownNVML`), and a
+        later call does not take another; its callers neither hold it nor
+        lose it on their failing returns."""
+        resolution = self._calls.package.resolution
+        for n in graph.statement_nodes():
+            statement = graph.ast(n)
+            if statement is None or statement.type != "assignment_statement" or n == origin.node or not graph.has_path(origin.node, n):
+                continue
+            left = syntax.expressions(statement.child_by_field_name("left"))
+            right = syntax.expressions(statement.child_by_field_name("right"))
+            for target, value in zip(left, right):
+                symbol = resolution.symbol(target) if target.type == "identifier" else None
+                if symbol is not None and symbol.kind is SymbolKind.VAR and not symbol.is_local and syntax.text(value) == "true":
+                    return True
+        return False
+
     def keeps(self, unit: Unit) -> bool:
         """main, init and TestMain may keep a count for the process lifetime."""
         return unit.kind is UnitKind.FUNCTION and unit.name in _ENTRY_POINTS
