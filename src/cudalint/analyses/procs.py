@@ -61,7 +61,7 @@ def loaded_procedure_calls(package: Package, knowledge: Knowledge, c_view: CView
                 bound[symbol] = named
     found = []
     for root, node in calls_of_call if bound else ():
-        function = node.child_by_field_name("function")
+        function = syntax.unparen(node.child_by_field_name("function"))
         trampoline = syntax.text(function.child_by_field_name("field")) if syntax.text(function.child_by_field_name("operand")) == "C" else ""
         if trampoline:
             arguments = syntax.children(node.child_by_field_name("arguments"))
