@@ -202,7 +202,9 @@ class CallIndex:
             for parsed in self.package.files:
                 for name, calls in self._file_calls(parsed).items():
                     self._calls_by_name.setdefault(name, []).extend((parsed.root, call) for call in calls)
-        name = unit.name.rsplit(".", 1)[-1]
+        # A package-level variable's literal is called by the variable's name.
+        stored = unit.stored_in if unit.kind is UnitKind.LITERAL and unit.parent is None else None
+        name = stored.name if stored is not None else unit.name.rsplit(".", 1)[-1]
         by_target = self._grouped(self._calls_by_target, self._calls_by_name, name, lambda call: self.callee(call).target)
         return list(by_target.get(unit, ()))
 
@@ -389,6 +391,9 @@ class CallIndex:
             if target is not None:
                 kind = CalleeKind.LOCAL if symbol.kind is SymbolKind.FUNC else CalleeKind.VALUE
                 return Callee(kind, written, target=target, symbol=symbol)
+            bound = self._bound_function(symbol)
+            if bound is not None:
+                return Callee(CalleeKind.LOCAL, written, target=bound, symbol=symbol)
             return Callee(CalleeKind.VALUE if symbol.kind is SymbolKind.VAR else CalleeKind.UNKNOWN, written, symbol=symbol)
         if function.type == "selector_expression":
             operand = syntax.unparen(function.child_by_field_name("operand"))
@@ -397,6 +402,33 @@ class CallIndex:
             if target is not None:
                 return Callee(CalleeKind.LOCAL, written, target=target)
         return Callee(CalleeKind.UNKNOWN, written)
+
+    def _bound_function(self, symbol: Symbol) -> Unit | None:
+        """The func literal a package-level variable is initialised with
+        (`var dcgmInit = func(args ...string) (func(), error) { return
+        dcgm.Init(...) }`, kept in a variable so that tests can swap it),
+        where no file but a test assigns the variable: a call of it runs
+        that literal, as a call of a function does."""
+        if symbol.kind is not SymbolKind.VAR or symbol.is_local or symbol.init is None or symbol.init_index >= 0:
+            return None
+        literal = self._literals.get(syntax.unparen(symbol.init))
+        if literal is None:
+            return None
+        for reference in self.references(symbol):
+            if reference == symbol.node or reference.parent is None:
+                continue
+            holder = reference.parent.parent if reference.parent.type == "expression_list" else None
+            assigned = holder is not None and holder.type == "assignment_statement" and holder.child_by_field_name("left") == reference.parent
+            taken = reference.parent.type == "unary_expression" and syntax.text(reference.parent.child_by_field_name("operator")) == "&"
+            if (assigned or taken) and not self._in_test_file(reference):
+                return None  # swapped outside tests: which function runs is not known
+        return literal
+
+    def _in_test_file(self, node: Node) -> bool:
+        root = node
+        while root.parent is not None:
+            root = root.parent
+        return any(parsed.root == root and parsed.source.path.name.endswith("_test.go") for parsed in self.package.files)
 
     def local_target(self, call: Node) -> Unit | None:
         """The function or method of this package a call runs, whatever the

@@ -48,11 +48,12 @@ def loaded_procedure_calls(package: Package, knowledge: Knowledge, c_view: CView
             if node.type != "call_expression":
                 continue
             function = syntax.unparen(node.child_by_field_name("function"))
-            if function is not None and function.type == "selector_expression" and _calls_bound(function, c_view):
+            if function is not None and (function.type == "identifier" or (function.type == "selector_expression" and _calls_bound(function, c_view))):
                 calls_of_call.append((parsed.root, node))
-                continue
+                if function.type != "identifier":
+                    continue
             named = _named_function(node, knowledge)
-            target = _assigned_to(node) if named is not None else None
+            target = (_assigned_to(node) or _registered(node)) if named is not None else None
             if target is None:
                 continue
             package.resolution.ensure(parsed.root, target)
@@ -62,11 +63,16 @@ def loaded_procedure_calls(package: Package, knowledge: Knowledge, c_view: CView
     found = []
     for root, node in calls_of_call if bound else ():
         function = syntax.unparen(node.child_by_field_name("function"))
+        arguments = syntax.children(node.child_by_field_name("arguments"))
         trampoline = syntax.text(function.child_by_field_name("field")) if syntax.text(function.child_by_field_name("operand")) == "C" else ""
+        syscall = syntax.text(function.child_by_field_name("field")) in _SYSCALLS
         if trampoline:
-            arguments = syntax.children(node.child_by_field_name("arguments"))
             index = _called_parameter(c_view, trampoline)
             operand = syntax.unparen(arguments[index]) if 0 <= index < len(arguments) else None
+        elif syscall:  # `purego.SyscallN(pShutdown)`, `syscall.Syscall(p, ...)`
+            operand = syntax.unparen(arguments[0]) if arguments else None
+        elif function.type == "identifier":  # `nvmlInit()` of `purego.RegisterLibFunc(&nvmlInit, lib, "nvmlInit")`
+            operand = function
         else:
             operand = syntax.unparen(function.child_by_field_name("operand"))
         if operand is None or operand.type != "identifier":
@@ -79,18 +85,37 @@ def loaded_procedure_calls(package: Package, knowledge: Knowledge, c_view: CView
         variable = syntax.text(operand)
         if trampoline:
             written, blanks = f"C.{trampoline} ({name})", "_"
+        elif function.type == "identifier":
+            written, blanks = (variable if variable == name else f"{variable} ({name})"), "_"
+        elif syscall:
+            written, blanks = f"{syntax.text(function)}({variable}) ({name})", "_, _, _"
         else:
             written, blanks = (f"{variable}.Call" if variable == name else f"{variable}.Call ({name})"), "_, _, _"
         status = replace(api.status, success=("0",)) if api.status is not None else None
-        found.append(CallFact(node, "C", name, written, ApiFunction(api.family, written, status, api.discardable, api.releases, ()), on_value=True, blanks=blanks))
+        found.append(CallFact(node, "C", name, written, _bound_api(api, written, status), on_value=True, blanks=blanks))
     return found
 
 
+def _bound_api(api: ApiFunction, written: str, status) -> ApiFunction:
+    """The API function as called by name: a pairing by kind with no handle
+    (nvmlInit / nvmlShutdown) keeps its roles, as the API's own call would;
+    a handle passed as a uintptr is not followed (no roles), though a
+    release stays one for CL302/CL304."""
+    roles = api.roles("acquire") + api.roles("release")
+    if roles and all(role.handle == "none" for _, role in roles):
+        return replace(api, status=status)
+    return ApiFunction(api.family, written, status, api.discardable, api.releases, ())
+
+
+# Calls that run the procedure at an address they are given first.
+_SYSCALLS = frozenset({"SyscallN", "Syscall", "Syscall6", "Syscall9", "Syscall12", "Syscall15", "Syscall18"})
+
+
 def _calls_bound(function: Node, c_view: CView | None) -> bool:
-    """`p.Call(...)`, or `C.trampoline(...)` of a C function that calls one
-    of its parameters."""
+    """`p.Call(...)`, `purego.SyscallN(p, ...)`, or `C.trampoline(...)` of a
+    C function that calls one of its parameters."""
     field = syntax.text(function.child_by_field_name("field"))
-    if field == "Call":
+    if field == "Call" or field in _SYSCALLS:
         return True
     return syntax.text(function.child_by_field_name("operand")) == "C" and _called_parameter(c_view, field) >= 0
 
@@ -116,6 +141,17 @@ def _named_function(call: Node, knowledge: Knowledge) -> tuple[str, ApiFunction]
             return name, api
         return None
     return None
+
+
+def _registered(call: Node) -> Node | None:
+    """The function variable a call binds through its first argument, given
+    by address: `purego.RegisterLibFunc(&nvmlInit, lib, "nvmlInit")`."""
+    arguments = syntax.children(call.child_by_field_name("arguments"))
+    first = syntax.unparen(arguments[0]) if arguments else None
+    if first is None or first.type != "unary_expression" or syntax.text(first.child_by_field_name("operator")) != "&":
+        return None
+    operand = syntax.unparen(first.child_by_field_name("operand"))
+    return operand if operand is not None and operand.type == "identifier" else None
 
 
 def _assigned_to(call: Node) -> Node | None:

@@ -49,7 +49,7 @@ class HandOuts:
         that resource at their call, held where the error is nil."""
         if unit in self._handing:
             return self._handing[unit]
-        if self._analysing(unit) or unit.kind is UnitKind.LITERAL or unit.body is None:
+        if self._analysing(unit) or (unit.kind is UnitKind.LITERAL and unit.parent is not None) or unit.body is None:
             return []  # recursion, or not a function its callers name
         # Callees first; a recursive wrapper hands out nothing (the answer
         # its callers got before it was known), so nothing in a cycle is
@@ -82,7 +82,7 @@ class HandOuts:
         return self._acquiring
 
     def _hand_outs(self, unit: Unit) -> list[tuple[Origin, int]]:
-        if unit.kind is UnitKind.LITERAL or unit.body is None:
+        if (unit.kind is UnitKind.LITERAL and unit.parent is not None) or unit.body is None:
             return []
         found = self._lifetimes(unit)
         lost = {leak.origin for leak in found.leaks} | {overwrite.origin for overwrite in found.overwrites}
