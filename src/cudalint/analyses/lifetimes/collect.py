@@ -117,7 +117,12 @@ class Collector:
             if holders:
                 leak = replace(leak, held_in=", ".join(sorted(holders)))
             held_at = tuple(dict.fromkeys(path[-2] for _, _, path in record.held_exits if len(path) >= 2))
-            result.leaks.append(replace(leak, held_at=held_at, released_through_held=bool(record.released_after & set(held_at))))
+            on_failure = all(
+                len(p) >= 2 and self._counted.fails(graph, origin, k, p[-2]) is True for _, k, p in record.held_exits
+            )
+            result.leaks.append(replace(
+                leak, held_at=held_at, released_through_held=bool(record.released_after & set(held_at)), on_failure=on_failure,
+            ))
         elif record.lost_in_scope:
             node, line, path = record.lost_in_scope[0]
             result.leaks.append(Leak(origin, Lost.SCOPE, node, line, path))

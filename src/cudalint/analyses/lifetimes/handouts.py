@@ -85,7 +85,11 @@ class HandOuts:
         if (unit.kind is UnitKind.LITERAL and unit.parent is not None) or unit.body is None:
             return []
         found = self._lifetimes(unit)
-        lost = {leak.origin for leak in found.leaks} | {overwrite.origin for overwrite in found.overwrites}
+        # Lost on a path where the function succeeds: not the caller's. Lost
+        # only where it fails (reported there), it is still handed on where
+        # it succeeds (createDeviceGroup leaks the group when AddToGroup
+        # fails, and returns it otherwise).
+        lost = {leak.origin for leak in found.leaks if not leak.on_failure} | {overwrite.origin for overwrite in found.overwrites}
         handed = []
         held: set[tuple[str, int]] = set()  # (variable, result index): one value, one hand-out
         for origin in found.origins:

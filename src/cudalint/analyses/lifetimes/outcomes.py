@@ -113,6 +113,9 @@ class Leak:
     # A count (a handle-less acquisition) held on a return that fails: the
     # caller sees the failure and never releases it.
     failing: bool = False
+    # A handle lost on a return that reports a failure (a non-nil error):
+    # on the paths where the function succeeds it may still hand it on.
+    on_failure: bool = False
 
 
 @dataclass(frozen=True)
