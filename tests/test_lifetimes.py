@@ -53,6 +53,17 @@ SOURCE = textwrap.dedent("""\
     	return d, nil
     }
 
+    func leakyOnSuccess(n C.size_t) (unsafe.Pointer, error) {
+    	var d unsafe.Pointer
+    	if C.cudaMalloc(&d, n) != C.cudaSuccess {
+    		return nil, errors.New("cudaMalloc")
+    	}
+    	if n > 1024 {
+    		return nil, nil // leakyOnSuccess leaks
+    	}
+    	return d, nil
+    }
+
     func release(d unsafe.Pointer) {
     	C.cudaFree(d)
     }
@@ -199,11 +210,20 @@ def test_a_wrapper_hands_out_what_it_acquires_and_returns(analysed) -> None:
     assert (origin.written, origin.handle, index) == ("C.CString", "", 0)  # the call returned as it is
 
 
-def test_a_function_that_leaks_on_some_path_hands_nothing_out(analysed) -> None:
+def test_a_function_that_leaks_only_where_it_fails_still_hands_out_where_it_succeeds(analysed) -> None:
+    """Its leak is reported where it fails; where it succeeds its callers
+    hold what it returns, as of any wrapper."""
     engine, run = analysed
-    assert engine.handed_out(_unit(run, "leakyAlloc")) == []
+    assert [(origin.handle, index) for origin, index in engine.handed_out(_unit(run, "leakyAlloc"))] == [("d", 0)]
     (leak,) = engine.lifetimes(_unit(run, "leakyAlloc")).leaks
-    assert (leak.how, leak.line) == (Lost.RETURN, _line("leakyAlloc leaks"))
+    assert (leak.how, leak.line, leak.on_failure) == (Lost.RETURN, _line("leakyAlloc leaks"), True)
+
+
+def test_a_function_that_leaks_where_it_succeeds_hands_nothing_out(analysed) -> None:
+    engine, run = analysed
+    assert engine.handed_out(_unit(run, "leakyOnSuccess")) == []
+    (leak,) = engine.lifetimes(_unit(run, "leakyOnSuccess")).leaks
+    assert (leak.how, leak.line, leak.on_failure) == (Lost.RETURN, _line("leakyOnSuccess leaks"), False)
 
 
 def test_a_wrapper_s_call_is_an_acquisition_held_where_its_error_is_nil(analysed) -> None:
