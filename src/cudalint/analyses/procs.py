@@ -45,6 +45,15 @@ def loaded_procedure_calls(package: Package, knowledge: Knowledge, c_view: CView
     calls_of_call: list[tuple[Node, Node]] = []
     for parsed in package.files:
         for node in syntax.walk(parsed.root):
+            if node.type == "literal_value":
+                # `{"nvmlShutdown", &pShutdown}` of a table of symbols to look up.
+                entry = _table_entry(node, knowledge)
+                if entry is not None:
+                    package.resolution.ensure(parsed.root, entry[0])
+                    symbol = package.resolution.symbol(entry[0])
+                    if symbol is not None:
+                        bound[symbol] = entry[1]
+                continue
             if node.type != "call_expression":
                 continue
             function = syntax.unparen(node.child_by_field_name("function"))
@@ -143,15 +152,42 @@ def _named_function(call: Node, knowledge: Knowledge) -> tuple[str, ApiFunction]
     return None
 
 
+def _table_entry(literal: Node, knowledge: Knowledge) -> tuple[Node, tuple[str, ApiFunction]] | None:
+    """A composite literal that pairs a described function's name with the
+    address of the variable to fill (`{"nvmlShutdown", &pShutdown}`, keyed or
+    not): a table of symbols a loader looks up in turn."""
+    values = []
+    for element in syntax.children(literal):
+        if element.type == "keyed_element":
+            element = element.child_by_field_name("value") or (syntax.children(element) or [element])[-1]
+        inner = syntax.children(element) if element.type == "literal_element" else [element]
+        values.extend(syntax.unparen(value) for value in inner[:1])
+    names = [value for value in values if value is not None and value.type == "interpreted_string_literal"]
+    addresses = [_registered_operand(value) for value in values if value is not None and value.type == "unary_expression"]
+    addresses = [address for address in addresses if address is not None]
+    if len(names) != 1 or len(addresses) != 1:
+        return None
+    name = syntax.text(names[0])[1:-1]
+    api = knowledge.lookup("C", name) if name.isidentifier() else None
+    if api is None or api.status is None or not api.family.libraries:
+        return None
+    return addresses[0], (name, api)
+
+
+def _registered_operand(value: Node) -> Node | None:
+    """The variable `&v` takes the address of."""
+    if syntax.text(value.child_by_field_name("operator")) != "&":
+        return None
+    operand = syntax.unparen(value.child_by_field_name("operand"))
+    return operand if operand is not None and operand.type == "identifier" else None
+
+
 def _registered(call: Node) -> Node | None:
     """The function variable a call binds through its first argument, given
     by address: `purego.RegisterLibFunc(&nvmlInit, lib, "nvmlInit")`."""
     arguments = syntax.children(call.child_by_field_name("arguments"))
     first = syntax.unparen(arguments[0]) if arguments else None
-    if first is None or first.type != "unary_expression" or syntax.text(first.child_by_field_name("operator")) != "&":
-        return None
-    operand = syntax.unparen(first.child_by_field_name("operand"))
-    return operand if operand is not None and operand.type == "identifier" else None
+    return _registered_operand(first) if first is not None and first.type == "unary_expression" else None
 
 
 def _assigned_to(call: Node) -> Node | None:
