@@ -49,7 +49,7 @@ def _check_early(p: Pass, lifetimes: Engine, graph: CFG) -> None:
         defer = graph.ast(early.defer)
         exit_span = graph.span(early.node)
         refs = {"acquired": acquired_here(origin)}
-        exit_word = "panic" if early.panics else "return"
+        exit_word = "panic" if early.panics else "failed assertion" if early.asserted else "return"
         if exit_span is not None:
             refs["exit"] = Ref(exit_span, f"it failed, and this {exit_word} runs the defer")
         where = "@exit" if exit_span is not None else f"line {graph.line(early.node)}"
@@ -137,8 +137,10 @@ RULE = Rule(
     b.Free()` above the error check of a constructor that returns nil where
     it fails (`b, err := NewBuffer(n)`): the method runs on a nil receiver.
     A failing branch that
-    panics counts (the panic runs the defer as it unwinds); not one that
-    ends the process (`log.Fatal`, `os.Exit`): deferred calls never run.
+    panics counts (the panic runs the defer as it unwinds), and so does a
+    failed `require.NoError(t, err)` of the acquisition's error in a test
+    (`t.FailNow` runs the deferred calls); not one that ends the process
+    (`log.Fatal`, `os.Exit`): deferred calls never run.
 
     ## Why is this bad?
     It looks like the canonical cleanup and passes review, while it frees

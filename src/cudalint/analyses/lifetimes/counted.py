@@ -470,6 +470,11 @@ class Counted:
                     continue
                 if self._reacquires(graph, target, origin) or self._overwrites(graph, target, state):
                     continue
+                if deferred is not None and not now_failed and _requires_success(graph.ast(target), origin):
+                    # `require.NoError(t, err)`: where it fails, t.FailNow ends the
+                    # goroutine and runs what was deferred; past it, it succeeded.
+                    found.setdefault(deferred, EarlyRelease(origin, deferred, target, path_to(parents, current) + (target,), asserted=True))
+                    continue
                 registered = deferred
                 if graph.kind(target) is NodeKind.DEFER and deferred is None and self._registers(graph, origin, state, target, name):
                     registered = target
@@ -552,6 +557,37 @@ def _same_name(written: str, status_type: str) -> bool:
 def _outside_std(import_path: str) -> bool:
     """An import path of a module, not of the standard library."""
     return "." in import_path.split("/", 1)[0]
+
+
+# testify's assertions that stop the test where the error is not nil.
+_REQUIRE_SUCCESS = frozenset({"NoError", "NoErrorf", "Nil", "Nilf"})
+
+
+def _requires_success(statement: Node | None, origin: Origin) -> bool:
+    """`require.NoError(t, err)` (or `require.Nil`) of the error the
+    acquisition returned: a success check whose failing side ends the test."""
+    if statement is None or statement.type != "expression_statement" or not statement.named_children:
+        return False
+    call = syntax.unparen(statement.named_children[0])
+    function = syntax.unparen(call.child_by_field_name("function")) if call is not None and call.type == "call_expression" else None
+    if function is None or function.type != "selector_expression" or syntax.text(function.child_by_field_name("operand")) != "require":
+        return False
+    if syntax.text(function.child_by_field_name("field")) not in _REQUIRE_SUCCESS:
+        return False
+    arguments = syntax.children(call.child_by_field_name("arguments"))
+    error = _error_variable(origin)
+    return bool(error) and len(arguments) >= 2 and syntax.text(syntax.unparen(arguments[1])) == error
+
+
+def _error_variable(origin: Origin) -> str:
+    """The variable the acquisition's error result is assigned to (`err` of
+    `client, err := newClient(...)`)."""
+    holder = origin.call.parent
+    statement = holder.parent if holder is not None and holder.type == "expression_list" else None
+    if statement is None or statement.type not in ("short_var_declaration", "assignment_statement"):
+        return ""
+    left = syntax.expressions(statement.child_by_field_name("left"))
+    return syntax.text(left[-1]) if len(left) >= 2 and left[-1].type == "identifier" else ""
 
 
 def _statement_of(call: Node | None) -> str:

@@ -152,6 +152,7 @@ class EarlyRelease:
     node: int  # the last node before the exit
     path: tuple[int, ...]
     panics: bool = False  # the exit is a panic, which runs the defer as it unwinds
+    asserted: bool = False  # the exit is a failed `require.NoError(t, err)`, which ends the test
 
 
 @dataclass(frozen=True)
