@@ -100,6 +100,18 @@ class Unit:
         return self.node.child_by_field_name("body")
 
     @property
+    def receiver_type(self) -> str:
+        """The name of a method's receiver type ("Buffer" of `(*Buffer).Free`); "" otherwise."""
+        return self.name.rsplit(".", 1)[0].strip("()*") if self.kind is UnitKind.METHOD else ""
+
+    @property
+    def nested(self) -> bool:
+        """A func literal inside a function, run where that function says;
+        not one a package-level variable is initialised with, which its
+        callers call by the variable's name as they would a function."""
+        return self.kind is UnitKind.LITERAL and self.parent is not None
+
+    @property
     def returns_error(self) -> bool:
         """Whether the last result reports failure as a non-nil value:
         declared `error`, or a custom error type of the package (see
@@ -187,7 +199,8 @@ def _parameters(resolution: Resolution, parameter_list: Node | None) -> list[Sym
     return found
 
 
-def _result_count(result: Node | None) -> int:
+def result_count(result: Node | None) -> int:
+    """How many results a function's `result` field declares (`(a, b T, err error)` is three)."""
     if result is None:
         return 0
     if result.type != "parameter_list":
@@ -257,7 +270,7 @@ class _UnitCollector:
         res = self.resolution
         unit = Unit(
             name=name, kind=kind, node=node, file=self.parsed, resolution=res, parent=parent,
-            result_count=_result_count(node.child_by_field_name("result")),
+            result_count=result_count(node.child_by_field_name("result")),
         )
         if kind is UnitKind.FUNCTION:
             unit.symbol = res.declarations.get(node.child_by_field_name("name"))

@@ -258,7 +258,7 @@ class Paths:
                         types.fields[syntax.text(name)] = fields
         for unit in package.units:
             if unit.kind is UnitKind.METHOD:
-                receiver = unit.name.rsplit(".", 1)[0].strip("()*")
+                receiver = unit.receiver_type
                 result_type = short_type(first_result(unit.node.child_by_field_name("result")))
                 if result_type is not None:
                     types.results[(receiver, unit.name.rsplit(".", 1)[-1])] = result_type
@@ -569,8 +569,7 @@ class TypeOracle:
         """(receiver type, method) -> the package's method."""
         if self._method_units is None:
             self._method_units = {
-                (unit.name.rsplit(".", 1)[0].strip("()*"), unit.name.rsplit(".", 1)[-1]): unit
-                for unit in self.package.units if unit.kind is UnitKind.METHOD
+                (unit.receiver_type, unit.name.rsplit(".", 1)[-1]): unit for unit in self.package.units if unit.kind is UnitKind.METHOD
             }
         return self._method_units
 

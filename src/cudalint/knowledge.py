@@ -55,6 +55,7 @@ class Knowledge:
     _cache: dict[tuple[str, str], ApiFunction | None] = field(default_factory=dict, repr=False)
     _named: NamedBindings | None = field(default=None, repr=False)
     _method_types: dict[str, frozenset[str]] | None = field(default=None, repr=False)
+    _interface_types: frozenset[tuple[str, str]] | None = field(default=None, repr=False)
     _status_globs: dict[int, tuple[_Globs, _Globs]] = field(default_factory=dict, repr=False)
     _role_index: dict[int, dict[str, tuple[tuple[ResourceSpec, ...], ...]]] = field(default_factory=dict, repr=False)
 
@@ -92,6 +93,15 @@ class Knowledge:
         resolves `nvml.Init` without reading the imported package."""
         return {f.import_path: f.qualifier for f in self.families}
 
+    @property
+    def interface_types(self) -> frozenset[tuple[str, str]]:
+        """(import path, type) of the interfaces the knowledge names (`nvml.Interface`)."""
+        if self._interface_types is None:
+            self._interface_types = frozenset(
+                (family.import_path, name.split(".", 1)[1]) for family in self.families for name in family.interfaces
+            )
+        return self._interface_types
+
     def embedded_type(self, import_path: str, type_name: str, method: str) -> tuple[str, str] | None:
         """(import path, type) of the described type that a type of another
         package embeds, as the knowledge says, where the method is one of
@@ -113,7 +123,7 @@ class Knowledge:
         functions = self.named_bindings.functions(family.qualifier) if family is not None else frozenset()
         if not functions:
             return None
-        bare = re.sub(r"_v[0-9]+$", "", method)
+        bare = _unversioned(method)
         return (f"{family.qualifier}.{type_name}" in family.interfaces and bare in functions) or type_name + bare in functions
 
     def embedding_packages(self) -> frozenset[str]:
@@ -329,7 +339,7 @@ class NamedBindings:
             def renamed(roles: tuple[CallRole, ...]) -> tuple[CallRole, ...]:
                 # A binding's name has no version suffix: nvmlInit_v2 is its Init.
                 return tuple(dict.fromkeys(
-                    CallRole(f"{family.qualifier}.{re.sub(r'_v[0-9]+$', '', role.call.removeprefix(prefix))}", role.handle)
+                    CallRole(f"{family.qualifier}.{_unversioned(role.call.removeprefix(prefix))}", role.handle)
                     for role in roles if role.call.startswith(prefix)
                 ))
 
@@ -337,6 +347,11 @@ class NamedBindings:
                 c_resource, acquire=renamed(c_resource.acquire), release=renamed(c_resource.release), transfer=(),
             )
         return found
+
+
+def _unversioned(name: str) -> str:
+    """A C function's name without its version suffix (`nvmlInit_v2`: `nvmlInit`)."""
+    return re.sub(r"_v[0-9]+$", "", name)
 
 
 # -- loading and validation ---------------------------------------------------

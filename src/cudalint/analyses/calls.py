@@ -87,9 +87,7 @@ class CallIndex:
             self.package, self._units_by_symbol.get,
             lambda call, index: _module_call_typed(self, call, index) or (_api_result_type(self, call) if index == 0 else None),
             lambda call, index: _module_call_typed(self, call, index, elements=True),
-            frozenset(
-                (family.import_path, name.split(".", 1)[1]) for family in self.knowledge.families for name in family.interfaces
-            ),
+            self.knowledge.interface_types,
         )
 
     def record(self, fact: CallFact) -> None:
@@ -203,7 +201,7 @@ class CallIndex:
                 for name, calls in self._file_calls(parsed).items():
                     self._calls_by_name.setdefault(name, []).extend((parsed.root, call) for call in calls)
         # A package-level variable's literal is called by the variable's name.
-        stored = unit.stored_in if unit.kind is UnitKind.LITERAL and unit.parent is None else None
+        stored = unit.stored_in if unit.kind is UnitKind.LITERAL and not unit.nested else None
         name = stored.name if stored is not None else unit.name.rsplit(".", 1)[-1]
         by_target = self._grouped(self._calls_by_target, self._calls_by_name, name, lambda call: self.callee(call).target)
         return list(by_target.get(unit, ()))
@@ -480,7 +478,7 @@ class CallIndex:
             self._methods_by_type = {}
             for units in self._methods.values():
                 for unit in units:
-                    receiver = unit.name.rsplit(".", 1)[0].removeprefix("(*").removesuffix(")")
+                    receiver = unit.receiver_type
                     self._methods_by_type.setdefault(receiver, []).append(unit)
         return list(self._methods_by_type.get(type_name, ()))
 
@@ -702,7 +700,7 @@ def index_calls(package: Package, knowledge: Knowledge, imported: ImportedFacts 
             current = facts._units_by_symbol.get(unit.symbol)
             if current is None or (_reaches_api(unit, described) and not _reaches_api(current, described)):
                 facts._units_by_symbol[unit.symbol] = unit
-        if unit.kind is UnitKind.LITERAL and unit.parent is not None:
+        if unit.nested:
             facts._literals_by_parent.setdefault(unit.parent.node, []).append(unit)
         if unit.kind is UnitKind.METHOD:
             method = unit.name.rsplit(".", 1)[-1]
@@ -717,8 +715,8 @@ def index_calls(package: Package, knowledge: Knowledge, imported: ImportedFacts 
     return facts
 
 
-def _reaches_api(unit: Unit, watched: frozenset[str] | set[str]) -> bool:
-    return any(imported.path == "C" or imported.path in watched for imported in unit.file.imports)
+def _reaches_api(unit: Unit, described: frozenset[str] | set[str]) -> bool:
+    return any(imported.path == "C" or imported.path in described for imported in unit.file.imports)
 
 
 CALLS: Analysis[CallIndex] = Analysis(

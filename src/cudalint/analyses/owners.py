@@ -161,7 +161,7 @@ class Owners:
         names = dict.fromkeys(self.facts.struct_types())
         for unit in self.facts.package.units:
             if unit.kind is UnitKind.METHOD:
-                names.setdefault(unit.name.rsplit(".", 1)[0].removeprefix("(*").removesuffix(")"))
+                names.setdefault(unit.receiver_type)
         return list(names)
 
     # -- releases ------------------------------------------------------------------

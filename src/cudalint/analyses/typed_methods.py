@@ -15,11 +15,12 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.analyses.call_kinds import CallFact, Embeds
 from cudalint.analyses.result_facts import result_entries
-from cudalint.functions import Package
+from cudalint.functions import Package, result_count
 from cudalint.framework import ImportedFacts
 from cudalint.gotypes import TypeOracle, nth_result, qualified_type
 from cudalint.knowledge import ApiFunction, Family, Knowledge
 from cudalint.scope import default_import_name
+
 
 class CallIndex(Protocol):
     """What these indexers read of the package's call index (calls.CallIndex)
@@ -62,6 +63,7 @@ def index_described_methods(facts: CallIndex, package: Package, knowledge: Knowl
         path for path in facts.imported.packages()
         if any(" " in entry for entry in result_entries(facts.imported, path))
     }
+
     def spells(parsed) -> bool:
         spelled = [
             f"{knowledge.package_names.get(imported.path) or default_import_name(imported.path)}.{name}".encode()
@@ -77,11 +79,12 @@ def index_described_methods(facts: CallIndex, package: Package, knowledge: Knowl
         ]
         return any(needle in parsed.source.data for needle in spelled)
 
-    spelling = [parsed for parsed in package.files if spells(parsed)]
+    if not any(spells(parsed) for parsed in package.files):
+        return
     # A file that spells none may still reach the API through a type another
     # file of the package declares (`lib.NVML().Init()`, where the package's
     # interface declares `NVML() nvml.Interface`).
-    for parsed in package.files if spelling else ():
+    for parsed in package.files:
         for node, function, operand in method_calls(facts, parsed):
             method = syntax.text(function.child_by_field_name("field"))
             declared = _receiver_type(
@@ -140,20 +143,12 @@ def index_interface_statuses(facts: CallIndex, package: Package, knowledge: Know
 def _status_family(package: Package, result: Node | None, statuses: dict[tuple[str, str], Family]) -> Family | None:
     """The family whose status type a method's declared results carry where
     the family's status is (its first or last result)."""
-    types = [nth_result(result, index) for index in range(_result_count(result))]
+    types = [nth_result(result, index) for index in range(result_count(result))]
     for family_key, family in statuses.items():
         index = family.status.result_index(len(types))
         if types and 0 <= index < len(types) and qualified_type(package.resolution, types[index]) == family_key:
             return family
     return None
-
-
-def _result_count(result: Node | None) -> int:
-    if result is None:
-        return 0
-    if result.type != "parameter_list":
-        return 1
-    return sum(max(1, len(declaration.children_by_field_name("name"))) for declaration in syntax.children(result))
 
 
 def method_calls(facts: CallIndex, parsed) -> Iterator[tuple[Node, Node, Node]]:

@@ -22,7 +22,7 @@ from cudalint.analyses.call_kinds import value_parent
 from cudalint.analyses.lifetimes.origins import Lifetimes
 from cudalint.analyses.lifetimes.outcomes import Origin
 from cudalint.analyses.owners import Owners, owned_resource, owner_type
-from cudalint.functions import Unit, UnitKind
+from cudalint.functions import Unit
 
 
 class HandOuts:
@@ -49,7 +49,7 @@ class HandOuts:
         that resource at their call, held where the error is nil."""
         if unit in self._handing:
             return self._handing[unit]
-        if self._analysing(unit) or (unit.kind is UnitKind.LITERAL and unit.parent is not None) or unit.body is None:
+        if self._analysing(unit) or unit.nested or unit.body is None:
             return []  # recursion, or not a function its callers name
         # Callees first; a recursive wrapper hands out nothing (the answer
         # its callers got before it was known), so nothing in a cycle is
@@ -65,7 +65,7 @@ class HandOuts:
             found = {unit.node: unit for unit in calls.units_calling_api() + calls.units_calling_module(self._module_hands_out)}
             # A literal may hand what it acquires to the function around it.
             for literal in list(found.values()):
-                if literal.kind is UnitKind.LITERAL and literal.parent is not None:
+                if literal.nested:
                     found.setdefault(literal.parent.node, literal.parent)
             pending = list(found.values())
             by_node = {unit.node: unit for unit in calls.package.units}
@@ -82,7 +82,7 @@ class HandOuts:
         return self._acquiring
 
     def _hand_outs(self, unit: Unit) -> list[tuple[Origin, int]]:
-        if (unit.kind is UnitKind.LITERAL and unit.parent is not None) or unit.body is None:
+        if unit.nested or unit.body is None:
             return []
         found = self._lifetimes(unit)
         # Lost on a path where the function succeeds: not the caller's. Lost

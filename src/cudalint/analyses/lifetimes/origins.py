@@ -77,7 +77,7 @@ class Origins:
             if callee.kind is CalleeKind.MODULE and self._effects.hands_out(*callee.imported):
                 origins.extend(self._of_module_function(unit, graph, call, callee))
                 continue
-            if callee.kind is not CalleeKind.LOCAL or target is None or target is unit or (target.kind is UnitKind.LITERAL and target.parent is not None):
+            if callee.kind is not CalleeKind.LOCAL or target is None or target is unit or target.nested:
                 continue  # (a package-level variable's literal is a function like any: `var dcgmInit = func...`)
             n = graph.node_containing(call)
             if n is None or not graph.reachable(n):

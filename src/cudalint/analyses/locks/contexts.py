@@ -76,7 +76,7 @@ class EntryContexts:
         and a chain of 5,000 calls costs 5,000 updates, not 5,000 rounds."""
         literals: dict[Unit, list[Unit]] = {}
         for unit in units:
-            if unit.kind is UnitKind.LITERAL and unit.parent is not None:
+            if unit.nested:
                 literals.setdefault(unit.parent, []).append(unit)
         callees: dict[Unit, set[Unit]] = {}
         for callee, calls in sites.items():
