@@ -136,16 +136,10 @@ class DeferredReleases:
 
     def _counts_released_by(self, literal: Unit | None) -> list[str]:
         """The counted kinds (no handle: NVML initialisation) a func literal
-        gives back by a call of the API's release (`_ = lib.Shutdown()`)."""
+        gives back (`_ = lib.Shutdown()`), as the resource engine tells them."""
         if literal is None or literal.body is None:
             return []
-        kinds = []
-        for call in syntax.calls_in(literal.body):
-            fact = self._calls.call(call)
-            for resource, role in fact.api.roles("release") if fact is not None and fact.api is not None else ():
-                if role.handle == "none" and resource.name not in kinds:
-                    kinds.append(resource.name)
-        return kinds
+        return list(dict.fromkeys(name for _, name in self._lifetimes.counted_releases(literal)))
 
     def _released_by(self, literal: Unit | None) -> set[Symbol]:
         if literal is None:

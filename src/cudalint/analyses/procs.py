@@ -142,14 +142,17 @@ def _named_function(call: Node, knowledge: Knowledge) -> tuple[str, ApiFunction]
     """The C API function the call's first string argument names, where a
     shared library of its family exports it (`dll.NewProc("nvmlInit_v2")`)."""
     for argument in syntax.children(call.child_by_field_name("arguments")):
-        if argument.type != "interpreted_string_literal":
-            continue
-        name = syntax.text(argument)[1:-1]
-        api = knowledge.lookup("C", name) if name.isidentifier() else None
-        if api is not None and api.status is not None and api.family.libraries:
-            return name, api
-        return None
+        if argument.type == "interpreted_string_literal":
+            return _loadable(argument, knowledge)
     return None
+
+
+def _loadable(literal: Node, knowledge: Knowledge) -> tuple[str, ApiFunction] | None:
+    """The function a string literal names, where it is a status call of a
+    C family that a shared library exports."""
+    name = syntax.text(literal)[1:-1]
+    api = knowledge.lookup("C", name) if name.isidentifier() else None
+    return (name, api) if api is not None and api.status is not None and api.family.libraries else None
 
 
 def _table_entry(literal: Node, knowledge: Knowledge) -> tuple[Node, tuple[str, ApiFunction]] | None:
@@ -167,11 +170,8 @@ def _table_entry(literal: Node, knowledge: Knowledge) -> tuple[Node, tuple[str, 
     addresses = [address for address in addresses if address is not None]
     if len(names) != 1 or len(addresses) != 1:
         return None
-    name = syntax.text(names[0])[1:-1]
-    api = knowledge.lookup("C", name) if name.isidentifier() else None
-    if api is None or api.status is None or not api.family.libraries:
-        return None
-    return addresses[0], (name, api)
+    named = _loadable(names[0], knowledge)
+    return (addresses[0], named) if named is not None else None
 
 
 def _registered_operand(value: Node) -> Node | None:

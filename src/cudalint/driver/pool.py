@@ -266,7 +266,7 @@ class Pool:
                     if pool is None:
                         pool = ProcessPoolExecutor(
                             max_workers=self.jobs, mp_context=context, initializer=_init_worker,
-                            initargs=(*self.initargs, states, 0 if self.served else os.getpid(), lending),
+                            initargs=(*self.initargs, states, self._parent(), lending),
                         )
                     futures[pool.submit(_work, schedule.start(i))] = i
                 if not futures:
@@ -306,11 +306,17 @@ class Pool:
         running = sorted(i for i in returned if states[i] == STARTED)
         return running or sorted(returned)
 
+    def _parent(self) -> int:
+        """The process a worker watches so as not to outlive the run: this
+        one; 0 for workers of the server, which find the run themselves
+        (`_die_with_parent`)."""
+        return 0 if self.served else os.getpid()
+
     def _alone(self, job: Job) -> Result | None:
         """One job in a worker of its own: None if that worker died too."""
         pool = ProcessPoolExecutor(
             max_workers=1, mp_context=worker_context(self.served),
-            initializer=_init_worker, initargs=(*self.initargs, None, 0 if self.served else os.getpid()),
+            initializer=_init_worker, initargs=(*self.initargs, None, self._parent()),
         )
         try:
             return pool.submit(_work, job).result()

@@ -17,7 +17,7 @@ from dataclasses import replace
 from cudalint import syntax
 from cudalint.analyses.calls import CallIndex
 from cudalint.analyses.lifetimes.closures import Closures
-from cudalint.analyses.lifetimes.counted import Counted, is_counted
+from cudalint.analyses.lifetimes.counted import Counted, error_variable, is_counted, testify_asserts
 from cudalint.analyses.lifetimes.origins import Origins
 from cudalint.analyses.lifetimes.outcomes import (
     DoubleRelease, Leak, Lost, Mismatch, Origin, Overwrite, UnitLifetimes, UseAfterRelease,
@@ -213,7 +213,8 @@ def _unique(items, key=lambda item: item):
             yield item
 
 
-# testify's assertions that an error is non-nil (`require.Error(t, err)`).
+# testify's packages, and its assertions that an error is non-nil (`require.Error(t, err)`).
+_TESTIFY = ("require", "assert")
 _ERROR_ASSERTIONS = frozenset({"Error", "Errorf", "ErrorIs", "ErrorIsf", "ErrorAs", "ErrorAsf", "ErrorContains", "EqualError", "NotNil"})
 
 
@@ -225,42 +226,21 @@ def _asserted_to_fail(origin: Origin, calls: CallIndex) -> bool:
     result dropped with `_` there is no defect either)."""
     if not origin.unit.file.source.path.name.endswith("_test.go"):
         return False  # testify asserts in tests
-    statement = origin.call.parent
-    while statement is not None and statement.type not in ("short_var_declaration", "assignment_statement", "block"):
-        statement = statement.parent
-    if statement is None or statement.type == "block" or origin.unit.body is None:
+    name = error_variable(origin)
+    if not name or origin.unit.body is None:
         return False
-    targets = syntax.expressions(statement.child_by_field_name("left"))
-    status = targets[-1] if targets else None
-    if status is None or status.type != "identifier" or syntax.text(status) == "_":
-        return False
-    name = syntax.text(status)
     for call in syntax.calls_in(origin.unit.body):
         if call.start_byte <= origin.call.end_byte:
             continue
-        arguments = [syntax.text(syntax.unparen(a)) for a in syntax.children(call.child_by_field_name("arguments"))]
-        if _asserts_error(call, arguments, name):
+        if testify_asserts(call, _TESTIFY, _ERROR_ASSERTIONS, name):
             return True
+        arguments = [syntax.text(syntax.unparen(a)) for a in syntax.children(call.child_by_field_name("arguments"))]
         target = calls.callee(call).target
         if target is not None and target.body is not None and name in arguments:
             parameter = target.params[arguments.index(name)].name if arguments.index(name) < len(target.params) else ""
-            if parameter and any(
-                _asserts_error(inner, [syntax.text(syntax.unparen(a)) for a in syntax.children(inner.child_by_field_name("arguments"))], parameter)
-                for inner in syntax.calls_in(target.body)
-            ):
+            if parameter and any(testify_asserts(inner, _TESTIFY, _ERROR_ASSERTIONS, parameter) for inner in syntax.calls_in(target.body)):
                 return True
     return False
-
-
-def _asserts_error(call, arguments: list[str], name: str) -> bool:
-    """`require.Error(t, name)` and its kin."""
-    function = syntax.unparen(call.child_by_field_name("function"))
-    return (
-        function is not None and function.type == "selector_expression"
-        and syntax.text(function.child_by_field_name("operand")) in ("require", "assert")
-        and syntax.text(function.child_by_field_name("field")) in _ERROR_ASSERTIONS
-        and len(arguments) >= 2 and arguments[1] == name
-    )
 
 
 def _field_released(use) -> bool:

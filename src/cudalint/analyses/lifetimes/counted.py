@@ -569,25 +569,35 @@ def _requires_success(statement: Node | None, origin: Origin) -> bool:
     if statement is None or statement.type != "expression_statement" or not statement.named_children:
         return False
     call = syntax.unparen(statement.named_children[0])
-    function = syntax.unparen(call.child_by_field_name("function")) if call is not None and call.type == "call_expression" else None
-    if function is None or function.type != "selector_expression" or syntax.text(function.child_by_field_name("operand")) != "require":
-        return False
-    if syntax.text(function.child_by_field_name("field")) not in _REQUIRE_SUCCESS:
+    error = error_variable(origin)
+    return call is not None and call.type == "call_expression" and bool(error) and testify_asserts(call, ("require",), _REQUIRE_SUCCESS, error)
+
+
+def testify_asserts(call: Node, packages: tuple[str, ...], assertions: frozenset[str], name: str) -> bool:
+    """`require.NoError(t, name)`, `assert.Error(t, name)` and their kin: an
+    assertion of one of `assertions`, by testify's package of one of
+    `packages`, about the variable `name`."""
+    function = syntax.unparen(call.child_by_field_name("function"))
+    if function is None or function.type != "selector_expression" or syntax.text(function.child_by_field_name("operand")) not in packages:
         return False
     arguments = syntax.children(call.child_by_field_name("arguments"))
-    error = _error_variable(origin)
-    return bool(error) and len(arguments) >= 2 and syntax.text(syntax.unparen(arguments[1])) == error
+    return (
+        syntax.text(function.child_by_field_name("field")) in assertions
+        and len(arguments) >= 2 and syntax.text(syntax.unparen(arguments[1])) == name
+    )
 
 
-def _error_variable(origin: Origin) -> str:
-    """The variable the acquisition's error result is assigned to (`err` of
-    `client, err := newClient(...)`)."""
-    holder = origin.call.parent
-    statement = holder.parent if holder is not None and holder.type == "expression_list" else None
-    if statement is None or statement.type not in ("short_var_declaration", "assignment_statement"):
+def error_variable(origin: Origin) -> str:
+    """The variable the acquisition's last result (its error) is assigned to
+    (`err` of `client, err := newClient(...)`); "" where there is none."""
+    statement = origin.call.parent
+    while statement is not None and statement.type not in ("short_var_declaration", "assignment_statement", "block"):
+        statement = statement.parent
+    if statement is None or statement.type == "block":
         return ""
-    left = syntax.expressions(statement.child_by_field_name("left"))
-    return syntax.text(left[-1]) if len(left) >= 2 and left[-1].type == "identifier" else ""
+    targets = syntax.expressions(statement.child_by_field_name("left"))
+    status = targets[-1] if targets else None
+    return syntax.text(status) if status is not None and status.type == "identifier" and syntax.text(status) != "_" else ""
 
 
 def _statement_of(call: Node | None) -> str:
