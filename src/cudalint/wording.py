@@ -44,16 +44,17 @@ def spelled(origin: Origin, qualified: str) -> str:
     qualifier = family.qualifier
     if not qualified.startswith(qualifier + "."):
         return qualified
-    if "." not in origin.written:
+    imported = next((i for i in origin.unit.file.imports if i.path == family.import_path), None)
+    if "." not in origin.written and imported is None:
         return qualified[len(qualifier) + 1:]  # inside the described package: unqualified
     receiver = origin.written.rsplit(".", 1)[0]
-    if origin.api.name.count(".") == 1:  # a package function, on the package or on a forwarding value
+    if "." in origin.written and origin.api.name.count(".") == 1:  # a package function, on the package or on a forwarding value
         return receiver + qualified[len(qualifier):]
-    if qualified.rsplit(".", 1)[0] == origin.api.name.rsplit(".", 1)[0]:
+    if "." in origin.written and qualified.rsplit(".", 1)[0] == origin.api.name.rsplit(".", 1)[0]:
         return receiver + "." + qualified.rsplit(".", 1)[1]  # a method of the acquiring value's type
-    # A method of a handle type (`dev.CreateGpuInstance`): the release is a
-    # package function, written with the name this file imports it by.
-    imported = next((i for i in origin.unit.file.imports if i.path == family.import_path), None)
+    # A method of a handle type (`dev.CreateGpuInstance`), or a package
+    # function kept in a variable (`createGroup := dcgm.CreateGroup`): the
+    # release is a package function, written with the name this file imports it by.
     name = imported.name if imported is not None and imported.name not in (None, "_", ".") else qualifier
     return name + qualified[len(qualifier):]
 

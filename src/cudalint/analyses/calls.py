@@ -30,6 +30,7 @@ from cudalint import syntax
 from cudalint.framework import Analysis, ImportedFacts
 from cudalint.functions import Package, Unit, UnitKind
 from cudalint.gotypes import TypeOracle, named_type, sole_implementations
+from cudalint.analyses.api_aliases import index_api_aliases
 from cudalint.analyses.c_helpers import c_side_calls
 from cudalint.analyses.procs import loaded_procedure_calls
 from cudalint.analyses.typed_methods import api_of, index_described_methods, index_interface_statuses, promoted, unclassified
@@ -410,8 +411,15 @@ class CallIndex:
         if symbol.kind is not SymbolKind.VAR or symbol.is_local or symbol.init is None or symbol.init_index >= 0:
             return None
         literal = self._literals.get(syntax.unparen(symbol.init))
-        if literal is None:
-            return None
+        if literal is None or self.swapped_outside_tests(symbol):
+            return None  # swapped outside tests: which function runs is not known
+        return literal
+
+    def swapped_outside_tests(self, symbol: Symbol) -> bool:
+        """Whether a file other than a test assigns the package-level
+        variable, or takes its address: a function kept in a variable so
+        that tests can swap it is otherwise the function it is initialised
+        with."""
         for reference in self.references(symbol):
             if reference == symbol.node or reference.parent is None:
                 continue
@@ -419,8 +427,8 @@ class CallIndex:
             assigned = holder is not None and holder.type == "assignment_statement" and holder.child_by_field_name("left") == reference.parent
             taken = reference.parent.type == "unary_expression" and syntax.text(reference.parent.child_by_field_name("operator")) == "&"
             if (assigned or taken) and not self._in_test_file(reference):
-                return None  # swapped outside tests: which function runs is not known
-        return literal
+                return True
+        return False
 
     def _in_test_file(self, node: Node) -> bool:
         root = node
@@ -709,6 +717,7 @@ def index_calls(package: Package, knowledge: Knowledge, imported: ImportedFacts 
     _index_module_methods(facts, package)
     index_interface_statuses(facts, package, knowledge)
     _index_own_api(facts, package, knowledge)
+    index_api_aliases(facts, package, knowledge)
     facts.c_view, c_side = c_side_calls(package, knowledge, facts.calls.get)
     for fact in c_side + loaded_procedure_calls(package, knowledge, facts.c_view):
         facts.record(fact)

@@ -103,7 +103,11 @@ RULE = Rule(
     (`if b.open { ... }`) or calls a method of the receiver first. A handle of
     a resource that outlives the process (a MIG instance) is reported where
     the function keeps its handles (hands one on or destroys one); one that
-    leaves what it makes in place on the GPU is not.
+    leaves what it makes in place on the GPU is not. A cleanup function is a
+    handle too: `_, cleanup, err = newCollector(...)` a second time loses the
+    first collector's cleanup, also where that function only runs cleanups it
+    collected (a `[]func()` it returns, a literal that ranges over one, or a
+    method of a struct holding them, `func() { c.Cleanup() }`).
 
     ## Why is this bad?
     After the overwrite nothing refers to the old allocation any more, so it

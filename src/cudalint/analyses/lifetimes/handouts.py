@@ -19,6 +19,7 @@ from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CallIndex, unwrap
 from cudalint.analyses.lifetimes.counted import hand_out_status
 from cudalint.analyses.call_kinds import value_parent
+from cudalint.analyses.lifetimes.carriers import carriers_of, runs
 from cudalint.analyses.lifetimes.origins import Lifetimes
 from cudalint.analyses.lifetimes.outcomes import Origin
 from cudalint.analyses.owners import Owners, owned_resource, owner_type
@@ -106,10 +107,15 @@ class HandOuts:
                 continue
             handle = origin.handle
             cleanup = self._returned_literal(unit, lambda literal: self._releases_captured(literal, handle)) if handle else None
+            if cleanup is None and handle:
+                cleanup = self._carried_out(unit, origin)
             if cleanup is not None:
                 # `return s, func() { destroy(s) }, nil`: the function value is
-                # what the caller must call; the handle beside it is lent.
-                handed.append((_as_cleanup(origin, unit, cleanup), cleanup))
+                # what the caller must call; the handle beside it is lent. One
+                # function releasing several acquisitions is one value handed out.
+                if ("", cleanup) not in held:
+                    held.add(("", cleanup))
+                    handed.append((_as_cleanup(origin, unit, cleanup), cleanup))
                 continue
             # A new value of an owning type made of the handle first: the
             # conversion `DevicePtr(p)` is also the handle returned.
@@ -141,8 +147,8 @@ class HandOuts:
     def _returned_literal(self, unit: Unit, releases: Callable[[Unit], bool]) -> int | None:
         """The result position at which the function returns a func literal
         that releases what it acquired (a cleanup function: `releases`
-        says), if every return that returns one does so there, with a nil
-        error where the function returns one."""
+        says), if every return that returns one does so there, and one of
+        them with a nil error where the function returns one."""
         if not self._calls.literals_of(unit):
             return None
         index = None
@@ -158,9 +164,28 @@ class HandOuts:
             if len(positions) > 1 or (index is not None and positions[0] != index):
                 return None
             if unit.returns_error and syntax.text(expressions[-1]) != "nil":
-                return None
+                continue  # `return g, func() { destroy(g) }, err`: the caller holds it only where err is nil
             index = positions[0]
         return index
+
+    def _carried_out(self, unit: Unit, origin: Origin) -> int | None:
+        """The result position of a cleanup stack that runs the handle's
+        release: a returned slice its cleanup was appended to (`return
+        cleanups, nil`), or a returned literal that runs that slice or a
+        method of a struct holding it (`return c, func() { c.Cleanup() },
+        nil`)."""
+        carried = carriers_of(
+            unit, origin.handle, origin.resource.any_use_releases,
+            lambda node: (literal := self._calls.literal(node)) is not None and self._releases_captured(literal, origin.handle),
+            self._calls,
+        )
+        if not carried or _beside_returned(unit, origin):
+            return None
+        index = self._returned_literal(unit, lambda literal: runs(literal.node, carried, self._calls))
+        if index is not None:
+            return index
+        returned = {_returned_bare(unit, name) for name in carried.slices} - {None}
+        return returned.pop() if len(returned) == 1 else None
 
     def _finalized(self, origin: Origin) -> bool:
         """An owning type's value made here whose type has a finalizer."""
@@ -212,6 +237,48 @@ def _returned_at(unit: Unit, handle: str, calls: CallIndex, owning: bool = False
             return None
         index = positions[0]
     return index
+
+
+def _beside_returned(unit: Unit, origin: Origin) -> bool:
+    """Whether the function also returns the handle itself, or another
+    result of its acquiring call (`groupID, cleanup, err := createGroup()`
+    with `groups = append(groups, groupID)` returned beside the cleanups):
+    the caller may then release either way, and dropping the cleanups is
+    no leak."""
+    names = {
+        syntax.text(target) for target in syntax.assigned_from(origin.call)
+        if target.type == "identifier" and syntax.text(target) not in ("_", origin.handle)
+    } - {"err", "ret", "ok"}
+    if not origin.resource.any_use_releases:
+        names.add(origin.handle)  # not a cleanup function itself: the handle its literal releases
+    for statement in syntax.walk(unit.body):
+        for targets, values in syntax.assignment_sides(statement):
+            for target, value in zip(targets, values) if len(targets) == len(values) else ():
+                value = syntax.unparen(value)
+                if target.type == "identifier" and value is not None and syntax.is_call_of(value, "append") and any(
+                    syntax.text(syntax.unparen(argument)) in names for argument in syntax.children(value.child_by_field_name("arguments"))[1:]
+                ):
+                    names.add(syntax.text(target))
+    return any(
+        node.type == "identifier" and syntax.text(node) in names
+        for statement in syntax.return_statements(unit.body) for value in syntax.returned(statement)
+        if value.type != "func_literal" for node in syntax.walk(value)
+    )
+
+
+def _returned_bare(unit: Unit, name: str) -> int | None:
+    """The one result position at which the function returns the variable
+    itself (a slice of cleanups, not a value built around it), with a nil
+    error on some such return."""
+    positions = set()
+    succeeding = False
+    for statement in syntax.return_statements(unit.body):
+        expressions = syntax.returned(statement)
+        for i, value in enumerate(expressions):
+            if value.type == "identifier" and syntax.text(value) == name:
+                positions.add(i)
+                succeeding = succeeding or not unit.returns_error or syntax.text(expressions[-1]) == "nil"
+    return positions.pop() if len(positions) == 1 and succeeding else None
 
 
 def _named_results_holding(unit: Unit, handle: str, calls: CallIndex, owning: bool) -> list[int]:
