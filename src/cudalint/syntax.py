@@ -127,6 +127,21 @@ def value_specs(declaration: Node) -> list[Node]:
     return specs
 
 
+def element_values(literal: Node) -> list[Node]:
+    """The values of a composite literal's elements, keyed or not (`T{h}`,
+    `T{handle: h}`, `[]func(){f, g}`)."""
+    body = literal.child_by_field_name("body")
+    values = []
+    for element in children(body) if body is not None else []:
+        if element.type == "keyed_element":
+            element = children(element)[-1] if children(element) else None
+        if element is not None and element.type == "literal_element":
+            element = children(element)[0] if children(element) else None
+        if element is not None:
+            values.append(unparen(element))
+    return values
+
+
 def outermost(node: Node, kind: str) -> list[Node]:
     """Descendants of type `kind` that are not inside another such descendant."""
     found: list[Node] = []

@@ -67,7 +67,7 @@ def carriers_of(
         if value.type == "call_expression" and syntax.text(value.child_by_field_name("function")) == "append":
             return any(carries(argument) for argument in syntax.children(value.child_by_field_name("arguments")))
         if value.type == "composite_literal":
-            return any(carries(element) for element in _elements(value))
+            return any(carries(element) for element in syntax.element_values(value))
         return False
 
     changed = True
@@ -179,19 +179,6 @@ def _calls_text(body: Node | None, callee: str) -> bool:
 def _is_slice_literal(literal: Node) -> bool:
     kind = literal.child_by_field_name("type")
     return kind is not None and kind.type == "slice_type"
-
-
-def _elements(literal: Node) -> list[Node]:
-    body = literal.child_by_field_name("body")
-    values = []
-    for element in syntax.children(body) if body is not None else []:
-        if element.type == "keyed_element":
-            element = syntax.children(element)[-1] if syntax.children(element) else None
-        if element is not None and element.type == "literal_element":
-            element = syntax.children(element)[0] if syntax.children(element) else None
-        if element is not None:
-            values.append(element)
-    return values
 
 
 def _keyed_elements(literal: Node) -> Iterator[tuple[str, Node]]:

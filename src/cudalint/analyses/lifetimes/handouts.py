@@ -310,22 +310,8 @@ def _is_variable(node, handle: str, address: bool) -> bool:
     if node is not None and node.type == "composite_literal":
         if syntax.text(node.child_by_field_name("type")).startswith("C."):
             return False  # a C struct of arguments (`&C.CUDA_HOST_NODE_PARAMS{...}`) owns nothing
-        return any(_is_variable(value, handle, False) for value in _element_values(node))
+        return any(_is_variable(value, handle, False) for value in syntax.element_values(node))
     return node is not None and node.type == "identifier" and syntax.text(node) == handle
-
-
-def _element_values(literal) -> list:
-    """The values of a struct literal's elements, keyed or not (`T{h}`, `T{handle: h}`)."""
-    body = literal.child_by_field_name("body")
-    values = []
-    for element in syntax.children(body) if body is not None else []:
-        if element.type == "keyed_element":
-            element = syntax.children(element)[-1] if syntax.children(element) else None
-        if element is not None and element.type == "literal_element":
-            element = syntax.children(element)[0] if syntax.children(element) else None
-        if element is not None:
-            values.append(syntax.unparen(element))
-    return values
 
 
 def _kept_elsewhere(unit: Unit, handle: str) -> bool:
