@@ -534,6 +534,15 @@ class TypeOracle:
                                     fields[embedded_name] = type_node
                                 elif qualified_type(self.package.resolution, type_node) is not None:
                                     self._embedded_imported.setdefault(syntax.text(name), []).append(type_node)
+                        # A type declared once per build-constrained file
+                        # (`type Collector struct` in gpu_linux.go and in
+                        # types_windows.go; constraints are ignored) has the
+                        # fields of every variant, the first file's type where
+                        # two variants name one field.
+                        earlier = self._structs.get(syntax.text(name))
+                        if earlier is not None:
+                            fields = {**fields, **earlier[0]}
+                            embedded = earlier[1] + [e for e in embedded if e not in earlier[1]]
                         self._structs[syntax.text(name)] = (fields, embedded)
         return self._structs
 
