@@ -28,6 +28,8 @@ _QUOTED = re.compile(rb"\"([^\"]+)\"")
 _COMMENT = re.compile(rb"//[^\n]*")
 _GO_MOD_BYTES = 1 << 20
 _GO_DIRECTIVE = re.compile(rb"^\s*go\s+(\d+)\.(\d+)", re.MULTILINE)
+_PACKAGE_CLAUSE = re.compile(rb"^package\s+([A-Za-z_]\w*)", re.MULTILINE)
+_PACKAGE_CLAUSE_BYTES = 1 << 14
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,7 @@ class Modules:
         self._settings = settings
         # Modules imported from outside whose source is not on this machine.
         self.unreadable: set[str] = set()
+        self._names: dict[str, str | None] = {}  # import path -> its declared package name
 
     def of(self, directory: Path) -> Module | None:
         """The module of the nearest go.mod at or above the directory (each
@@ -121,6 +124,25 @@ class Modules:
                 found[located.directory] = None
         return list(found)
 
+    def declared_names(self, directory: Path, import_paths: Iterable[str]) -> dict[str, str]:
+        """The package names that packages of the module of `directory`
+        declare, for those of these imports whose name is not the last
+        element of their path (`import "github.com/kuroko1t/gocuda"` declares
+        `package cu`): Go names an import by its package clause. One file's
+        head is read per imported package and run."""
+        module = self.of(directory)
+        if module is None:
+            return {}
+        found = {}
+        for path in import_paths:
+            if path not in self._names:
+                located = module.directory(path)
+                self._names[path] = declared_package_name(located) if located is not None else None
+            name = self._names[path]
+            if name is not None and name != "main":
+                found[path] = name
+        return found
+
     def without_source(self, directory: Path, import_paths: Iterable[str]) -> frozenset[str]:
         """Of these imports of the package in `directory`, those outside its
         module whose source this machine lacks (no vendor/, module cache,
@@ -137,6 +159,28 @@ def _outside(import_path: str, own: Module | None) -> bool:
     """An import of a package outside the module `own`: not cgo's, not the
     standard library's, not one of the module's own packages."""
     return import_path != "C" and not is_standard(import_path) and (own is None or own.directory(import_path) is None)
+
+
+def declared_package_name(directory: Path) -> str | None:
+    """The name the package clause of a directory's first Go file (not a
+    test's) declares; None where there is none to read."""
+    try:
+        entries = sorted(
+            (entry for entry in os.scandir(directory) if entry.name.endswith(".go") and not entry.name.endswith("_test.go")),
+            key=lambda entry: entry.name,
+        )
+    except OSError:
+        return None
+    for entry in entries:
+        try:
+            with open(entry.path, "rb") as file:
+                head = file.read(_PACKAGE_CLAUSE_BYTES)
+        except OSError:
+            continue
+        found = _PACKAGE_CLAUSE.search(head)
+        if found is not None:
+            return found.group(1).decode()
+    return None
 
 
 def module_of(directory: Path) -> Module | None:

@@ -38,7 +38,7 @@ from cudalint.analyses.call_kinds import Callee, CalleeKind, CallFact, ResultTyp
 from cudalint.analyses.result_facts import exported_result_types, result_type_in
 from cudalint.cside import CView
 from cudalint.knowledge import Knowledge
-from cudalint.scope import Symbol, SymbolKind, default_import_name
+from cudalint.scope import Symbol, SymbolKind
 
 # Standard-library packages whose functions only read their arguments
 # (formatting, logging, errors, conversions): passing a handle to them borrows it.
@@ -683,10 +683,7 @@ def index_calls(package: Package, knowledge: Knowledge, imported: ImportedFacts 
     described = knowledge.import_paths | package.named_bindings
     resolution = package.resolution
     for parsed in package.files:
-        names = {
-            imported.name or knowledge.package_names.get(imported.path) or default_import_name(imported.path)
-            for imported in parsed.imports if imported.path in watched
-        }
+        names = resolution.import_names(parsed.root, watched)
         if not names:
             continue
         for node in parsed.index.qualified_calls:

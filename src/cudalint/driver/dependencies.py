@@ -99,9 +99,9 @@ class DependencyFacts:
             return []
         try:
             parsed = [parse(source)[0] for source in sources if not source.path.name.endswith("_test.go")]
-            packages = collect_packages(
-                parsed, directory.as_posix(), self.knowledge.package_names, import_path=import_path,
-            ) if parsed else []
+            imports = {i.path for file in parsed for i in file.imports}
+            package_names = {**self.modules.declared_names(directory, imports), **self.knowledge.package_names}
+            packages = collect_packages(parsed, directory.as_posix(), package_names, import_path=import_path) if parsed else []
             facts: list[ObjectFact] = []
             for package in packages:
                 if package.import_path is not None:

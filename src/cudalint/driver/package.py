@@ -157,8 +157,9 @@ def analyze_directory(
     directory = display_path(paths[0].parent, settings.base)
     named = {i.path for parsed in parsed_files for i in parsed.imports if knowledge.named_bindings.word_of(i.path)}
     try:
+        package_names = {**context.modules.declared_names(own, {i.path for parsed in parsed_files for i in parsed.imports}), **knowledge.package_names}
         packages = collect_packages(
-            parsed_files, directory, knowledge.package_names, import_path=import_path, c_include=settings.c_include,
+            parsed_files, directory, package_names, import_path=import_path, c_include=settings.c_include,
             go_version=module.go_version if module is not None else None,
             named_bindings=context.modules.without_source(own, named) if named else frozenset(),
         )

@@ -47,6 +47,14 @@ class Resolution:
     _error_types: dict[tuple[str, bool], bool] = field(default_factory=dict, repr=False)
     _error_receivers: frozenset[str] | None = field(default=None, repr=False)
 
+    def import_names(self, root: Node, import_paths: frozenset[str] | set[str]) -> set[str]:
+        """The names file `root` refers to these imported packages by."""
+        scope = self.file_scopes.get(root)
+        return {
+            name for name, symbol in (scope.names.items() if scope is not None else ())
+            if symbol.kind is SymbolKind.PACKAGE and symbol.import_path in import_paths
+        }
+
     def ensure(self, root: Node, node: Node) -> Node | None:
         """Resolve the top-level declaration of file `root` that holds `node`
         (if not done yet), and return that declaration."""
