@@ -38,15 +38,16 @@ def check(p: Pass) -> None:
         name, go_type, go_size, c_type, c_size = found
         p.report(
             unit, node,
-            f"{name} is []{go_type} ({go_size}-byte elements) but is passed as *C.{c_type} ({c_size}-byte "
-            f"elements): C reads each element with the wrong width; declare {name} as []C.{c_type}, or copy it "
-            f"into a []C.{c_type}",
+            f"{name} is []{go_type} ({go_size}-byte elements) but is passed as *{c_type} ({c_size}-byte "
+            f"elements): C reads each element with the wrong width; declare {name} as []{c_type}, or copy it "
+            f"into a []{c_type}",
         )
 
 
 def _mismatch(p: Pass, call: Node) -> tuple[str, str, int, str, int] | None:
-    """`(*C.int)(unsafe.Pointer(&dims[0]))`: (variable, Go element type,
-    size, C element type, size) where both sizes are known and differ."""
+    """`(*C.int)(unsafe.Pointer(&dims[0]))`, or `(*unsafe.Pointer)(...)` for
+    a `void **` of option values: (variable, Go element type, size, target
+    element type as written, size) where both sizes are known and differ."""
     function = call.child_by_field_name("function")
     if function is None or function.type != "parenthesized_expression":
         return None
@@ -54,9 +55,12 @@ def _mismatch(p: Pass, call: Node) -> tuple[str, str, int, str, int] | None:
     if target is None or target.type not in ("pointer_type", "unary_expression"):
         return None
     element = syntax.children(target)[-1] if syntax.children(target) else None
-    if element is None or element.type not in ("qualified_type", "selector_expression") or not syntax.text(element).startswith("C."):
+    if element is None or element.type not in ("qualified_type", "selector_expression"):
         return None
-    c_type = syntax.text(element)[2:]
+    spelled = syntax.text(element)
+    if not spelled.startswith("C.") and spelled != "unsafe.Pointer":
+        return None  # `*unsafe.Pointer`: C reads an array of pointers (`void **`)
+    c_type = spelled
     arguments = syntax.children(call.child_by_field_name("arguments"))
     inner = syntax.unparen(arguments[0]) if len(arguments) == 1 else None
     if inner is None or not syntax.is_call_of(inner, "unsafe.Pointer"):
@@ -72,7 +76,7 @@ def _mismatch(p: Pass, call: Node) -> tuple[str, str, int, str, int] | None:
     if go_type is None:
         return None
     go_size = _GO_SIZES.get(go_type) or (_C_SIZES.get(go_type[2:]) if go_type.startswith("C.") else None)
-    c_size = _C_SIZES.get(c_type)
+    c_size = 8 if c_type == "unsafe.Pointer" else _C_SIZES.get(c_type[2:])
     if go_size is None or c_size is None or go_size == c_size:
         return None
     return syntax.text(variable), go_type, go_size, c_type, c_size
@@ -116,7 +120,8 @@ RULE = Rule(
     `&arr` for an array, `unsafe.SliceData(s)`) where the Go element type of
     `s` and the C type `T` have different sizes on the 64-bit platforms CUDA
     runs on: `[]int` (8 bytes) as `*C.int` (4), `[]float64` as `*C.float`,
-    `[]int32` as `*C.long`. The element type comes from the variable's
+    `[]int32` as `*C.long`, and `[]C.uint` as `*unsafe.Pointer` (a `void **`
+    of option values, 8-byte elements). The element type comes from the variable's
     declaration or initialiser (`make([]int, n)`, `[]int{...}`); a type the
     rule cannot size (a struct, a named type, a C typedef it does not know,
     `byte` buffers) is not reported, nor is a conversion under a check of
