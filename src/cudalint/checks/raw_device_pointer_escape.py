@@ -26,7 +26,12 @@ def check(p: Pass) -> None:
     uses = p.result_of(USES)
     resolution = p.package.resolution
     owners = p.result_of(OWNERS)
-    for unit, graph in p.graphs_of(calls.units_calling_api()):
+    calling = calls.units_calling_api()
+    # A literal that allocates into its function's variable (`err :=
+    # RunOnDevice(id, func() error { return check(C.cudaMalloc(&ptr, n)) })`)
+    # hands the pointer to that function, which is where it leaves.
+    holders = [unit.parent for unit in calling if unit.kind is UnitKind.LITERAL and unit.parent is not None]
+    for unit, graph in p.graphs_of(list(dict.fromkeys(calling + holders))):
         with p.isolating(unit):
             for fact in calls.api_facts_in(unit):
                 call = fact.node

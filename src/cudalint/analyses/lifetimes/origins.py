@@ -13,7 +13,7 @@ test says whether the acquire succeeded.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from tree_sitter import Node
@@ -40,6 +40,10 @@ Lifetimes = Callable[[Unit], UnitLifetimes]
 # The state right after an acquisition: the origin (with its handle named),
 # who holds it (None: handed over at once), and why it is lost at once.
 Birth = tuple[Origin, State | None, str | None]
+
+
+# How many functions may pass a literal on before one calls it.
+_FORWARDS = 3
 
 
 class Origins:
@@ -123,6 +127,22 @@ class Origins:
                     ))
         return origins
 
+    def _runs_parameter(self, function: Unit, index: int, depth: int) -> bool:
+        """Whether `function` calls its parameter `index`, itself or through
+        functions of the package it passes it to (`RunOnDevice(id, fn)`
+        returning `withLockedDevice(id, fn)`, which calls `fn()`)."""
+        if _calls_parameter(function, index):
+            return True
+        if depth <= 0:
+            return False
+        for call, position in _forwarded_to(function, index):
+            callee = self._calls.callee(call)
+            target = callee.target
+            if callee.kind is CalleeKind.LOCAL and target is not None and target.kind is not UnitKind.LITERAL and target is not function:
+                if self._runs_parameter(target, position, depth - 1):
+                    return True
+        return False
+
     def _literals_run_by(self, call: Node) -> list[Unit]:
         function = syntax.unparen(call.child_by_field_name("function"))
         if function is not None and function.type == "func_literal":
@@ -144,7 +164,7 @@ class Origins:
         literals = []
         for index, argument in enumerate(syntax.children(call.child_by_field_name("arguments"))):
             argument = syntax.unparen(argument)
-            if argument is not None and argument.type == "func_literal" and _calls_parameter(target, index):
+            if argument is not None and argument.type == "func_literal" and self._runs_parameter(target, index, _FORWARDS):
                 found = self._calls.literal(argument)
                 if found is not None:
                     literals.append(found)
@@ -193,6 +213,7 @@ class Origins:
         if argument is None:
             return None
         if role.is_out:
+            argument = self._address_held(argument)
             if argument.type != "unary_expression" or syntax.text(argument.child_by_field_name("operator")) != "&":
                 return None  # stored through a pointer the caller gave: handed over at once
             target = unwrap(argument.child_by_field_name("operand"), self._calls)
@@ -207,6 +228,24 @@ class Origins:
             return None  # a global: the package owns it
         origin = replace(origin, handle=symbol.name)
         return origin, State(Phase.HELD, frozenset({symbol}), proxy), None
+
+    def _address_held(self, argument: Node) -> Node:
+        """`&d` where the out-argument is a local that holds it and is never
+        assigned again (`pd := &d`, `cPtr := unsafe.Pointer(&ptr)`): the
+        allocation lands in d. Anything else as it is."""
+        if argument.type != "identifier":
+            return argument
+        symbol = self._calls.package.resolution.symbol(argument)
+        if symbol is None or not symbol.is_local or symbol.init is None or symbol.init_index >= 0:
+            return argument
+        held = unwrap(symbol.init, self._calls)
+        if held is None or held.type != "unary_expression" or syntax.text(held.child_by_field_name("operator")) != "&":
+            return argument
+        for reference in self._calls.references(symbol):
+            holder = reference.parent.parent if reference.parent is not None and reference.parent.type == "expression_list" else None
+            if holder is not None and holder.type == "assignment_statement" and holder.child_by_field_name("left") == reference.parent:
+                return argument  # assigned again: which variable it points at is not known
+        return held
 
     def _field_birth(self, origin: Origin, field: Node, proxy) -> Birth | None:
         """`C.cuCtxCreate(&ctx.id, ...)` into a field of a value this function
@@ -359,6 +398,22 @@ class Origins:
 def _held_in_collection(origin: Origin, collection: Symbol, proxy) -> Birth:
     """The acquisition stored straight into a local slice the function keeps."""
     return origin, State(Phase.HELD, frozenset({collection}), proxy, collections=frozenset({collection})), None
+
+
+def _forwarded_to(function: Unit, index: int) -> Iterator[tuple[Node, int]]:
+    """(call, argument index) where `function` passes its parameter `index`
+    on, on its own goroutine (`return withLockedDevice(id, fn)`)."""
+    params = function.params
+    if index >= len(params) or function.body is None:
+        return
+    parameter = params[index]
+    for call in syntax.calls_in(function.body):
+        if syntax.enclosing_function(call) != function.node or syntax.statement_of_call(call) == "go_statement":
+            continue
+        for position, argument in enumerate(syntax.children(call.child_by_field_name("arguments"))):
+            argument = syntax.unparen(argument)
+            if argument is not None and argument.type == "identifier" and function.resolution.symbol(argument) is parameter:
+                yield call, position
 
 
 def _calls_parameter(function: Unit, index: int) -> bool:
