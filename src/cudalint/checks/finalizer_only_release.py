@@ -117,7 +117,6 @@ RULE = Rule(
     """,
     tags=("resource-leak",),
     since="0.2.0",
-    preview=True,
     check=check,
     requires=(FINALIZERS,),
     needles=lambda knowledge: frozenset({b"SetFinalizer"}),
