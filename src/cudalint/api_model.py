@@ -90,6 +90,9 @@ class ResourceSpec:
     # (`if b.ptr == nil { return }; ...; b.ptr = nil`), found by analysis: a
     # second call releases nothing (no CL102).
     idempotent: frozenset[str] = frozenset()
+    # Of an owning type's methods, those that reach no GPU API (`IsNull`):
+    # calling one after the release uses nothing freed.
+    inert: frozenset[str] = frozenset()
     # Of `transfer`, calls that move the handle into their result (C.realloc):
     # the variable given the result holds it from then on.
     moves: tuple[CallRole, ...] = ()

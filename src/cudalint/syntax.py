@@ -227,7 +227,9 @@ _INDEX_QUERY = """
 (func_literal) @literal
 (defer_statement) @defer
 (call_expression function: (selector_expression operand: (identifier))) @qualified
+(call_expression function: (index_expression operand: (selector_expression operand: (identifier)))) @qualified
 (call_expression function: [(identifier) @callee (selector_expression field: (field_identifier) @callee)])
+(call_expression function: (index_expression operand: [(identifier) @callee (selector_expression field: (field_identifier) @callee)]))
 (keyed_element) @keyed
 (assignment_statement left: (expression_list (selector_expression))) @store
 """
@@ -263,9 +265,30 @@ def calls_by_name(index: FileIndex) -> dict[str, list[Node]]:
     """Calls `f(...)` and `x.f(...)`, by the name f."""
     found: dict[str, list[Node]] = {}
     for name in index.callee_names:
-        call = name.parent if name.parent is not None and name.parent.type == "call_expression" else name.parent.parent
-        found.setdefault(text(name), []).append(call)
+        call = name.parent
+        while call is not None and call.type != "call_expression":
+            call = call.parent  # `x.f(...)`, and `f[T](...)`, `x.f[T](...)` instantiating a generic function
+        if call is not None:
+            found.setdefault(text(name), []).append(call)
     return found
+
+
+def called(call: Node) -> Node | None:
+    """The function a call names, without parentheses and without the type
+    arguments of a generic function's instantiation (`device.CudaMalloc[uint64]`
+    parses as an index expression): `device.CudaMalloc`. Whether an index
+    expression is an instantiation or an element of a slice of functions
+    (`handlers[i](x)`) is the resolver's to say; see instantiated."""
+    return unparen(call.child_by_field_name("function"))
+
+
+def instantiated(function: Node | None) -> Node | None:
+    """The generic function an index expression in call position names
+    (`CudaMalloc[int]`, `device.CudaMalloc[uint64]`); None for any other node."""
+    if function is None or function.type != "index_expression":
+        return None
+    operand = unparen(function.child_by_field_name("operand"))
+    return operand if operand is not None and operand.type in ("identifier", "selector_expression") else None
 
 
 def field_stores(index: FileIndex) -> dict[str, list[tuple[Node, Node]]]:

@@ -120,13 +120,10 @@ class CallIndex:
             value = target.receiver if target.kind is UnitKind.METHOD and not target.params else (
                 target.params[0] if target.kind is UnitKind.FUNCTION and len(target.params) == 1 else None
             )
-            statements = syntax.statements(target.body)
-            returned = syntax.returned(statements[0]) if len(statements) == 1 and statements[0].type == "return_statement" else []
-            read = unwrap(returned[0], self) if len(returned) == 1 else None
             # What C is handed (`unsafe.Pointer`, `*T`, `C.CUdeviceptr`), not the address read as a number.
             result = syntax.text(target.node.child_by_field_name("result"))
             for_c = result.startswith(("*", "unsafe.Pointer", "C."))
-            self._accessors[target] = for_c and value is not None and read is not None and read.type == "identifier" and syntax.text(read) == value.name
+            self._accessors[target] = for_c and value is not None and self._returns_only(target, value.name)
         if not self._accessors[target]:
             return None
         function = syntax.unparen(call.child_by_field_name("function"))
@@ -134,6 +131,21 @@ class CallIndex:
             return syntax.unparen(function.child_by_field_name("operand")) if function.type == "selector_expression" else None
         arguments = syntax.children(call.child_by_field_name("arguments"))
         return syntax.unparen(arguments[0]) if len(arguments) == 1 else None
+
+    def _returns_only(self, target: Unit, name: str) -> bool:
+        """Whether every return of `target` gives back the value `name`, or
+        the address of memory inside it (`return unsafe.Pointer(&h.device.s[0])`
+        beside `return unsafe.Pointer(&h.host[0])`), and nothing else does."""
+        found = False
+        for statement in syntax.return_statements(target.body):
+            if syntax.enclosing_function(statement) != target.node:
+                continue
+            returned = syntax.returned(statement)
+            read = _inside(unwrap(returned[0], self)) if len(returned) == 1 else None
+            if read is None or read.type != "identifier" or syntax.text(read) != name:
+                return False
+            found = True
+        return found
 
     def api_facts_in(self, unit: Unit) -> list[CallFact]:
         """The calls the knowledge describes in unit's own body (its func
@@ -348,7 +360,7 @@ class CallIndex:
                 self._unwatched[call] = _qualified_call(call, self.package, self.knowledge)
             fact = self._unwatched[call]
         raw = call.child_by_field_name("function")
-        function = syntax.unparen(raw)
+        function = self._generic(syntax.unparen(raw))
         written = syntax.text(function)
         if fact is not None:
             if fact.api is not None:
@@ -436,11 +448,22 @@ class CallIndex:
             root = root.parent
         return any(parsed.root == root and parsed.source.path.name.endswith("_test.go") for parsed in self.package.files)
 
+    def _generic(self, function: Node | None) -> Node | None:
+        """`CudaMalloc[int]` in call position, where CudaMalloc is a function
+        of the package: that function, instantiated; anything else as it is
+        (`handlers[i]` is an element of a slice of functions)."""
+        named = syntax.instantiated(function)
+        if named is not None and named.type == "identifier":
+            symbol = self.package.resolution.symbol(named)
+            if symbol is not None and symbol.kind is SymbolKind.FUNC:
+                return named
+        return function
+
     def local_target(self, call: Node) -> Unit | None:
         """The function or method of this package a call runs, whatever the
         knowledge says of it: inside a described package (gorgonia.org/cu
         analysed itself) its own API is both."""
-        function = syntax.unparen(call.child_by_field_name("function"))
+        function = self._generic(syntax.called(call))
         if function is None:
             return None
         if function.type == "identifier":
@@ -517,7 +540,8 @@ class CallIndex:
 
 
 def _qualified_call(node: Node, package: Package, knowledge: Knowledge) -> CallFact | None:
-    function = syntax.unparen(node.child_by_field_name("function"))
+    function = syntax.called(node)
+    function = syntax.instantiated(function) or function  # `device.CudaMalloc[uint64](...)`
     if function is None or function.type != "selector_expression":
         return None
     operand = syntax.unparen(function.child_by_field_name("operand"))
@@ -664,9 +688,32 @@ def unwrap(node: Node | None, facts: CallIndex) -> Node | None:
             node = syntax.unparen(inner.child_by_field_name("operand"))
         elif node.type == "call_expression" and facts.callee(node).kind is CalleeKind.LOCAL and (read := facts.accessed(node)) is not None:
             node = read
+        elif node.type == "call_expression" and (viewed := viewed_pointer(node, facts)) is not None:
+            node = viewed
         else:
             return node
     return node
+
+
+def _inside(node: Node | None) -> Node | None:
+    """The variable whose memory an address points into: `&h.device.s[0]`
+    and `&h.host[0]` are inside h; `h` is h."""
+    if node is not None and node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
+        node = syntax.unparen(node.child_by_field_name("operand"))
+        while node is not None and node.type in ("index_expression", "selector_expression"):
+            node = syntax.unparen(node.child_by_field_name("operand"))
+    return node
+
+
+def viewed_pointer(call: Node, facts: CallIndex) -> Node | None:
+    """`unsafe.Slice(p, n)`: a slice over the memory p points at, so the
+    same memory as p (device memory viewed as `[]T` is still that
+    allocation); None for any other call."""
+    fact = facts.call(call)
+    if fact is None or fact.import_path != "unsafe" or fact.name != "Slice":
+        return None
+    arguments = syntax.children(call.child_by_field_name("arguments"))
+    return syntax.unparen(arguments[0]) if len(arguments) == 2 else None
 
 
 # Packages whose calls some rule looks for in the whole package, besides the
@@ -687,7 +734,8 @@ def index_calls(package: Package, knowledge: Knowledge, imported: ImportedFacts 
         if not names:
             continue
         for node in parsed.index.qualified_calls:
-            function = syntax.unparen(node.child_by_field_name("function"))
+            function = syntax.called(node)
+            function = syntax.instantiated(function) or function
             operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None else None
             if operand is None or syntax.text(operand) not in names:
                 continue

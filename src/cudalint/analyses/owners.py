@@ -43,6 +43,9 @@ from cudalint.functions import Unit, UnitKind, exported_name
 from cudalint.knowledge import CallRole, ResourceSpec
 from cudalint.scope import Symbol, SymbolKind
 
+# Calls an inert method may make besides the package's own functions.
+_INERT_CALLS = frozenset({CalleeKind.BUILTIN, CalleeKind.CONVERSION, CalleeKind.STD_BORROW})
+
 # The receiver's position in a function's released values.
 RECEIVER = -1
 
@@ -63,6 +66,7 @@ class OwnedResources:
     methods: tuple[str, ...]
     releases: tuple[tuple[int, str, str], ...] = ()
     idempotent: tuple[str, ...] = ()  # of `methods`, those a second call of is harmless
+    inert: tuple[str, ...] = ()  # the type's methods that reach no GPU API (`IsNull`)
 
     def concerns_callers(self) -> bool:
         return True
@@ -77,10 +81,12 @@ class Owner:
     methods: tuple[str, ...]
     resources: tuple[ResourceSpec, ...]
     idempotent: tuple[str, ...] = ()  # of `methods`, those that check and clear the handle
+    inert: tuple[str, ...] = ()  # the type's methods that reach no GPU API (`IsNull`)
 
 
 def owned_resource(
     resource: ResourceSpec, type_written: str, methods: tuple[str, ...], idempotent: tuple[str, ...] = (),
+    inert: tuple[str, ...] = (),
 ) -> ResourceSpec:
     """The resource a value of an owning type stands for: released by any of
     the type's releasing methods (`b.Free()`), named after the type so that
@@ -89,7 +95,7 @@ def owned_resource(
     roles = tuple(CallRole(f"{qualifier or '_'}.{type_name}.{method}", "receiver") for method in methods)
     return ResourceSpec(
         f"{type_written} (owns {resource.name})", (), roles, needs_context=resource.needs_context, owns=resource,
-        outlives=resource.outlives, idempotent=frozenset(idempotent),
+        outlives=resource.outlives, idempotent=frozenset(idempotent), inert=frozenset(inert),
     )
 
 
@@ -129,8 +135,33 @@ class Owners:
             idempotent = tuple(sorted(
                 method.name.rsplit(".", 1)[-1] for method in methods if method.name.rsplit(".", 1)[-1] in found and _clears_handle(method)
             ))
-            self._owners[type_name] = Owner(type_name, tuple(sorted(found)), resources, idempotent) if found else None
+            inert = tuple(sorted(
+                name for method in self.facts.methods_of_type(type_name)
+                if (name := method.name.rsplit(".", 1)[-1]) not in found and self._inert(method)
+            )) if found else ()
+            self._owners[type_name] = Owner(type_name, tuple(sorted(found)), resources, idempotent, inert) if found else None
         return self._owners[type_name]
+
+    def _inert(self, method: Unit) -> bool:
+        """Whether a method reaches nothing but the package's own code and
+        Go's builtins, conversions and borrowing standard library: no GPU
+        API, no other package's function, no function value (`IsNull`
+        testing the handle, `Len` reading a field)."""
+        seen, pending = set(), [method]
+        while pending:
+            current = pending.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            if current.body is None or len(seen) > 64:
+                return False
+            for call in syntax.calls_in(current.body):
+                callee = self.facts.callee(call)
+                if callee.kind is CalleeKind.LOCAL and callee.target is not None:
+                    pending.append(callee.target)
+                elif callee.kind not in _INERT_CALLS:
+                    return False
+        return True
 
     def finalized(self, type_name: str) -> bool:
         """Whether the package registers a finalizer on values of the type
@@ -383,7 +414,10 @@ class Owners:
 
 
 def _literal_type(literal: Node) -> str | None:
+    """`Buffer` of `Buffer{...}`, and of `HostOrDeviceSlice[T]{...}`."""
     type_node = literal.child_by_field_name("type")
+    if type_node is not None and type_node.type == "generic_type":
+        type_node = type_node.child_by_field_name("type")
     return syntax.text(type_node) if type_node is not None and type_node.type == "type_identifier" else None
 
 
@@ -452,7 +486,7 @@ def _exported_owners(p: Pass) -> dict[str, OwnedResources]:
     for owner in owners.exported():
         owns = tuple((families[resource].name, resource.name) for resource in owner.resources if resource in families)
         if owns:
-            found[owner.type_name] = OwnedResources(owns, owner.methods, idempotent=owner.idempotent)
+            found[owner.type_name] = OwnedResources(owns, owner.methods, idempotent=owner.idempotent, inert=owner.inert)
     for unit in p.package.units:
         name = exported_name(unit) if unit.kind is UnitKind.FUNCTION else None
         released = owners.released_parameters(unit) if name is not None else ()

@@ -22,7 +22,7 @@ from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.analyses.call_kinds import value_parent
-from cudalint.analyses.calls import CALLS, Callee, CalleeKind, CallIndex
+from cudalint.analyses.calls import CALLS, Callee, CalleeKind, CallIndex, viewed_pointer
 from cudalint.framework import Analysis
 from cudalint.functions import Unit
 from cudalint.knowledge import CallRole, ResourceSpec
@@ -157,6 +157,9 @@ class VariableUses:
                 if callee.kind is CalleeKind.CONVERSION or (callee.kind is CalleeKind.LOCAL and self.facts.accessed(call) is not None):
                     child, parent = call, call.parent  # `raw(p)` reads p's bits, as a conversion does
                     continue
+                if viewed_pointer(call, self.facts) is not None and syntax.children(parent)[0] == child:
+                    child, parent = call, call.parent  # `unsafe.Slice(p, n)`: the same memory, as a slice
+                    continue
                 index = [c.id for c in syntax.children(parent)].index(child.id)
                 return self._argument(symbol, identifier, call, callee, index)
             if kind == "unary_expression":
@@ -166,6 +169,9 @@ class VariableUses:
                 if operator == "*":
                     if parent.parent is not None and parent.parent.type in ("literal_element", "keyed_element"):
                         return Use(UseKind.STORE, symbol, identifier)  # `&Pinned{Buffer: *b}`: the value copied in
+                    outer = parent.parent
+                    if outer is not None and outer.type == "expression_list" and outer.parent is not None and outer.parent.type == "return_statement":
+                        return Use(UseKind.RETURN, symbol, identifier)  # `return *slice`: the value itself handed back
                     return Use(UseKind.DEREF, symbol, identifier)
                 return Use(UseKind.READ, symbol, identifier)
             if kind == "selector_expression":
@@ -353,6 +359,10 @@ class VariableUses:
                 return Use(UseKind.PASS_API, symbol, identifier, call=call, callee=callee)
             if callee.kind is CalleeKind.STD_BORROW:
                 return Use(UseKind.READ, symbol, identifier, call=call, callee=callee)
+            if callee.kind in (CalleeKind.LOCAL, CalleeKind.MODULE):
+                # `gnarkMsm(&res, &points, &scalars)`: the function's summary
+                # of that pointer parameter says what it does with the value.
+                return self._argument(symbol, identifier, call, callee, index)
             return Use(UseKind.PASS_UNKNOWN, symbol, identifier, call=call, callee=callee)
         return Use(UseKind.STORE, symbol, identifier)
 

@@ -42,6 +42,7 @@ class HandOut:
     # The value is nil where the function fails (`return nil, err`).
     nil_when_failed: bool = False
     idempotent: tuple[str, ...] = ()  # of `methods`, those a second call of is harmless
+    inert: tuple[str, ...] = ()  # the owning type's methods that reach no GPU API
 
 
 @dataclass(frozen=True)
@@ -103,5 +104,5 @@ def _hand_out(origin: Any, index: int, returns_error: bool, success: tuple[str, 
     methods = tuple(role.method for role in resource.release)
     return HandOut(
         index, inner.api.family.name, resource.owns.name, returns_error, via, owner_type(resource), methods, succeeds_with=success,
-        nil_when_failed=nil, idempotent=tuple(sorted(resource.idempotent)),
+        nil_when_failed=nil, idempotent=tuple(sorted(resource.idempotent)), inert=tuple(sorted(resource.inert)),
     )

@@ -127,7 +127,7 @@ class HandOuts:
                 if any(_kept_elsewhere(unit, name) for name in _returned_names(unit, index)):
                     continue  # `registry[name] = m` too: not the caller's alone
                 origin = replace(origin, resource=owned_resource(
-                    origin.resource.owns or origin.resource, owner.type_name, owner.methods, owner.idempotent,
+                    origin.resource.owns or origin.resource, owner.type_name, owner.methods, owner.idempotent, owner.inert,
                 ))
             else:
                 index = _returned_at(unit, origin.handle, self._calls, origin.resource.owns is not None) if origin.handle else self._returned_directly(unit, origin)
@@ -307,6 +307,8 @@ def _is_variable(node, handle: str, address: bool) -> bool:
         operand = syntax.unparen(node.child_by_field_name("operand"))
         if address or (operand is not None and operand.type == "composite_literal"):
             node = operand
+    elif address and node is not None and node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "*":
+        node = syntax.unparen(node.child_by_field_name("operand"))  # `return *slice`: the owning value itself
     if node is not None and node.type == "composite_literal":
         if syntax.text(node.child_by_field_name("type")).startswith("C."):
             return False  # a C struct of arguments (`&C.CUDA_HOST_NODE_PARAMS{...}`) owns nothing

@@ -184,7 +184,7 @@ class Origins:
             family, resource = found
             if handed.owner:
                 qualifier = callee.written.rsplit(".", 1)[0]
-                resource = owned_resource(resource, f"{qualifier}.{handed.owner}", handed.methods, handed.idempotent)
+                resource = owned_resource(resource, f"{qualifier}.{handed.owner}", handed.methods, handed.idempotent, handed.inert)
                 resource = replace(resource, nil_when_failed=handed.nil_when_failed)
             if handed.cleanup:
                 # The function that releases it.
@@ -264,7 +264,7 @@ class Origins:
             return self._held_in_field(origin, field, proxy)
         if self._owners.finalized(owner.type_name):
             return None  # a type with a finalizer: the collector releases a value dropped
-        resource = owned_resource(origin.resource, owner.type_name, owner.methods, owner.idempotent)
+        resource = owned_resource(origin.resource, owner.type_name, owner.methods, owner.idempotent, owner.inert)
         return replace(origin, handle=symbol.name, resource=resource), State(Phase.HELD, frozenset({symbol}), proxy), None
 
     def _held_in_field(self, origin: Origin, field: Node, proxy) -> Birth | None:

@@ -37,7 +37,7 @@ class VariableResources:
         local = calls.local_type(symbol) or (calls.types.type_of(declaration) if declaration is not None else None)
         owner = self._owners.of(local)
         if owner is not None:
-            found.extend(owned_resource(resource, owner.type_name, owner.methods, owner.idempotent) for resource in owner.resources)
+            found.extend(owned_resource(resource, owner.type_name, owner.methods, owner.idempotent, owner.inert) for resource in owner.resources)
         declared = imported_type(calls.package.resolution, symbol) or (
             calls.types.imported_type_of(declaration) if declaration is not None else None
         )
@@ -67,6 +67,12 @@ class VariableResources:
             resource.release_method(method) is not None and method in resource.idempotent for resource in self.of(symbol, origin)
         )
 
+    def reads_only(self, symbol: Symbol, method: str, origin: Origin | None) -> bool:
+        """Whether `method` is one of the methods of the owning type the
+        variable holds that reach no GPU API (`IsNull` testing the handle
+        against nil): calling it after the release uses nothing freed."""
+        return any(method in resource.inert for resource in self.of(symbol, origin))
+
     def owns(self, symbol: Symbol, resource: ResourceSpec, origin: Origin | None) -> bool:
         """Whether the variable holds a value of an owning type of that
         resource: releasing its field (`C.cudaFree(b.ptr)`) releases it."""
@@ -88,5 +94,5 @@ class VariableResources:
         for family_name, resource_name in summary.owns:
             known = calls.knowledge.resource(family_name, resource_name)
             if known is not None:
-                found.append(owned_resource(known[1], f"{qualifier}.{type_name}", summary.methods, summary.idempotent))
+                found.append(owned_resource(known[1], f"{qualifier}.{type_name}", summary.methods, summary.idempotent, summary.inert))
         return found

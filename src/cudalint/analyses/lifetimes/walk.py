@@ -372,7 +372,7 @@ class Walker:
                 return _released_again_harmlessly(state, n, use)
             if self._resources.releases_by_method(use.symbol, use.method, origin):
                 return release(origin, state, n, use.deferred, record, None)
-            if released:
+            if released and not self._resources.reads_only(use.symbol, use.method, origin):
                 record.uses_after_release.append((n, use, state.released_at or 0))
             return state
         if kind is UseKind.CALLED:
