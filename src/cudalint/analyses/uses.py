@@ -170,7 +170,10 @@ class VariableUses:
                     if parent.parent is not None and parent.parent.type in ("literal_element", "keyed_element"):
                         return Use(UseKind.STORE, symbol, identifier)  # `&Pinned{Buffer: *b}`: the value copied in
                     outer = parent.parent
-                    if outer is not None and outer.type == "expression_list" and outer.parent is not None and outer.parent.type == "return_statement":
+                    if (
+                        outer is not None and outer.type == "expression_list" and outer.parent is not None
+                        and outer.parent.type == "return_statement" and self._of_go_type(identifier)
+                    ):
                         return Use(UseKind.RETURN, symbol, identifier)  # `return *slice`: the value itself handed back
                     return Use(UseKind.DEREF, symbol, identifier)
                 return Use(UseKind.READ, symbol, identifier)
@@ -334,6 +337,15 @@ class VariableUses:
 
     def appended_to(self, call: Node) -> Symbol | None:
         return appended_to(call, self.resolution)
+
+    def _of_go_type(self, identifier: Node) -> bool:
+        """Whether the variable points at a value of a named Go type (`buf
+        *devslice.Slice[T]`), not at C memory (`cs *C.char`)."""
+        types = self.facts.types
+        if types.type_of(identifier) is not None:
+            return True
+        imported = types.imported_type_of(identifier)
+        return imported is not None and imported[0] != "C"
 
     def _address_of(self, symbol: Symbol, identifier: Node, unary: Node) -> Use:
         """`&x`: an acquire's out-argument overwrites x; an API or C call may
