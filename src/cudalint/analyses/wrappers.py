@@ -7,9 +7,11 @@ release is a release (CL304). This is not errcheck: a function counts only
 when every non-nil error it returns comes from a status (a converter's
 error, an API call's `error`, another wrapper's, directly, through a
 variable it was assigned to, or wrapped by `fmt.Errorf` / `errors.Wrap`),
-or from a check of its arguments or state ahead of the status call (`if
-len(src) > b.size { return errTooBig }`); a function that returns another
-error of its own making is not a wrapper. The package's exported wrappers are its facts (a
+as DESIGN.md says; a function that returns another error of its own making
+is not a wrapper, also where it makes it in a check of its arguments before
+the status call (`if len(src) > b.size { return errTooBig }`): that error
+is the caller's to handle whatever CUDA says, and dropping it is errcheck's
+business, not this tool's. The package's exported wrappers are its facts (a
 `Wrapped` each), and wrappers of other packages of the module come from
 theirs.
 """
@@ -125,7 +127,6 @@ class StatusWrappers:
         if not unit.returns_error:
             return self._raw_wrapper(unit)
         found: list[tuple[Node, Wrapped]] = []  # (return, what it returns)
-        validations: list[Node] = []
         for statement in syntax.return_statements(unit.body):
             expressions = syntax.returned(statement)
             if not expressions:
@@ -143,14 +144,11 @@ class StatusWrappers:
             wrapped = self._derived(unit, last, 0) or self._on_failure_branch(unit, statement)
             if wrapped is None and _guards_the_c_side(unit, statement):
                 continue
-            if wrapped is None and _validates(unit, statement):
-                validations.append(statement)
-                continue
             if wrapped is None:
                 return None
             found.append((statement, wrapped))
-        if not found or any(v.start_byte > found[0][0].start_byte for v in validations):
-            return None  # a check after the status call: the function does more than wrap it
+        if not found:
+            return None
         first = found[0][1]
         return Wrapped(first.inner, all(wrapped.release for _, wrapped in found))
 
@@ -321,25 +319,6 @@ def _guards_the_c_side(unit: Unit, statement: Node) -> bool:
         for condition in _conditions_holding(unit, statement) if condition is not None
         for node in syntax.walk(condition)
     )
-
-
-def _validates(unit: Unit, statement: Node) -> bool:
-    """`if b.ptr == nil { return ErrFreed }`, `if len(src) > b.size {
-    return fmt.Errorf(...) }`: an error of the function's own making where a
-    test of its arguments or state that calls nothing failed. Before the
-    status call, such checks leave the function a wrapper of that call
-    (validate, then call CUDA); anything else it returns makes it more."""
-    conditions = list(_conditions_holding(unit, statement))
-    if not conditions or any(condition is None for condition in conditions):
-        return False
-    for condition in conditions:
-        holder = condition.parent
-        if holder is not None and holder.child_by_field_name("initializer") is not None:
-            return False
-        for node in syntax.walk(condition):
-            if node.type == "call_expression" and syntax.text(node.child_by_field_name("function")) not in ("len", "cap"):
-                return False
-    return True
 
 
 def _case_holding(unit: Unit, statement: Node) -> Node | None:

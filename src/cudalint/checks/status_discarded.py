@@ -88,10 +88,9 @@ RULE = Rule(
     whose every non-nil error comes from a status (a converter's error, an
     API call's `error`, another wrapper's, a raw status wrapped with `%w`,
     or any error returned where a status test failed, in an `if` or in a
-    failure `case` of a `switch` on the status), or from a check of its arguments ahead of the
-    status call that calls nothing (`if len(src) > b.size { return
-    errTooBig }`); one that returns other errors of its own making (after
-    the call, or from other calls) is not a wrapper: this is not errcheck.
+    failure `case` of a `switch` on the status); one that returns any other
+    error of its own making (a check of its arguments before the call, a
+    check after it, another call's) is not a wrapper: this is not errcheck.
 
     ## Why is this bad?
     A CUDA call reports failure only through its return value. Dropping it hides
