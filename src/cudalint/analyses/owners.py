@@ -135,9 +135,13 @@ class Owners:
             idempotent = tuple(sorted(
                 method.name.rsplit(".", 1)[-1] for method in methods if method.name.rsplit(".", 1)[-1] in found and _clears_handle(method)
             ))
+            # Methods that touch no GPU, or return at once once a release raised
+            # a flag they test (`if e.closed { return }` after `Close` set it).
+            raised = set().union(*(_flags_raised(m) for m in methods if m.name.rsplit(".", 1)[-1] in found)) if found else set()
             inert = tuple(sorted(
                 name for method in self.facts.methods_of_type(type_name)
-                if (name := method.name.rsplit(".", 1)[-1]) not in found and self._inert(method)
+                if (name := method.name.rsplit(".", 1)[-1]) not in found
+                and (self._inert(method) or bool(_flags_guarding(method) & raised))
             )) if found else ()
             self._owners[type_name] = Owner(type_name, tuple(sorted(found)), resources, idempotent, inert) if found else None
         return self._owners[type_name]
@@ -218,7 +222,10 @@ class Owners:
             return ()
         values = ([unit.receiver] if unit.receiver is not None else []) + list(unit.params)
         found: list[tuple[int, ResourceSpec]] = []
+        refilled = _refilled_fields(unit, self.facts)
         for argument, resources in self._releases_in(unit):
+            if syntax.text(unwrap(argument, self.facts)) in refilled:
+                continue  # freed to be replaced (`cudaFree(c.tmp)` then `cudaMalloc(&c.tmp, n)`): the value still holds one
             symbol = self._value_released(argument, values)
             if symbol is None or symbol not in values:
                 continue
@@ -413,6 +420,26 @@ class Owners:
         return None
 
 
+def _refilled_fields(unit: Unit, facts: CallIndex) -> set[str]:
+    """The fields (`c.tmp`, as written) the function fills with a new
+    value: assigned something other than nil, or given to a call by
+    address (`C.cudaMalloc(&ctx.stagingY, n)`). A field it frees and fills
+    again is grown or replaced, not released: the value goes on holding one."""
+    filled: set[str] = set()
+    for node in syntax.walk(unit.body) if unit.body is not None else ():
+        if node.type == "assignment_statement" and syntax.text(node.child_by_field_name("operator")) == "=":
+            left = syntax.expressions(node.child_by_field_name("left"))
+            right = syntax.expressions(node.child_by_field_name("right"))
+            for target, value in zip(left, right) if len(left) == len(right) else ():
+                if target.type == "selector_expression" and syntax.text(value) != "nil":
+                    filled.add(syntax.text(target))
+        elif node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
+            operand = syntax.unparen(node.child_by_field_name("operand"))
+            if operand is not None and operand.type == "selector_expression" and node.parent is not None and node.parent.type == "argument_list":
+                filled.add(syntax.text(operand))
+    return filled
+
+
 def _literal_type(literal: Node) -> str | None:
     """`Buffer` of `Buffer{...}`, and of `HostOrDeviceSlice[T]{...}`."""
     type_node = literal.child_by_field_name("type")
@@ -449,7 +476,45 @@ def _clears_handle(method: Unit) -> bool:
             function = syntax.text(node.child_by_field_name("function"))
             if function.startswith(f"{receiver.name}.") and function.endswith(".Do") and function.count(".") == 2:
                 return True  # `b.once.Do(func() {...})`
-    return bool((tested & cleared) - {None})
+    return bool((tested & cleared) - {None}) or bool(_flags_guarding(method) & _flags_raised(method))
+
+
+def _flags_guarding(method: Unit) -> set[str]:
+    """The receiver's fields the method returns early on when they are set
+    (`if e.closed { return }`): where its type's release raised one, the
+    method does nothing."""
+    body, receiver = method.body, method.receiver
+    if body is None or receiver is None:
+        return set()
+    found = set()
+    for node in syntax.walk(body, into_functions=False):
+        if node.type != "if_statement":
+            continue
+        condition = syntax.unparen(node.child_by_field_name("condition"))
+        consequence = node.child_by_field_name("consequence")
+        field = _receiver_field(condition, receiver.name)
+        if field is not None and consequence is not None and any(
+            statement.type == "return_statement" for statement in syntax.statements(consequence)
+        ):
+            found.add(field)
+    return found
+
+
+def _flags_raised(method: Unit) -> set[str]:
+    """The receiver's fields the method sets to true (`e.closed = true`)."""
+    body, receiver = method.body, method.receiver
+    if body is None or receiver is None:
+        return set()
+    found = set()
+    for node in syntax.walk(body, into_functions=False):
+        if node.type == "assignment_statement":
+            left = syntax.expressions(node.child_by_field_name("left"))
+            right = syntax.expressions(node.child_by_field_name("right"))
+            for target, value in zip(left, right) if len(left) == len(right) else ():
+                field = _receiver_field(target, receiver.name) if syntax.text(value) == "true" else None
+                if field is not None:
+                    found.add(field)
+    return found
 
 
 def _once_literal(call: Node) -> Node | None:

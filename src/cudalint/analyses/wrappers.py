@@ -173,11 +173,14 @@ class StatusWrappers:
                 found.append(passed)
                 continue
             last = unwrap(expressions[-1], self.calls)
+            for _ in range(4):  # `ret := C.cudaStreamCreate(p)`, `err := (CudaError)(ret)`, `return s, err`
+                symbol = self.calls.package.resolution.symbol(last) if last is not None and last.type == "identifier" else None
+                if symbol is None or symbol.function != unit.node or symbol.init is None or not self._status_of(symbol):
+                    break
+                last = unwrap(symbol.init, self.calls)  # `dev, ret := lib.DeviceGetHandleByUUID(u)` ... `return nil, ret`
             if last is not None and last.type == "identifier":
                 symbol = self.calls.package.resolution.symbol(last)
-                if symbol is not None and symbol.function == unit.node and symbol.init is not None and self._status_of(symbol):
-                    last = unwrap(symbol.init, self.calls)  # `dev, ret := lib.DeviceGetHandleByUUID(u)` ... `return nil, ret`
-                elif symbol is not None and not symbol.is_local:
+                if symbol is not None and not symbol.is_local:
                     continue  # a constant or package-level value
             if last is not None and last.type in ("selector_expression", "int_literal"):
                 continue  # a value of its own: `return C.cudaSuccess`
@@ -200,8 +203,7 @@ class StatusWrappers:
         fact = self.calls.status_call(init)
         if fact is not None and fact.status is not None:
             return count > 1 and fact.status.result_index(count) == symbol.init_index
-        callee = self.calls.callee(init)
-        nested = self.of(callee.target) if callee.kind is CalleeKind.LOCAL and callee.target is not None else None
+        nested = self._nested(None, self.calls.callee(init))
         return nested is not None and nested.raw and symbol.init_index == count - 1  # a raw wrapper's status is last
 
     def _raw_status(self, unit: Unit, expression: Node | None) -> Wrapped | None:
@@ -211,10 +213,16 @@ class StatusWrappers:
         if fact is not None and fact.status is not None and fact.status.kind != "error":
             discardable = fact.api is not None and fact.api.discardable
             return None if discardable else Wrapped(fact.written, fact.is_release, raw=True)
-        callee = self.calls.callee(expression)
+        nested = self._nested(unit, self.calls.callee(expression))
+        return nested if nested is not None and nested.raw else None
+
+    def _nested(self, unit: Unit | None, callee) -> Wrapped | None:
+        """The wrapper a call runs: a function of the package (not `unit`
+        itself), or one of another package of the module, by its facts."""
         if callee.kind is CalleeKind.LOCAL and callee.target is not None and callee.target is not unit:
-            nested = self.of(callee.target)
-            return nested if nested is not None and nested.raw else None
+            return self.of(callee.target)
+        if callee.kind is CalleeKind.MODULE:
+            return self._imported(callee.imported)
         return None
 
     def _derived(self, unit: Unit, expression: Node | None, depth: int) -> Wrapped | None:

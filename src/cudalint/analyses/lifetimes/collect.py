@@ -229,6 +229,8 @@ def _asserted_to_fail(origin: Origin, calls: CallIndex) -> bool:
     name = error_variable(origin)
     if not name or origin.unit.body is None:
         return False
+    if _fatal_on_success(origin, name):
+        return True
     for call in syntax.calls_in(origin.unit.body):
         if call.start_byte <= origin.call.end_byte:
             continue
@@ -240,6 +242,27 @@ def _asserted_to_fail(origin: Origin, calls: CallIndex) -> bool:
             parameter = target.params[arguments.index(name)].name if arguments.index(name) < len(target.params) else ""
             if parameter and any(testify_asserts(inner, _TESTIFY, _ERROR_ASSERTIONS, parameter) for inner in syntax.calls_in(target.body)):
                 return True
+    return False
+
+
+# What stops a test where it is called (`t.Fatal`, `b.FailNow`).
+_STOPS_TEST = (".Fatal", ".Fatalf", ".FailNow")
+
+
+def _fatal_on_success(origin: Origin, name: str) -> bool:
+    """`_, err := NewEngine(cfg)` then `if err == nil { t.Fatal("expected an
+    error") }`: the test stops where the acquisition succeeded."""
+    for node in syntax.walk(origin.unit.body):
+        if node.type != "if_statement" or node.start_byte <= origin.call.end_byte:
+            continue
+        condition = " ".join(syntax.text(node.child_by_field_name("condition")).split())
+        if condition not in (f"{name} == nil", f"nil == {name}"):
+            continue
+        consequence = node.child_by_field_name("consequence")
+        if consequence is not None and any(
+            syntax.text(call.child_by_field_name("function")).endswith(_STOPS_TEST) for call in syntax.calls_in(consequence)
+        ):
+            return True
     return False
 
 

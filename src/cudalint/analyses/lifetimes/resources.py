@@ -15,7 +15,7 @@ from cudalint import syntax
 from cudalint.analyses.calls import CallIndex
 from cudalint.analyses.lifetimes.outcomes import Origin
 from cudalint.analyses.owners import Owners, owned_resource
-from cudalint.gotypes import imported_type
+from cudalint.gotypes import imported_type, named_type
 from cudalint.knowledge import ResourceSpec
 from cudalint.scope import Symbol
 
@@ -71,7 +71,21 @@ class VariableResources:
         """Whether `method` is one of the methods of the owning type the
         variable holds that reach no GPU API (`IsNull` testing the handle
         against nil): calling it after the release uses nothing freed."""
-        return any(method in resource.inert for resource in self.of(symbol, origin))
+        held = self.of(symbol, origin)
+        if "." in method:
+            # `e.ringBuf.SampleCount()`: a method of a field whose type is the
+            # package's own and owns nothing (a Go ring buffer of an engine
+            # that owns a stream).
+            field = method.split(".", 1)[0]
+            for resource in held:
+                if resource.owns is not None and resource.release and resource.release[0].call.startswith("_."):
+                    fields, _ = self._calls.types.structs().get(resource.release[0].call.split(".")[1], ({}, []))
+                    declared = fields.get(field)
+                    local = named_type(declared) if declared is not None else None
+                    if local is not None and local in self._calls.types.structs() and self._owners.of(local) is None:
+                        return True
+            return False
+        return any(method in resource.inert for resource in held)
 
     def owns(self, symbol: Symbol, resource: ResourceSpec, origin: Origin | None) -> bool:
         """Whether the variable holds a value of an owning type of that
