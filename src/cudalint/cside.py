@@ -6,8 +6,8 @@ cudaMalloc(p, n); }` in the cgo preamble, a `gpu.h`/`gpu.c` beside the Go
 files) are invisible to them, and every leak and dropped status behind such
 a helper with them. This stage reads, with tree-sitter-c, the C a package
 sees of its own: the preamble of each cgo file, the headers it includes by
-relative path (resolved against the package directory and the `-I${SRCDIR}/...`
-of `#cgo CFLAGS`), and the package directory's `.c` and `.h` files. It
+relative path (resolved against the package directory, the `-I${SRCDIR}/...`
+and the relative `-I./include` of `#cgo CFLAGS`), and the package directory's `.c` and `.h` files. It
 extracts each function's return type, resolved through the typedefs it saw,
 and, for a helper whose body returns what a single call returned
 (`return cudaMalloc(p, n);`), that call and how its arguments map to the
@@ -152,6 +152,9 @@ def view_of(files: list[ParsedFile], directory: Path, configured: tuple[Path, ..
                     include_dirs.append(directory / flag[len(b"-I${SRCDIR}"):].decode("utf-8", "replace").lstrip("/"))
                 elif flag.startswith(b"-I/"):
                     system_dirs.append(Path(flag[2:].decode("utf-8", "replace")))
+                elif flag.startswith(b"-I") and len(flag) > 2 and not flag.startswith(b"-I$"):
+                    # `-I./include/`: the go command runs cgo in the package directory.
+                    include_dirs.append(directory / flag[2:].decode("utf-8", "replace"))
     if not sources:
         return view
     read: set[Path] = set()

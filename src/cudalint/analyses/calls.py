@@ -379,6 +379,8 @@ class CallIndex:
                 return Callee(CalleeKind.FAMILY, written)
             if fact.import_path in BORROWING_STD or (fact.import_path, fact.name) in _BORROWING_STD_FUNCS:
                 return Callee(CalleeKind.STD_BORROW, written)
+            if raw is not None and raw.type == "parenthesized_expression" and fact.name[:1].isupper():
+                return Callee(CalleeKind.CONVERSION, written)  # `(cr.CudaError)(ret)`: a type of that package
             return Callee(CalleeKind.UNKNOWN, written)
         if function is None:
             return Callee(CalleeKind.UNKNOWN, written)
