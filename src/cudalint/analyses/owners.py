@@ -426,17 +426,30 @@ def _refilled_fields(unit: Unit, facts: CallIndex) -> set[str]:
     address (`C.cudaMalloc(&ctx.stagingY, n)`). A field it frees and fills
     again is grown or replaced, not released: the value goes on holding one."""
     filled: set[str] = set()
+    out_arguments: set[str] = set()  # `&ptr` and `&c.tmp` handed to a call, which fills them
+    assigned: list[tuple[str, Node]] = []
     for node in syntax.walk(unit.body) if unit.body is not None else ():
         if node.type == "assignment_statement" and syntax.text(node.child_by_field_name("operator")) == "=":
             left = syntax.expressions(node.child_by_field_name("left"))
             right = syntax.expressions(node.child_by_field_name("right"))
             for target, value in zip(left, right) if len(left) == len(right) else ():
-                if target.type == "selector_expression" and syntax.text(value) != "nil":
-                    filled.add(syntax.text(target))
+                if target.type == "selector_expression":
+                    assigned.append((syntax.text(target), value))
         elif node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
             operand = syntax.unparen(node.child_by_field_name("operand"))
-            if operand is not None and operand.type == "selector_expression" and node.parent is not None and node.parent.type == "argument_list":
-                filled.add(syntax.text(operand))
+            if operand is not None and node.parent is not None and node.parent.type == "argument_list":
+                out_arguments.add(syntax.text(operand))
+    filled = {name for name in out_arguments if "." in name}
+    for target, value in assigned:
+        # A new value: a call's result (`c.tmp = newBuffer(n)`), or a local
+        # a call filled (`cudaMalloc(&ptr, n)` then `c.tmp = (*C.float)(ptr)`);
+        # not a zero value (`impl.h = empty`) or nil.
+        made = unwrap(value, facts)
+        if made is not None and (
+            (made.type == "call_expression" and facts.callee(made).kind is not CalleeKind.CONVERSION)
+            or (made.type == "identifier" and syntax.text(made) in out_arguments)
+        ):
+            filled.add(target)
     return filled
 
 
