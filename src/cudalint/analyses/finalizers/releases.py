@@ -18,6 +18,11 @@ from cudalint.cfg import CFG, PackageCFGs
 from cudalint.functions import LiteralUse, Package, Unit, UnitKind
 from cudalint.scope import Symbol
 
+# The longest access path a release is followed along (fields of fields): a
+# chain of 5,000 owners each freeing the next (`t.n.Free()`) would otherwise
+# give each summary every release below it, paths as long as the chain.
+_DEEPEST_PATH = 6
+
 _RUNS_WITH_PARENT = frozenset({LiteralUse.CALLED, LiteralUse.DEFERRED, LiteralUse.GO, LiteralUse.PASSED})
 
 
@@ -151,6 +156,8 @@ class Summaries:
                     continue
                 where = Access(None, self.calls.types.type_of(argument), ())
             prefix = where.path
+            if len(prefix) + len(release.path) > _DEEPEST_PATH:
+                continue  # `t.n.n.n.n.n.n.p` of a chain of owners: no finalizer design reaches so deep
             out.append(replace(
                 release, root=where.root, root_type=where.root_type, path=prefix + release.path,
                 guards=frozenset(Guard(g.kind, prefix + g.path) for g in release.guards),
