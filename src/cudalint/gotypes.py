@@ -149,6 +149,8 @@ def qualified_type(resolution: Resolution, type_node: Node | None) -> tuple[str,
     while node is not None and node.type in ("pointer_type", "parenthesized_type"):
         inner = syntax.children(node)
         node = inner[0] if inner else None
+    if node is not None and node.type == "generic_type":
+        node = node.child_by_field_name("type")  # `devslice.Slice[float32]`: the generic type instantiated
     if node is None or node.type != "qualified_type":
         return None
     package = node.child_by_field_name("package")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from cudalint.analyses.lifetimes.outcomes import RECEIVER_HANDOUT
 from cudalint.analyses.lifetimes.counted import nil_when_failed
 from cudalint.analyses.owners import owner_type
 from cudalint.functions import exported_name
@@ -79,7 +80,8 @@ def exported_effects(engine: Any) -> dict[str, ResourceEffects]:
         hands_out = tuple(
             _hand_out(origin, index, unit.returns_error, engine.success_beside(unit, index), nil_when_failed(unit, index))
             for origin, index in engine.handed_out(unit)
-            if (index >= 0 and origin.role.handle != "none") or unit.returns_error or unit.node.child_by_field_name("result") is None
+            if (index >= 0 and origin.role.handle != "none") or index == RECEIVER_HANDOUT or unit.returns_error
+            or unit.node.child_by_field_name("result") is None
         )
         params = tuple(engine.effect_of_argument(unit, i).value for i in range(len(unit.params)))
         counted = engine.counted_releases(unit)

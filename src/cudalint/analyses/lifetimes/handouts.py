@@ -21,7 +21,7 @@ from cudalint.analyses.lifetimes.counted import hand_out_status
 from cudalint.analyses.call_kinds import value_parent
 from cudalint.analyses.lifetimes.carriers import carriers_of, runs
 from cudalint.analyses.lifetimes.origins import Lifetimes
-from cudalint.analyses.lifetimes.outcomes import Origin
+from cudalint.analyses.lifetimes.outcomes import RECEIVER_HANDOUT, Origin
 from cudalint.analyses.owners import Owners, owned_resource, owner_type
 from cudalint.functions import Unit
 
@@ -142,7 +142,38 @@ class HandOuts:
                     continue
                 held.add((origin.handle, index))
             handed.append((origin, index))
+        filled = self._receiver_filled(unit, found.origins)
+        if filled is not None:
+            handed.append((filled, RECEIVER_HANDOUT))
         return handed
+
+    def _receiver_filled(self, unit: Unit, origins: list[Origin]) -> Origin | None:
+        """The acquisition a method with a pointer receiver stores into a
+        field of its receiver, where the receiver's type owns that resource
+        and the method releases nothing of it (`func (d *DeviceSlice)
+        MallocAsync(...)` with `dp, err := cuda_runtime.MallocAsync(...)`
+        and `d.inner = dp`): the caller's variable then holds it."""
+        receiver = unit.receiver
+        declared = receiver.type_node if receiver is not None else None
+        if declared is None or declared.type != "pointer_type" or unit.body is None:
+            return None
+        owner = self._owners.of(unit.receiver_type)
+        if owner is None or unit.name.rsplit(".", 1)[-1] in owner.methods:
+            return None
+        stored = _stored_in_receiver(unit, receiver.name, self._calls)
+        # `C.cudaMalloc(&b.ptr, n)` into the receiver's field is no origin the
+        # method follows (the struct holds it from the start): taken from the call.
+        into_fields = [
+            Origin(unit, -1, fact.node, fact.written, fact.api, resource, role, "")
+            for fact in self._calls.api_facts_in(unit) for resource, role in fact.api.roles("acquire") if role.is_out
+        ]
+        for origin in [*origins, *into_fields]:
+            held = origin.resource.owns or origin.resource
+            if held not in owner.resources or origin.role.handle == "none":
+                continue
+            if (origin.handle and origin.handle in stored) or _out_into_receiver(origin, receiver.name, self._calls):
+                return replace(origin, resource=owned_resource(held, owner.type_name, owner.methods, owner.idempotent, owner.inert))
+        return None
 
     def _returned_literal(self, unit: Unit, releases: Callable[[Unit], bool]) -> int | None:
         """The result position at which the function returns a func literal
@@ -237,6 +268,34 @@ def _returned_at(unit: Unit, handle: str, calls: CallIndex, owning: bool = False
             return None
         index = positions[0]
     return index
+
+
+def _stored_in_receiver(unit: Unit, receiver: str, calls: CallIndex) -> set[str]:
+    """The locals the method assigns to a field of its receiver, through
+    conversions and views (`d.inner = dp`, `h.device.s = unsafe.Slice((*T)(p), n)`)."""
+    found = set()
+    for statement in syntax.walk(unit.body):
+        for targets, values in syntax.assignment_sides(statement):
+            for target, value in zip(targets, values) if len(targets) == len(values) else ():
+                root = target
+                while root is not None and root.type == "selector_expression":
+                    root = syntax.unparen(root.child_by_field_name("operand"))
+                value = unwrap(value, calls)
+                if root is not target and root is not None and syntax.text(root) == receiver and value is not None and value.type == "identifier":
+                    found.add(syntax.text(value))
+    return found
+
+
+def _out_into_receiver(origin: Origin, receiver: str, calls: CallIndex) -> bool:
+    """`C.cudaMalloc(&d.ptr, n)`: the acquisition's out-argument is a field of the receiver."""
+    if not origin.role.is_out or origin.call.type != "call_expression":
+        return False
+    arguments = syntax.children(origin.call.child_by_field_name("arguments"))
+    argument = unwrap(arguments[origin.role.index], calls) if origin.role.index < len(arguments) else None
+    if argument is None or argument.type != "unary_expression" or syntax.text(argument.child_by_field_name("operator")) != "&":
+        return False
+    field = syntax.unparen(argument.child_by_field_name("operand"))
+    return field is not None and field.type == "selector_expression" and syntax.text(field.child_by_field_name("operand")) == receiver
 
 
 def _beside_returned(unit: Unit, origin: Origin) -> bool:

@@ -23,7 +23,7 @@ from cudalint.analyses.call_kinds import value_parent
 from cudalint.analyses.calls import CalleeKind, CallIndex, unwrap
 from cudalint.analyses.lifetimes.counted import hand_out_status, nil_when_failed
 from cudalint.analyses.lifetimes.effects import Effects
-from cudalint.analyses.lifetimes.outcomes import Effect, Origin, UnitLifetimes
+from cudalint.analyses.lifetimes.outcomes import RECEIVER_HANDOUT, Effect, Origin, UnitLifetimes
 from cudalint.analyses.lifetimes.states import Phase, State
 from cudalint.analyses.owners import Owners, owned_resource
 from cudalint.analyses.uses import appended_to, literal_holder, local_collection, local_holder
@@ -31,7 +31,7 @@ from cudalint.analyses.status import ERROR_STATUS, as_imported, status_beside, s
 from cudalint.cfg import CFG
 from cudalint.functions import Unit, UnitKind
 from cudalint.knowledge import ApiFunction, CallRole
-from cudalint.scope import Role, Symbol
+from cudalint.scope import Role, Symbol, default_import_name
 
 # What a function of the package hands its caller: (acquisition, result index).
 HandOuts = Callable[[Unit], list[tuple[Origin, int]]]
@@ -87,6 +87,8 @@ class Origins:
             if n is None or not graph.reachable(n):
                 continue
             for inner, index in self._handed_out(target):
+                if index == RECEIVER_HANDOUT and _filled_local(call, unit, self._calls) is None:
+                    continue  # `s.buf.Alloc(n)`, `p.Alloc(n)` of a parameter: the holder's, not this function's
                 status = ERROR_STATUS if target.returns_error else status_beside(success_beside(target, index, self._calls))
                 if inner.role.handle == "none":  # a count (or its cleanup) handed on where it succeeds
                     handed = hand_out_status(target, inner)
@@ -95,7 +97,7 @@ class Origins:
                 if resource.owns is not None and nil_when_failed(target, index):
                     resource = replace(resource, nil_when_failed=True)
                 api = ApiFunction(inner.api.family, target.name, status, False, (), (resource,))
-                role = CallRole(target.name, "none" if index < 0 else f"result{index}")
+                role = CallRole(target.name, _handle_role(index))
                 origins.append(Origin(unit, n, call, callee.written, api, resource, role, "", via=inner))
         return origins
 
@@ -184,6 +186,9 @@ class Origins:
             family, resource = found
             if handed.owner:
                 qualifier = callee.written.rsplit(".", 1)[0]
+                if handed.index == RECEIVER_HANDOUT:  # `buf.Malloc(n)`: the type is named by its package, not by buf
+                    imported = next((i for i in unit.file.imports if i.path == callee.imported[0]), None)
+                    qualifier = imported.name if imported is not None and imported.name not in (None, "_", ".") else default_import_name(callee.imported[0])
                 resource = owned_resource(resource, f"{qualifier}.{handed.owner}", handed.methods, handed.idempotent, handed.inert)
                 resource = replace(resource, nil_when_failed=handed.nil_when_failed)
             if handed.cleanup:
@@ -191,7 +196,9 @@ class Origins:
                 resource = replace(resource, any_use_releases=True, callable_when_failed=handed.callable_when_failed)
             status = ERROR_STATUS if handed.returns_error else status_beside(as_imported(handed.succeeds_with, unit, callee.imported[0]))
             api = ApiFunction(family, callee.written, status, False, (), (resource,))
-            role = CallRole(callee.written, "none" if handed.index < 0 else f"result{handed.index}")
+            if handed.index == RECEIVER_HANDOUT and _filled_local(call, unit, self._calls) is None:
+                continue
+            role = CallRole(callee.written, _handle_role(handed.index))
             origins.append(Origin(unit, n, call, callee.written, api, resource, role, "", via_text=handed.via))
         return origins
 
@@ -206,6 +213,11 @@ class Origins:
             return origin, State(Phase.HELD, frozenset(), proxy), None
         if role.is_result:
             return self._result_birth(origin, proxy)
+        if role.handle == "receiver":
+            symbol = _filled_local(call, origin.unit, self._calls)
+            if symbol is None:
+                return None
+            return replace(origin, handle=symbol.name), State(Phase.HELD, frozenset({symbol}), proxy), None
         arguments = syntax.children(call.child_by_field_name("arguments"))
         if role.index >= len(arguments):
             return None
@@ -398,6 +410,34 @@ class Origins:
 def _held_in_collection(origin: Origin, collection: Symbol, proxy) -> Birth:
     """The acquisition stored straight into a local slice the function keeps."""
     return origin, State(Phase.HELD, frozenset({collection}), proxy, collections=frozenset({collection})), None
+
+
+def _handle_role(index: int) -> str:
+    """Where a hand-out of that index puts the handle at the caller's call."""
+    if index == RECEIVER_HANDOUT:
+        return "receiver"
+    return "none" if index < 0 else f"result{index}"
+
+
+def _filled_local(call: Node, unit: Unit, calls: CallIndex) -> Symbol | None:
+    """The variable a method call fills through its receiver (`out.MallocAsync(...)`):
+    a local of this function, not a parameter, a field or a global."""
+    function = syntax.unparen(call.child_by_field_name("function"))
+    operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None and function.type == "selector_expression" else None
+    symbol = calls.package.resolution.symbol(operand) if operand is not None and operand.type == "identifier" else None
+    if symbol is None or symbol.role is not Role.LOCAL or symbol.function != unit.node:
+        return None
+    # Only a value that holds nothing yet: `var s Scratch`, `s := &Scratch{}`,
+    # `new(Scratch)`; a value a constructor made already holds its resource
+    # (`e := newEngine()` then `e.grow(n)` replaces a buffer it owns).
+    init = syntax.unparen(symbol.init) if symbol.init is not None and symbol.init_index < 0 else None
+    if init is not None and init.type == "unary_expression" and syntax.text(init.child_by_field_name("operator")) == "&":
+        init = syntax.unparen(init.child_by_field_name("operand"))
+    if symbol.init is not None and not (
+        init is not None and (init.type == "composite_literal" or syntax.is_call_of(init, "new"))
+    ):
+        return None
+    return symbol
 
 
 def _forwarded_to(function: Unit, index: int) -> Iterator[tuple[Node, int]]:

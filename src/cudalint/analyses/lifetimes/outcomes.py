@@ -19,6 +19,11 @@ from cudalint.functions import Unit
 from cudalint.knowledge import ApiFunction, CallRole, ResourceSpec, StatusSpec
 from cudalint.scope import Symbol
 
+# The hand-out "index" of a method that acquires into its receiver's fields
+# (`func (d *DeviceSlice) Malloc(n int) error` filling `d.inner`): its caller's
+# variable holds what the method acquired.
+RECEIVER_HANDOUT = -2
+
 
 class Effect(str, Enum):
     """What a function does with a handle passed to one of its parameters."""
