@@ -234,6 +234,24 @@ class VariableUses:
             return Use(UseKind.READ, symbol, identifier)
         return Use(UseKind.READ, symbol, identifier)
 
+    def _calls_argument(self, call: Node, argument: Node) -> bool:
+        """Whether the package's function a call runs calls the parameter
+        this argument is given to, on its own goroutine."""
+        callee = self.facts.callee(call)
+        target = callee.target
+        if callee.kind is not CalleeKind.LOCAL or target is None or target.body is None:
+            return False
+        index = next((i for i, a in enumerate(syntax.children(call.child_by_field_name("arguments"))) if a.id == argument.id), None)
+        if index is None or index >= len(target.params):
+            return False
+        parameter = target.params[index]
+        return any(
+            (function := syntax.unparen(inner.child_by_field_name("function"))) is not None and function.type == "identifier"
+            and syntax.enclosing_function(inner) == target.node and syntax.statement_of_call(inner) != "go_statement"
+            and target.resolution.symbol(function) is parameter
+            for inner in syntax.calls_in(target.body)
+        )
+
     def _field_use(self, symbol: Symbol, identifier: Node, selector: Node) -> Use:
         """`x.f`: a read of a field, which an API release of it
         (`C.cudaFree(b.ptr)`) marks with the release's role, so that a value
@@ -247,6 +265,13 @@ class VariableUses:
             collection = self.appended_to(call)
             if collection is not None:
                 return Use(UseKind.ALIAS, symbol, identifier, target=collection, call=call, callee=self.facts.callee(call))
+        if call is not None and self._calls_argument(call, selector):
+            # `defer logClose(dev, "engine", eng.Close)` where logClose calls
+            # its function parameter: the method runs there, as `eng.Close()` would.
+            return Use(
+                UseKind.METHOD, symbol, identifier, call=call, method=name,
+                deferred=syntax.statement_of_call(call) == "defer_statement",
+            )
         while parent is not None:
             if parent.type in ("parenthesized_expression", "type_conversion_expression"):
                 child, parent = parent, parent.parent
