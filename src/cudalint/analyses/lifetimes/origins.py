@@ -437,6 +437,11 @@ def _filled_local(call: Node, unit: Unit, calls: CallIndex) -> Symbol | None:
         init is not None and (init.type == "composite_literal" or syntax.is_call_of(init, "new"))
     ):
         return None
+    # `app := &App{}; defer app.Close()` before `app.initASR()`: the deferred
+    # method runs on the same value at exit, after whatever fills it.
+    for node in syntax.walk(unit.body, into_functions=False):
+        if node.type == "defer_statement" and node.start_byte < call.start_byte and syntax.text(node).startswith(f"defer {symbol.name}."):
+            return None
     return symbol
 
 
