@@ -35,8 +35,12 @@ def index_api_aliases(facts: CallIndex, package: Package, knowledge: Knowledge) 
     as a call of that function."""
     resolution = package.resolution
     aliases = {}
+    described = knowledge.import_paths | package.named_bindings
     for parsed in package.files:
-        for declaration in syntax.children(parsed.root):
+        # Only a selector on a package the knowledge describes can name its
+        # API: the rest is never resolved for this (`var out = os.Stdout`).
+        qualifiers = resolution.import_names(parsed.root, described)
+        for declaration in syntax.children(parsed.root) if qualifiers else ():
             if declaration.type != "var_declaration":
                 continue
             for spec in syntax.value_specs(declaration):
@@ -45,7 +49,7 @@ def index_api_aliases(facts: CallIndex, package: Package, knowledge: Knowledge) 
                 for name, value in zip(names, values) if len(names) == len(values) else ():
                     value = syntax.unparen(value)
                     operand = syntax.unparen(value.child_by_field_name("operand")) if value is not None and value.type == "selector_expression" else None
-                    if operand is None or operand.type != "identifier":
+                    if operand is None or operand.type != "identifier" or syntax.text(operand) not in qualifiers:
                         continue
                     resolution.ensure(parsed.root, value)
                     import_path = resolution.package_of(operand)

@@ -238,19 +238,10 @@ class VariableUses:
         """Whether the package's function a call runs calls the parameter
         this argument is given to, on its own goroutine."""
         callee = self.facts.callee(call)
-        target = callee.target
-        if callee.kind is not CalleeKind.LOCAL or target is None or target.body is None:
+        if callee.kind is not CalleeKind.LOCAL or callee.target is None:
             return False
         index = next((i for i, a in enumerate(syntax.children(call.child_by_field_name("arguments"))) if a.id == argument.id), None)
-        if index is None or index >= len(target.params):
-            return False
-        parameter = target.params[index]
-        return any(
-            (function := syntax.unparen(inner.child_by_field_name("function"))) is not None and function.type == "identifier"
-            and syntax.enclosing_function(inner) == target.node and syntax.statement_of_call(inner) != "go_statement"
-            and target.resolution.symbol(function) is parameter
-            for inner in syntax.calls_in(target.body)
-        )
+        return index is not None and calls_parameter(callee.target, index)
 
     def _field_use(self, symbol: Symbol, identifier: Node, selector: Node) -> Use:
         """`x.f`: a read of a field, which an API release of it
@@ -615,5 +606,23 @@ def _given_callback(call: Node) -> bool:
     for argument in syntax.children(call.child_by_field_name("arguments")):
         argument = syntax.unparen(argument)
         if argument is not None and argument.type in ("type_conversion_expression", "call_expression") and _CALLBACK.match(syntax.text(argument)):
+            return True
+    return False
+
+
+def calls_parameter(function: Unit, index: int) -> bool:
+    """Whether `function` calls its parameter `index` itself, on its own
+    goroutine (`f()`, not `go f()` nor inside a literal)."""
+    params = function.params
+    if index >= len(params) or function.body is None:
+        return False
+    parameter = params[index]
+    for call in syntax.calls_in(function.body):
+        callee = syntax.unparen(call.child_by_field_name("function"))
+        if (
+            callee is not None and callee.type == "identifier" and syntax.enclosing_function(call) == function.node
+            and syntax.statement_of_call(call) != "go_statement"
+            and function.resolution.symbol(callee) is parameter
+        ):
             return True
     return False

@@ -26,7 +26,7 @@ from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.outcomes import RECEIVER_HANDOUT, Effect, Origin, UnitLifetimes
 from cudalint.analyses.lifetimes.states import Phase, State
 from cudalint.analyses.owners import Owners, owned_resource
-from cudalint.analyses.uses import appended_to, literal_holder, local_collection, local_holder
+from cudalint.analyses.uses import appended_to, calls_parameter, literal_holder, local_collection, local_holder
 from cudalint.analyses.status import ERROR_STATUS, as_imported, status_beside, success_beside
 from cudalint.cfg import CFG
 from cudalint.functions import Unit, UnitKind
@@ -133,7 +133,7 @@ class Origins:
         """Whether `function` calls its parameter `index`, itself or through
         functions of the package it passes it to (`RunOnDevice(id, fn)`
         returning `withLockedDevice(id, fn)`, which calls `fn()`)."""
-        if _calls_parameter(function, index):
+        if calls_parameter(function, index):
             return True
         if depth <= 0:
             return False
@@ -187,8 +187,8 @@ class Origins:
             if handed.owner:
                 qualifier = callee.written.rsplit(".", 1)[0]
                 if handed.index == RECEIVER_HANDOUT:  # `buf.Malloc(n)`: the type is named by its package, not by buf
-                    imported = next((i for i in unit.file.imports if i.path == callee.imported[0]), None)
-                    qualifier = imported.name if imported is not None and imported.name not in (None, "_", ".") else default_import_name(callee.imported[0])
+                    names = self._calls.package.resolution.import_names(unit.file.root, {callee.imported[0]})
+                    qualifier = min(names) if names else default_import_name(callee.imported[0])
                 resource = owned_resource(resource, f"{qualifier}.{handed.owner}", handed.methods, handed.idempotent, handed.inert)
                 resource = replace(resource, nil_when_failed=handed.nil_when_failed)
             if handed.cleanup:
@@ -459,21 +459,3 @@ def _forwarded_to(function: Unit, index: int) -> Iterator[tuple[Node, int]]:
             argument = syntax.unparen(argument)
             if argument is not None and argument.type == "identifier" and function.resolution.symbol(argument) is parameter:
                 yield call, position
-
-
-def _calls_parameter(function: Unit, index: int) -> bool:
-    """Whether `function` calls its parameter `index` itself, on its own
-    goroutine (`f()`, not `go f()` nor inside a literal)."""
-    params = function.params
-    if index >= len(params) or function.body is None:
-        return False
-    parameter = params[index]
-    for call in syntax.calls_in(function.body):
-        callee = syntax.unparen(call.child_by_field_name("function"))
-        if (
-            callee is not None and callee.type == "identifier" and syntax.enclosing_function(call) == function.node
-            and syntax.statement_of_call(call) != "go_statement"
-            and function.resolution.symbol(callee) is parameter
-        ):
-            return True
-    return False
