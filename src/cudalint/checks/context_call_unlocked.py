@@ -58,8 +58,8 @@ RULE = Rule(
     callers in the package have not either. A function nothing in the package
     calls (or only itself) counts as unlocked, and an exported function or
     a method that nothing in the package calls is left to its callers
-    outside (except an exported function of package main, which nobody
-    imports); package `init` functions run
+    outside (test entry points, `TestX` and `BenchmarkX`, included; except
+    an exported function of package main, which nobody imports); package `init` functions run
     locked (runtime.main locks the main goroutine to the main thread while
     packages initialise), and so do the functions only they call; a context
     constructor that starts a goroutine which locks its thread and makes a
