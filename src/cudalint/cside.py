@@ -77,6 +77,10 @@ class CView:
     # Function pointers a dlopen loader filled: `cudaMalloc_ptr`, `api.malloc`
     # -> the symbol dlsym looked up ("cudaMalloc").
     loaded: dict[str, str] = field(default_factory=dict)
+    # Constants the C names after another value (`const cudnnStatus_t
+    # goCudnnSuccess = CUDNN_STATUS_SUCCESS;`, `#define GO_OK cudaSuccess`,
+    # `enum { goOK = CUDA_SUCCESS }`): name -> the value as written.
+    constants: dict[str, str] = field(default_factory=dict)
 
     def wrapped(self, function: CFunction) -> str:
         """The API a helper wraps: the call it returns, or the symbol a
@@ -350,6 +354,32 @@ def _collect(root: Node, view: CView) -> None:
             function = _function(node)
             if function is not None and (function.name not in view.functions or node.type == "function_definition"):
                 view.functions[function.name] = function
+            elif node.type == "declaration":
+                _constant(node, view)
+        elif node.type == "preproc_def":
+            value = node.child_by_field_name("value")
+            if value is not None and _CONSTANT_VALUE.fullmatch(_text(value).strip()):
+                view.constants[_text(node.child_by_field_name("name"))] = _text(value).strip()
+        elif node.type == "enum_specifier" and node.child_by_field_name("body") is not None:
+            for enumerator in node.child_by_field_name("body").named_children:
+                value = enumerator.child_by_field_name("value")
+                if enumerator.type == "enumerator" and value is not None and value.type in ("identifier", "number_literal"):
+                    view.constants[_text(enumerator.child_by_field_name("name"))] = _text(value)
+
+
+# A value a constant may be named after: another name, or a plain number.
+_CONSTANT_VALUE = re.compile(r"[A-Za-z_]\w*|\d+")
+
+
+def _constant(node: Node, view: CView) -> None:
+    """`const cudnnStatus_t goCudnnSuccess = CUDNN_STATUS_SUCCESS;`"""
+    if not any(child.type == "type_qualifier" and _text(child) == "const" for child in node.children):
+        return
+    for declarator in node.children_by_field_name("declarator"):
+        value = declarator.child_by_field_name("value") if declarator.type == "init_declarator" else None
+        name = declarator.child_by_field_name("declarator") if value is not None else None
+        if name is not None and name.type == "identifier" and value.type in ("identifier", "number_literal"):
+            view.constants[_text(name)] = _text(value)
 
 
 def _typedef(node: Node, view: CView) -> None:

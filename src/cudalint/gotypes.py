@@ -219,6 +219,11 @@ def element_name(symbol: Symbol) -> str | None:
         elif init is not None and init.type == "call_expression" and syntax.text(init.child_by_field_name("function")) == "make":
             arguments = syntax.children(init.child_by_field_name("arguments"))
             declared = arguments[0] if arguments else None
+    return slice_element_name(declared)
+
+
+def slice_element_name(declared: Node | None) -> str | None:
+    """The element type's name of a slice or array type node (`[]int`: `int`)."""
     if declared is None or declared.type not in ("slice_type", "array_type", "implicit_length_array_type"):
         return None
     element = declared.child_by_field_name("element")

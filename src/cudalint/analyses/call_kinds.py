@@ -97,7 +97,11 @@ def value_parent(node: Node, callee_of: Callable[[Node], Callee]) -> tuple[Node,
     (`callee_of` classifies a call: `CallIndex.callee`)."""
     child, parent = node, node.parent
     while parent is not None:
-        if parent.type == "parenthesized_expression":
+        if parent.type == "parenthesized_expression" or (
+            # `(*[1 << 30]*C.char)(C.malloc(n))`: a conversion to a type
+            # the grammar cannot take for a call.
+            parent.type == "type_conversion_expression" and parent.child_by_field_name("operand") == child
+        ):
             child, parent = parent, parent.parent
             continue
         if parent.type == "argument_list":

@@ -100,6 +100,9 @@ class StatusSemantics:
         written_package = source.written.split(".", 1)[0]
         if any(text in (success, spelled(success, source.qualifier, written_package)) for success in source.status.success):
             return True
+        named_after = self._c_constant(text)
+        if named_after is not None and named_after in source.status.success:
+            return True
         if text == "iota":
             return "0" in source.status.success and value.parent is not None and _first_constant(value)
         if value.type != "identifier":
@@ -108,6 +111,15 @@ class StatusSemantics:
         if symbol is None or symbol.kind is not SymbolKind.CONST or symbol.init is None or symbol.is_local:
             return False
         return self._success_value(source, symbol.init, depth + 1)
+
+    def _c_constant(self, text: str) -> str | None:
+        """What a constant of the package's own C is named after, as Go
+        spells it: `C.goCudnnSuccess` -> `C.CUDNN_STATUS_SUCCESS`, `C.GO_OK` -> `0`."""
+        view = self.calls.c_view
+        value = view.constants.get(text[2:]) if view is not None and text.startswith("C.") else None
+        if value is None:
+            return None
+        return value if value.isdigit() else f"C.{value}"
 
     def test(self, source: StatusSource | None, roles: Roles, condition: Node, polarity: bool) -> Outcome | None:
         """What taking this side (polarity) of `==`/`!=` condition says:
@@ -276,6 +288,8 @@ class StatusSemantics:
             return False
         status = unit.params[index]
         returns = list(syntax.return_statements(unit.body))
+        if self._only_read_by_c(unit, status, returns):
+            return True
         for statement in returns:
             expressions = syntax.returned(statement)
             last = syntax.unparen(expressions[-1]) if expressions else None
@@ -288,6 +302,22 @@ class StatusSemantics:
             ):
                 return False
         return bool(returns)
+
+    def _only_read_by_c(self, unit: Unit, status, returns: list[Node]) -> bool:
+        """`msg := C.go_curand_err(e); if msg == C.nullMessage { return nil }`:
+        the status is read only as an argument of C functions, and the
+        function returns nil on some path and an error on another: what
+        the C made of the status decides which."""
+        references = [node for node in self.calls.references(status) if node != status.node]
+        if not references:
+            return False
+        for reference in references:
+            arguments = reference.parent
+            call = arguments.parent if arguments is not None and arguments.type == "argument_list" else None
+            if call is None or not self.calls.callee(call).written.startswith("C."):
+                return False
+        errors = [returned_error(statement) for statement in returns]
+        return "nil" in errors and any(error not in (None, "nil") for error in errors)
 
     def _is_converter(self, unit: Unit, index: int, source: StatusSource) -> bool:
         graph = self.cfgs.graphs.get(unit)

@@ -8,7 +8,7 @@ from cudalint import syntax
 from cudalint.analyses.calls import CALLS
 from cudalint.catalog import Level, Rule
 from cudalint.framework import Pass
-from cudalint.gotypes import element_name
+from cudalint.gotypes import element_name, slice_element_name
 from cudalint.scope import SymbolKind
 
 # Element sizes on the 64-bit platforms CUDA supports (LP64).
@@ -69,10 +69,14 @@ def _mismatch(p: Pass, call: Node) -> tuple[str, str, int, str, int] | None:
     variable = _backing_variable(syntax.unparen(pointed[0])) if len(pointed) == 1 else None
     if variable is None:
         return None
-    symbol = p.package.resolution.symbol(variable)
-    if symbol is None or symbol.kind is not SymbolKind.VAR:
-        return None
-    go_type = element_name(symbol)
+    if variable.type == "selector_expression":
+        # A field of one of the package's structs (`t.shape`): its declaration says.
+        go_type = slice_element_name(p.result_of(CALLS).types.declared_type_of(variable))
+    else:
+        symbol = p.package.resolution.symbol(variable)
+        if symbol is None or symbol.kind is not SymbolKind.VAR:
+            return None
+        go_type = element_name(symbol)
     if go_type is None:
         return None
     go_size = _GO_SIZES.get(go_type) or (_C_SIZES.get(go_type[2:]) if go_type.startswith("C.") else None)
@@ -96,19 +100,23 @@ def _size_checked(node: Node) -> bool:
 
 
 def _backing_variable(node: Node | None) -> Node | None:
-    """`&s[0]`, `&s[i]`, `&arr` (an array), `unsafe.SliceData(s)`: the variable."""
+    """`&s[0]`, `&s[i]`, `&arr` (an array), `unsafe.SliceData(s)`, with `s`
+    a variable or a field (`&t.shape[0]`): the variable or the field selector."""
     if node is None:
         return None
     if node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
         operand = syntax.unparen(node.child_by_field_name("operand"))
         if operand is not None and operand.type == "index_expression":
             operand = syntax.unparen(operand.child_by_field_name("operand"))
-        return operand if operand is not None and operand.type == "identifier" else None
+        return operand if operand is not None and operand.type in _BACKINGS else None
     if node.type == "call_expression" and syntax.text(node.child_by_field_name("function")) == "unsafe.SliceData":
         arguments = syntax.children(node.child_by_field_name("arguments"))
         argument = syntax.unparen(arguments[0]) if arguments else None
-        return argument if argument is not None and argument.type == "identifier" else None
+        return argument if argument is not None and argument.type in _BACKINGS else None
     return None
+
+
+_BACKINGS = ("identifier", "selector_expression")
 
 
 RULE = Rule(
@@ -117,12 +125,13 @@ RULE = Rule(
     """
     ## What it does
     Reports a conversion `(*C.T)(unsafe.Pointer(&s[0]))` (also `&s[i]`,
-    `&arr` for an array, `unsafe.SliceData(s)`) where the Go element type of
+    `&arr` for an array, `unsafe.SliceData(s)`, with `s` a variable or a
+    field of one of the package's structs such as `&t.shape[0]`) where the Go element type of
     `s` and the C type `T` have different sizes on the 64-bit platforms CUDA
     runs on: `[]int` (8 bytes) as `*C.int` (4), `[]float64` as `*C.float`,
     `[]int32` as `*C.long`, and `[]C.uint` as `*unsafe.Pointer` (a `void **`
-    of option values, 8-byte elements). The element type comes from the variable's
-    declaration or initialiser (`make([]int, n)`, `[]int{...}`); a type the
+    of option values, 8-byte elements). The element type comes from the variable's or the
+    field's declaration or the variable's initialiser (`make([]int, n)`, `[]int{...}`); a type the
     rule cannot size (a struct, a named type, a C typedef it does not know,
     `byte` buffers) is not reported, nor is a conversion under a check of
     the sizes (`if cintsize == gointsize { ... }`). Reported at the

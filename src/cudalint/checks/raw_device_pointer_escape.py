@@ -40,6 +40,12 @@ def check(p: Pass) -> None:
                     symbol = resolution.symbol(target) if target is not None else None
                     if symbol is not None and symbol.role is Role.GLOBAL:
                         _report(p, unit, call, fact.written, call, f"stored in the package-level variable {symbol.name}")
+                    if resource.device_memory and role.is_result and role.index == 0 and unit.kind is not UnitKind.LITERAL:
+                        # `return unsafe.Pointer(C.nppiMalloc_8u_C1(w, h, &step)), int(step)`:
+                        # the result leaves before any variable holds it.
+                        where = _escape_of(p, calls, owners, unit, call, returned=True)
+                        if where is not None:
+                            _report(p, unit, _statement_of(call), fact.written, call, where)
             # A wrapper's bare pointer was reported where it first left the
             # function that allocated it, not again at each caller.
             # A pointer handed out with the function that frees it (`return p,
@@ -96,8 +102,22 @@ def _out_target(calls: CallIndex, call: Node, role: CallRole) -> Node | None:
     return target if target is not None and target.type == "identifier" else None
 
 
+def _statement_of(node: Node) -> Node:
+    """The statement a node is part of (where a finding about it is reported)."""
+    found = node
+    while found.parent is not None and found.parent.type not in ("block", "statement_list", "source_file"):
+        found = found.parent
+    return found
+
+
 def _bare_escape(p: Pass, calls: CallIndex, owners: Owners, unit: Unit, use: Use) -> str | None:
-    value = use.node
+    return _escape_of(p, calls, owners, unit, use.node, use.kind is UseKind.RETURN)
+
+
+def _escape_of(p: Pass, calls: CallIndex, owners: Owners, unit: Unit, value: Node, returned: bool) -> str | None:
+    """Where a bare pointer value goes when it leaves the function: returned,
+    or stored in a package-level variable or map or slice; None where it stays
+    or is converted to a type that says who frees it."""
     parent = value.parent
     while parent is not None and (
         parent.type == "parenthesized_expression"
@@ -115,7 +135,7 @@ def _bare_escape(p: Pass, calls: CallIndex, owners: Owners, unit: Unit, use: Use
     if parent is None or parent.type != "expression_list":
         return None
     holder = parent.parent
-    if holder is not None and holder.type == "return_statement" and use.kind is UseKind.RETURN:
+    if holder is not None and holder.type == "return_statement" and returned:
         return None if unit.kind is UnitKind.LITERAL else "returned"
     if holder is not None and holder.type == "assignment_statement" and holder.child_by_field_name("right") == parent:
         left = syntax.expressions(holder.child_by_field_name("left"))

@@ -25,6 +25,7 @@ from cudalint.scope import Symbol
 
 # Uses of a local closure that hand it (and what it captured) on.
 _ESCAPES = (UseKind.RETURN, UseKind.STORE, UseKind.PASS_UNKNOWN, UseKind.PASS_LOCAL, UseKind.CAPTURE)
+_PASSES = (UseKind.PASS_UNKNOWN, UseKind.PASS_LOCAL)
 
 
 class Closures:
@@ -109,6 +110,10 @@ class Closures:
                         record.transferred += 1
                         raise LeftControl
             elif use.kind in _ESCAPES:
+                if use.kind in _PASSES and all(self._effects.effect(literal, symbol) is Effect.BORROWS for symbol in captured):
+                    # `f := func() error { return C.use(cs) }; ctx.Do(f)`: as a
+                    # literal passed in place, the closure only reads the handle.
+                    continue
                 if state.phase is Phase.HELD:
                     record.transferred += 1
                     raise LeftControl

@@ -239,7 +239,27 @@ class Origins:
         if symbol is None or not symbol.is_local:
             return None  # a global: the package owns it
         origin = replace(origin, handle=symbol.name)
+        if self._returned_beside(call, symbol):
+            return origin, None, None
         return origin, State(Phase.HELD, frozenset({symbol}), proxy), None
+
+    def _returned_beside(self, call: Node, symbol) -> bool:
+        """`return ptr, check(C.cudaMalloc(&ptr, n))`: the statement that
+        allocates also returns the variable. Go leaves the order of a plain
+        variable's read and a call in one expression list unspecified; gc
+        makes the calls first, and the code means the allocated value: it is
+        handed out (nil beside a failing status)."""
+        statement = call.parent
+        while statement is not None and statement.type not in ("return_statement", "func_literal", "block"):
+            statement = statement.parent
+        if statement is None or statement.type != "return_statement":
+            return False
+        resolution = self._calls.package.resolution
+        for expression in syntax.returned(statement):
+            value = unwrap(expression, self._calls)
+            if value is not None and value.type == "identifier" and resolution.symbol(value) is symbol:
+                return True
+        return False
 
     def _address_held(self, argument: Node) -> Node:
         """`&d` where the out-argument is a local that holds it and is never

@@ -399,7 +399,9 @@ class Walker:
             # is handed to the API (`C.cudaMemcpy(b.ptr, ...)`), not where
             # another field is read (`log.Print(m.name)`) or written (`&b.ptr`).
             whole = kind is UseKind.DEREF and use.field and not state.fields
-            if released and not (whole and use.call is None):
+            # `if conn == node.Connection` after freeing it compares the
+            # address: the memory is not touched.
+            if released and not (whole and use.call is None) and not (use.call is None and _compared(use) is not None):
                 record.uses_after_release.append((n, use, state.released_at or 0))
             return state
         if kind is UseKind.ALIAS and use.target is not None:
@@ -500,11 +502,23 @@ def _wraps(origin: Origin | None, resource: ResourceSpec) -> bool:
     )
 
 
-def _compared_with_nil(use: Use) -> bool:
-    """`cleanup != nil`: a look at a function value that disposes of nothing."""
-    parent = use.node.parent
+def _compared(use: Use) -> Node | None:
+    """The `==`/`!=` comparison the used value (`x`, or `x.field` of a DEREF)
+    is a side of, if any."""
+    node = use.node
+    if use.field and node.parent is not None and node.parent.type == "selector_expression":
+        node = node.parent
+    parent = node.parent
     while parent is not None and parent.type == "parenthesized_expression":
         parent = parent.parent
     if parent is None or parent.type != "binary_expression" or syntax.text(parent.child_by_field_name("operator")) not in ("==", "!="):
-        return False
-    return "nil" in (syntax.text(parent.child_by_field_name("left")), syntax.text(parent.child_by_field_name("right")))
+        return None
+    return parent
+
+
+def _compared_with_nil(use: Use) -> bool:
+    """`cleanup != nil`: a look at a function value that disposes of nothing."""
+    comparison = _compared(use)
+    return comparison is not None and "nil" in (
+        syntax.text(comparison.child_by_field_name("left")), syntax.text(comparison.child_by_field_name("right"))
+    )
