@@ -71,15 +71,28 @@ class Modules:
         # Modules imported from outside whose source is not on this machine.
         self.unreadable: set[str] = set()
         self._names: dict[str, str | None] = {}  # import path -> its declared package name
+        self._gopath: dict[Path, Module | None] = {}  # directory -> the GOPATH project it is in
+        self._inferred: dict[Path, Module | None] = {}  # candidate root -> what its imports say
 
     def of(self, directory: Path) -> Module | None:
+        """The module of the nearest go.mod at or above the directory; for
+        a project with none (written for GOPATH), the one its own imports
+        imply (`gopath_module`)."""
+        found = self._declared(directory)
+        if found is None:
+            if directory not in self._gopath:
+                self._gopath[directory] = gopath_module(directory, self._inferred)
+            found = self._gopath[directory]
+        return found
+
+    def _declared(self, directory: Path) -> Module | None:
         """The module of the nearest go.mod at or above the directory (each
         directory looked at once per run: its subdirectories share the answer)."""
         if directory not in self._found:
             if (directory / "go.mod").is_file() or directory.parent == directory:
                 self._found[directory] = module_of(directory)
             else:
-                self._found[directory] = self.of(directory.parent)
+                self._found[directory] = self._declared(directory.parent)
         return self._found[directory]
 
     def import_path(self, directory: Path) -> str | None:
@@ -181,6 +194,96 @@ def declared_package_name(directory: Path) -> str | None:
         if found is not None:
             return found.group(1).decode()
     return None
+
+
+# How far above a package directory, and how many files per candidate root,
+# the import path of a project without go.mod is looked for.
+_GOPATH_LEVELS = 5
+_GOPATH_FILES = 256
+_IMPORT_HEAD_BYTES = 1 << 16
+
+
+def gopath_module(directory: Path, inferred: dict[Path, Module | None]) -> Module | None:
+    """The project a directory outside any module belongs to, for a project
+    written for GOPATH (no go.mod): its packages import each other by the
+    path the project lives at (`github.com/decred/gominer/nvml`), which the
+    go command took from `$GOPATH/src`. The nearest directory at or above
+    this one (a few levels) whose files and subdirectories' files import
+    one of its own directories by such a path is the root, and that path's
+    prefix the project's path. `inferred` memoises the answer per candidate
+    root; a directory whose project says nothing of itself has none."""
+    candidate = directory
+    for _ in range(_GOPATH_LEVELS):
+        if candidate not in inferred:
+            inferred[candidate] = _implied_module(candidate)
+        found = inferred[candidate]
+        if found is not None:
+            return found
+        if candidate.parent == candidate:
+            break
+        candidate = candidate.parent
+    return None
+
+
+def _implied_module(root: Path) -> Module | None:
+    """The module path the imports read in `root` and its subdirectories
+    imply for `root`: each import `host/x/.../d1/d2` naming a directory
+    `root/d1/d2` of Go files (or `root` itself) other than the importer's
+    votes for the prefix `host/x/...`; the prefix most imports name wins."""
+    votes: dict[str, set[str]] = {}
+    for importer, imported in _imports_around(root):
+        segments = imported.split("/")
+        if len(segments) < 2 or "." not in segments[0]:
+            continue  # the standard library, or a path no project is published at
+        for kept in range(len(segments), 1, -1):
+            target = root.joinpath(*segments[kept:])
+            if target != importer and _has_go_files(target):
+                votes.setdefault("/".join(segments[:kept]), set()).add(imported)
+    if not votes:
+        return None
+
+    def support(prefix: str) -> tuple[int, int]:
+        # A checkout is usually named after its repository; a project's path
+        # is usually host/owner/repo, shorter than the path of a package deep
+        # in another project that happens to share a directory name.
+        named = prefix.rsplit("/", 1)[-1] == root.name
+        return len(votes[prefix]) + named, -prefix.count("/")
+
+    return Module(root, max(sorted(votes), key=support))
+
+
+def _imports_around(root: Path) -> list[tuple[Path, str]]:
+    """(directory, import path) of the Go files in root and its direct
+    subdirectories, up to a bound."""
+    found: list[tuple[Path, str]] = []
+    try:
+        directories = [root, *sorted(Path(entry.path) for entry in os.scandir(root) if entry.is_dir(follow_symlinks=False))]
+    except OSError:
+        return found
+    read = 0
+    for directory in directories:
+        try:
+            names = sorted(entry.name for entry in os.scandir(directory) if entry.name.endswith(".go") and entry.is_file())
+        except OSError:
+            continue
+        for name in names:
+            if read >= _GOPATH_FILES:
+                return found
+            read += 1
+            try:
+                with open(directory / name, "rb") as stream:
+                    head = stream.read(_IMPORT_HEAD_BYTES)
+            except OSError:
+                continue
+            found.extend((directory, imported) for imported in imports(head))
+    return found
+
+
+def _has_go_files(directory: Path) -> bool:
+    try:
+        return any(entry.name.endswith(".go") for entry in os.scandir(directory))
+    except OSError:
+        return False
 
 
 def module_of(directory: Path) -> Module | None:

@@ -1,0 +1,137 @@
+"""Projects written for GOPATH (no go.mod): their packages import each other
+by the path the project was published at, which the go command took from
+`$GOPATH/src`. cudalint infers that path from the imports themselves, so a
+wrapper package's summary reaches its importers as in a module."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cudalint.module import Modules
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _main_importing(root: Path, *paths: str) -> None:
+    imports = "".join(f'\t"{path}"\n' for path in paths)
+    _write(root / "main.go", f"package main\n\nimport (\n{imports})\n\nfunc main() {{}}\n")
+
+
+def test_a_command_importing_its_own_packages_names_the_project(tmp_path: Path) -> None:
+    root = tmp_path / "checkout"
+    _main_importing(root, "fmt", "github.com/decred/gominer/nvml", "github.com/decred/gominer/util")
+    _write(root / "nvml" / "nvml.go", "package nvml\n")
+    _write(root / "util" / "util.go", "package util\n")
+    modules = Modules()
+    for directory in (root, root / "nvml", root / "util"):
+        module = modules.of(directory)
+        assert module is not None and module.root == root and module.path == "github.com/decred/gominer"
+    assert modules.import_path(root / "nvml") == "github.com/decred/gominer/nvml"
+
+
+def test_a_library_imported_by_its_subpackages_is_the_project_root(tmp_path: Path) -> None:
+    root = tmp_path / "lib"
+    _write(root / "cuda.go", "package cuda\n")
+    _write(root / "cublas" / "cublas.go", 'package cublas\n\nimport "github.com/unixpickle/cuda"\n')
+    module = Modules().of(root / "cublas")
+    assert module is not None and module.root == root and module.path == "github.com/unixpickle/cuda"
+    assert module.directory("github.com/unixpickle/cuda") == root
+
+
+def test_imports_of_other_projects_imply_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "svc"
+    _main_importing(root, "github.com/NVIDIA/go-nvml/pkg/nvml", "golang.org/x/sys/unix")
+    _write(root / "internal" / "gpu.go", "package internal\n")
+    assert Modules().of(root) is None
+
+
+def test_the_projects_own_path_wins_over_a_directory_named_like_another_projects_package(tmp_path: Path) -> None:
+    root = tmp_path / "src-tree"
+    # nvml/ wraps go-nvml's nvml package; the command imports both by path.
+    _main_importing(root, "github.com/NVIDIA/go-nvml/pkg/nvml", "github.com/acme/exporter/nvml")
+    _write(root / "nvml" / "nvml.go", 'package nvml\n\nimport "github.com/NVIDIA/go-nvml/pkg/nvml"\n')
+    module = Modules().of(root / "nvml")
+    assert module is not None and module.path == "github.com/acme/exporter"
+
+
+def test_a_go_mod_is_always_what_decides(tmp_path: Path) -> None:
+    root = tmp_path / "mod"
+    _write(root / "go.mod", "module example.com/declared\n")
+    _main_importing(root, "github.com/acme/other/nvml")
+    _write(root / "nvml" / "nvml.go", "package nvml\n")
+    module = Modules().of(root / "nvml")
+    assert module is not None and module.path == "example.com/declared"
+
+
+def test_a_wrappers_summary_reaches_its_importer_in_a_gopath_project(tmp_path: Path) -> None:
+    """`gpu.Alloc` in a subpackage hands out device memory; the command that
+    calls it and returns early without freeing it leaks it (CL101), which
+    only the wrapper's summary can tell."""
+    import json
+
+    from tests.clirun import cudalint
+
+    root = tmp_path / "miner"
+    _write(root / "gpu" / "gpu.go", """package gpu
+
+/*
+#include <cuda_runtime_api.h>
+*/
+import "C"
+
+import (
+	"errors"
+	"unsafe"
+)
+
+// Buffer owns device memory.
+type Buffer struct {
+	ptr unsafe.Pointer
+}
+
+// Alloc allocates n bytes on the device.
+func Alloc(n int) (*Buffer, error) {
+	b := &Buffer{}
+	if C.cudaMalloc(&b.ptr, C.size_t(n)) != C.cudaSuccess {
+		return nil, errors.New("cudaMalloc failed")
+	}
+	return b, nil
+}
+
+// Free releases the memory.
+func (b *Buffer) Free() error {
+	if C.cudaFree(b.ptr) != C.cudaSuccess {
+		return errors.New("cudaFree failed")
+	}
+	return nil
+}
+""")
+    _write(root / "main.go", """package main
+
+import (
+	"errors"
+
+	"github.com/acme/miner/gpu"
+)
+
+func work(n int) error {
+	b, err := gpu.Alloc(n)
+	if err != nil {
+		return err
+	}
+	if n > 1<<20 {
+		return errors.New("too large")
+	}
+	return b.Free()
+}
+
+func main() {
+	_ = work(16)
+}
+""")
+    run = cudalint("--no-cache", "--format", "json", "./...", cwd=root)
+    findings = json.loads(run.stdout)["findings"]
+    assert [(f["rule"], f["path"], f["line"]) for f in findings] == [("CL101", "main.go", 10)]
