@@ -66,7 +66,8 @@ def _consequence(resource: str) -> str:
         return (
             "by then CUDA may have handed the address to another allocation, which the second free releases"
         )
-    return f"the second release destroys a {resource} handle that may already name another one"
+    thing = resource if resource.endswith("handle") else f"{resource} handle"
+    return f"the second release destroys a {thing} that may already name another one"
 
 
 RULE = Rule(
@@ -155,7 +156,6 @@ RULE = Rule(
     """,
     tags=("correctness", "memory-corruption"),
     since="0.2.0",
-    preview=True,
     check=check,
     requires=(FINALIZERS,),
     needles=lambda knowledge: frozenset({b"SetFinalizer"}),
