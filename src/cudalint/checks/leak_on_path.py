@@ -119,6 +119,11 @@ def _message(reads: _Reads, leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]
         else:
             why, release = "it outlives the process, and the caller sees the failure and no handle, so nothing will", f"_ = {call}"
         return f"{what} is not {verb} on {where} at {exit_at}: {why}; release it before this return (`{release}`)", refs
+    if leak.per_call:
+        return (
+            f"{what} is not {verb} on the return at {exit_at}: {graph.unit.name} runs on {leak.per_call} "
+            f"and takes another count each time; release it before returning (`{remedy}` {where_to_fix(origin)})"
+        ), refs
     if origin.role.handle == "none":
         return (
             f"{what} is {verb} on some paths but not on the return at {exit_at}; "
@@ -449,7 +454,12 @@ RULE = Rule(
     function that never releases it: the caller sees the
     failure and never gives the count back. A function that keeps it where
     it succeeds is an initialiser: its callers acquire it at their call, up
-    to `main`, `init`, `TestMain` and exported functions. A count taken after
+    to `main`, `init`, `TestMain` and exported functions. A function that a
+    framework calls again and again is no initialiser, exported or not: a
+    Prometheus collector's `Collect(ch chan<- prometheus.Metric)` (every
+    scrape) or an HTTP handler `(w http.ResponseWriter, r *http.Request)`
+    (every request) that keeps a count takes one more on each call, and is
+    reported on its succeeding returns too. A count taken after
     the function gave one back on every path (`nvml.Shutdown()` then
     `nvml.Init()`: a re-initialisation) replaces it and is not reported,
     nor is one the function records in a package-level flag (`initDone =

@@ -184,9 +184,10 @@ class Collector:
         released_on_success = any(
             fails(graph, origin, ExitKind.RETURN, n) is False for n in record.released_after
         )
-        if succeeding and released_on_success and not self._counted.keeps(graph.unit):
+        per_call = self._counted.per_call(graph.unit)
+        if succeeding and ((released_on_success and not self._counted.keeps(graph.unit)) or per_call):
             kind, path = succeeding[0]
-            result.leaks.append(self._leak(graph, origin, kind, path))
+            result.leaks.append(replace(self._leak(graph, origin, kind, path), per_call=per_call))
         elif succeeding:
             result.counted_out.append(origin)
         for node, first, by_defer in _unique(record.double_releases):

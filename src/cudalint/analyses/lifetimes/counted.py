@@ -58,6 +58,10 @@ _ENTRY_POINTS = ("main", "init", "TestMain")
 # A test, subtest, benchmark or fuzz target, or a helper of one (`t.Fatal` there ends the test).
 _TESTING_PARAMETER = re.compile(r"\*\s*testing\.(T|B|F)\b")
 
+# The parameters of a Prometheus collector's Collect and of an HTTP handler.
+_COLLECTOR = re.compile(r"\(\s*\w+\s+chan\s*<-\s*(\w+\.)?Metric\s*\)")
+_HANDLER = re.compile(r"\(\s*\w+\s+(\w+\.)?ResponseWriter\s*,\s*\w+\s+\*\s*(\w+\.)?Request\s*\)")
+
 # Calls whose result is a non-nil error.
 _NEW_ERROR = re.compile(r"(fmt\.Errorf|errors\.(New|Errorf|Wrap|Wrapf|WithMessage|WithMessagef|WithStack))$")
 
@@ -422,6 +426,24 @@ class Counted:
     def keeps(self, unit: Unit) -> bool:
         """main, init and TestMain may keep a count for the process lifetime."""
         return unit.kind is UnitKind.FUNCTION and unit.name in _ENTRY_POINTS
+
+    def per_call(self, unit: Unit) -> str:
+        """What a function is called on, where a framework calls it again and
+        again and keeps nothing it returns: a Prometheus collector's
+        `Collect(ch chan<- prometheus.Metric)` (every scrape), an HTTP
+        handler `(w http.ResponseWriter, r *http.Request)` (every request).
+        A count such a function takes and keeps is taken once more on each
+        call: it is no process-lifetime initialisation. "" for any other."""
+        if unit.kind is UnitKind.LITERAL:
+            return ""
+        parameters = unit.node.child_by_field_name("parameters")
+        written = " ".join(syntax.text(parameters).split()) if parameters is not None else ""
+        name = unit.name.rsplit(".", 1)[-1]
+        if name == "Collect" and unit.kind is UnitKind.METHOD and _COLLECTOR.fullmatch(written):
+            return "every scrape"
+        if _HANDLER.fullmatch(written):
+            return "every request"
+        return ""
 
     def ends_test(self, unit: Unit, kind: ExitKind) -> bool:
         """A test (or subtest, or helper of one) that stops (`t.Skip`,

@@ -121,6 +121,9 @@ class Leak:
     # A handle lost on a return that reports a failure (a non-nil error):
     # on the paths where the function succeeds it may still hand it on.
     on_failure: bool = False
+    # A count kept by a function a framework calls again and again (a
+    # collector's Collect, an HTTP handler): what it is called on.
+    per_call: str = ""
 
 
 @dataclass(frozen=True)
