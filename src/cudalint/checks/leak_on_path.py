@@ -119,6 +119,13 @@ def _message(reads: _Reads, leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]
         else:
             why, release = "it outlives the process, and the caller sees the failure and no handle, so nothing will", f"_ = {call}"
         return f"{what} is not {verb} on {where} at {exit_at}: {why}; release it before this return (`{release}`)", refs
+    if leak.retaken:
+        refs.pop("exit", None)
+        return (
+            f"{what} is taken again on the next iteration of the loop while the previous count is still held: "
+            f"each iteration takes one more; release it in the loop (`{remedy.removeprefix('defer ')}` once done "
+            f"with it) or take it once before the loop"
+        ), refs
     if leak.per_call:
         return (
             f"{what} is not {verb} on the return at {exit_at}: {graph.unit.name} runs on {leak.per_call} "
@@ -459,7 +466,9 @@ RULE = Rule(
     Prometheus collector's `Collect(ch chan<- prometheus.Metric)` (every
     scrape) or an HTTP handler `(w http.ResponseWriter, r *http.Request)`
     (every request) that keeps a count takes one more on each call, and is
-    reported on its succeeding returns too. A count taken after
+    reported on its succeeding returns too. So is a count a loop takes on
+    every iteration and never gives back in it (the same call reached again
+    with the count held): each iteration takes one more. A count taken after
     the function gave one back on every path (`nvml.Shutdown()` then
     `nvml.Init()`: a re-initialisation) replaces it and is not reported,
     nor is one the function records in a package-level flag (`initDone =

@@ -184,6 +184,10 @@ class Collector:
         released_on_success = any(
             fails(graph, origin, ExitKind.RETURN, n) is False for n in record.released_after
         )
+        if record.retaken and not self._counted.replaces(graph, origin):
+            # Taken on every iteration of a loop and never given back in it.
+            result.leaks.append(replace(self._leak(graph, origin, ExitKind.RETURN, (origin.node,)), retaken=True))
+            return
         per_call = self._counted.per_call(graph.unit)
         if succeeding and ((released_on_success and not self._counted.keeps(graph.unit)) or per_call):
             kind, path = succeeding[0]

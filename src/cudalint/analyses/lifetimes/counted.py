@@ -85,11 +85,14 @@ class Counted:
     def through_node(self, graph: CFG, origin: Origin, state: State, n: int, record: WalkRecord) -> State:
         """Releases of the kind at node n (now, or deferred to the exit);
         a new acquisition of the kind ends the walk (it is followed on its
-        own); a func literal that releases the kind and is kept or handed
-        on takes the count with it."""
+        own), and the same one reached again with the count held (a loop
+        that takes it on every iteration) is recorded; a func literal that
+        releases the kind and is kept or handed on takes the count with it."""
         name = origin.resource.name
         for root in graph.evaluated(n):
             for call in syntax.calls_in(root):
+                if call == origin.call and state.phase is Phase.HELD and state.deferred_release is None and same_count(self._calls, call):
+                    record.retaken.append((n,))
                 if call == origin.call or self._acquires(call, name):
                     raise LeftControl
                 function = syntax.unparen(call.child_by_field_name("function"))
@@ -672,3 +675,43 @@ def nil_when_failed(unit: Unit, index: int) -> bool:
             return False
         failing += 1
     return failing > 0
+
+
+def same_count(calls: CallIndex, call: Node) -> bool:
+    """Whether a call takes the same count each time it runs: a function
+    (not a method of a value a loop may change) given only constants
+    (`nvml.Init()`, `dcgm.Init(dcgm.Embedded)`), not started as a
+    goroutine. A count per device (`cuDevicePrimaryCtxRetain(&c, dev)`,
+    a worker given its device) is another count each time."""
+    if call.parent is not None and call.parent.type == "go_statement":
+        return False
+    function = syntax.unparen(call.child_by_field_name("function"))
+    if function is None:
+        return False
+    if function.type == "selector_expression":
+        operand = syntax.unparen(function.child_by_field_name("operand"))
+        if operand is None or operand.type != "identifier" or not _is_package(calls, operand):
+            return False
+    elif function.type != "identifier":
+        return False
+    return all(_constant(calls, argument) for argument in syntax.children(call.child_by_field_name("arguments")))
+
+
+def _is_package(calls: CallIndex, identifier: Node) -> bool:
+    symbol = calls.package.resolution.symbol(identifier)
+    return symbol is None or symbol.kind is SymbolKind.PACKAGE
+
+
+def _constant(calls: CallIndex, argument: Node) -> bool:
+    node = syntax.unparen(argument)
+    if node is None:
+        return False
+    if node.type in ("int_literal", "float_literal", "interpreted_string_literal", "raw_string_literal", "true", "false", "nil"):
+        return True
+    if node.type == "identifier":
+        symbol = calls.package.resolution.symbol(node)
+        return symbol is not None and symbol.kind is SymbolKind.CONST
+    if node.type == "selector_expression":
+        operand = syntax.unparen(node.child_by_field_name("operand"))
+        return operand is not None and operand.type == "identifier" and _is_package(calls, operand)
+    return False

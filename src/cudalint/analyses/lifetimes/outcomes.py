@@ -124,6 +124,9 @@ class Leak:
     # A count kept by a function a framework calls again and again (a
     # collector's Collect, an HTTP handler): what it is called on.
     per_call: str = ""
+    # A count taken again by the same call on the next iteration of a loop,
+    # the previous one still held.
+    retaken: bool = False
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,9 @@ class WalkRecord:
     double_releases: list[tuple[int, int, bool]] = field(default_factory=list)  # (second, first, by defer)
     uses_after_release: list[tuple[int, Use, int]] = field(default_factory=list)  # (node, use, released at)
     mismatches: list[tuple[int, str, ResourceSpec]] = field(default_factory=list)
+    # Paths on which a count reaches its own acquisition again, still held
+    # (a loop that takes it on every iteration).
+    retaken: list[tuple[int, ...]] = field(default_factory=list)
 
 
 class PathBudgetExceeded(Exception):
