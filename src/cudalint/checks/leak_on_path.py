@@ -466,9 +466,13 @@ RULE = Rule(
     Prometheus collector's `Collect(ch chan<- prometheus.Metric)` (every
     scrape) or an HTTP handler `(w http.ResponseWriter, r *http.Request)`
     (every request) that keeps a count takes one more on each call, and is
-    reported on its succeeding returns too. So is a count a loop takes on
+    reported on its succeeding returns too, as is a count a loop takes on
     every iteration and never gives back in it (the same call reached again
-    with the count held): each iteration takes one more. A count taken after
+    with the count held): each iteration takes one more. Where one
+    succeeding return gives the count back and another keeps it, the keeping
+    one is reported (the caller cannot know which it got), unless it hands
+    out a value of the package whose type gives the count back (a manager
+    whose `Stop` calls `nvml.Shutdown()`). A count taken after
     the function gave one back on every path (`nvml.Shutdown()` then
     `nvml.Init()`: a re-initialisation) replaces it and is not reported,
     nor is one the function records in a package-level flag (`initDone =

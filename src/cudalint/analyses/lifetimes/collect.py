@@ -184,6 +184,12 @@ class Collector:
         released_on_success = any(
             fails(graph, origin, ExitKind.RETURN, n) is False for n in record.released_after
         )
+        if released_on_success:
+            # A return handing out the value that gives the count back hands the count on with it.
+            succeeding = [
+                (kind, path) for kind, path in succeeding
+                if len(path) < 2 or not self._counted.returns_owner(graph.ast(path[-2]), origin.resource.name)
+            ]
         if record.retaken and not self._counted.replaces(graph, origin):
             # Taken on every iteration of a loop and never given back in it.
             result.leaks.append(replace(self._leak(graph, origin, ExitKind.RETURN, (origin.node,)), retaken=True))

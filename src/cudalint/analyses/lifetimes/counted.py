@@ -17,7 +17,9 @@ path does with the count is then read off its exit:
   call, held where it succeeds (`hands_on`), up to `main`, `init`,
   `TestMain` and exported functions, which may keep it for the process
   lifetime. Where some succeeding return releases and another keeps, the
-  keeping one is a leak (the caller cannot know which it got);
+  keeping one is a leak (the caller cannot know which it got), unless it
+  hands out with the count a value whose type gives it back (a manager
+  with a `Stop` that calls `nvml.Shutdown()`);
 * a release registered (deferred) before the acquisition succeeded runs on
   the path where it failed, releasing a count this function never took
   (CL202), unless that path ends the process. The same holds for an
@@ -430,6 +432,16 @@ class Counted:
         """main, init and TestMain may keep a count for the process lifetime."""
         return unit.kind is UnitKind.FUNCTION and unit.name in _ENTRY_POINTS
 
+    def returns_owner(self, statement: Node | None, name: str) -> bool:
+        """Whether a return hands out, with the count, a value of the
+        package whose type gives it back (`return manager` where
+        `(*gpuDeviceManager).shutdown` calls `nvml.Shutdown()`): the caller
+        releases it through that value, so another return releasing the
+        count itself (and handing out a no-op value) is no leak."""
+        return statement is not None and statement.type == "return_statement" and any(
+            self.releases(method, name) for method in _methods_of_returned(self._calls, statement)
+        )
+
     def per_call(self, unit: Unit) -> str:
         """What a function is called on, where a framework calls it again and
         again and keeps nothing it returns: a Prometheus collector's
@@ -715,3 +727,12 @@ def _constant(calls: CallIndex, argument: Node) -> bool:
         operand = syntax.unparen(node.child_by_field_name("operand"))
         return operand is not None and operand.type == "identifier" and _is_package(calls, operand)
     return False
+
+
+def _methods_of_returned(calls: CallIndex, statement: Node) -> list[Unit]:
+    """The methods of the package's types of the values a return statement returns."""
+    names = {calls.types.type_of(value) for value in syntax.returned(statement)} - {None}
+    return [
+        unit for unit in calls.package.units
+        if unit.kind is UnitKind.METHOD and any(unit.name.startswith((f"({name}).", f"(*{name}).")) for name in names)
+    ]
