@@ -135,3 +135,16 @@ func main() {
     run = cudalint("--no-cache", "--format", "json", "./...", cwd=root)
     findings = json.loads(run.stdout)["findings"]
     assert [(f["rule"], f["path"], f["line"]) for f in findings] == [("CL101", "main.go", 10)]
+
+
+def test_a_gopath_kept_in_the_repository_resolves_paths_below_its_src(tmp_path: Path) -> None:
+    """`src/cuda/driver` imported as "cuda/driver": the project is its own GOPATH."""
+    src = tmp_path / "checkout" / "src"
+    _write(src / "cuda" / "driver" / "driver.go", "package driver\n")
+    _write(src / "app" / "gpu" / "array.go", 'package gpu\n\nimport (\n\t"fmt"\n\tcu "cuda/driver"\n)\n')
+    modules = Modules()
+    module = modules.of(src / "app" / "gpu")
+    assert module is not None and module.root == src and module.path == ""
+    assert modules.import_path(src / "cuda" / "driver") == "cuda/driver"
+    assert module.directory("cuda/driver") == src / "cuda" / "driver"
+    assert module.directory("fmt") is None

@@ -47,10 +47,15 @@ class Module:
             relative = directory.relative_to(self.root)
         except ValueError:
             return None
+        if not self.path:  # a GOPATH's src/: the path below it
+            return relative.as_posix() if relative != Path(".") else None
         return self.path if relative == Path(".") else f"{self.path}/{relative.as_posix()}"
 
     def directory(self, import_path: str) -> Path | None:
         """Where an import path of this module (or a locally replaced one) lives."""
+        if not self.path:
+            target = self.root / import_path
+            return target if import_path and _has_go_files(target) else None
         for prefix, target in ((self.path, self.root), *self.replacements):
             if import_path == prefix:
                 return target
@@ -201,6 +206,8 @@ def declared_package_name(directory: Path) -> str | None:
 _GOPATH_LEVELS = 5
 _GOPATH_FILES = 256
 _IMPORT_HEAD_BYTES = 1 << 16
+# Below a GOPATH's src/, packages sit a few directories deep (src/app/gpu).
+_SRC_DEPTH = 3
 
 
 def gopath_module(directory: Path, inferred: dict[Path, Module | None]) -> Module | None:
@@ -231,7 +238,14 @@ def _implied_module(root: Path) -> Module | None:
     `root/d1/d2` of Go files (or `root` itself) other than the importer's
     votes for the prefix `host/x/...`; the prefix most imports name wins."""
     votes: dict[str, set[str]] = {}
-    for importer, imported in _imports_around(root):
+    around = _imports_around(root, _SRC_DEPTH if root.name == "src" else 1)
+    if root.name == "src":
+        # A GOPATH kept with the project (`src/cuda/driver` imported as
+        # "cuda/driver"): every import path is a directory below src/.
+        below = {imported for importer, imported in around if root / imported != importer and _has_go_files(root / imported)}
+        if below:
+            return Module(root, "")
+    for importer, imported in around:
         segments = imported.split("/")
         if len(segments) < 2 or "." not in segments[0]:
             continue  # the standard library, or a path no project is published at
@@ -252,14 +266,20 @@ def _implied_module(root: Path) -> Module | None:
     return Module(root, max(sorted(votes), key=support))
 
 
-def _imports_around(root: Path) -> list[tuple[Path, str]]:
-    """(directory, import path) of the Go files in root and its direct
-    subdirectories, up to a bound."""
+def _imports_around(root: Path, depth: int = 1) -> list[tuple[Path, str]]:
+    """(directory, import path) of the Go files in root and the directories
+    up to `depth` levels below it, up to a bound on the files read."""
     found: list[tuple[Path, str]] = []
-    try:
-        directories = [root, *sorted(Path(entry.path) for entry in os.scandir(root) if entry.is_dir(follow_symlinks=False))]
-    except OSError:
-        return found
+    directories, level = [root], [root]
+    for _ in range(depth):
+        below: list[Path] = []
+        for directory in level:
+            try:
+                below += sorted(Path(entry.path) for entry in os.scandir(directory) if entry.is_dir(follow_symlinks=False))
+            except OSError:
+                continue
+        directories += below
+        level = below
     read = 0
     for directory in directories:
         try:

@@ -238,10 +238,21 @@ class Origins:
         symbol = self._calls.package.resolution.symbol(target)
         if symbol is None or not symbol.is_local:
             return None  # a global: the package owns it
+        if not role.is_out and symbol.role is Role.PARAM and not self._releases_in(origin):
+            # `func MemHostRegister(p HostPtr, n int64) { C.cuMemHostRegister(p, n, 0) }`:
+            # the caller's memory, registered for the caller, who unregisters it.
+            return None
         origin = replace(origin, handle=symbol.name)
         if self._returned_beside(call, symbol):
             return origin, None, None
         return origin, State(Phase.HELD, frozenset({symbol}), proxy), None
+
+    def _releases_in(self, origin: Origin) -> bool:
+        """Whether the acquiring function releases the resource anywhere."""
+        return any(
+            resource is origin.resource or resource.name == origin.resource.name
+            for fact in self._calls.api_facts_in(origin.unit) for resource, _ in fact.api.roles("release")
+        )
 
     def _returned_beside(self, call: Node, symbol) -> bool:
         """`return ptr, check(C.cudaMalloc(&ptr, n))`: the statement that
