@@ -16,6 +16,9 @@ class StatusSpec:
     success: tuple[str, ...]
     result: str = "first"  # "first" or "last" result of the call
     kind: str = "code"  # "code": compare with success values; "error": a Go error, nil on success
+    # Every value that means failure, where the status has so few that a
+    # comparison with one is a full test (cuVS: CUVS_ERROR = 0, CUVS_SUCCESS = 1).
+    failure: tuple[str, ...] = ()
 
     def result_index(self, result_count: int) -> int:
         return 0 if self.result == "first" else result_count - 1

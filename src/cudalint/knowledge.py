@@ -365,7 +365,7 @@ _NAMED_KEYS = {"package", "functions"}
 _KEEPS_KEYS = {"call", "args"}
 _THREAD_KEYS = {"bound", "context_setters", "releases_need_context"}
 _ASYNC_KEYS = {"call", "host_args"}
-_STATUS_KEYS = {"type", "success", "result", "kind"}
+_STATUS_KEYS = {"type", "success", "failure", "result", "kind"}
 _STATUS_CALL_KEYS = {"match", "except", "discardable"}
 _RESOURCE_KEYS = {
     "name", "acquire", "release", "transfer", "moves", "any_use_releases", "device_memory", "host_side", "needs_context",
@@ -532,7 +532,10 @@ def _status(source: str, doc: dict) -> StatusSpec | None:
     success = _strings(source, "[status].success", table.get("success"))
     if kind == "code" and not success:
         raise _fail(source, "[status].success", "a status of kind 'code' needs its success values")
-    return StatusSpec(_string(source, "[status].type", table.get("type")), success, result, kind)
+    failure = _strings(source, "[status].failure", table.get("failure"))
+    if set(failure) & set(success):
+        raise _fail(source, "[status].failure", "a value cannot mean both success and failure")
+    return StatusSpec(_string(source, "[status].type", table.get("type")), success, result, kind, failure)
 
 
 def _status_calls(source: str, doc: dict, status: StatusSpec | None, qualifier: str) -> tuple[tuple, tuple, tuple]:

@@ -32,6 +32,7 @@ from cudalint.functions import Package, Unit, UnitKind
 from cudalint.gotypes import TypeOracle, named_type, sole_implementations
 from cudalint.analyses.api_aliases import index_api_aliases
 from cudalint.analyses.c_helpers import c_side_calls
+from cudalint.analyses.type_facts import NamedType
 from cudalint.analyses.procs import loaded_procedure_calls
 from cudalint.analyses.typed_methods import api_of, index_described_methods, index_interface_statuses, promoted, unclassified
 from cudalint.analyses.call_kinds import Callee, CalleeKind, CallFact, ResultTypes
@@ -370,6 +371,8 @@ class CallIndex:
                 or (fact.import_path == "C" and self.c_view is not None and self.c_view.is_type(fact.name))
             ):
                 return Callee(CalleeKind.CONVERSION, written)
+            if self.imported.fact(NamedType, fact.import_path, fact.name) is not None:
+                return Callee(CalleeKind.CONVERSION, written)  # `cuvs.CuvsError(st)`: a type of that package
             # What the knowledge leaves undescribed in a package whose source
             # was summarised (go-dcgm's CreateGroup beside its Init) is what
             # the summary says: source wins.

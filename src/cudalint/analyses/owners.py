@@ -446,11 +446,23 @@ def _refilled_fields(unit: Unit, facts: CallIndex) -> set[str]:
         # not a zero value (`impl.h = empty`) or nil.
         made = unwrap(value, facts)
         if made is not None and (
-            (made.type == "call_expression" and facts.callee(made).kind is not CalleeKind.CONVERSION)
-            or (made.type == "identifier" and syntax.text(made) in out_arguments)
+            _made_by_call(made, facts)
+            or (made.type == "identifier" and (syntax.text(made) in out_arguments or _made_by_call(_local_init(made, facts), facts)))
         ):
             filled.add(target)
     return filled
+
+
+def _made_by_call(node: Node | None, facts: CallIndex) -> bool:
+    return node is not None and node.type == "call_expression" and facts.callee(node).kind is not CalleeKind.CONVERSION
+
+
+def _local_init(identifier: Node, facts: CallIndex) -> Node | None:
+    """What a local was initialised with (`addr := C.malloc(n)`), through conversions."""
+    symbol = facts.package.resolution.symbol(identifier)
+    if symbol is None or not symbol.is_local or symbol.init is None or symbol.init_index > 0:
+        return None
+    return unwrap(symbol.init, facts)
 
 
 def _literal_type(literal: Node) -> str | None:

@@ -24,10 +24,10 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallFact, CallIndex, unwrap
 from cudalint.cfg import NodeKind, PackageCFGs
-from cudalint.framework import Analysis
-from cudalint.functions import Unit
+from cudalint.framework import Analysis, FactView, Pass
+from cudalint.functions import Unit, UnitKind, exported_name
 from cudalint.scope import SymbolKind
-from cudalint.knowledge import ApiFunction, StatusSpec
+from cudalint.knowledge import ApiFunction, Family, StatusSpec
 
 # A predicate asked of a status (`IsNotSupportedError(ret)`), and the words
 # that name success in one (`IsSuccess`, `isOK`).
@@ -70,12 +70,26 @@ class StatusSource:
         return cls(api.status, api.family.qualifier, written, api.family.name)
 
 
-class StatusSemantics:
-    """The answers for one package (converters are memoised)."""
+@dataclass(frozen=True)
+class Converts:
+    """The fact the status analysis exports about an exported converter
+    (`cuvs.CheckCuvs(st)`): the parameters it turns into an error that is
+    nil exactly on success, each with the family whose status it reads."""
 
-    def __init__(self, calls: CallIndex, cfgs: PackageCFGs):
+    parameters: tuple[tuple[int, str], ...]
+
+    def concerns_callers(self) -> bool:
+        return False  # its callers pass it a status: they call the API anyway
+
+
+class StatusSemantics:
+    """The answers for one package (converters are memoised), and the
+    converters other packages of the module export (`imported`)."""
+
+    def __init__(self, calls: CallIndex, cfgs: PackageCFGs, imported: FactView | None = None):
         self.calls = calls
         self.cfgs = cfgs
+        self._imported = imported
         self._converters: dict[tuple[Unit, int, str], bool] = {}
 
     # -- values and tests ---------------------------------------------------
@@ -111,6 +125,15 @@ class StatusSemantics:
         if symbol is None or symbol.kind is not SymbolKind.CONST or symbol.init is None or symbol.is_local:
             return False
         return self._success_value(source, symbol.init, depth + 1)
+
+    def _failure_value(self, source: StatusSource | None, value: Node) -> bool:
+        """One of the values a status with a known, complete set of
+        failures (`[status].failure`) fails with: `C.CUVS_ERROR`, `0`."""
+        if source is None or source.status is None or not source.status.failure:
+            return False
+        text = syntax.text(value)
+        written_package = source.written.split(".", 1)[0]
+        return any(text in (failure, spelled(failure, source.qualifier, written_package)) for failure in source.status.failure)
 
     def _c_constant(self, text: str) -> str | None:
         """What a constant of the package's own C is named after, as Go
@@ -180,6 +203,8 @@ class StatusSemantics:
         role = roles(subject)
         other_text = syntax.text(other)
         if role is Subject.STATUS:
+            if self._failure_value(source, other):
+                return False  # `st == C.CUVS_ERROR` where that is the only failure
             if other_text in ("nil", "0") or self.is_success_value(source, other):
                 return True
             if other.type in ("selector_expression", "identifier"):
@@ -264,6 +289,25 @@ class StatusSemantics:
         if fact is None or fact.api is None or fact.status is None or fact.status.kind == "error":
             return False
         return self.converts(unit, index, StatusSource.of(fact.api, fact.written))
+
+    def converts_at(self, call: Node, index: int, source: StatusSource) -> bool:
+        """Whether the function a call calls (of this package, or exported
+        by another package of the module) converts the status it is given
+        as argument `index`: `check(st)`, `cuvs.CheckCuvs(cuvs.CuvsError(st))`."""
+        callee = self.calls.callee(call)
+        if callee.kind is CalleeKind.LOCAL and callee.target is not None:
+            return self.converts(callee.target, index, source)
+        if callee.kind is CalleeKind.MODULE and callee.imported is not None and self._imported is not None:
+            fact = self._imported.get(*callee.imported)
+            return fact is not None and (index, source.family) in fact.parameters
+        return False
+
+    def converts_status_at(self, call: Node, index: int, status_call: Node) -> bool:
+        """`converts_at` for the status this API call returns."""
+        fact = self.calls.call(status_call)
+        if fact is None or fact.api is None or fact.status is None or fact.status.kind == "error":
+            return False
+        return self.converts_at(call, index, StatusSource.of(fact.api, fact.written))
 
     def converts(self, unit: Unit, index: int, source: StatusSource) -> bool:
         """Whether `unit` turns the status it receives as parameter `index`
@@ -434,8 +478,65 @@ def returned_error(statement: Node | None) -> str | None:
     return syntax.text(expressions[-1]) if expressions else None
 
 
+def _exported_converters(p: Pass) -> dict[str, Converts]:
+    """The package's exported converters, by the name importers call them.
+    Only a parameter whose type is a family's status type (written as such,
+    or a type of the package declared as one: `type CuvsError
+    C.cuvsError_t`) is tried, against that family."""
+    status: StatusSemantics = p.result_of(STATUS)
+    declared = _declared_types(p)
+    found: dict[str, Converts] = {}
+    for unit in p.package.units:
+        name = exported_name(unit)
+        if name is None or unit.kind is UnitKind.LITERAL or not unit.returns_error:
+            continue
+        parameters = []
+        for index, parameter in enumerate(unit.params):
+            written = syntax.text(parameter.type_node) if parameter.type_node is not None else ""
+            for family in _families_of(p.knowledge.families, declared.get(written, written)):
+                # Success values are spelt through the file's own name for the package.
+                spelt = min(p.package.resolution.import_names(unit.file.root, {family.import_path}), default=family.qualifier)
+                source = StatusSource(family.status, family.qualifier, f"{spelt}.{name}", family.name)
+                if status.converts(unit, index, source):
+                    parameters.append((index, family.name))
+                    break
+        if parameters:
+            found[name] = Converts(tuple(parameters))
+    return found
+
+
+def _declared_types(p: Pass) -> dict[str, str]:
+    """The package's named types as their declarations spell the type
+    they are made of: `CuvsError` -> `C.cuvsError_t`."""
+    found = {}
+    for parsed in p.package.files:
+        for declaration in syntax.children(parsed.root):
+            for spec in syntax.children(declaration) if declaration.type == "type_declaration" else ():
+                name, body = spec.child_by_field_name("name"), spec.child_by_field_name("type")
+                if spec.type == "type_spec" and name is not None and body is not None:
+                    found[syntax.text(name)] = syntax.text(body)
+    return found
+
+
+def _families_of(families: tuple[Family, ...], written: str) -> list[Family]:
+    """The families whose status type a parameter type is: `C.cuvsError_t`,
+    `nvml.Return` (under whatever name the file imports the package)."""
+    found = []
+    for family in families:
+        spec = family.status
+        if spec is None or spec.kind != "code":
+            continue
+        if family.import_path == "C" and written == f"C.{spec.type}":
+            found.append(family)
+        elif family.import_path != "C" and "." in written and written.rsplit(".", 1)[1] == spec.type.rsplit(".", 1)[-1]:
+            found.append(family)
+    return found
+
+
 STATUS: Analysis[StatusSemantics] = Analysis(
-    "status", __doc__ or "", lambda p: StatusSemantics(p.result_of(CALLS), p.cfgs), requires=(CALLS,),
+    "status", __doc__ or "",
+    lambda p: StatusSemantics(p.result_of(CALLS), p.cfgs, p.imported_facts(STATUS)), requires=(CALLS,),
+    facts=_exported_converters, fact_type=Converts,
 )
 
 

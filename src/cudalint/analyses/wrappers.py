@@ -255,10 +255,14 @@ class StatusWrappers:
             nested = self.of(callee.target) if callee.target is not unit else None
             if nested is not None and not nested.raw:
                 return nested
-            return self._converted(callee.target, arguments)
+            return self._converted(expression, arguments)
         wrapped = self._imported(callee.imported) if callee.kind is CalleeKind.MODULE else None
         if wrapped is not None:
             return wrapped
+        if callee.kind is CalleeKind.MODULE:
+            converted = self._converted(expression, arguments)  # `cuvs.CheckCuvs(cuvs.CuvsError(st))`
+            if converted is not None:
+                return converted
         called = self.calls.qualified(expression)
         if called is not None and (called.import_path, called.name) in _WRAPPING:
             for argument in arguments:
@@ -286,16 +290,17 @@ class StatusWrappers:
         fact = self.status.failed_test(unit, condition)
         return Wrapped(fact.written, fact.is_release) if fact is not None else None
 
-    def _converted(self, converter: Unit, arguments: list[Node]) -> Wrapped | None:
-        """`check(C.cudaMemcpy(...))`, or `check(st)` with `st := C.cudaMemcpy(...)`."""
+    def _converted(self, call: Node, arguments: list[Node]) -> Wrapped | None:
+        """`check(C.cudaMemcpy(...))`, or `check(st)` with `st := C.cudaMemcpy(...)`,
+        by a converter of this package or another of the module."""
         for index, argument in enumerate(arguments):
-            argument = syntax.unparen(argument)
+            argument = unwrap(argument, self.calls)
             if argument is not None and argument.type == "identifier":
                 symbol = self.calls.package.resolution.symbol(argument)
-                argument = syntax.unparen(symbol.init) if symbol is not None and symbol.init is not None else None
+                argument = unwrap(symbol.init, self.calls) if symbol is not None and symbol.init is not None else None
             inner = self.calls.status_call(argument)
             if inner is not None and inner.status is not None and inner.status.kind != "error":
-                if self.status.converts_status_of(converter, index, inner.node):
+                if self.status.converts_status_at(call, index, inner.node):
                     return Wrapped(inner.written, inner.is_release)
         return None
 

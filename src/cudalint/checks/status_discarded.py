@@ -5,7 +5,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.analyses.calls import CALLS, CalleeKind, CallFact, CallIndex
+from cudalint.analyses.calls import CALLS, CalleeKind, CallFact, CallIndex, unwrap
 from cudalint.analyses.status import STATUS, StatusSemantics
 from cudalint.analyses.wrappers import WRAPPERS
 from cudalint.catalog import Level, Rule
@@ -49,12 +49,11 @@ def _converted_and_dropped(calls: CallIndex, status: StatusSemantics, statement:
     call = syntax.unparen(inner[0]) if inner else None
     if call is None or call.type != "call_expression":
         return None
-    callee = calls.callee(call)
-    if callee.kind is not CalleeKind.LOCAL or callee.target is None:
+    if calls.callee(call).kind not in (CalleeKind.LOCAL, CalleeKind.MODULE):
         return None
     for index, argument in enumerate(syntax.children(call.child_by_field_name("arguments"))):
-        fact = calls.status_call(argument)
-        if fact is not None and not fact.is_release and status.converts_status_of(callee.target, index, fact.node):
+        fact = calls.status_call(unwrap(argument, calls))
+        if fact is not None and not fact.is_release and status.converts_status_at(call, index, fact.node):
             return call, fact
     return None
 

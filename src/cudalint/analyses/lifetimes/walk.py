@@ -352,9 +352,8 @@ class Walker:
                 continue
             if callee.kind is CalleeKind.CONVERSION and len(arguments) == 1 and len(left) == 1:
                 return resolution.symbol(target)
-            if callee.kind is not CalleeKind.LOCAL or callee.target is None:
-                continue
-            if self._status.converts(callee.target, index, _source(origin)):
+            source = _source(origin)
+            if source is not None and self._status.converts_at(call, index, source):
                 return resolution.symbol(target)
         return None
 
