@@ -31,6 +31,8 @@ class Provenance:
         self.calls = calls
         self.resolution = package.resolution
         self._fields: dict[str, list[tuple[Node, Node, Node]]] | None = None
+        self._made_of_go: dict[str, Node | None] = {}
+        self._declared_uintptr: frozenset[str] | None = None
 
     def assigned_values(self, symbol: Symbol) -> list[Node]:
         """Values assigned to a variable with `=` anywhere in the package."""
@@ -153,6 +155,50 @@ class Provenance:
             if value is not None and self._go_address(value):
                 return value
         return None
+
+    def named_uintptr_from_go(self, type_name: str) -> Node | None:
+        """For a type of the package declared as uintptr (`type Array
+        uintptr`): where the package makes a value of it of a Go object's
+        address, `Array(uintptr(unsafe.Pointer(&x)))`, or of a pointer
+        parameter its callers in the package give `&x`
+        (`goArray(&cArray)`). Every value of that type may then hold one."""
+        if type_name not in self._made_of_go:
+            self._made_of_go[type_name] = self._find_made_of_go(type_name) if type_name in self._uintptr_types() else None
+        return self._made_of_go[type_name]
+
+    def _find_made_of_go(self, type_name: str) -> Node | None:
+        for unit in self.package.units:
+            for call in syntax.calls_in(unit.body) if unit.body is not None else ():
+                function = syntax.unparen(call.child_by_field_name("function"))
+                arguments = syntax.children(call.child_by_field_name("arguments"))
+                if function is None or function.type != "identifier" or syntax.text(function) != type_name or len(arguments) != 1:
+                    continue
+                if self._go_address(arguments[0]) or self._parameter_given_go_memory(arguments[0]):
+                    return arguments[0]
+        return None
+
+    def _parameter_given_go_memory(self, value: Node) -> bool:
+        """`uintptr(unsafe.Pointer(p))` of a pointer parameter p to which
+        some caller in the package passes a Go object's address."""
+        node = syntax.unparen(value)
+        if node is None or node.type != "call_expression" or syntax.text(node.child_by_field_name("function")) != "uintptr":
+            return False
+        arguments = syntax.children(node.child_by_field_name("arguments"))
+        inner = unwrap(arguments[0], self.calls) if arguments else None
+        symbol = self.resolution.symbol(inner) if inner is not None and inner.type == "identifier" else None
+        return symbol is not None and symbol.role is Role.PARAM and any(self.is_go_memory(a) for a in self._arguments_for(symbol))
+
+    def _uintptr_types(self) -> frozenset[str]:
+        if self._declared_uintptr is None:
+            found = set()
+            for parsed in self.package.files:
+                for declaration in syntax.children(parsed.root):
+                    for spec in syntax.children(declaration) if declaration.type == "type_declaration" else ():
+                        name, body = spec.child_by_field_name("name"), spec.child_by_field_name("type")
+                        if spec.type == "type_spec" and name is not None and body is not None and syntax.text(body) == "uintptr":
+                            found.add(syntax.text(name))
+            self._declared_uintptr = frozenset(found)
+        return self._declared_uintptr
 
     def element_from_go(self, index: Node) -> Node | None:
         """For `addrs[i]`: a Go object's address the package stores in an

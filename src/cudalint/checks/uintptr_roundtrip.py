@@ -38,6 +38,11 @@ def _stored_go_address(resolution: Resolution, memory: Provenance, expression: N
     node = syntax.unparen(expression)
     if node is None:
         return None
+    if node.type == "call_expression" and syntax.text(node.child_by_field_name("function")) == "uintptr":
+        # `unsafe.Pointer(uintptr(arr))` of a value of a uintptr type of the package.
+        arguments = syntax.children(node.child_by_field_name("arguments"))
+        inner = syntax.unparen(arguments[0]) if len(arguments) == 1 else None
+        return _stored_go_address(resolution, memory, inner) if inner is not None and inner.type != "call_expression" else None
     if node.type == "binary_expression":
         return _stored_go_address(resolution, memory, node.child_by_field_name("left")) or _stored_go_address(
             resolution, memory, node.child_by_field_name("right"),
@@ -46,8 +51,11 @@ def _stored_go_address(resolution: Resolution, memory: Provenance, expression: N
         symbol = resolution.symbol(node)
         if symbol is None or symbol.kind is not SymbolKind.VAR or not symbol.is_local:
             return None
-        if syntax.text(symbol.type_node) not in ("", "uintptr"):
-            return None
+        declared = syntax.text(symbol.type_node)
+        if declared not in ("", "uintptr"):
+            # `func (arr Array) c()` with `type Array uintptr` made of Go addresses.
+            source = memory.named_uintptr_from_go(declared)
+            return (symbol.name, source) if source is not None else None
         source = memory.uintptr_from_go(symbol)
         return (symbol.name, source) if source is not None else None
     if node.type == "selector_expression":
@@ -69,7 +77,10 @@ RULE = Rule(
     the address of a Go object somewhere (`uintptr(unsafe.Pointer(&buf[0]))`,
     `v.UnsafeAddr()`, `reflect.ValueOf(s).Index(i).UnsafeAddr()`, a composite
     literal's field, `addrs[i] = ...`), or a `uintptr` parameter that a caller
-    in the package passes such an address.
+    in the package passes such an address. A value of a type of the package
+    declared as `uintptr` (`type Array uintptr`) counts where the package
+    makes one of such an address (`Array(uintptr(unsafe.Pointer(&a)))`, or of
+    a pointer parameter its callers give `&a`).
     Arithmetic done entirely in one expression,
     `unsafe.Pointer(uintptr(unsafe.Pointer(p)) + off)`, is fine, and so are
     device addresses (`C.CUdeviceptr`, a `uintptr` from `cudaMalloc`): the GC
