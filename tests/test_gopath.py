@@ -5,7 +5,10 @@ wrapper package's summary reaches its importers as in a module."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+from clirun import cudalint
 
 from cudalint.module import Modules
 
@@ -36,6 +39,7 @@ def test_a_library_imported_by_its_subpackages_is_the_project_root(tmp_path: Pat
     root = tmp_path / "lib"
     _write(root / "cuda.go", "package cuda\n")
     _write(root / "cublas" / "cublas.go", 'package cublas\n\nimport "github.com/unixpickle/cuda"\n')
+    _write(root / "curand" / "curand.go", 'package curand\n\nimport "github.com/unixpickle/cuda"\n')
     module = Modules().of(root / "cublas")
     assert module is not None and module.root == root and module.path == "github.com/unixpickle/cuda"
     assert module.directory("github.com/unixpickle/cuda") == root
@@ -51,7 +55,8 @@ def test_imports_of_other_projects_imply_nothing(tmp_path: Path) -> None:
 def test_the_projects_own_path_wins_over_a_directory_named_like_another_projects_package(tmp_path: Path) -> None:
     root = tmp_path / "src-tree"
     # nvml/ wraps go-nvml's nvml package; the command imports both by path.
-    _main_importing(root, "github.com/NVIDIA/go-nvml/pkg/nvml", "github.com/acme/exporter/nvml")
+    _main_importing(root, "github.com/NVIDIA/go-nvml/pkg/nvml", "github.com/acme/exporter/nvml", "github.com/acme/exporter/metrics")
+    _write(root / "metrics" / "metrics.go", "package metrics\n")
     _write(root / "nvml" / "nvml.go", 'package nvml\n\nimport "github.com/NVIDIA/go-nvml/pkg/nvml"\n')
     module = Modules().of(root / "nvml")
     assert module is not None and module.path == "github.com/acme/exporter"
@@ -70,10 +75,6 @@ def test_a_wrappers_summary_reaches_its_importer_in_a_gopath_project(tmp_path: P
     """`gpu.Alloc` in a subpackage hands out device memory; the command that
     calls it and returns early without freeing it leaks it (CL101), which
     only the wrapper's summary can tell."""
-    import json
-
-    from tests.clirun import cudalint
-
     root = tmp_path / "miner"
     _write(root / "gpu" / "gpu.go", """package gpu
 
@@ -148,3 +149,29 @@ def test_a_gopath_kept_in_the_repository_resolves_paths_below_its_src(tmp_path: 
     assert modules.import_path(src / "cuda" / "driver") == "cuda/driver"
     assert module.directory("cuda/driver") == src / "cuda" / "driver"
     assert module.directory("fmt") is None
+
+
+def test_one_import_of_another_projects_package_implies_nothing(tmp_path: Path) -> None:
+    """tools/probe.go imports another project's `gpu` package; the checkout
+    has a `gpu/` of its own: one import is no evidence of the project's path."""
+    root = tmp_path / "checkout"
+    _write(root / "gpu" / "gpu.go", "package gpu\n")
+    _write(root / "tools" / "probe.go", 'package tools\n\nimport "github.com/vendorx/gpukit/gpu"\n')
+    assert Modules().of(root / "gpu") is None
+
+
+def test_a_command_below_cmd_names_its_project_and_commands_are_not_importable(tmp_path: Path) -> None:
+    root = tmp_path / "miner"
+    _write(root / "gpu" / "gpu.go", "package gpu\n")
+    _write(root / "cmd" / "server" / "main.go", 'package main\n\nimport "github.com/acme/miner/gpu"\n')
+    _write(root / "main.go", 'package main\n\nimport "github.com/pkg/errors"\n')
+    module = Modules().of(root / "gpu")
+    assert module is not None and module.root == root and module.path == "github.com/acme/miner"
+
+
+def test_a_src_directory_is_no_gopath_for_the_standard_librarys_names(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    _write(src / "log" / "log.go", "package log\n")
+    _write(src / "app" / "main.go", 'package main\n\nimport "log"\n')
+    assert Modules().of(src / "app") is None
+

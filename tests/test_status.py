@@ -151,10 +151,12 @@ def test_converters(semantics, name: str, converts: bool) -> None:
 
 
 def test_a_converted_status_call(semantics) -> None:
+    """`check(C.cudaDeviceSynchronize())`: the call of check converts the
+    status of the call it is given; the call itself converts nothing."""
     status, units = semantics
-    sync = next(
-        node for node in syntax.walk(units["use"].node)
-        if node.type == "call_expression" and syntax.text(node) == "C.cudaDeviceSynchronize()"
-    )
-    assert status.converts_status_of(units["check"], 0, sync)
-    assert not status.converts_status_of(units["alwaysNil"], 0, sync)
+    calls = {syntax.text(node): node for node in syntax.walk(units["use"].node) if node.type == "call_expression"}
+    sync, converted = calls["C.cudaDeviceSynchronize()"], calls["check(C.cudaDeviceSynchronize())"]
+    assert status.converts_status_at(converted, 0, sync)
+    assert not status.converts_status_at(sync, 0, sync)
+    source = _malloc(status, units["use"])
+    assert status.converts(units["check"], 0, source) and not status.converts(units["alwaysNil"], 0, source)

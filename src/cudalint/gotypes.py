@@ -222,6 +222,21 @@ def element_name(symbol: Symbol) -> str | None:
     return slice_element_name(declared)
 
 
+def type_declarations(package: Package, with_tests: bool = True) -> dict[str, Node]:
+    """The package's named types, each with the type node it is declared as
+    (`type CuvsError C.cuvsError_t`: `CuvsError` -> `C.cuvsError_t`)."""
+    found: dict[str, Node] = {}
+    for parsed in package.files:
+        if not with_tests and parsed.source.path.name.endswith("_test.go"):
+            continue
+        for declaration in syntax.children(parsed.root):
+            for spec in syntax.children(declaration) if declaration.type == "type_declaration" else ():
+                name, body = spec.child_by_field_name("name"), spec.child_by_field_name("type")
+                if spec.type in ("type_spec", "type_alias") and name is not None and body is not None:
+                    found[syntax.text(name)] = body
+    return found
+
+
 def slice_element_name(declared: Node | None) -> str | None:
     """The element type's name of a slice or array type node (`[]int`: `int`)."""
     if declared is None or declared.type not in ("slice_type", "array_type", "implicit_length_array_type"):

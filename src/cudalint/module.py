@@ -35,6 +35,8 @@ _PACKAGE_CLAUSE_BYTES = 1 << 14
 @dataclass(frozen=True)
 class Module:
     root: Path
+    # The module path; "" for a GOPATH's src/ directory, below which every
+    # import path not the standard library's is a directory (`gopath_module`).
     path: str
     # Local replacements: import path prefix -> directory.
     replacements: tuple[tuple[str, Path], ...] = field(default=())
@@ -53,9 +55,9 @@ class Module:
 
     def directory(self, import_path: str) -> Path | None:
         """Where an import path of this module (or a locally replaced one) lives."""
-        if not self.path:
+        if not self.path:  # GOROOT wins over a GOPATH for the standard library's paths
             target = self.root / import_path
-            return target if import_path and _has_go_files(target) else None
+            return target if import_path and not _in_goroot(import_path) and _has_go_files(target) else None
         for prefix, target in ((self.path, self.root), *self.replacements):
             if import_path == prefix:
                 return target
@@ -203,11 +205,12 @@ def declared_package_name(directory: Path) -> str | None:
 
 # How far above a package directory, and how many files per candidate root,
 # the import path of a project without go.mod is looked for.
-_GOPATH_LEVELS = 5
+_GOPATH_LEVELS = 4
 _GOPATH_FILES = 256
 _IMPORT_HEAD_BYTES = 1 << 16
-# Below a GOPATH's src/, packages sit a few directories deep (src/app/gpu).
-_SRC_DEPTH = 3
+# How deep below a candidate root imports are read: a command in cmd/server,
+# packages a few directories below a GOPATH's src/ (src/app/gpu).
+_DEPTH = 3
 
 
 def gopath_module(directory: Path, inferred: dict[Path, Module | None]) -> Module | None:
@@ -237,12 +240,16 @@ def _implied_module(root: Path) -> Module | None:
     imply for `root`: each import `host/x/.../d1/d2` naming a directory
     `root/d1/d2` of Go files (or `root` itself) other than the importer's
     votes for the prefix `host/x/...`; the prefix most imports name wins."""
-    votes: dict[str, set[str]] = {}
-    around = _imports_around(root, _SRC_DEPTH if root.name == "src" else 1)
+    votes: dict[str, set[tuple[Path, str]]] = {}  # prefix -> (importer, import) pairs naming it
+    around = _imports_around(root, _DEPTH)
     if root.name == "src":
         # A GOPATH kept with the project (`src/cuda/driver` imported as
-        # "cuda/driver"): every import path is a directory below src/.
-        below = {imported for importer, imported in around if root / imported != importer and _has_go_files(root / imported)}
+        # "cuda/driver"): import paths that are not the standard library's
+        # name directories below src/.
+        below = {
+            imported for importer, imported in around
+            if not _in_goroot(imported) and root / imported != importer and _importable(root / imported)
+        }
         if below:
             return Module(root, "")
     for importer, imported in around:
@@ -251,10 +258,8 @@ def _implied_module(root: Path) -> Module | None:
             continue  # the standard library, or a path no project is published at
         for kept in range(len(segments), 1, -1):
             target = root.joinpath(*segments[kept:])
-            if target != importer and _has_go_files(target):
-                votes.setdefault("/".join(segments[:kept]), set()).add(imported)
-    if not votes:
-        return None
+            if target != importer and _importable(target):
+                votes.setdefault("/".join(segments[:kept]), set()).add((importer, imported))
 
     def support(prefix: str) -> tuple[int, int]:
         # A checkout is usually named after its repository; a project's path
@@ -263,7 +268,10 @@ def _implied_module(root: Path) -> Module | None:
         named = prefix.rsplit("/", 1)[-1] == root.name
         return len(votes[prefix]) + named, -prefix.count("/")
 
-    return Module(root, max(sorted(votes), key=support))
+    # One import naming one directory may be another project's package that
+    # shares a directory's name: it takes two, or the checkout's own name.
+    supported = [prefix for prefix in sorted(votes) if support(prefix)[0] >= 2]
+    return Module(root, max(supported, key=support)) if supported else None
 
 
 def _imports_around(root: Path, depth: int = 1) -> list[tuple[Path, str]]:
@@ -275,7 +283,11 @@ def _imports_around(root: Path, depth: int = 1) -> list[tuple[Path, str]]:
         below: list[Path] = []
         for directory in level:
             try:
-                below += sorted(Path(entry.path) for entry in os.scandir(directory) if entry.is_dir(follow_symlinks=False))
+                below += sorted(
+                    Path(entry.path) for entry in os.scandir(directory)
+                    if entry.is_dir(follow_symlinks=False) and not entry.name.startswith((".", "_")) and entry.name not in ("vendor", "testdata")
+                    and not os.path.exists(os.path.join(entry.path, "go.mod"))  # a module of its own
+                )
             except OSError:
                 continue
         directories += below
@@ -304,6 +316,27 @@ def _has_go_files(directory: Path) -> bool:
         return any(entry.name.endswith(".go") for entry in os.scandir(directory))
     except OSError:
         return False
+
+
+# The first elements of the standard library's import paths (Go 1.24): in
+# GOPATH mode GOROOT's packages win over a GOPATH's of the same path.
+_GOROOT_ROOTS = frozenset({
+    "archive", "bufio", "builtin", "bytes", "cmp", "compress", "container", "context", "crypto", "database",
+    "debug", "embed", "encoding", "errors", "expvar", "flag", "fmt", "go", "hash", "html", "image", "index",
+    "internal", "io", "iter", "log", "maps", "math", "mime", "net", "os", "path", "plugin", "reflect", "regexp",
+    "runtime", "slices", "sort", "strconv", "strings", "structs", "sync", "syscall", "testing", "text", "time",
+    "unicode", "unique", "unsafe", "weak", "vendor", "C",
+})
+
+
+def _in_goroot(import_path: str) -> bool:
+    return import_path.split("/", 1)[0] in _GOROOT_ROOTS
+
+
+def _importable(directory: Path) -> bool:
+    """A directory of Go files other code can import: not a command
+    (`package main`), not a module of its own."""
+    return _has_go_files(directory) and not (directory / "go.mod").exists() and declared_package_name(directory) != "main"
 
 
 def module_of(directory: Path) -> Module | None:

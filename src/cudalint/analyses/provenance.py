@@ -17,7 +17,7 @@ from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CallIndex, unwrap
 from cudalint.framework import Analysis
 from cudalint.functions import Package, UnitKind
-from cudalint.gotypes import imported_type
+from cudalint.gotypes import imported_type, type_declarations
 from cudalint.scope import Role, Symbol, SymbolKind
 
 _GO_POINTER_METHODS = frozenset({"UnsafeAddr", "Pointer", "UnsafePointer"})
@@ -168,6 +168,8 @@ class Provenance:
 
     def _find_made_of_go(self, type_name: str) -> Node | None:
         for unit in self.package.units:
+            if unit.file.source.path.name.endswith("_test.go"):
+                continue  # a test's fake values say nothing of what the package makes
             for call in syntax.calls_in(unit.body) if unit.body is not None else ():
                 function = syntax.unparen(call.child_by_field_name("function"))
                 arguments = syntax.children(call.child_by_field_name("arguments"))
@@ -190,14 +192,8 @@ class Provenance:
 
     def _uintptr_types(self) -> frozenset[str]:
         if self._declared_uintptr is None:
-            found = set()
-            for parsed in self.package.files:
-                for declaration in syntax.children(parsed.root):
-                    for spec in syntax.children(declaration) if declaration.type == "type_declaration" else ():
-                        name, body = spec.child_by_field_name("name"), spec.child_by_field_name("type")
-                        if spec.type == "type_spec" and name is not None and body is not None and syntax.text(body) == "uintptr":
-                            found.add(syntax.text(name))
-            self._declared_uintptr = frozenset(found)
+            declared = type_declarations(self.package)
+            self._declared_uintptr = frozenset(name for name, body in declared.items() if syntax.text(body) == "uintptr")
         return self._declared_uintptr
 
     def element_from_go(self, index: Node) -> Node | None:

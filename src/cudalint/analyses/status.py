@@ -26,6 +26,7 @@ from cudalint.analyses.calls import CALLS, CalleeKind, CallFact, CallIndex, unwr
 from cudalint.cfg import NodeKind, PackageCFGs
 from cudalint.framework import Analysis, FactView, Pass
 from cudalint.functions import Unit, UnitKind, exported_name
+from cudalint.gotypes import type_declarations
 from cudalint.scope import SymbolKind
 from cudalint.knowledge import ApiFunction, Family, StatusSpec
 
@@ -71,7 +72,7 @@ class StatusSource:
 
 
 @dataclass(frozen=True)
-class Converts:
+class Converter:
     """The fact the status analysis exports about an exported converter
     (`cuvs.CheckCuvs(st)`): the parameters it turns into an error that is
     nil exactly on success, each with the family whose status it reads."""
@@ -125,6 +126,16 @@ class StatusSemantics:
         if symbol is None or symbol.kind is not SymbolKind.CONST or symbol.init is None or symbol.is_local:
             return False
         return self._success_value(source, symbol.init, depth + 1)
+
+    def means_success(self, source: StatusSource | None, value: Node) -> bool | None:
+        """What a status equal to `value` says: True for a success value
+        (`0` and `nil` too, unless the family names `0` a failure), False for
+        one of a family's complete list of failures, None for anything else."""
+        if self._failure_value(source, value):
+            return False
+        if syntax.text(value) in ("0", "nil") or self.is_success_value(source, value):
+            return True
+        return None
 
     def _failure_value(self, source: StatusSource | None, value: Node) -> bool:
         """One of the values a status with a known, complete set of
@@ -203,10 +214,9 @@ class StatusSemantics:
         role = roles(subject)
         other_text = syntax.text(other)
         if role is Subject.STATUS:
-            if self._failure_value(source, other):
-                return False  # `st == C.CUVS_ERROR` where that is the only failure
-            if other_text in ("nil", "0") or self.is_success_value(source, other):
-                return True
+            meaning = self.means_success(source, other)  # `st == C.CUVS_ERROR`: a full test
+            if meaning is not None:
+                return meaning
             if other.type in ("selector_expression", "identifier"):
                 return "error-value"
             return None
@@ -224,18 +234,19 @@ class StatusSemantics:
         values = syntax.expressions(clause.child_by_field_name("value"))
         if not values:
             return None
-        success = [syntax.text(v) in ("0", "nil") or self.is_success_value(source, v) for v in values]
-        if all(success):
+        meanings = [self.means_success(source, v) for v in values]
+        if all(meaning is True for meaning in meanings):
             return Outcome.SUCCESS if polarity else Outcome.FAILURE
-        if not any(success):
+        if not any(meaning is True for meaning in meanings):
             return Outcome.FAILURE if polarity else None
         return None
 
     def failed_test(self, unit: Unit, condition: Node | None) -> CallFact | None:
         """The status call a condition tests as failed, on its true side:
         `st != C.cudaSuccess` (st declared in unit from the call),
-        `C.cudaFree(p) != 0`."""
-        if condition is None or condition.type != "binary_expression" or syntax.text(condition.child_by_field_name("operator")) != "!=":
+        `C.cudaFree(p) != 0`, `st == C.CUVS_ERROR` (the only failure)."""
+        operator = syntax.text(condition.child_by_field_name("operator")) if condition is not None and condition.type == "binary_expression" else ""
+        if operator not in ("!=", "=="):
             return None
         sides = [syntax.unparen(condition.child_by_field_name(side)) for side in ("left", "right")]
         for subject, other in (sides, sides[::-1]):
@@ -245,10 +256,10 @@ class StatusSemantics:
                 symbol = self.calls.package.resolution.symbol(subject)
                 subject = syntax.unparen(symbol.init) if symbol is not None and symbol.init is not None and symbol.function == unit.node else None
             fact = self.calls.status_call(subject)
-            if (
-                fact is not None and fact.status is not None and fact.status.kind != "error" and fact.api is not None
-                and self.is_success_value(StatusSource.of(fact.api, fact.written), other)
-            ):
+            if fact is None or fact.status is None or fact.status.kind == "error" or fact.api is None:
+                continue
+            meaning = self.means_success(StatusSource.of(fact.api, fact.written), other)
+            if (operator == "!=" and meaning is True) or (operator == "==" and meaning is False):
                 return fact
         return None
 
@@ -270,7 +281,7 @@ class StatusSemantics:
         source = StatusSource.of(fact.api, fact.written)
 
         def successes(case: Node) -> list[bool]:
-            return [syntax.text(v) == "0" or self.is_success_value(source, v) for v in syntax.expressions(case.child_by_field_name("value"))]
+            return [self.means_success(source, v) is True for v in syntax.expressions(case.child_by_field_name("value"))]
 
         if clause.type == "expression_case":
             found = successes(clause)
@@ -281,14 +292,6 @@ class StatusSemantics:
         return None
 
     # -- converters ---------------------------------------------------------
-
-    def converts_status_of(self, unit: Unit, index: int, status_call: Node) -> bool:
-        """Whether `unit` is a converter of the status this API call returns
-        (`check(C.cudaMemcpy(...))`: check turns its status into an error)."""
-        fact = self.calls.call(status_call)
-        if fact is None or fact.api is None or fact.status is None or fact.status.kind == "error":
-            return False
-        return self.converts(unit, index, StatusSource.of(fact.api, fact.written))
 
     def converts_at(self, call: Node, index: int, source: StatusSource) -> bool:
         """Whether the function a call calls (of this package, or exported
@@ -478,14 +481,14 @@ def returned_error(statement: Node | None) -> str | None:
     return syntax.text(expressions[-1]) if expressions else None
 
 
-def _exported_converters(p: Pass) -> dict[str, Converts]:
+def _exported_converters(p: Pass) -> dict[str, Converter]:
     """The package's exported converters, by the name importers call them.
     Only a parameter whose type is a family's status type (written as such,
     or a type of the package declared as one: `type CuvsError
     C.cuvsError_t`) is tried, against that family."""
     status: StatusSemantics = p.result_of(STATUS)
-    declared = _declared_types(p)
-    found: dict[str, Converts] = {}
+    declared = {name: syntax.text(body) for name, body in type_declarations(p.package).items()}
+    found: dict[str, Converter] = {}
     for unit in p.package.units:
         name = exported_name(unit)
         if name is None or unit.kind is UnitKind.LITERAL or not unit.returns_error:
@@ -501,20 +504,7 @@ def _exported_converters(p: Pass) -> dict[str, Converts]:
                     parameters.append((index, family.name))
                     break
         if parameters:
-            found[name] = Converts(tuple(parameters))
-    return found
-
-
-def _declared_types(p: Pass) -> dict[str, str]:
-    """The package's named types as their declarations spell the type
-    they are made of: `CuvsError` -> `C.cuvsError_t`."""
-    found = {}
-    for parsed in p.package.files:
-        for declaration in syntax.children(parsed.root):
-            for spec in syntax.children(declaration) if declaration.type == "type_declaration" else ():
-                name, body = spec.child_by_field_name("name"), spec.child_by_field_name("type")
-                if spec.type == "type_spec" and name is not None and body is not None:
-                    found[syntax.text(name)] = syntax.text(body)
+            found[name] = Converter(tuple(parameters))
     return found
 
 
@@ -526,7 +516,7 @@ def _families_of(families: tuple[Family, ...], written: str) -> list[Family]:
         spec = family.status
         if spec is None or spec.kind != "code":
             continue
-        if family.import_path == "C" and written == f"C.{spec.type}":
+        if family.import_path == "C" and written in (f"C.{spec.type}", f"C.enum_{spec.type}"):
             found.append(family)
         elif family.import_path != "C" and "." in written and written.rsplit(".", 1)[1] == spec.type.rsplit(".", 1)[-1]:
             found.append(family)
@@ -536,7 +526,7 @@ def _families_of(families: tuple[Family, ...], written: str) -> list[Family]:
 STATUS: Analysis[StatusSemantics] = Analysis(
     "status", __doc__ or "",
     lambda p: StatusSemantics(p.result_of(CALLS), p.cfgs, p.imported_facts(STATUS)), requires=(CALLS,),
-    facts=_exported_converters, fact_type=Converts,
+    facts=_exported_converters, fact_type=Converter,
 )
 
 

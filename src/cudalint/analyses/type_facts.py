@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from cudalint import syntax
 from cudalint.framework import Analysis, Pass
+from cudalint.gotypes import type_declarations
 
 
 @dataclass(frozen=True)
@@ -23,18 +24,12 @@ class NamedType:
 
 
 def exported_named_types(p: Pass) -> dict[str, NamedType]:
-    found: dict[str, NamedType] = {}
-    for parsed in p.package.files:
-        if parsed.source.path.name.endswith("_test.go"):
-            continue
-        for declaration in syntax.children(parsed.root):
-            for spec in syntax.children(declaration) if declaration.type == "type_declaration" else ():
-                name, body = spec.child_by_field_name("name"), spec.child_by_field_name("type")
-                if spec.type != "type_spec" or name is None or body is None or not syntax.text(name)[:1].isupper():
-                    continue
-                if body.type not in ("struct_type", "interface_type"):
-                    found[syntax.text(name)] = NamedType(syntax.text(body))
-    return found
+    """The package's exported named types that are neither structs nor
+    interfaces, by name (test files left out: importers never see them)."""
+    return {
+        name: NamedType(syntax.text(body)) for name, body in type_declarations(p.package, with_tests=False).items()
+        if name[:1].isupper() and body.type not in ("struct_type", "interface_type")
+    }
 
 
 NAMED_TYPES: Analysis[None] = Analysis(

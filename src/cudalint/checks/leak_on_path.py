@@ -464,11 +464,14 @@ RULE = Rule(
     to `main`, `init`, `TestMain` and exported functions. A function that a
     framework calls again and again is no initialiser, exported or not: a
     Prometheus collector's `Collect(ch chan<- prometheus.Metric)` (every
-    scrape) or an HTTP handler `(w http.ResponseWriter, r *http.Request)`
-    (every request) that keeps a count takes one more on each call, and is
-    reported on its succeeding returns too, as is a count a loop takes on
-    every iteration and never gives back in it (the same call reached again
-    with the count held): each iteration takes one more. Where one
+    scrape) or an HTTP handler, a function or literal taking `(w
+    http.ResponseWriter, r *http.Request)` (every request), that keeps a
+    count takes one more on each call, and is reported on its succeeding
+    returns too, as is a count a loop takes on every iteration and never
+    gives back in it (the same call, given only constants, reached again
+    with the count held): each iteration takes one more. Neither is
+    reported in a function that sets a flag one of its conditions tests
+    (`if !c.inited { ...; c.inited = true }`): it takes the count once. Where one
     succeeding return gives the count back and another keeps it, the keeping
     one is reported (the caller cannot know which it got), unless it hands
     out a value of the package whose type gives the count back (a manager

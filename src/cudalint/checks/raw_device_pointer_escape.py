@@ -11,6 +11,7 @@ from cudalint.analyses.owners import OWNERS, Owners
 from cudalint.analyses.uses import USES, Use, UseKind
 from cudalint.catalog import Level, Rule
 from cudalint.prefilter import imports_of
+from cudalint.fixes.placement import statement_of
 from cudalint.framework import Pass, Ref
 from cudalint.functions import Unit, UnitKind
 from cudalint.knowledge import CallRole
@@ -45,7 +46,7 @@ def check(p: Pass) -> None:
                         # the result leaves before any variable holds it.
                         where = _escape_of(p, calls, owners, unit, call, returned=True)
                         if where is not None:
-                            _report(p, unit, _statement_of(call), fact.written, call, where)
+                            _report(p, unit, statement_of(call) or call, fact.written, call, where)
             # A wrapper's bare pointer was reported where it first left the
             # function that allocated it, not again at each caller.
             # A pointer handed out with the function that frees it (`return p,
@@ -100,14 +101,6 @@ def _out_target(calls: CallIndex, call: Node, role: CallRole) -> Node | None:
         return None
     target = syntax.unparen(argument.child_by_field_name("operand"))
     return target if target is not None and target.type == "identifier" else None
-
-
-def _statement_of(node: Node) -> Node:
-    """The statement a node is part of (where a finding about it is reported)."""
-    found = node
-    while found.parent is not None and found.parent.type not in ("block", "statement_list", "source_file"):
-        found = found.parent
-    return found
 
 
 def _bare_escape(p: Pass, calls: CallIndex, owners: Owners, unit: Unit, use: Use) -> str | None:

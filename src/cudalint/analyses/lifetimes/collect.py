@@ -17,7 +17,7 @@ from dataclasses import replace
 from cudalint import syntax
 from cudalint.analyses.calls import CallIndex
 from cudalint.analyses.lifetimes.closures import Closures
-from cudalint.analyses.lifetimes.counted import Counted, error_variable, is_counted, testify_asserts
+from cudalint.analyses.lifetimes.counted import flag_guarded, Counted, error_variable, is_counted, testify_asserts
 from cudalint.analyses.lifetimes.origins import Origins
 from cudalint.analyses.lifetimes.outcomes import (
     DoubleRelease, Leak, Lost, Mismatch, Origin, Overwrite, UnitLifetimes, UseAfterRelease,
@@ -190,18 +190,21 @@ class Collector:
                 (kind, path) for kind, path in succeeding
                 if len(path) < 2 or not self._counted.returns_owner(graph.ast(path[-2]), origin.resource.name)
             ]
-        if record.retaken and not self._counted.replaces(graph, origin):
+        for node, first, by_defer in _unique(record.double_releases):
+            result.double_releases.append(DoubleRelease(origin, node, first, by_defer, ""))
+        # A flag the function sets and tests (`if !c.inited { Init(); c.inited =
+        # true }`) says it takes the count once, whatever the paths look like.
+        guarded = flag_guarded(graph.unit)
+        if record.retaken and not guarded and not self._counted.replaces(graph, origin):
             # Taken on every iteration of a loop and never given back in it.
             result.leaks.append(replace(self._leak(graph, origin, ExitKind.RETURN, (origin.node,)), retaken=True))
             return
-        per_call = self._counted.per_call(graph.unit)
+        per_call = "" if guarded else self._counted.per_call(graph.unit)
         if succeeding and ((released_on_success and not self._counted.keeps(graph.unit)) or per_call):
             kind, path = succeeding[0]
             result.leaks.append(replace(self._leak(graph, origin, kind, path), per_call=per_call))
         elif succeeding:
             result.counted_out.append(origin)
-        for node, first, by_defer in _unique(record.double_releases):
-            result.double_releases.append(DoubleRelease(origin, node, first, by_defer, ""))
 
     def _leak(self, graph: CFG, origin: Origin, kind: ExitKind, path: tuple[int, ...]) -> Leak:
         last = path[-2] if len(path) >= 2 else origin.node

@@ -61,8 +61,8 @@ _ENTRY_POINTS = ("main", "init", "TestMain")
 _TESTING_PARAMETER = re.compile(r"\*\s*testing\.(T|B|F)\b")
 
 # The parameters of a Prometheus collector's Collect and of an HTTP handler.
-_COLLECTOR = re.compile(r"\(\s*\w+\s+chan\s*<-\s*(\w+\.)?Metric\s*\)")
-_HANDLER = re.compile(r"\(\s*\w+\s+(\w+\.)?ResponseWriter\s*,\s*\w+\s+\*\s*(\w+\.)?Request\s*\)")
+_COLLECTOR = re.compile(r"\(\s*(\w+\s+)?chan\s*<-\s*(\w+\.)?Metric\s*\)")
+_HANDLER = re.compile(r"\(\s*(\w+\s+)?(\w+\.)?ResponseWriter\s*,\s*(\w+\s+)?\*\s*(\w+\.)?Request\s*\)")
 
 # Calls whose result is a non-nil error.
 _NEW_ERROR = re.compile(r"(fmt\.Errorf|errors\.(New|Errorf|Wrap|Wrapf|WithMessage|WithMessagef|WithStack))$")
@@ -449,8 +449,6 @@ class Counted:
         handler `(w http.ResponseWriter, r *http.Request)` (every request).
         A count such a function takes and keeps is taken once more on each
         call: it is no process-lifetime initialisation. "" for any other."""
-        if unit.kind is UnitKind.LITERAL:
-            return ""
         parameters = unit.node.child_by_field_name("parameters")
         written = " ".join(syntax.text(parameters).split()) if parameters is not None else ""
         name = unit.name.rsplit(".", 1)[-1]
@@ -588,7 +586,9 @@ def _failure_result(unit: Unit, status: StatusSpec | None) -> str | None:
 
 
 def _same_name(written: str, status_type: str) -> bool:
-    return written.removeprefix("C.").rsplit(".", 1)[-1] == status_type.removeprefix("C.").rsplit(".", 1)[-1]
+    """`C.cudaError_t` and `cudaError_t`; `C.enum_ggml_status` (cgo's name
+    for an enum without a typedef) and `ggml_status`."""
+    return written.removeprefix("C.").removeprefix("enum_").rsplit(".", 1)[-1] == status_type.removeprefix("C.").rsplit(".", 1)[-1]
 
 
 def _outside_std(import_path: str) -> bool:
@@ -736,3 +736,33 @@ def _methods_of_returned(calls: CallIndex, statement: Node) -> list[Unit]:
         unit for unit in calls.package.units
         if unit.kind is UnitKind.METHOD and any(unit.name.startswith((f"({name}).", f"(*{name}).")) for name in names)
     ]
+
+
+def flag_guarded(unit: Unit) -> bool:
+    """Whether the function sets a flag to a constant (`inited = true`,
+    `c.started = 1`, `n++`) that one of its conditions reads: the paths it
+    takes depend on that flag, which the walk does not follow."""
+    if unit.body is None:
+        return False
+    set_flags: set[str] = set()
+    tested: set[str] = set()
+    for node in syntax.walk(unit.body, into_functions=False):
+        if node.type == "assignment_statement":
+            left = syntax.expressions(node.child_by_field_name("left"))
+            right = syntax.expressions(node.child_by_field_name("right"))
+            for target, value in zip(left, right) if len(left) == len(right) else ():
+                if value.type in ("true", "false", "int_literal") and target.type in ("identifier", "selector_expression"):
+                    set_flags.add(syntax.text(target))
+        elif node.type in ("inc_statement", "dec_statement"):
+            set_flags.add(syntax.text(syntax.children(node)[0]))
+        elif node.type in ("if_statement", "for_statement"):
+            condition = node.child_by_field_name("condition")
+            if node.type == "for_statement":
+                # `for !ok {}` has its condition as a bare child; `for i := 0; cond; i++` in its clause.
+                head = next((c for c in syntax.children(node) if c != node.child_by_field_name("body")), None)
+                condition = head.child_by_field_name("condition") if head is not None and head.type == "for_clause" else head
+            for part in syntax.walk(condition, into_functions=False) if condition is not None else ():
+                if part.type in ("identifier", "selector_expression"):
+                    tested.add(syntax.text(part))
+    return bool(set_flags & tested)
+

@@ -238,9 +238,10 @@ class Origins:
         symbol = self._calls.package.resolution.symbol(target)
         if symbol is None or not symbol.is_local:
             return None  # a global: the package owns it
-        if not role.is_out and symbol.role is Role.PARAM and not self._releases_in(origin):
+        if not role.is_out and symbol.role is Role.PARAM and not origin.unit.returns_error and not self._releases_in(origin):
             # `func MemHostRegister(p HostPtr, n int64) { C.cuMemHostRegister(p, n, 0) }`:
-            # the caller's memory, registered for the caller, who unregisters it.
+            # the caller's memory, registered for the caller, who unregisters
+            # it. (One that reports a failure may fail after registering.)
             return None
         origin = replace(origin, handle=symbol.name)
         if self._returned_beside(call, symbol):
