@@ -470,8 +470,8 @@ RULE = Rule(
     returns too, as is a count a loop takes on every iteration and never
     gives back in it (the same call, given only constants, reached again
     with the count held): each iteration takes one more. Neither is
-    reported in a function that sets a flag one of its conditions tests
-    (`if !c.inited { ...; c.inited = true }`): it takes the count once. Where one
+    reported in a function that sets a boolean flag one of its conditions
+    tests (`if !c.inited { ...; c.inited = true }`): it takes the count once. Where one
     succeeding return gives the count back and another keeps it, the keeping
     one is reported (the caller cannot know which it got), unless it hands
     out a value of the package whose type gives the count back (a manager

@@ -739,9 +739,10 @@ def _methods_of_returned(calls: CallIndex, statement: Node) -> list[Unit]:
 
 
 def flag_guarded(unit: Unit) -> bool:
-    """Whether the function sets a flag to a constant (`inited = true`,
-    `c.started = 1`, `n++`) that one of its conditions reads: the paths it
-    takes depend on that flag, which the walk does not follow."""
+    """Whether the function sets a boolean flag (`inited = true`,
+    `c.started = false`) that one of its conditions reads: the paths it
+    takes depend on that flag, which the walk does not follow. (Counters,
+    `i++` of a loop, are no flags.)"""
     if unit.body is None:
         return False
     set_flags: set[str] = set()
@@ -751,10 +752,8 @@ def flag_guarded(unit: Unit) -> bool:
             left = syntax.expressions(node.child_by_field_name("left"))
             right = syntax.expressions(node.child_by_field_name("right"))
             for target, value in zip(left, right) if len(left) == len(right) else ():
-                if value.type in ("true", "false", "int_literal") and target.type in ("identifier", "selector_expression"):
+                if value.type in ("true", "false") and target.type in ("identifier", "selector_expression"):
                     set_flags.add(syntax.text(target))
-        elif node.type in ("inc_statement", "dec_statement"):
-            set_flags.add(syntax.text(syntax.children(node)[0]))
         elif node.type in ("if_statement", "for_statement"):
             condition = node.child_by_field_name("condition")
             if node.type == "for_statement":
