@@ -485,26 +485,44 @@ def _exported_converters(p: Pass) -> dict[str, Converter]:
     """The package's exported converters, by the name importers call them.
     Only a parameter whose type is a family's status type (written as such,
     or a type of the package declared as one: `type CuvsError
-    C.cuvsError_t`) is tried, against that family."""
-    status: StatusSemantics = p.result_of(STATUS)
-    declared = {name: syntax.text(body) for name, body in type_declarations(p.package).items()}
-    found: dict[str, Converter] = {}
+    C.cuvsError_t`) is tried, against that family; a package with no such
+    parameter costs no status analysis."""
+    declared: dict[str, str] | None = None
+    candidates: list[tuple[Unit, str, int, list[Family]]] = []
     for unit in p.package.units:
         name = exported_name(unit)
         if name is None or unit.kind is UnitKind.LITERAL or not unit.returns_error:
             continue
-        parameters = []
-        for index, parameter in enumerate(unit.params):
-            written = syntax.text(parameter.type_node) if parameter.type_node is not None else ""
-            for family in _families_of(p.knowledge.families, declared.get(written, written)):
-                # Success values are spelt through the file's own name for the package.
-                spelt = min(p.package.resolution.import_names(unit.file.root, {family.import_path}), default=family.qualifier)
-                source = StatusSource(family.status, family.qualifier, f"{spelt}.{name}", family.name)
-                if status.converts(unit, index, source):
-                    parameters.append((index, family.name))
-                    break
-        if parameters:
-            found[name] = Converter(tuple(parameters))
+        if declared is None:
+            declared = {type_name: syntax.text(body) for type_name, body in type_declarations(p.package).items()}
+        # Read off the declaration: resolving every exported function's
+        # parameters would cost a scope analysis of each (a fifth of moby's run).
+        for index, written in enumerate(_parameter_types(unit)):
+            families = _families_of(p.knowledge.families, declared.get(written, written))
+            if families:
+                candidates.append((unit, name, index, families))
+    if not candidates:
+        return {}
+    status: StatusSemantics = p.result_of(STATUS)
+    parameters: dict[str, list[tuple[int, str]]] = {}
+    for unit, name, index, families in candidates:
+        for family in families:
+            # Success values are spelt through the file's own name for the package.
+            spelt = min(p.package.resolution.import_names(unit.file.root, {family.import_path}), default=family.qualifier)
+            if status.converts(unit, index, StatusSource(family.status, family.qualifier, f"{spelt}.{name}", family.name)):
+                parameters.setdefault(name, []).append((index, family.name))
+                break
+    return {name: Converter(tuple(found)) for name, found in parameters.items()}
+
+
+def _parameter_types(unit: Unit) -> list[str]:
+    """The type of each parameter, as written (`func f(a, b C.int)`: two)."""
+    parameters = unit.node.child_by_field_name("parameters")
+    found = []
+    for declaration in syntax.children(parameters) if parameters is not None else ():
+        type_node = declaration.child_by_field_name("type")
+        names = declaration.children_by_field_name("name")
+        found += [syntax.text(type_node) if type_node is not None else ""] * max(1, len(names))
     return found
 
 
