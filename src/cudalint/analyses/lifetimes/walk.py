@@ -185,7 +185,8 @@ class Walker:
         uses = self._uses.uses(graph.evaluated(n))
         kind = graph.kind(n)
         if origin is not None and origin.role.handle == "none":
-            return self._counted.through_node(graph, origin, state, n, record)
+            # `ret := nvml.Init(); if err := check(ret); ...`: the status moves to err here too.
+            return self._proxy_after(graph, origin, self._counted.through_node(graph, origin, state, n, record), n, uses)
         mine = [use for use in uses if use.symbol in state.names]
         resource = origin.resource if origin is not None else None
         aliases: set[Symbol] = set()
@@ -249,6 +250,12 @@ class Walker:
                 state, names=remaining, proxy=None if use.symbol is state.proxy else state.proxy,
                 fields=frozenset(held for held in state.fields if held[0] is not use.symbol),
             )
+        return self._proxy_after(graph, origin, state, n, uses)
+
+    def _proxy_after(self, graph: CFG, origin: Origin | None, state: State, n: int, uses: list[Use]) -> State:
+        """The variable that says whether the acquisition succeeded, after
+        node n: the error a converter made of the status (`err :=
+        check(st)`), or none where the status variable is written again."""
         if isinstance(state.proxy, Symbol) and origin is not None:
             converted = self._converted(graph, origin, state.proxy, n)
             if converted is not None:
