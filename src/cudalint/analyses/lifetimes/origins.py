@@ -407,8 +407,10 @@ class Origins:
             child, parent = value_parent(current, self._calls.callee)
             if parent is None:
                 return None
-            if parent.type == "binary_expression":
-                return current
+            if parent.type == "binary_expression" or (
+                parent.type == "expression_switch_statement" and parent.child_by_field_name("value") == child
+            ):
+                return current  # `switch C.cudaStreamCreate(&s) { case C.cudaSuccess: ... }` too
             if parent.type == "argument_list":
                 current = parent.parent  # a helper converting the status: its result carries it
                 continue
