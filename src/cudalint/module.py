@@ -242,13 +242,20 @@ def _implied_module(root: Path) -> Module | None:
     votes for the prefix `host/x/...`; the prefix most imports name wins."""
     votes: dict[str, set[tuple[Path, str]]] = {}  # prefix -> (importer, import) pairs naming it
     around = _imports_around(root, _DEPTH)
+    known: dict[Path, bool] = {}  # many imports name one directory: look at it once
+
+    def importable(directory: Path) -> bool:
+        if directory not in known:
+            known[directory] = _importable(directory)
+        return known[directory]
+
     if root.name == "src":
         # A GOPATH kept with the project (`src/cuda/driver` imported as
         # "cuda/driver"): import paths that are not the standard library's
         # name directories below src/.
         below = {
             imported for importer, imported in around
-            if not _in_goroot(imported) and root / imported != importer and _importable(root / imported)
+            if not _in_goroot(imported) and root / imported != importer and importable(root / imported)
         }
         if below:
             return Module(root, "")
@@ -258,7 +265,7 @@ def _implied_module(root: Path) -> Module | None:
             continue  # the standard library, or a path no project is published at
         for kept in range(len(segments), 1, -1):
             target = root.joinpath(*segments[kept:])
-            if target != importer and _importable(target):
+            if target != importer and importable(target):
                 votes.setdefault("/".join(segments[:kept]), set()).add((importer, imported))
 
     def support(prefix: str) -> tuple[int, int]:

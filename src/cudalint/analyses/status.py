@@ -112,8 +112,7 @@ class StatusSemantics:
         if value is None or depth > 8:
             return False
         text = syntax.text(value)
-        written_package = source.written.split(".", 1)[0]
-        if any(text in (success, spelled(success, source.qualifier, written_package)) for success in source.status.success):
+        if _written_among(source, text, source.status.success):
             return True
         named_after = self._c_constant(text)
         if named_after is not None and named_after in source.status.success:
@@ -142,9 +141,7 @@ class StatusSemantics:
         failures (`[status].failure`) fails with: `C.CUVS_ERROR`, `0`."""
         if source is None or source.status is None or not source.status.failure:
             return False
-        text = syntax.text(value)
-        written_package = source.written.split(".", 1)[0]
-        return any(text in (failure, spelled(failure, source.qualifier, written_package)) for failure in source.status.failure)
+        return _written_among(source, syntax.text(value), source.status.failure)
 
     def _c_constant(self, text: str) -> str | None:
         """What a constant of the package's own C is named after, as Go
@@ -422,6 +419,14 @@ class StatusSemantics:
                 if outcome is not Outcome.FAILURE:
                     return False
         return seen_nil and seen_error
+
+
+def _written_among(source: StatusSource, text: str, values: tuple[str, ...]) -> bool:
+    """Whether `text` is one of a family's values (`C.cudaSuccess`,
+    `nvml.SUCCESS`), as the knowledge writes it or as the file does through
+    its own name for the package (`gonvml.SUCCESS`)."""
+    written_package = source.written.split(".", 1)[0]
+    return any(text in (value, spelled(value, source.qualifier, written_package)) for value in values)
 
 
 def _first_constant(iota: Node) -> bool:
