@@ -18,7 +18,7 @@ from dataclasses import replace
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CallIndex, unwrap
 from cudalint.analyses.lifetimes.counted import hand_out_status
-from cudalint.analyses.call_kinds import value_parent
+from cudalint.analyses.call_kinds import CalleeKind, value_parent
 from cudalint.analyses.lifetimes.carriers import carriers_of, runs
 from cudalint.analyses.lifetimes.origins import Lifetimes
 from cudalint.analyses.lifetimes.outcomes import RECEIVER_HANDOUT, Origin
@@ -171,8 +171,30 @@ class HandOuts:
             held = origin.resource.owns or origin.resource
             if held not in owner.resources or origin.role.handle == "none":
                 continue
-            if (origin.handle and origin.handle in stored) or _out_into_receiver(origin, receiver.name, self._calls):
+            if (
+                (origin.handle and origin.handle in stored)
+                or _out_into_receiver(origin, receiver.name, self._calls)
+                or _result_into_receiver(origin, receiver.name)
+            ):
                 return replace(origin, resource=owned_resource(held, owner.type_name, owner.methods, owner.idempotent, owner.inert))
+        return self._filled_by_own_method(unit, receiver.name)
+
+    def _filled_by_own_method(self, unit: Unit, receiver: str) -> Origin | None:
+        """`func (a *Array) Init(...) { a.Alloc() }` where Alloc fills its
+        receiver: Init fills the same value, and so hands it out the same way."""
+        for call in syntax.calls_in(unit.body):
+            function = syntax.unparen(call.child_by_field_name("function"))
+            if function is None or function.type != "selector_expression":
+                continue
+            if syntax.text(syntax.unparen(function.child_by_field_name("operand"))) != receiver:
+                continue
+            callee = self._calls.callee(call)
+            target = callee.target
+            if callee.kind is not CalleeKind.LOCAL or target is None or target is unit or target.receiver_type != unit.receiver_type:
+                continue
+            for inner, index in self.handed_out(target):
+                if index == RECEIVER_HANDOUT:
+                    return inner
         return None
 
     def _returned_literal(self, unit: Unit, releases: Callable[[Unit], bool]) -> int | None:
@@ -296,6 +318,20 @@ def _out_into_receiver(origin: Origin, receiver: str, calls: CallIndex) -> bool:
         return False
     field = syntax.unparen(argument.child_by_field_name("operand"))
     return field is not None and field.type == "selector_expression" and syntax.text(field.child_by_field_name("operand")) == receiver
+
+
+def _result_into_receiver(origin: Origin, receiver: str) -> bool:
+    """`a.pointer = MemAlloc(n)`: the acquiring call's handle result is
+    assigned straight to a field of the receiver."""
+    if not origin.role.is_result or origin.call.type != "call_expression":
+        return False
+    targets = syntax.assigned_from(origin.call)
+    index = origin.role.index if len(targets) > 1 else 0
+    field = syntax.unparen(targets[index]) if index < len(targets) else None
+    return (
+        field is not None and field.type == "selector_expression"
+        and syntax.text(syntax.unparen(field.child_by_field_name("operand"))) == receiver
+    )
 
 
 def _beside_returned(unit: Unit, origin: Origin) -> bool:
