@@ -28,7 +28,9 @@ def named():
     ("github.com/acme/nvml/v3", "nvml"),
     ("github.com/NVIDIA/gpu-monitoring-tools/bindings/go/dcgm", "dcgm"),
     ("github.com/NVIDIA/go-nvml/pkg/nvml", None),  # described by go-nvml.toml: the knowledge wins
-    ("github.com/mindprince/gonvml", None),  # another name: nothing to go by
+    ("github.com/mindprince/gonvml", None),  # described by gonvml.toml
+    ("github.com/acme/gonvml", "nvml"),  # a fork of it elsewhere: read by its name
+    ("github.com/acme/gonvmlx", None),  # another name: nothing to go by
     ("gocv.io/x/gocv/cuda", None),  # packages named cuda are not all CUDA bindings
     ("nvml", None),
     ("./nvml", None),  # a relative import (GOPATH-era): local code

@@ -275,14 +275,16 @@ class NamedBindings:
 
     def word_of(self, import_path: str) -> str | None:
         """The C API a package binds by its name: the last element of its
-        import path (a `/vN` major version left out, `go-nvml` read as
-        `nvml`); None for a package a knowledge file describes."""
+        import path (a `/vN` major version left out, `go-nvml` and `gonvml`
+        read as `nvml`); None for a package a knowledge file describes."""
         if import_path in self._knowledge.import_paths or "/" not in import_path or import_path.startswith("."):
             return None  # described, the standard library's, or a relative import of local code
         parts = import_path.split("/")
         last = parts[-2] if re.fullmatch(r"v\d+", parts[-1]) else parts[-1]
-        word = last.removeprefix("go-")
-        return word if word in self.words else None
+        for word in (last, last.removeprefix("go-"), last.removeprefix("go")):
+            if word in self.words:
+                return word
+        return None
 
     def functions(self, word: str) -> frozenset[str]:
         """The C API's function names, without prefix, of the family bound by that word."""

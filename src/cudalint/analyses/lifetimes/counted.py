@@ -47,7 +47,7 @@ from cudalint.analyses.uses import UseKind, VariableUses
 from cudalint.cfg import CFG, DEFERS_RUN_ON, ExitKind, NodeKind
 from cudalint.functions import Unit, UnitKind
 from cudalint.gotypes import imported_type, named_type
-from cudalint.scope import SymbolKind
+from cudalint.scope import Role, SymbolKind
 from cudalint.knowledge import StatusSpec
 
 # The exported facts of a function of another package of the module.
@@ -423,10 +423,35 @@ class Counted:
             left = syntax.expressions(statement.child_by_field_name("left"))
             right = syntax.expressions(statement.child_by_field_name("right"))
             for target, value in zip(left, right):
+                if syntax.text(value) != "true":
+                    continue
                 symbol = resolution.symbol(target) if target.type == "identifier" else None
-                if symbol is not None and symbol.kind is SymbolKind.VAR and not symbol.is_local and syntax.text(value) == "true":
+                if symbol is not None and symbol.kind is SymbolKind.VAR and not symbol.is_local:
+                    return True
+                if target.type == "selector_expression" and self._held_flag(target, origin.resource.name):
                     return True
         return False
+
+    def _held_flag(self, target: Node, name: str) -> bool:
+        """`nm.nvmlInitialized = true` on a value the function did not make
+        (its receiver, a parameter, a package variable), where a function of
+        the package reads that field and gives the count back (`Destroy`:
+        `if nm.nvmlInitialized { gonvml.Shutdown() }`): the value holds the
+        count, and whoever destroys it releases it."""
+        root = target
+        while root is not None and root.type == "selector_expression":
+            root = syntax.unparen(root.child_by_field_name("operand"))
+        symbol = self._calls.package.resolution.symbol(root) if root is not None and root.type == "identifier" else None
+        if symbol is None or symbol.role not in (Role.PARAM, Role.RECEIVER, Role.GLOBAL):
+            return False
+        field = syntax.text(target.child_by_field_name("field"))
+        return any(
+            self.releases(unit, name) and any(
+                syntax.text(node.child_by_field_name("field")) == field
+                for node in syntax.walk(unit.body) if node.type == "selector_expression"
+            )
+            for unit in self._calls.package.units if unit.body is not None
+        )
 
     def keeps(self, unit: Unit) -> bool:
         """main, init and TestMain may keep a count for the process lifetime."""
