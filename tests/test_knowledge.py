@@ -92,6 +92,8 @@ def test_cudaGetLastError_is_a_discardable_status_call() -> None:
         ({"family": "f", "description": "x", "import": "g.io/nv", "embedded_by": [{"type": "Device", "embeds": "nv.Dev"}]}, "expected an import path and an exported type"),
         ({"family": "f", "description": "x", "import": "g.io/nv", "embedded_by": [{"type": "g.io/lib.Device", "embeds": "Dev"}]}, "must be qualified"),
         ({"family": "f", "description": "x", "import": "g.io/nv", "embedded_by": [{"type": "g.io/lib.Device", "embeds": "nv.Dev", "size": 1}]}, "unknown key 'size'"),
+        ({"family": "f", "description": "x", "import": "C", "forks": ["g.io/nv"]}, "forks: only a Go package"),
+        ({"family": "f", "description": "x", "import": "g.io/nv", "forks": "g.io/nv2"}, "forks: expected a list of non-empty strings"),
     ],
 )
 def test_schema_errors_name_the_file_and_key(document: dict, message: str) -> None:
@@ -222,3 +224,15 @@ def test_a_type_that_embeds_a_described_one_has_its_methods_but_its_own() -> Non
     assert knowledge.embedded_type(nvlib, "MigDevice", "GetProfile") is None
     assert knowledge.embedded_type(nvlib, "Interface", "GetDevices") is None
     assert nvlib in knowledge.embedding_packages()
+
+
+def test_a_fork_is_described_like_the_package_it_forks() -> None:
+    """icicle-gnark publishes icicle's runtime under its own module path."""
+    knowledge = load_knowledge()
+    original = knowledge.lookup("github.com/ingonyama-zk/icicle/v3/wrappers/golang/runtime", "CreateStream")
+    fork = knowledge.lookup("github.com/ingonyama-zk/icicle-gnark/v3/wrappers/golang/runtime", "CreateStream")
+    assert original is not None and fork is not None
+    assert original.family.name == "icicle"
+    assert fork.family.name == "icicle (github.com/ingonyama-zk/icicle-gnark/v3/wrappers/golang/runtime)"
+    assert [r.name for r in fork.acquires] == [r.name for r in original.acquires] == ["ICICLE stream"]
+    assert knowledge.lookup("github.com/ingonyama-zk/icicle-other/v3/wrappers/golang/runtime", "CreateStream") is None

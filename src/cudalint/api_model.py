@@ -176,6 +176,9 @@ class Family:
     # Types of other packages that embed one of the family's types, whose
     # source may be absent (go-nvlib's device.Device embeds nvml.Device).
     embedded_by: tuple[Embedding, ...] = ()
+    # The same package published under other import paths (a fork's module
+    # path: icicle-gnark's runtime is icicle's): each is described alike.
+    forks: tuple[str, ...] = ()
 
     def forwarded(self, name: str) -> str:
         """The package function a method of one of the family's interfaces

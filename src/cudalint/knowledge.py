@@ -361,6 +361,7 @@ def _unversioned(name: str) -> str:
 _TOP_KEYS = {
     "schema", "family", "description", "import", "name", "docs", "status", "status_calls", "resource", "types",
     "threads", "async", "keeps", "results", "interfaces", "named_bindings", "partial", "libraries", "embedded_by",
+    "forks",
 }
 _EMBEDDED_KEYS = {"type", "embeds", "own"}
 _NAMED_KEYS = {"package", "functions"}
@@ -461,11 +462,20 @@ def parse_family(document: dict, source: str) -> Family:
     if (libraries := _strings(source, "libraries", doc.get("libraries"))) and import_path != "C":
         raise _fail(source, "libraries", "only a family of C calls is exported by shared libraries")
     embedded_by = tuple(_embedding(source, f"embedded_by[{i}]", item, qualifier) for i, item in enumerate(_array(source, "embedded_by", doc)))
+    forks = _strings(source, "forks", doc.get("forks"))
+    if forks and import_path == "C":
+        raise _fail(source, "forks", "only a Go package is published under other import paths")
     return Family(
         name, description, import_path, qualifier, source, docs, status,
         match, except_, discardable, resources, types, bound, setters, need_context, async_host, keeps, results,
-        interfaces, named, functions, partial, libraries, embedded_by,
+        interfaces, named, functions, partial, libraries, embedded_by, forks,
     )
+
+
+def with_forks(family: Family) -> list[Family]:
+    """The family, and one copy of it for each import path its package is
+    also published under, named after that path."""
+    return [family] + [replace(family, name=f"{family.name} ({fork})", import_path=fork, forks=()) for fork in family.forks]
 
 
 def _embedding(source: str, where: str, item: Any, qualifier: str) -> Embedding:
@@ -669,7 +679,7 @@ def load_file(path: Path, private: bool = False) -> Family:
 def load_knowledge(extra_files: tuple[Path, ...] = (), private: frozenset[Path] = frozenset()) -> Knowledge:
     """`private`: files of extra_files outside the repository (see load_file)."""
     files = sorted(builtin_rules_dir().glob("*.toml")) + list(extra_files)
-    families = [load_file(path, path in private) for path in files]
+    families = [copy for path in files for copy in with_forks(load_file(path, path in private))]
     seen: dict[str, str] = {}
     for family in families:
         if family.name in seen:

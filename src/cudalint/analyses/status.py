@@ -475,6 +475,10 @@ def first_success_as_written(fact: CallFact) -> str:
     family = fact.api.family if fact.api is not None else None
     if family is None:
         return fact.status.success[0]
+    if "." not in fact.written and not fact.on_value:
+        # Inside the described package (`GetActiveDevice()` in icicle's runtime): unqualified.
+        success = fact.status.success[0]
+        return success[len(family.qualifier) + 1:] if success.startswith(family.qualifier + ".") else success
     written_package = family.qualifier if fact.on_value or "." in fact.name else fact.written.split(".", 1)[0]
     return spelled(fact.status.success[0], family.qualifier, written_package)
 

@@ -238,6 +238,8 @@ class Walker:
                 state = replace(state, fields=state.fields - {(use.symbol, use.field)})
                 if state.holds_in_field(use.symbol):
                     continue  # it still holds it in another field
+            elif use.kind is UseKind.WRITE and _given_back(use):
+                continue  # `mem, err = runtime.CopyToDevice(mem, src, n)`: the call hands back what it was given
             remaining = state.names - {use.symbol}
             if state.phase is Phase.HELD and not remaining and state.deferred_release is None:
                 if origin is not None and not summary:
@@ -445,6 +447,33 @@ def _released_again_harmlessly(state: State, n: int, use: Use) -> State:
         return state
     deferred = None if state.deferred_idempotent else state.deferred_release
     return replace(state, phase=Phase.RELEASED, released_at=n, proxy=None, deferred_release=deferred)
+
+
+def _given_back(use: Use) -> bool:
+    """Whether the variable is written with the result of a call it is an
+    argument of (`mem, err = runtime.CopyToDevice(mem, src, n)`, `p =
+    wrap(p)`): the callee was handed the value and returns it, or what it
+    made of it, so the variable still holds the resource. (A call that
+    moves its argument into its result, `C.realloc`, is the knowledge's
+    `moves`.)"""
+    holder = use.node.parent
+    statement = holder.parent if holder is not None and holder.type == "expression_list" else None
+    if statement is None or statement.type not in ("assignment_statement", "short_var_declaration") or statement.child_by_field_name("left") != holder:
+        return False
+    targets = syntax.expressions(holder)
+    values = syntax.expressions(statement.child_by_field_name("right"))
+    index = next((i for i, target in enumerate(targets) if target.id == use.node.id), None)
+    if index is None:
+        return False
+    value = values[0] if len(values) == 1 else values[index] if index < len(values) else None
+    value = syntax.unparen(value) if value is not None else None
+    if value is None or value.type != "call_expression":
+        return False
+    name = use.symbol.name
+    return any(
+        argument.type == "identifier" and syntax.text(argument) == name
+        for argument in (syntax.unparen(a) for a in syntax.children(value.child_by_field_name("arguments")))
+    )
 
 
 def _assigned(use: Use) -> bool:
