@@ -175,3 +175,22 @@ def test_a_src_directory_is_no_gopath_for_the_standard_librarys_names(tmp_path: 
     _write(src / "app" / "main.go", 'package main\n\nimport "log"\n')
     assert Modules().of(src / "app") is None
 
+
+
+def test_a_subpackage_whose_own_subpackages_import_another_project_is_still_the_projects(tmp_path: Path) -> None:
+    """gocudnn's xtra: its subpackage imports github.com/o/cutil, whose last
+    element names no directory of the checkout. That import does not make
+    xtra the package cutil; xtra is gocudnn's, so its imports of gocudnn's
+    other packages (cudart) resolve to the checkout's directories."""
+    root = tmp_path / "checkout"
+    _write(root / "handle.go", 'package gocudnn\n\nimport (\n\t"github.com/o/gocudnn/cudart"\n)\n\nvar _ = cudart.X\n')
+    _write(root / "cudart" / "cudart.go", "package cudart\n\nvar X = 1\n")
+    xtra = 'package xtra\n\nimport (\n\t"github.com/o/cutil"\n\t"github.com/o/gocudnn"\n\t"github.com/o/gocudnn/cudart"\n)\n'
+    _write(root / "xtra" / "xtra.go", xtra)
+    for name in ("kerns", "loss"):
+        _write(root / "xtra" / name / f"{name}.go", f'package {name}\n\nimport (\n\t"github.com/o/cutil"\n\t"github.com/o/gocudnn/xtra"\n)\n')
+    modules = Modules()
+    for directory in (root / "xtra", root / "xtra" / "kerns", root / "cudart"):
+        module = modules.of(directory)
+        assert module is not None and module.root == root and module.path == "github.com/o/gocudnn", directory
+    assert modules.import_path(root / "xtra") == "github.com/o/gocudnn/xtra"

@@ -222,17 +222,30 @@ def gopath_module(directory: Path, inferred: dict[Path, Module | None]) -> Modul
     one of its own directories by such a path is the root, and that path's
     prefix the project's path. `inferred` memoises the answer per candidate
     root; a directory whose project says nothing of itself has none."""
+    found: Module | None = None
     candidate = directory
     for _ in range(_GOPATH_LEVELS):
         if candidate not in inferred:
             inferred[candidate] = _implied_module(candidate)
-        found = inferred[candidate]
-        if found is not None:
-            return found
+        above = inferred[candidate]
+        if found is not None and not _covers(above, found):
+            break
+        found = above or found
         if candidate.parent == candidate:
             break
         candidate = candidate.parent
-    return None
+    return found
+
+
+def _covers(above: Module | None, below: Module) -> bool:
+    """Whether a project found higher up is the same project as one found
+    below it (`xtra` read as github.com/o/gocudnn/xtra, its parent as
+    github.com/o/gocudnn): the higher root then holds every package the
+    imports name, its siblings among them."""
+    if above is None or not above.path or not below.path:
+        return False
+    relative = below.root.relative_to(above.root).as_posix()
+    return below.path == f"{above.path}/{relative}" if relative != "." else below.path == above.path
 
 
 def _implied_module(root: Path) -> Module | None:
@@ -259,12 +272,20 @@ def _implied_module(root: Path) -> Module | None:
         }
         if below:
             return Module(root, "")
+    root_names: set[str] | None = None  # what an import naming root itself must end with
     for importer, imported in around:
         segments = imported.split("/")
         if len(segments) < 2 or "." not in segments[0]:
             continue  # the standard library, or a path no project is published at
         for kept in range(len(segments), 1, -1):
             target = root.joinpath(*segments[kept:])
+            if target == root:
+                # `xtra/kerns` importing github.com/o/cutil names no directory
+                # by its path: root is that package only if it is named so.
+                if root_names is None:
+                    root_names = {root.name, declared_package_name(root) or root.name}
+                if segments[-1] not in root_names:
+                    continue
             if target != importer and importable(target):
                 votes.setdefault("/".join(segments[:kept]), set()).add((importer, imported))
 

@@ -22,13 +22,10 @@ def check(p: Pass) -> None:
     by_registration: dict[int, list] = {}
     for only in found.finalizer_only():
         by_registration.setdefault(id(only.registration), []).append(only)
-    # The same finalizer registered in several places is one design: reported at the first.
-    designs: set[tuple[int, frozenset]] = set()
+    # Every registration is reported: each is a constructor whose callers
+    # get no way to release what it made (a finalizer shared by 40 NPP
+    # allocators is 40 findings, fixed by one exported Free).
     for group in by_registration.values():
-        design = (id(group[0].registration.finalizer), frozenset(o.release.path for o in group))
-        if design in designs:
-            continue
-        designs.add(design)
         registration = group[0].registration
         release = group[0].release
         refs: dict[str, Ref] = {}
@@ -64,9 +61,8 @@ RULE = Rule(
     followed into the functions it calls, the literals it hands to a worker
     (`w.Run(func() {...})`) and the goroutines it starts. Resources the
     knowledge marks `host_side` (C heap memory, cuDNN and cuBLASLt
-    descriptors) are not reported. The same
-    finalizer registered by several constructors is reported once, at the
-    first registration.
+    descriptors) are not reported. A finalizer registered by several
+    constructors is reported at each registration.
 
     ## Why is this bad?
     The GC runs when the Go heap grows. A small Go struct holding gigabytes

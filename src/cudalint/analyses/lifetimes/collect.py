@@ -17,7 +17,8 @@ from dataclasses import replace
 from cudalint import syntax
 from cudalint.analyses.calls import CallIndex
 from cudalint.analyses.lifetimes.closures import Closures
-from cudalint.analyses.lifetimes.counted import flag_guarded, Counted, error_variable, is_counted, testify_asserts
+from cudalint.analyses.lifetimes.counted import Counted, error_variable, is_counted, testify_asserts
+from cudalint.analyses.lifetimes.flags import flag_guarded
 from cudalint.analyses.lifetimes.origins import Origins
 from cudalint.analyses.lifetimes.outcomes import (
     DoubleRelease, Leak, Lost, Mismatch, Origin, Overwrite, UnitLifetimes, UseAfterRelease,
@@ -176,6 +177,8 @@ class Collector:
         # on t.Fatal as on its normal return; one that does should have deferred it.
         kept_by_test = not record.released_exits
         held_exits = [(kind, path) for _, kind, path in record.held_exits if not (kept_by_test and self._counted.ends_test(graph.unit, kind))]
+        # A return after the count was recorded on a value that gives it back leaves it there.
+        held_exits = [(kind, path) for kind, path in held_exits if not self._counted.recorded_on(graph, path, origin.resource.name)]
         failing = [(kind, path) for kind, path in held_exits if len(path) >= 2 and fails(graph, origin, kind, path[-2])]
         succeeding = [(kind, path) for kind, path in held_exits if (kind, path) not in failing]
         if failing and not self._counted.replaces(graph, origin):

@@ -40,6 +40,7 @@ from tree_sitter import Node
 
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CalleeKind, CallIndex
+from cudalint.analyses.lifetimes.flags import held_flag, set_true
 from cudalint.analyses.lifetimes.outcomes import EarlyRelease, Origin
 from cudalint.analyses.lifetimes.states import LeftControl, Phase, State, WalkRecord, path_to, release
 from cudalint.analyses.status import Outcome, StatusSemantics, StatusSource
@@ -47,7 +48,7 @@ from cudalint.analyses.uses import UseKind, VariableUses
 from cudalint.cfg import CFG, DEFERS_RUN_ON, ExitKind, NodeKind
 from cudalint.functions import Unit, UnitKind
 from cudalint.gotypes import imported_type, named_type
-from cudalint.scope import Role, SymbolKind
+from cudalint.scope import SymbolKind
 from cudalint.knowledge import StatusSpec
 
 # The exported facts of a function of another package of the module.
@@ -417,40 +418,23 @@ class Counted:
         lose it on their failing returns."""
         resolution = self._calls.package.resolution
         for n in graph.statement_nodes():
-            statement = graph.ast(n)
-            if statement is None or statement.type != "assignment_statement" or n == origin.node or not graph.has_path(origin.node, n):
+            if n == origin.node or not graph.has_path(origin.node, n):
                 continue
-            left = syntax.expressions(statement.child_by_field_name("left"))
-            right = syntax.expressions(statement.child_by_field_name("right"))
-            for target, value in zip(left, right):
-                if syntax.text(value) != "true":
-                    continue
+            for target in set_true(graph.ast(n)):
                 symbol = resolution.symbol(target) if target.type == "identifier" else None
                 if symbol is not None and symbol.kind is SymbolKind.VAR and not symbol.is_local:
                     return True
-                if target.type == "selector_expression" and self._held_flag(target, origin.resource.name):
-                    return True
         return False
 
-    def _held_flag(self, target: Node, name: str) -> bool:
-        """`nm.nvmlInitialized = true` on a value the function did not make
-        (its receiver, a parameter, a package variable), where a function of
-        the package reads that field and gives the count back (`Destroy`:
-        `if nm.nvmlInitialized { gonvml.Shutdown() }`): the value holds the
-        count, and whoever destroys it releases it."""
-        root = target
-        while root is not None and root.type == "selector_expression":
-            root = syntax.unparen(root.child_by_field_name("operand"))
-        symbol = self._calls.package.resolution.symbol(root) if root is not None and root.type == "identifier" else None
-        if symbol is None or symbol.role not in (Role.PARAM, Role.RECEIVER, Role.GLOBAL):
-            return False
-        field = syntax.text(target.child_by_field_name("field"))
+    def recorded_on(self, graph: CFG, path: tuple[int, ...], name: str) -> bool:
+        """Whether a node of this path records the count in a field of a
+        value the function did not make (`nm.nvmlInitialized = true`; see
+        `held_flag`): a return after it leaves the count to that value."""
+        package = self._calls.package
         return any(
-            self.releases(unit, name) and any(
-                syntax.text(node.child_by_field_name("field")) == field
-                for node in syntax.walk(unit.body) if node.type == "selector_expression"
-            )
-            for unit in self._calls.package.units if unit.body is not None
+            target.type == "selector_expression"
+            and held_flag(target, package.resolution, package.units, lambda unit: self.releases(unit, name))
+            for n in path for target in set_true(graph.ast(n))
         )
 
     def keeps(self, unit: Unit) -> bool:
@@ -761,32 +745,3 @@ def _methods_of_returned(calls: CallIndex, statement: Node) -> list[Unit]:
         unit for unit in calls.package.units
         if unit.kind is UnitKind.METHOD and any(unit.name.startswith((f"({name}).", f"(*{name}).")) for name in names)
     ]
-
-
-def flag_guarded(unit: Unit) -> bool:
-    """Whether the function sets a boolean flag (`inited = true`,
-    `c.started = false`) that one of its conditions reads: the paths it
-    takes depend on that flag, which the walk does not follow. (Counters,
-    `i++` of a loop, are no flags.)"""
-    if unit.body is None:
-        return False
-    set_flags: set[str] = set()
-    tested: set[str] = set()
-    for node in syntax.walk(unit.body, into_functions=False):
-        if node.type == "assignment_statement":
-            left = syntax.expressions(node.child_by_field_name("left"))
-            right = syntax.expressions(node.child_by_field_name("right"))
-            for target, value in zip(left, right) if len(left) == len(right) else ():
-                if value.type in ("true", "false") and target.type in ("identifier", "selector_expression"):
-                    set_flags.add(syntax.text(target))
-        elif node.type in ("if_statement", "for_statement"):
-            condition = node.child_by_field_name("condition")
-            if node.type == "for_statement":
-                # `for !ok {}` has its condition as a bare child; `for i := 0; cond; i++` in its clause.
-                head = next((c for c in syntax.children(node) if c != node.child_by_field_name("body")), None)
-                condition = head.child_by_field_name("condition") if head is not None and head.type == "for_clause" else head
-            for part in syntax.walk(condition, into_functions=False) if condition is not None else ():
-                if part.type in ("identifier", "selector_expression"):
-                    tested.add(syntax.text(part))
-    return bool(set_flags & tested)
-

@@ -1,0 +1,73 @@
+"""Boolean flags a function sets: where a count is recorded (`initDone =
+true`, `nm.initialized = true`), and flags its own conditions read, which
+make its paths depend on state the walk does not follow."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.functions import Unit
+from cudalint.scope import Resolution, Role
+
+
+def set_true(statement: Node | None) -> list[Node]:
+    """The targets an assignment statement sets to `true`."""
+    if statement is None or statement.type != "assignment_statement":
+        return []
+    left = syntax.expressions(statement.child_by_field_name("left"))
+    right = syntax.expressions(statement.child_by_field_name("right"))
+    return [target for target, value in zip(left, right) if syntax.text(value) == "true"]
+
+
+def flag_guarded(unit: Unit) -> bool:
+    """Whether the function sets a boolean flag (`inited = true`,
+    `c.started = false`) that one of its conditions reads: the paths it
+    takes depend on that flag, which the walk does not follow. (Counters,
+    `i++` of a loop, are no flags.)"""
+    if unit.body is None:
+        return False
+    set_flags: set[str] = set()
+    tested: set[str] = set()
+    for node in syntax.walk(unit.body, into_functions=False):
+        if node.type == "assignment_statement":
+            left = syntax.expressions(node.child_by_field_name("left"))
+            right = syntax.expressions(node.child_by_field_name("right"))
+            for target, value in zip(left, right) if len(left) == len(right) else ():
+                if value.type in ("true", "false") and target.type in ("identifier", "selector_expression"):
+                    set_flags.add(syntax.text(target))
+        elif node.type in ("if_statement", "for_statement"):
+            condition = node.child_by_field_name("condition")
+            if node.type == "for_statement":
+                # `for !ok {}` has its condition as a bare child; `for i := 0; cond; i++` in its clause.
+                head = next((c for c in syntax.children(node) if c != node.child_by_field_name("body")), None)
+                condition = head.child_by_field_name("condition") if head is not None and head.type == "for_clause" else head
+            for part in syntax.walk(condition, into_functions=False) if condition is not None else ():
+                if part.type in ("identifier", "selector_expression"):
+                    tested.add(syntax.text(part))
+    return bool(set_flags & tested)
+
+
+def held_flag(target: Node, resolution: Resolution, units: Iterable[Unit], releases: Callable[[Unit], bool]) -> bool:
+    """`nm.nvmlInitialized = true` on a value the function did not make (a
+    parameter, a package variable), where a function of the package that
+    gives the count back (`releases`) reads that field (`Destroy`: `if
+    nm.nvmlInitialized { gonvml.Shutdown() }`): the value holds the count,
+    and whoever destroys it releases it. (A method's receiver is not such a
+    value: the method hands the count to its caller's value.)"""
+    root = target
+    while root is not None and root.type == "selector_expression":
+        root = syntax.unparen(root.child_by_field_name("operand"))
+    symbol = resolution.symbol(root) if root is not None and root.type == "identifier" else None
+    if symbol is None or symbol.role not in (Role.PARAM, Role.GLOBAL):
+        return False
+    field = syntax.text(target.child_by_field_name("field"))
+    return any(
+        releases(unit) and any(
+            syntax.text(node.child_by_field_name("field")) == field
+            for node in syntax.walk(unit.body) if node.type == "selector_expression"
+        )
+        for unit in units if unit.body is not None
+    )
