@@ -362,6 +362,11 @@ class TypeOracle:
             if function is not None and function.type == "identifier" and syntax.text(function) == "new":
                 arguments = syntax.children(node.child_by_field_name("arguments"))
                 return named_type(arguments[0]) if arguments else None
+            if function is not None and function.type == "identifier":
+                # `status(st)`: a conversion to a type of the package.
+                symbol = self.package.resolution.symbol(function)
+                if symbol is not None and symbol.kind is SymbolKind.TYPE and not symbol.is_local:
+                    return syntax.text(function)
             return self.result_type(node)
         if node.type == "selector_expression":
             owner = self.type_of(node.child_by_field_name("operand"), depth + 1)

@@ -27,7 +27,7 @@ from cudalint.cfg import NodeKind, PackageCFGs
 from cudalint.framework import Analysis, FactView, Pass
 from cudalint.functions import Unit, UnitKind, exported_name
 from cudalint.gotypes import type_declarations
-from cudalint.scope import SymbolKind
+from cudalint.scope import Symbol, SymbolKind
 from cudalint.knowledge import ApiFunction, Family, StatusSpec
 
 # A predicate asked of a status (`IsNotSupportedError(ret)`), and the words
@@ -302,6 +302,18 @@ class StatusSemantics:
             return fact is not None and (index, source.family) in fact.parameters
         return False
 
+    def converts_receiver_status_at(self, call: Node, status_call: Node) -> bool:
+        """`status(C.cudaSetDevice(d)).error("Set")`: the method a call
+        calls, of this package, converts its receiver, the status this API
+        call returns, into an error."""
+        callee = self.calls.callee(call)
+        fact = self.calls.call(status_call)
+        if callee.kind is not CalleeKind.LOCAL or callee.target is None or callee.target.receiver is None:
+            return False
+        if fact is None or fact.api is None or fact.status is None or fact.status.kind == "error":
+            return False
+        return self.converts(callee.target, RECEIVER, StatusSource.of(fact.api, fact.written))
+
     def converts_status_at(self, call: Node, index: int, status_call: Node) -> bool:
         """`converts_at` for the status this API call returns."""
         fact = self.calls.call(status_call)
@@ -328,9 +340,9 @@ class StatusSemantics:
         C, where the analysis does not look; such a function is taken for a
         converter, since the alternative (a leak on the failure branch of
         every acquisition checked through it) is what real bindings showed."""
-        if index >= len(unit.params) or not unit.returns_error or unit.body is None:
+        status = _converted_parameter(unit, index)
+        if status is None or not unit.returns_error or unit.body is None:
             return False
-        status = unit.params[index]
         returns = list(syntax.return_statements(unit.body))
         if self._only_read_by_c(unit, status, returns):
             return True
@@ -365,9 +377,9 @@ class StatusSemantics:
 
     def _is_converter(self, unit: Unit, index: int, source: StatusSource) -> bool:
         graph = self.cfgs.graphs.get(unit)
-        if graph is None or index >= len(unit.params) or not unit.returns_error:
+        status = _converted_parameter(unit, index)
+        if graph is None or status is None or not unit.returns_error:
             return False
-        status = unit.params[index]
         resolution = self.calls.package.resolution
 
         def is_status(symbol) -> bool:
@@ -419,6 +431,18 @@ class StatusSemantics:
                 if outcome is not Outcome.FAILURE:
                     return False
         return seen_nil and seen_error
+
+
+# The index `converts` is asked about for a method's receiver.
+RECEIVER = -1
+
+
+def _converted_parameter(unit: Unit, index: int) -> Symbol | None:
+    """The parameter at `index`, or the receiver (RECEIVER) of a method
+    whose receiver is the status (`func (s status) error(ctx string) error`)."""
+    if index == RECEIVER:
+        return unit.receiver
+    return unit.params[index] if 0 <= index < len(unit.params) else None
 
 
 def _written_among(source: StatusSource, text: str, values: tuple[str, ...]) -> bool:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from cudalint import fixpoint, syntax
-from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
+from cudalint.analyses.calls import CALLS, CalleeKind, CallFact, CallIndex, unwrap
 from cudalint.analyses.status import STATUS, StatusSemantics
 from cudalint.framework import Analysis, FactView, Pass
 from cudalint.functions import Unit, UnitKind, exported_name
@@ -292,17 +292,29 @@ class StatusWrappers:
 
     def _converted(self, call: Node, arguments: list[Node]) -> Wrapped | None:
         """`check(C.cudaMemcpy(...))`, or `check(st)` with `st := C.cudaMemcpy(...)`,
-        by a converter of this package or another of the module."""
+        by a converter of this package or another of the module; or
+        `status(C.cudaSetDevice(d)).error("Set")`, by a method of the
+        package's status type that converts its receiver."""
         for index, argument in enumerate(arguments):
-            argument = unwrap(argument, self.calls)
-            if argument is not None and argument.type == "identifier":
-                symbol = self.calls.package.resolution.symbol(argument)
-                argument = unwrap(symbol.init, self.calls) if symbol is not None and symbol.init is not None else None
-            inner = self.calls.status_call(argument)
-            if inner is not None and inner.status is not None and inner.status.kind != "error":
-                if self.status.converts_status_at(call, index, inner.node):
-                    return Wrapped(inner.written, inner.is_release)
+            inner = self._api_status_in(argument)
+            if inner is not None and self.status.converts_status_at(call, index, inner.node):
+                return Wrapped(inner.written, inner.is_release)
+        function = syntax.unparen(call.child_by_field_name("function"))
+        if function is not None and function.type == "selector_expression":
+            inner = self._api_status_in(function.child_by_field_name("operand"))
+            if inner is not None and self.status.converts_receiver_status_at(call, inner.node):
+                return Wrapped(inner.written, inner.is_release)
         return None
+
+    def _api_status_in(self, value: Node | None) -> CallFact | None:
+        """The API call whose status a value is: the call itself, through
+        conversions, or the call a local was initialised with."""
+        value = unwrap(value, self.calls)
+        if value is not None and value.type == "identifier":
+            symbol = self.calls.package.resolution.symbol(value)
+            value = unwrap(symbol.init, self.calls) if symbol is not None and symbol.init is not None else None
+        inner = self.calls.status_call(value)
+        return inner if inner is not None and inner.status is not None and inner.status.kind != "error" else None
 
 
 def _exported_wrappers(p: Pass) -> dict[str, Wrapped]:
