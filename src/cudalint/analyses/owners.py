@@ -31,7 +31,7 @@ types of its importers.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -366,13 +366,17 @@ class Owners:
 
     # -- constructors ----------------------------------------------------------------
 
-    def constructed(self, unit: Unit, handle: str, resource: ResourceSpec) -> tuple[int, Owner] | None:
+    def constructed(
+        self, unit: Unit, handle: str, resource: ResourceSpec, succeeded: Callable[[Node], bool] = lambda _: False,
+    ) -> tuple[int, Owner] | None:
         """Where `unit` returns a new value of an owning type that holds the
         variable `handle` (of `resource`): `return &Buffer{ptr: p}, nil`,
         `return Buffer{p, n}, nil`, `return DevicePtr(p), nil`, or `b :=
         &Buffer{ptr: p}` ... `return b, nil`. Every such return must put it
         at one result position, with a nil error after it where the
-        function returns one; the owner must release that resource (a
+        function returns one (or an error that `succeeded` says is nil
+        exactly where the acquisition succeeded: `return &Module{m: mod},
+        check(st)`); the owner must release that resource (a
         value of another owning type, `&Workspace{mem: p}` with `p
         DevicePtr`, stands for what that type owns)."""
         resource = resource.owns or resource
@@ -386,7 +390,7 @@ class Owners:
                 owner = self.of(made)
                 if owner is None or resource not in owner.resources:
                     continue
-                if unit.returns_error and syntax.text(expressions[-1]) != "nil":
+                if unit.returns_error and syntax.text(expressions[-1]) != "nil" and not succeeded(expressions[-1]):
                     return None
                 if found is not None and found[0] != index:
                     return None

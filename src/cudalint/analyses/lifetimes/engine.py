@@ -68,7 +68,7 @@ class Engine:
         self._walker = Walker(calls, uses, status, self._resources, self._effects, closures, counted)
         self._hand_outs = HandOuts(
             calls, owners, self.lifetimes, self._analysing.__contains__, self._effects.hands_out, self._releases_captured(uses),
-            counted.releases,
+            counted.releases, status.converts_at,
         )
         self._origins = Origins(calls, self._effects, self._hand_outs.handed_out, self.lifetimes, owners)
         self._collector = Collector(self._origins, self._walker, closures, uses, counted)

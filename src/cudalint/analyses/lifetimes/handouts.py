@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from tree_sitter import Node
+
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CallIndex, unwrap
 from cudalint.analyses.lifetimes.counted import hand_out_status
@@ -23,6 +25,7 @@ from cudalint.analyses.lifetimes.carriers import carriers_of, runs
 from cudalint.analyses.lifetimes.origins import Lifetimes
 from cudalint.analyses.lifetimes.outcomes import RECEIVER_HANDOUT, Origin
 from cudalint.analyses.owners import Owners, owned_resource, owner_type
+from cudalint.analyses.status import StatusSource
 from cudalint.functions import Unit
 
 
@@ -30,9 +33,10 @@ class HandOuts:
     def __init__(
         self, calls: CallIndex, owners: Owners, lifetimes: Lifetimes, analysing: Callable[[Unit], bool],
         module_hands_out: Callable[[str, str], bool], releases_captured: Callable[[Unit, str], bool],
-        releases_kind: Callable[[Unit, str], bool],
+        releases_kind: Callable[[Unit, str], bool], converts_at: Callable[[Node, int, StatusSource], bool],
     ):
         self._calls = calls
+        self._converts_at = converts_at  # (call, argument index, status): the call makes it an error, nil on success
         self._releases_captured = releases_captured  # (func literal, variable name): it releases the variable
         self._releases_kind = releases_kind  # (func literal, resource name): it releases a count of the kind
         self._module_hands_out = module_hands_out  # (import path, name) of a module function that hands out
@@ -119,7 +123,8 @@ class HandOuts:
                 continue
             # A new value of an owning type made of the handle first: the
             # conversion `DevicePtr(p)` is also the handle returned.
-            constructed = self._owners.constructed(unit, origin.handle, origin.resource) if origin.handle else None
+            succeeded = self._succeeded(origin)
+            constructed = self._owners.constructed(unit, origin.handle, origin.resource, succeeded) if origin.handle else None
             if constructed is not None:
                 index, owner = constructed
                 if self._owners.finalized(owner.type_name):
@@ -130,7 +135,10 @@ class HandOuts:
                     origin.resource.owns or origin.resource, owner.type_name, owner.methods, owner.idempotent, owner.inert,
                 ))
             else:
-                index = _returned_at(unit, origin.handle, self._calls, origin.resource.owns is not None) if origin.handle else self._returned_directly(unit, origin)
+                index = (
+                    _returned_at(unit, origin.handle, self._calls, origin.resource.owns is not None, succeeded) if origin.handle
+                    else self._returned_directly(unit, origin)
+                )
                 if index is not None and _kept_elsewhere(unit, origin.handle):
                     continue  # also held by a closure or a structure the function fills: not the caller's alone
             if index is None or (origin.resource.owns is not None and origin.captured is None and self._finalized(origin)):
@@ -146,6 +154,28 @@ class HandOuts:
         if filled is not None:
             handed.append((filled, RECEIVER_HANDOUT))
         return handed
+
+    def _succeeded(self, origin: Origin) -> Callable[[Node], bool]:
+        """Whether a returned error is nil exactly where this acquisition
+        succeeded: a converter of its own status (`return &Module{m: mod},
+        newErrorDriver("load", x)` with `x := C.cuModuleLoadData(&mod, ...)`)."""
+        source = StatusSource.of(origin.api, origin.written)
+        resolution = self._calls.package.resolution
+
+        def is_status(argument: Node) -> bool:
+            value = unwrap(argument, self._calls)
+            if value is not None and value.type == "identifier":
+                symbol = resolution.symbol(value)
+                value = unwrap(symbol.init, self._calls) if symbol is not None and symbol.init is not None and symbol.init_index < 0 else None
+            return value is not None and value.id == origin.call.id
+
+        def succeeded(error: Node) -> bool:
+            call = syntax.unparen(error)
+            if source is None or source.status is None or call is None or call.type != "call_expression":
+                return False
+            arguments = syntax.children(call.child_by_field_name("arguments"))
+            return any(is_status(argument) and self._converts_at(call, index, source) for index, argument in enumerate(arguments))
+        return succeeded
 
     def _receiver_filled(self, unit: Unit, origins: list[Origin]) -> Origin | None:
         """The acquisition a method with a pointer receiver stores into a
@@ -262,7 +292,9 @@ class HandOuts:
         return index
 
 
-def _returned_at(unit: Unit, handle: str, calls: CallIndex, owning: bool = False) -> int | None:
+def _returned_at(
+    unit: Unit, handle: str, calls: CallIndex, owning: bool = False, succeeded: Callable[[Node], bool] = lambda _: False,
+) -> int | None:
     """The result position at which the function returns the variable
     `handle` itself, or converted (`return Handle(h), nil`: a named type is
     the same handle), or its address where it is a value of an owning type
@@ -286,7 +318,7 @@ def _returned_at(unit: Unit, handle: str, calls: CallIndex, owning: bool = False
             continue
         if len(positions) > 1 or (index is not None and positions[0] != index):
             return None
-        if returns_error and syntax.text(expressions[-1]) != "nil":
+        if returns_error and syntax.text(expressions[-1]) != "nil" and not succeeded(expressions[-1]):
             return None
         index = positions[0]
     return index
