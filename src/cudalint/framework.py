@@ -140,6 +140,14 @@ class ImportedFacts:
     def __bool__(self) -> bool:
         return bool(self._facts)
 
+    def with_facts(self, facts: Iterable[ObjectFact]) -> ImportedFacts:
+        """These facts and more: an external test package (`x_test`) also
+        sees the facts of the package it tests, analysed in the same job."""
+        combined = ImportedFacts(facts)
+        for import_path, objects in self._facts.items():
+            combined._facts.setdefault(import_path, {}).update(objects)
+        return combined
+
     def concern_callers(self) -> bool:
         """Whether some fact received can make a finding in code that calls
         no API itself: the wrapper is the API there."""

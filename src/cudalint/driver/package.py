@@ -169,10 +169,18 @@ def analyze_directory(
         return result
     result.exports_facts = export and import_path is not None
     # The summary first: the importers wait for it, not for this package's rules.
-    runs = [(package, start_package(package, settings, knowledge, result, imported)) for package in packages]
-    for package, run in runs:
-        if run is not None and result.exports_facts and package.import_path is not None:
-            result.facts.extend(_exported(run))
+    runs: list[tuple[Package, PackageRun | None]] = []
+    tested: list[ObjectFact] = []  # the facts of the package an external test package (`x_test`) imports
+    testing = any(package.import_path is None and package.name.endswith("_test") for package in packages)
+    for package in packages:  # by name: `x` before `x_test`
+        sees = imported.with_facts(tested) if tested and package.import_path is None else imported
+        run = start_package(package, settings, knowledge, result, sees)
+        runs.append((package, run))
+        if run is not None and package.import_path is not None and (result.exports_facts or testing):
+            facts = _exported(run)
+            tested = facts
+            if result.exports_facts:
+                result.facts.extend(facts)
     if lend is not None and result.exports_facts and result.internal_errors == 0:
         lend(list(result.facts))
     for package, run in runs:
