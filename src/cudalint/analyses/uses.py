@@ -219,6 +219,10 @@ class VariableUses:
                 held = literal_holder(parent, self.resolution)
                 if held is not None and held[0] is not symbol:
                     return Use(UseKind.ALIAS, symbol, identifier, target=held[0], field=held[1])
+                collection = literal_collection(parent, self.resolution)
+                if collection is not None and collection is not symbol:
+                    # `ptrs := []unsafe.Pointer{p, q}`: the array holds it, as another name for it.
+                    return Use(UseKind.ALIAS, symbol, identifier, target=collection)
                 return Use(UseKind.STORE, symbol, identifier)
             if kind == "send_statement":
                 value = parent.child_by_field_name("value")
@@ -392,6 +396,11 @@ class VariableUses:
                 # of that pointer parameter says what it does with the value.
                 return self._argument(symbol, identifier, call, callee, index)
             return Use(UseKind.PASS_UNKNOWN, symbol, identifier, call=call, callee=callee)
+        # `args := []unsafe.Pointer{unsafe.Pointer(&d)}`: a kernel's parameters
+        # point at d; the local array holds it.
+        collection = literal_collection(parent, self.resolution) if parent is not None else None
+        if collection is not None and collection is not symbol:
+            return Use(UseKind.ALIAS, symbol, identifier, target=collection)
         return Use(UseKind.STORE, symbol, identifier)
 
     def _list_member(self, symbol: Symbol, identifier: Node, child: Node, expression_list: Node) -> Use:
@@ -488,6 +497,28 @@ def local_collection(target: Node, resolution) -> Symbol | None:
     else:
         made = init.type == "composite_literal" and (init.child_by_field_name("type") or init).type in _COLLECTION_TYPES
     return symbol if made else None
+
+
+def literal_collection(element: Node, resolution) -> Symbol | None:
+    """The local slice or array a composite literal declares, where `element`
+    is one of its unkeyed elements (`args := []unsafe.Pointer{unsafe.Pointer(&d),
+    unsafe.Pointer(&n)}`, a kernel's parameters): the local holds it."""
+    if element.type != "literal_element" or element.parent is None:
+        return None
+    literal = element.parent.parent
+    kind = literal.child_by_field_name("type") if literal is not None and literal.type == "composite_literal" else None
+    holder = literal.parent if kind is not None and kind.type in _COLLECTION_TYPES else None
+    statement = holder.parent if holder is not None and holder.type == "expression_list" else None
+    if statement is None or statement.type not in ("short_var_declaration", "var_spec") or len(syntax.children(holder)) != 1:
+        return None
+    names = (
+        statement.children_by_field_name("name") if statement.type == "var_spec"
+        else syntax.expressions(statement.child_by_field_name("left"))
+    )
+    symbol = resolution.symbol(names[0]) if len(names) == 1 and names[0].type == "identifier" else None
+    if symbol is None or symbol.kind is not SymbolKind.VAR or symbol.role is not Role.LOCAL:
+        return None
+    return symbol
 
 
 def literal_holder(element: Node, resolution) -> tuple[Symbol, str] | None:
