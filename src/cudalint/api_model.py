@@ -99,6 +99,10 @@ class ResourceSpec:
     # Of `transfer`, calls that move the handle into their result (C.realloc):
     # the variable given the result holds it from then on.
     moves: tuple[CallRole, ...] = ()
+    # Releasing the zero value (NULL, 0) is a documented no-op (`free(NULL)`,
+    # `cudaFree(0)`): a release deferred before the acquisition's success
+    # check releases nothing where it failed (no CL202).
+    zero_release_noop: bool = False
 
     @property
     def handleless(self) -> bool:

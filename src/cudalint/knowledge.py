@@ -372,7 +372,7 @@ _STATUS_KEYS = {"type", "success", "failure", "result", "kind"}
 _STATUS_CALL_KEYS = {"match", "except", "discardable"}
 _RESOURCE_KEYS = {
     "name", "acquire", "release", "transfer", "moves", "any_use_releases", "device_memory", "host_side", "needs_context",
-    "outlives",
+    "outlives", "zero_release_noop",
 }
 _ROLE_KEYS = {"call", "handle"}
 
@@ -577,6 +577,7 @@ def _resource(source: str, where: str, item: Any, qualifier: str) -> ResourceSpe
         raise _fail(source, f"{where}.host_side", "a resource is device memory or host-side, not both")
     needs_context = _flag(source, f"{where}.needs_context", item.get("needs_context", True))
     outlives = _flag(source, f"{where}.outlives", item.get("outlives", False))
+    zero_release_noop = _flag(source, f"{where}.zero_release_noop", item.get("zero_release_noop", False))
     acquire = _roles(source, f"{where}.acquire", item.get("acquire"), qualifier)
     release = _roles(source, f"{where}.release", item.get("release"), qualifier) if not any_use or "release" in item else ()
     transfer = _roles(source, f"{where}.transfer", item.get("transfer"), qualifier) if "transfer" in item else ()
@@ -595,6 +596,7 @@ def _resource(source: str, where: str, item: Any, qualifier: str) -> ResourceSpe
     return ResourceSpec(
         _string(source, f"{where}.name", item.get("name")), acquire, release, transfer, any_use, device_memory,
         host_side=host_side, needs_context=needs_context, outlives=outlives, moves=moves,
+        zero_release_noop=zero_release_noop,
     )
 
 

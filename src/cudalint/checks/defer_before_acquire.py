@@ -38,8 +38,10 @@ def check(p: Pass) -> None:
 def _check_early(p: Pass, lifetimes: Engine, graph: CFG) -> None:
     """A release registered before the acquisition succeeded: a counted
     kind's (`defer nvml.Shutdown()` above `if ret := nvml.Init(); ret !=
-    nvml.SUCCESS { return }`), or a release handed out as a function
-    (`defer cleanup()` above go-dcgm's `if err != nil`)."""
+    nvml.SUCCESS { return }`), a release handed out as a function
+    (`defer cleanup()` above go-dcgm's `if err != nil`), or a handle's
+    (`defer dcgm.DestroyGroup(g)` above the check of the group's creation:
+    where it failed, g was never made)."""
     reported: set[int] = set()
     for early in lifetimes.lifetimes(graph.unit).early_releases:
         if early.defer in reported:
@@ -55,10 +57,12 @@ def _check_early(p: Pass, lifetimes: Engine, graph: CFG) -> None:
         where = "@exit" if exit_span is not None else f"line {graph.line(early.node)}"
         if origin.role.handle == "none":
             effect = f"releases a count of {origin.resource.name} this function never took"
+        elif origin.resource.any_use_releases:
+            effect = f"calls {origin.handle}, which is nil when {origin.written} fails"
         elif origin.resource.nil_when_failed:
             effect = f"calls a method of {origin.handle}, which is nil when {origin.written} fails"
         else:
-            effect = f"calls {origin.handle}, which is nil when {origin.written} fails"
+            effect = f"releases {origin.handle}, which {origin.written} did not make"
         p.report(
             graph.unit, defer,
             f"{syntax.text(defer)} is registered before {origin.written} at @acquired has succeeded: "
@@ -136,6 +140,12 @@ RULE = Rule(
     (go-dcgm's `cleanup, err := dcgm.Init(mode)`), and so is `defer
     b.Free()` above the error check of a constructor that returns nil where
     it fails (`b, err := NewBuffer(n)`): the method runs on a nil receiver.
+    So is the release of a handle deferred between its acquisition and the
+    acquisition's success check (`group, err := dcgm.CreateGroup(name);
+    defer dcgm.DestroyGroup(group); if err != nil`): where it failed, the
+    handle was never made. Releases of the zero value that the API documents
+    as no-ops (`free(NULL)`, `cudaFree(0)`: `zero_release_noop` in the
+    knowledge) and release methods that check for it are not reported.
     A failing branch that
     panics counts (the panic runs the defer as it unwinds), and so does a
     failed `require.NoError(t, err)` of the acquisition's error in a test

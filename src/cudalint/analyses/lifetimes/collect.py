@@ -66,9 +66,9 @@ class Collector:
             state = self._counted.registered_before(graph, origin, state, self._closures.defers(graph), taken)
         record = self._walker.walk(graph, origin, origin.node, state, summary=False)
         self._collect(graph, origin, record, result)
-        resource = origin.resource
-        if is_counted(origin) or (resource.any_use_releases and not resource.callable_when_failed) or resource.nil_when_failed:
-            # A release registered before the acquisition succeeded (CL202).
+        if not origin.resource.callable_when_failed:
+            # A release registered before the acquisition succeeded (CL202):
+            # a count never taken, a nil cleanup called, a handle never made released.
             result.early_releases.extend(self._counted.early_releases(graph, origin, state, self._walker.outcome))
 
     def released_parameters(self, graph: CFG, result: UnitLifetimes) -> None:

@@ -546,12 +546,21 @@ class Counted:
         if is_counted(origin):
             return self._defer_releases(graph, n, name)
         # A release handed out as a function (any use releases it): `defer
-        # cleanup()`; a release method of a value that is nil where its maker
-        # failed: `defer b.Free()`.
+        # cleanup()`; a release of the handle (`defer dcgm.DestroyGroup(g)`)
+        # or a release method of its value (`defer b.Free()`), which the
+        # acquisition did not make where it failed.
+        resource = origin.resource
+        # Releasing the zero value a failed acquisition leaves is harmless
+        # where the API says so (`free(NULL)`) or the method checks for it.
+        harmless = (resource.owns or resource).zero_release_noop and not resource.nil_when_failed
         return any(
             use.deferred and use.symbol in state.names and (
-                use.kind is UseKind.CALLED
-                or (use.kind is UseKind.METHOD and origin.resource.nil_when_failed and origin.resource.release_method(use.method) is not None)
+                (use.kind is UseKind.CALLED and resource.any_use_releases)
+                or (use.kind is UseKind.RELEASE and not harmless)
+                or (
+                    use.kind is UseKind.METHOD and resource.release_method(use.method) is not None
+                    and (resource.nil_when_failed or not (harmless or use.method in resource.idempotent))
+                )
             )
             for use in self._uses.uses(graph.evaluated(n))
         )
