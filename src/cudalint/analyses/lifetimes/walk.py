@@ -319,6 +319,10 @@ class Walker:
             return state
         if kind in (UseKind.DEREF, UseKind.PASS_API, UseKind.READ, UseKind.CALLED):
             return state
+        if kind is UseKind.RELEASE and use.symbol not in state.names - {holder for holder, _ in state.fields}:
+            # `C.free(unsafe.Pointer(tuple))` after `C.free(tuple.values)`:
+            # the struct's own memory, not the handle in its field.
+            return state
         return None
 
     def _element_lent(self, use: Use) -> bool:
