@@ -248,6 +248,15 @@ class Origins:
             return origin, None, None
         return origin, State(Phase.HELD, frozenset({symbol}), proxy), None
 
+    def _only_discarded(self, target: Node) -> bool:
+        """`cleanup, err := dcgm.Init(mode)` then only `_ = cleanup`: the
+        variable silences the compiler and is dropped as `_` would be."""
+        symbol = self._calls.package.resolution.symbol(target)
+        if symbol is None or not symbol.is_local:
+            return False
+        references = [node for node in self._calls.references(symbol) if node.id != target.id]
+        return bool(references) and all(_discarded(node) for node in references)
+
     def _releases_in(self, origin: Origin) -> bool:
         """Whether the acquiring function releases the resource anywhere."""
         return any(
@@ -345,8 +354,9 @@ class Origins:
                     return None
                 target = syntax.unparen(left[index])
                 if target is not None and target.type == "identifier":
-                    if syntax.text(target) == "_":
-                        if any(role.handle == "none" for role in origin.resource.release):
+                    by_kind = any(role.handle == "none" for role in origin.resource.release)
+                    if syntax.text(target) == "_" or (by_kind and self._only_discarded(target)):
+                        if by_kind:
                             # `_, err := dcgm.Init(mode)` then `dcgm.Shutdown()`: the
                             # release it hands out is dropped, the count released by kind.
                             return replace(origin, role=CallRole(origin.role.call, "none")), State(Phase.HELD, frozenset(), proxy), None
@@ -444,6 +454,15 @@ class Origins:
 def _held_in_collection(origin: Origin, collection: Symbol, proxy) -> Birth:
     """The acquisition stored straight into a local slice the function keeps."""
     return origin, State(Phase.HELD, frozenset({collection}), proxy, collections=frozenset({collection})), None
+
+
+def _discarded(reference: Node) -> bool:
+    """`_ = x`: the reference is the whole right side of an assignment to the blank identifier."""
+    values = reference.parent
+    statement = values.parent if values is not None and values.type == "expression_list" else None
+    if statement is None or statement.type != "assignment_statement" or statement.child_by_field_name("right") != values:
+        return False
+    return [syntax.text(t) for t in syntax.expressions(statement.child_by_field_name("left"))] == ["_"] and len(syntax.children(values)) == 1
 
 
 def _handle_role(index: int) -> str:
