@@ -79,6 +79,14 @@ class StatusWrappers:
         wrapped = self.imported.get(*function) if function is not None else None
         return wrapped if wrapped is not None and wrapped.inner else None
 
+    def converted(self, call: Node) -> Wrapped | None:
+        """The API status a call converts into an error, where it is a
+        converter's call (`check(C.cudaMemcpy(...))`) or a method of a
+        status type converting itself (`status(C.cudaMemcpy(...)).error("copy")`)."""
+        if call.type != "call_expression":
+            return None
+        return self._converted(call, syntax.children(call.child_by_field_name("arguments")))
+
     def call_sites(self) -> list[tuple[Unit, Node, Wrapped]]:
         """(caller, call, wrapped status) for every call of a wrapper in the
         package: wrappers are found among the functions that call the API

@@ -42,21 +42,37 @@ def check(p: Pass) -> None:
                                 p, calls, uses, graph, n, symbol, fact.node, f"the {name} from {fact.written}", success_hint(fact),
                                 only_overwrites=is_error,  # a Go error: first-error-wins is an idiom, as for wrappers
                             )
-    # The error of a status wrapper of the module (`err := s.Sync()`), as CL301 defines them.
+    # The error of a status wrapper of the module (`err := s.Sync()`), as CL301
+    # defines them, or of a converter (`err = check(C.cudaMemcpy(...))`).
+    wrappers = p.result_of(WRAPPERS)
     sites: dict[Unit, list[tuple[Node, Wrapped]]] = {}
-    for unit, call, wrapped in p.result_of(WRAPPERS).call_sites():
+    for unit, call, wrapped in wrappers.call_sites():
         if not wrapped.release:
             sites.setdefault(unit, []).append((call, wrapped))
+    for unit in calls.units_calling_api():
+        for call in syntax.calls_in(unit.body) if unit.body is not None else ():
+            converted = wrappers.converted(call) if syntax.assigned_from(call) else None
+            if converted is not None and not converted.release and syntax.enclosing_function(call) == unit.node:
+                sites.setdefault(unit, []).append((call, converted))
     for unit, graph in p.graphs_of(list(sites)):
         with p.isolating(unit):
             for call, wrapped in sites[unit]:
                 symbol = _error_variable(resolution, unit, call)
                 n = graph.node_containing(call)
                 if symbol is not None and n is not None and graph.reachable(n) and not _read_by_deferred_closure(uses, unit, symbol):
-                    what = f"the {'status' if wrapped.raw else 'error'} from {syntax.text(call.child_by_field_name('function'))} (from {wrapped.inner} inside it)"
+                    what = f"the {'status' if wrapped.raw else 'error'} from {_called(call)} (from {wrapped.inner} inside it)"
                     # Not an error left unread on a path that returns another (`if derr :=
                     # p.Done(); err == nil { err = derr }`): Go's first-error-wins idiom.
                     _check_unread(p, calls, uses, graph, n, symbol, call, what, wrapper_advice(wrapped.raw), only_overwrites=True)
+
+
+def _called(call: Node) -> str:
+    """What a call calls, short: `s.Sync`, `check`, `status(...).error`."""
+    function = syntax.unparen(call.child_by_field_name("function"))
+    operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None and function.type == "selector_expression" else None
+    if operand is not None and operand.type == "call_expression":
+        return f"{syntax.text(operand.child_by_field_name('function'))}(...).{syntax.text(function.child_by_field_name('field'))}"
+    return syntax.text(function)
 
 
 def _error_variable(resolution, unit: Unit, call: Node) -> Symbol | None:
@@ -154,7 +170,8 @@ RULE = Rule(
     Follows a variable that receives a status (`st := C.cudaMemcpy(...)`,
     `count, ret := nvml.DeviceGetCount()`, `p, err := cu.MemAlloc(n)`, the
     error of a status wrapper of the module as CL301 defines them: `err :=
-    s.Sync()`) along
+    s.Sync()`, or of a converter: `err = check(C.cudaMemcpy(...))`,
+    `err = status(C.cudaMemcpy(...)).error("copy")`) along
     every path from the assignment and reports the assignment when some path
     overwrites the variable, returns, or leaves its scope before anything
     reads it. A Go `error` (a binding's or a wrapper's) is reported where it
