@@ -236,3 +236,12 @@ def test_a_fork_is_described_like_the_package_it_forks() -> None:
     assert fork.family.name == "icicle (github.com/ingonyama-zk/icicle-gnark/v3/wrappers/golang/runtime)"
     assert [r.name for r in fork.acquires] == [r.name for r in original.acquires] == ["ICICLE stream"]
     assert knowledge.lookup("github.com/ingonyama-zk/icicle-other/v3/wrappers/golang/runtime", "CreateStream") is None
+
+
+def test_a_familys_status_type_is_a_type() -> None:
+    """`(C.ncclResult_t)(r)` converts a status: rules/nccl.toml lists no
+    `types`, but its status type is one."""
+    knowledge = load_knowledge()
+    assert knowledge.is_type("C", "ncclResult_t")
+    assert knowledge.is_type("C", "cudaError_t")
+    assert not knowledge.is_type("C", "ncclCommInitRank")

@@ -83,7 +83,7 @@ def _error_variable(resolution, unit: Unit, call: Node) -> Symbol | None:
     if target is None or target.type != "identifier" or syntax.text(target) == "_":
         return None
     symbol = resolution.symbol(target)
-    if symbol is None or not symbol.is_local or symbol.role is Role.RESULT or symbol.function != unit.node:
+    if symbol is None or not symbol.is_local or symbol.function != unit.node:
         return None
     return symbol
 
@@ -139,9 +139,19 @@ def _verdict(calls: CallIndex, uses: VariableUses, graph: CFG, m: int, symbol: S
     mine = [u for u in here if u.symbol is symbol]
     if any(u.kind not in (UseKind.WRITE, UseKind.ACQUIRE_OUT) for u in mine) or _calls_closure_reading(calls, uses, here, symbol):
         return "read"
-    if mine:
+    if mine or _returned_over(graph, m, symbol):
         return "is overwritten at @overwritten before it is read"
     return None
+
+
+def _returned_over(graph: CFG, m: int, symbol: Symbol) -> bool:
+    """`return c, nil` in a function whose named result `err` holds the
+    status: the return sets err to another value before the caller reads it."""
+    if symbol.role is not Role.RESULT or graph.kind(m) is not NodeKind.RETURN:
+        return False
+    values = syntax.returned(graph.ast(m))
+    results = list(graph.unit.results)
+    return bool(values) and len(values) == len(results) and symbol in results
 
 
 def _read_by_deferred_closure(uses: VariableUses, unit: Unit, symbol: Symbol) -> bool:
@@ -183,7 +193,8 @@ RULE = Rule(
     variable a deferred closure refers to is read when the function returns;
     one another closure refers to is read where the closure is made or
     called. A named result is read by the caller when the function returns,
-    and reported only where it is overwritten first. To keep only the
+    and reported only where it is overwritten first, by an assignment or by
+    a return that gives it another value (`return c, nil`). To keep only the
     first failure in a sticky error field, compare the status before storing
     it: `if st != C.cudaSuccess && s.err == C.cudaSuccess { s.err = st }`.
 
