@@ -143,14 +143,10 @@ class Knowledge:
     def is_type(self, import_path: str, name: str) -> bool:
         key = (import_path, "type:" + name)
         if key not in self._cache:
-            # A family's status type is a type too: `(C.ncclResult_t)(r)` converts.
             self._cache[key] = any(  # type: ignore[assignment]
                 fnmatchcase(f"{family.qualifier}.{name}", pattern)
                 for family in self.families if family.import_path == import_path
                 for pattern in family.types
-            ) or any(
-                family.status is not None and family.status.type in (name, f"{family.qualifier}.{name}")
-                for family in self.families if family.import_path == import_path
             )
         return bool(self._cache[key])
 
