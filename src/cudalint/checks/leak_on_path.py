@@ -63,12 +63,33 @@ def check(p: Pass) -> None:
     p.visit_graphs(lifetimes.units_with_acquisitions(), visit)
 
 
+def _counted_remedy(reads: _Reads, origin: Origin) -> str | None:
+    """A count another package of the module took (`c, err := dcgm.NewClient()`
+    in a package whose `dcgm` is that wrapper, not go-dcgm): that package's
+    one release of it, `dcgm.Shutdown()`, or the method of the value the
+    acquiring call returned, `c.Close()`."""
+    if origin.role.handle != "none" or not origin.via_text or origin.call.type != "call_expression":
+        return None
+    fact = reads.calls.call(origin.call)
+    name = reads.lifetimes.releasing_count(fact.import_path, origin.resource.name) if fact is not None else None
+    if name is None or "." not in origin.written:
+        return None
+    if "." not in name:
+        return f"defer {origin.written.rsplit('.', 1)[0]}.{name}()"
+    holders = syntax.assigned_from(origin.call)
+    holder = syntax.text(holders[0]) if holders and holders[0].type == "identifier" and syntax.text(holders[0]) != "_" else None
+    return f"defer {holder}.{name.rsplit('.', 1)[1]}()" if holder is not None else None
+
+
 def _remedy(reads: _Reads, origin: Origin) -> str:
     """The release to suggest: for a resource that a function of another
     package of the module handed out, that package's own release function
     (`defer gpubind.Free(p)`: the importer may not even import "C"), where it
     has exactly one; else the knowledge's release, as this file spells it."""
     resource = origin.resource
+    counted = _counted_remedy(reads, origin)
+    if counted is not None:
+        return counted
     bare = (
         resource.owns is None and bool(resource.release) and resource.release[0].handle != "receiver"
         and not resource.any_use_releases  # a cleanup function: `defer cleanup()`

@@ -113,6 +113,18 @@ class Engine:
             found = named
         return found[0] if len(found) == 1 else None
 
+    def releasing_count(self, import_path: str, resource: str) -> str | None:
+        """The one exported function or method (`Shutdown`, `Client.Close`) of
+        another package of the module that gives back a count of `resource`
+        and hands nothing out, to name in a remedy where that package's
+        wrapper took the count: the importer may not import the binding."""
+        found = [
+            name for name in self._imported.names(import_path)
+            if (effects := self._imported.get(import_path, name)) is not None and not effects.hands_out
+            and any(kind == resource for _, kind in effects.counted_releases)
+        ]
+        return found[0] if len(found) == 1 else None
+
     def releasing_method(self, type_name: str, acquirer: str) -> str | None:
         """The method of the package's type `type_name` that takes one value
         and releases it (`func (cudaGPU) Free(p unsafe.Pointer) error`), to
