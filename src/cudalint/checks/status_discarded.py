@@ -10,7 +10,7 @@ from cudalint.analyses.status import STATUS, StatusSemantics
 from cudalint.analyses.wrappers import WRAPPERS
 from cudalint.catalog import Level, Rule
 from cudalint.prefilter import imports_of
-from cudalint.wording import status_what, success_hint, wrapper_advice, wrapper_what
+from cudalint.wording import called_name, status_what, success_hint, wrapper_advice, wrapper_what
 from cudalint.framework import Pass
 
 
@@ -25,10 +25,10 @@ def check(p: Pass) -> None:
                 if fact is not None:
                     p.report(unit, fact.node, f"{status_what(fact)} is discarded; {success_hint(fact)}")
                     continue
-                converted = _converted_and_dropped(calls, status, statement)
+                converted = _converted_and_dropped(calls, status, statement) or _receiver_converted_and_dropped(calls, status, statement)
                 if converted is not None:
                     converter, inner = converted
-                    name = syntax.text(converter.child_by_field_name("function"))
+                    name = called_name(converter)
                     p.report(
                         unit, converter,
                         f"the error {name} makes of {status_what(inner)} is discarded; "
@@ -43,19 +43,36 @@ def check(p: Pass) -> None:
 def _converted_and_dropped(calls: CallIndex, status: StatusSemantics, statement: Node) -> tuple[Node, CallFact] | None:
     """`check(C.cudaMemcpy(...))` as a statement: a converter of the
     package turns the status into an error, which is then dropped."""
-    if statement.type != "expression_statement":
-        return None
-    inner = syntax.children(statement)
-    call = syntax.unparen(inner[0]) if inner else None
-    if call is None or call.type != "call_expression":
-        return None
-    if calls.callee(call).kind not in (CalleeKind.LOCAL, CalleeKind.MODULE):
+    call = _statement_call(statement)
+    if call is None or calls.callee(call).kind not in (CalleeKind.LOCAL, CalleeKind.MODULE):
         return None
     for index, argument in enumerate(syntax.children(call.child_by_field_name("arguments"))):
         fact = calls.status_call(unwrap(argument, calls))
         if fact is not None and not fact.is_release and status.converts_status_at(call, index, fact.node):
             return call, fact
     return None
+
+
+def _receiver_converted_and_dropped(calls: CallIndex, status: StatusSemantics, statement: Node) -> tuple[Node, CallFact] | None:
+    """`status(C.cudaMemset(...)).error("clear")` as a statement: a method of
+    the package's status type turns the status into an error, then dropped."""
+    call = _statement_call(statement)
+    function = syntax.unparen(call.child_by_field_name("function")) if call is not None else None
+    if function is None or function.type != "selector_expression":
+        return None
+    fact = calls.status_call(unwrap(function.child_by_field_name("operand"), calls))
+    if fact is None or fact.is_release or not status.converts_receiver_status_at(call, fact.node):
+        return None
+    return call, fact
+
+
+def _statement_call(statement: Node) -> Node | None:
+    """The call an expression statement is."""
+    if statement.type != "expression_statement":
+        return None
+    inner = syntax.children(statement)
+    call = syntax.unparen(inner[0]) if inner else None
+    return call if call is not None and call.type == "call_expression" else None
 
 
 def _dropped(calls: CallIndex, statement: Node) -> CallFact | None:

@@ -11,7 +11,7 @@ from cudalint.analyses.wrappers import WRAPPERS, Wrapped
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, ExitKind, NodeKind
 from cudalint.prefilter import imports_of
-from cudalint.wording import success_hint, wrapper_advice
+from cudalint.wording import called_name, success_hint, wrapper_advice
 from cudalint.framework import Pass, Ref
 from cudalint.functions import Unit
 from cudalint.scope import Role, Symbol
@@ -60,19 +60,10 @@ def check(p: Pass) -> None:
                 symbol = _error_variable(resolution, unit, call)
                 n = graph.node_containing(call)
                 if symbol is not None and n is not None and graph.reachable(n) and not _read_by_deferred_closure(uses, unit, symbol):
-                    what = f"the {'status' if wrapped.raw else 'error'} from {_called(call)} (from {wrapped.inner} inside it)"
+                    what = f"the {'status' if wrapped.raw else 'error'} from {called_name(call)} (from {wrapped.inner} inside it)"
                     # Not an error left unread on a path that returns another (`if derr :=
                     # p.Done(); err == nil { err = derr }`): Go's first-error-wins idiom.
                     _check_unread(p, calls, uses, graph, n, symbol, call, what, wrapper_advice(wrapped.raw), only_overwrites=True)
-
-
-def _called(call: Node) -> str:
-    """What a call calls, short: `s.Sync`, `check`, `status(...).error`."""
-    function = syntax.unparen(call.child_by_field_name("function"))
-    operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None and function.type == "selector_expression" else None
-    if operand is not None and operand.type == "call_expression":
-        return f"{syntax.text(operand.child_by_field_name('function'))}(...).{syntax.text(function.child_by_field_name('field'))}"
-    return syntax.text(function)
 
 
 def _error_variable(resolution, unit: Unit, call: Node) -> Symbol | None:
