@@ -238,7 +238,7 @@ class Walker:
                 state = replace(state, fields=state.fields - {(use.symbol, use.field)})
                 if state.holds_in_field(use.symbol):
                     continue  # it still holds it in another field
-            elif use.kind is UseKind.WRITE and _given_back(use):
+            elif use.kind is UseKind.WRITE and state.phase is Phase.HELD and _given_back(use):
                 continue  # `mem, err = runtime.CopyToDevice(mem, src, n)`: the call hands back what it was given
             remaining = state.names - {use.symbol}
             if state.phase is Phase.HELD and not remaining and state.deferred_release is None:
