@@ -129,7 +129,7 @@ class Owners:
                 methods = []
             for method in methods:
                 released = tuple(dict.fromkeys(r for index, r in self.released(method) if index == RECEIVER))
-                if released:
+                if released and not self._refills(method):
                     found[method.name.rsplit(".", 1)[-1]] = released
             resources = tuple(dict.fromkeys(r for released in found.values() for r in released))
             idempotent = tuple(sorted(
@@ -145,6 +145,20 @@ class Owners:
             )) if found else ()
             self._owners[type_name] = Owner(type_name, tuple(sorted(found)), resources, idempotent, inert) if found else None
         return self._owners[type_name]
+
+    def _refills(self, method: Unit) -> bool:
+        """Whether a method that releases its receiver's resource fills the
+        receiver again (`Resize`: `a.ptr.Free(); a.alloc()`): the value
+        still holds one afterwards, so the method is no release of it."""
+        receiver = method.receiver
+        if receiver is None or method.body is None:
+            return False
+        fillers = [method] + [
+            target for call in syntax.calls_in(method.body)
+            if (target := self.facts.callee(call).target) is not None and target.receiver_type == method.receiver_type
+            and _called_on(call, receiver.name) and target.receiver is not None
+        ]
+        return any(_acquires_into_receiver(unit, self.facts) for unit in fillers if unit.body is not None)
 
     def _inert(self, method: Unit) -> bool:
         """Whether a method reaches nothing but the package's own code and
@@ -594,3 +608,31 @@ OWNERS: Analysis[Owners] = Analysis(
     "owners", __doc__ or "", lambda p: Owners(p.result_of(CALLS), p.imported_facts(OWNERS)), requires=(CALLS,),
     facts=_exported_owners, fact_type=OwnedResources,
 )
+
+
+def _called_on(call: Node, name: str) -> bool:
+    """`a.alloc()` called on the variable `name`."""
+    function = syntax.unparen(call.child_by_field_name("function"))
+    operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None and function.type == "selector_expression" else None
+    return operand is not None and syntax.text(operand) == name
+
+
+def _acquires_into_receiver(unit: Unit, facts: CallIndex) -> bool:
+    """A method that makes something new into its receiver's fields: a
+    call's result assigned to one (`a.ptr = memAlloc(n)`), or an API call
+    writing into one (`C.cudaMalloc(&a.ptr, n)`)."""
+    name = unit.receiver.name if unit.receiver is not None else ""
+    for statement in syntax.walk(unit.body):
+        for targets, values in syntax.assignment_sides(statement):
+            for target, value in zip(targets, values):
+                value = syntax.unparen(value)
+                if (
+                    syntax.text(target).startswith(name + ".") and value is not None and value.type == "call_expression"
+                    and facts.callee(value).kind is not CalleeKind.CONVERSION
+                ):
+                    return True
+    return any(
+        role.is_out and syntax.text(arguments[role.index]).startswith(f"&{name}.")
+        for fact in facts.api_facts_in(unit) for _, role in fact.api.roles("acquire")
+        if 0 <= role.index < len(arguments := syntax.children(fact.node.child_by_field_name("arguments")))
+    )

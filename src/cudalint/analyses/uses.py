@@ -219,10 +219,6 @@ class VariableUses:
                 held = literal_holder(parent, self.resolution)
                 if held is not None and held[0] is not symbol:
                     return Use(UseKind.ALIAS, symbol, identifier, target=held[0], field=held[1])
-                collection = literal_collection(parent, self.resolution)
-                if collection is not None and collection is not symbol:
-                    # `ptrs := []unsafe.Pointer{p, q}`: the array holds it, as another name for it.
-                    return Use(UseKind.ALIAS, symbol, identifier, target=collection)
                 return Use(UseKind.STORE, symbol, identifier)
             if kind == "send_statement":
                 value = parent.child_by_field_name("value")
@@ -397,7 +393,9 @@ class VariableUses:
                 return self._argument(symbol, identifier, call, callee, index)
             return Use(UseKind.PASS_UNKNOWN, symbol, identifier, call=call, callee=callee)
         # `args := []unsafe.Pointer{unsafe.Pointer(&d)}`: a kernel's parameters
-        # point at d; the local array holds it.
+        # point at d, which still holds it; the array is another name for it.
+        # (A handle itself in a literal, `bufs := []unsafe.Pointer{p}`, is stored:
+        # its elements are not followed.)
         collection = literal_collection(parent, self.resolution) if parent is not None else None
         if collection is not None and collection is not symbol:
             return Use(UseKind.ALIAS, symbol, identifier, target=collection)
@@ -502,7 +500,7 @@ def local_collection(target: Node, resolution) -> Symbol | None:
 def literal_collection(element: Node, resolution) -> Symbol | None:
     """The local slice or array a composite literal declares, where `element`
     is one of its unkeyed elements (`args := []unsafe.Pointer{unsafe.Pointer(&d),
-    unsafe.Pointer(&n)}`, a kernel's parameters): the local holds it."""
+    unsafe.Pointer(&n)}`, a kernel's parameters)."""
     if element.type != "literal_element" or element.parent is None:
         return None
     literal = element.parent.parent

@@ -26,7 +26,7 @@ from cudalint.analyses.lifetimes.origins import Lifetimes
 from cudalint.analyses.lifetimes.outcomes import RECEIVER_HANDOUT, Origin
 from cudalint.analyses.owners import Owners, owned_resource, owner_type
 from cudalint.analyses.status import StatusSource
-from cudalint.functions import Unit
+from cudalint.functions import Unit, UnitKind
 
 
 class HandOuts:
@@ -188,7 +188,7 @@ class HandOuts:
         if declared is None or declared.type != "pointer_type" or unit.body is None:
             return None
         owner = self._owners.of(unit.receiver_type)
-        if owner is None or unit.name.rsplit(".", 1)[-1] in owner.methods:
+        if owner is None or unit.name.rsplit(".", 1)[-1] in owner.methods or self._releases_receiver(unit, receiver.name):
             return None
         stored = _stored_in_receiver(unit, receiver.name, self._calls)
         # `C.cudaMalloc(&b.ptr, n)` into the receiver's field is no origin the
@@ -208,6 +208,29 @@ class HandOuts:
             ):
                 return replace(origin, resource=owned_resource(held, owner.type_name, owner.methods, owner.idempotent, owner.inert))
         return self._filled_by_own_method(unit, receiver.name)
+
+    def _releases_receiver(self, unit: Unit, receiver: str) -> bool:
+        """Whether the method releases something of its receiver (`a.ptr.Free()`,
+        `C.cudaFree(a.ptr)`, `a.Free()`): one that frees what it made, or
+        frees and makes again (`Resize`), hands nothing new to its caller."""
+        for call in syntax.calls_in(unit.body):
+            callee = self._calls.callee(call)
+            if callee.kind is CalleeKind.API and callee.api is not None:
+                arguments = syntax.children(call.child_by_field_name("arguments"))
+                for _, role in callee.api.roles("release"):
+                    argument = unwrap(arguments[role.index], self._calls) if 0 <= role.index < len(arguments) else None
+                    if argument is not None and syntax.text(argument).startswith(receiver + "."):
+                        return True
+            function = syntax.unparen(call.child_by_field_name("function"))
+            operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None and function.type == "selector_expression" else None
+            target = callee.target if callee.kind is CalleeKind.LOCAL else None
+            if operand is None or target is None or target.kind is not UnitKind.METHOD:
+                continue
+            on_receiver = syntax.text(operand) == receiver or syntax.text(operand).startswith(receiver + ".")
+            owner = self._owners.of(target.receiver_type)
+            if on_receiver and owner is not None and target.name.rsplit(".", 1)[-1] in owner.methods:
+                return True
+        return False
 
     def _filled_by_own_method(self, unit: Unit, receiver: str) -> Origin | None:
         """`func (a *Array) Init(...) { a.Alloc() }` where Alloc fills its

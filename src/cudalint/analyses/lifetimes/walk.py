@@ -16,7 +16,7 @@ beyond it the function is given up (`PathBudgetExceeded`).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
@@ -24,7 +24,7 @@ from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.analyses.call_kinds import argument_of
-from cudalint.analyses.calls import CalleeKind, CallIndex
+from cudalint.analyses.calls import Callee, CalleeKind, CallIndex
 from cudalint.analyses.lifetimes.closures import Closures
 from cudalint.analyses.lifetimes.counted import Counted
 from cudalint.analyses.lifetimes.effects import Effects
@@ -238,7 +238,7 @@ class Walker:
                 state = replace(state, fields=state.fields - {(use.symbol, use.field)})
                 if state.holds_in_field(use.symbol):
                     continue  # it still holds it in another field
-            elif use.kind is UseKind.WRITE and state.phase is Phase.HELD and _given_back(use):
+            elif use.kind is UseKind.WRITE and state.phase is Phase.HELD and self._given_back(use):
                 continue  # `mem, err = runtime.CopyToDevice(mem, src, n)`: the call hands back what it was given
             remaining = state.names - {use.symbol}
             if state.phase is Phase.HELD and not remaining and state.deferred_release is None:
@@ -253,6 +253,9 @@ class Walker:
                 fields=frozenset(held for held in state.fields if held[0] is not use.symbol),
             )
         return self._proxy_after(graph, origin, state, n, uses)
+
+    def _given_back(self, use: Use) -> bool:
+        return _given_back(use, self._calls.callee)
 
     def _proxy_after(self, graph: CFG, origin: Origin | None, state: State, n: int, uses: list[Use]) -> State:
         """The variable that says whether the acquisition succeeded, after
@@ -453,11 +456,13 @@ def _released_again_harmlessly(state: State, n: int, use: Use) -> State:
     return replace(state, phase=Phase.RELEASED, released_at=n, proxy=None, deferred_release=deferred)
 
 
-def _given_back(use: Use) -> bool:
-    """Whether the variable is written with the result of a call it is an
-    argument of (`mem, err = runtime.CopyToDevice(mem, src, n)`, `p =
-    wrap(p)`): the callee was handed the value and returns it, or what it
-    made of it, so the variable still holds the resource. (A call that
+def _given_back(use: Use, callee_of: Callable[[Node], Callee]) -> bool:
+    """Whether the variable is written with the result of an API call it is
+    an argument of (`mem, err = runtime.CopyToDevice(mem, src, n)`): a call
+    the knowledge describes acquires nothing there, so what it returns is
+    what it was given, and the variable still holds the resource. (A
+    function of the module is summarised instead: `d, err = grow(d, n)`
+    that returns new memory leaves the old one lost, CL103. A call that
     moves its argument into its result, `C.realloc`, is the knowledge's
     `moves`.)"""
     holder = use.node.parent
@@ -471,7 +476,7 @@ def _given_back(use: Use) -> bool:
         return False
     value = values[0] if len(values) == 1 else values[index] if index < len(values) else None
     value = syntax.unparen(value) if value is not None else None
-    if value is None or value.type != "call_expression":
+    if value is None or value.type != "call_expression" or callee_of(value).kind not in (CalleeKind.API, CalleeKind.FAMILY):
         return False
     name = use.symbol.name
     return any(
