@@ -512,8 +512,8 @@ class Counted:
                         panics = graph.exit_kind(target) is ExitKind.PANIC
                         found.setdefault(deferred, EarlyRelease(origin, deferred, node, path, panics))
                     continue
-                if self._reacquires(graph, target, origin) or self._overwrites(graph, target, state):
-                    continue
+                if self._reacquires(graph, target, origin) or (not now_failed and self._overwrites(graph, target, state)):
+                    continue  # (once it failed, a new value of its status variable changes nothing)
                 if deferred is not None and not now_failed and _requires_success(graph.ast(target), origin):
                     # `require.NoError(t, err)`: where it fails, t.FailNow ends the
                     # goroutine and runs what was deferred; past it, it succeeded.
