@@ -176,7 +176,6 @@ def test_a_src_directory_is_no_gopath_for_the_standard_librarys_names(tmp_path: 
     assert Modules().of(src / "app") is None
 
 
-
 def test_a_subpackage_whose_own_subpackages_import_another_project_is_still_the_projects(tmp_path: Path) -> None:
     """gocudnn's xtra: its subpackage imports github.com/o/cutil, whose last
     element names no directory of the checkout. That import does not make

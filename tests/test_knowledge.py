@@ -94,6 +94,8 @@ def test_cudaGetLastError_is_a_discardable_status_call() -> None:
         ({"family": "f", "description": "x", "import": "g.io/nv", "embedded_by": [{"type": "g.io/lib.Device", "embeds": "nv.Dev", "size": 1}]}, "unknown key 'size'"),
         ({"family": "f", "description": "x", "import": "C", "forks": ["g.io/nv"]}, "forks: only a Go package"),
         ({"family": "f", "description": "x", "import": "g.io/nv", "forks": "g.io/nv2"}, "forks: expected a list of non-empty strings"),
+        ({"family": "f", "description": "x", "import": "g.io/nv", "forks": ["g.io/nv"]}, "forks: lists the family's own import path"),
+        ({"family": "f", "description": "x", "import": "g.io/nv", "forks": ["g.io/a", "g.io/a"]}, "or one path twice"),
     ],
 )
 def test_schema_errors_name_the_file_and_key(document: dict, message: str) -> None:
@@ -245,3 +247,13 @@ def test_a_familys_status_type_is_a_type() -> None:
     assert knowledge.is_type("C", "ncclResult_t")
     assert knowledge.is_type("C", "cudaError_t")
     assert not knowledge.is_type("C", "ncclCommInitRank")
+
+
+def test_a_fork_another_file_describes_is_an_error(tmp_path: Path) -> None:
+    mine = tmp_path / "mine.toml"
+    mine.write_text(
+        'schema = 1\nfamily = "mine"\ndescription = "x"\nimport = "example.com/mine"\n'
+        'forks = ["github.com/NVIDIA/go-nvml/pkg/nvml"]\n', encoding="utf-8",
+    )
+    with pytest.raises(KnowledgeError, match="forks names github.com/NVIDIA/go-nvml/pkg/nvml, which go-nvml.toml describes"):
+        load_knowledge((mine,))

@@ -465,6 +465,8 @@ def parse_family(document: dict, source: str) -> Family:
     forks = _strings(source, "forks", doc.get("forks"))
     if forks and import_path == "C":
         raise _fail(source, "forks", "only a Go package is published under other import paths")
+    if import_path in forks or len(set(forks)) != len(forks):
+        raise _fail(source, "forks", "lists the family's own import path, or one path twice")
     return Family(
         name, description, import_path, qualifier, source, docs, status,
         match, except_, discardable, resources, types, bound, setters, need_context, async_host, keeps, results,
@@ -683,8 +685,14 @@ def load_knowledge(extra_files: tuple[Path, ...] = (), private: frozenset[Path] 
     files = sorted(builtin_rules_dir().glob("*.toml")) + list(extra_files)
     families = [copy for path in files for copy in with_forks(load_file(path, path in private))]
     seen: dict[str, str] = {}
+    forked: dict[str, str] = {}  # a fork's import path -> the file that names it
     for family in families:
         if family.name in seen:
             raise KnowledgeError(f"{family.source}: family {family.name!r} is already defined in {seen[family.name]}")
         seen[family.name] = family.source
+        for fork in family.forks:
+            forked[fork] = family.source
+    for family in families:
+        if family.import_path in forked and not family.name.endswith(f" ({family.import_path})"):
+            raise KnowledgeError(f"{forked[family.import_path]}: forks names {family.import_path}, which {family.source} describes")
     return Knowledge(tuple(families))

@@ -71,11 +71,17 @@ def release_statement(origin: Origin) -> str:
         return f"defer {origin.handle or 'x'}.{role.method}()"
     call = spelled(origin, role.call)
     if role.handle == "none":
-        # A count taken with no argument (nvml.Init()) is given back with
-        # none; one taken for a device (the primary context) names it.
+        # A count is given back with no argument (nvml.Shutdown(), whatever
+        # Init, InitWithFlags or dcgm.Init(mode) took), unless it is one per
+        # device whose acquisition also writes a handle out (the primary
+        # context: `cuDevicePrimaryCtxRetain(&ctx, dev)`, released by device).
         taken = origin.innermost.call
-        arguments = syntax.children(taken.child_by_field_name("arguments")) if taken.type == "call_expression" else [taken]
-        return f"defer {call}()" if not arguments else f"defer {call}(...)"
+        arguments = syntax.children(taken.child_by_field_name("arguments")) if taken.type == "call_expression" else []
+        per_device = any(
+            argument.type == "unary_expression" and syntax.text(argument.child_by_field_name("operator")) == "&"
+            for argument in map(syntax.unparen, arguments)
+        )
+        return f"defer {call}(...)" if per_device else f"defer {call}()"
     handle = origin.handle or "x"  # a result never stored: name the variable to store it in
     if role.index == 0:
         argument = f"unsafe.Pointer({handle})" if role.call == "C.free" else handle

@@ -36,6 +36,10 @@ _PREDICATE = re.compile(r"^[Ii]s[A-Z_]")
 _SUCCESS_WORD = re.compile(r"Success|Succeeded|OK$|Ok$")
 
 
+# The index `converts` is asked about for a method's receiver.
+RECEIVER = -1
+
+
 class Outcome(str, Enum):
     SUCCESS = "success"
     FAILURE = "failure"
@@ -431,10 +435,6 @@ class StatusSemantics:
                 if outcome is not Outcome.FAILURE:
                     return False
         return seen_nil and seen_error
-
-
-# The index `converts` is asked about for a method's receiver.
-RECEIVER = -1
 
 
 def _converted_parameter(unit: Unit, index: int) -> Symbol | None:

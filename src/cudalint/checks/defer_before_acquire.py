@@ -145,7 +145,9 @@ RULE = Rule(
     defer dcgm.DestroyGroup(group); if err != nil`): where it failed, the
     handle was never made. Releases of the zero value that the API documents
     as no-ops (`free(NULL)`, `cudaFree(0)`: `zero_release_noop` in the
-    knowledge) and release methods that check for it are not reported.
+    knowledge) are not reported, nor are release methods that check for
+    the zero value of a value type (`func (p DevPtr) Free()` with `if p ==
+    0`); a method called on a pointer its maker returned as nil is.
     A failing branch that
     panics counts (the panic runs the defer as it unwinds), and so does a
     failed `require.NoError(t, err)` of the acquisition's error in a test

@@ -45,22 +45,23 @@ def check(p: Pass) -> None:
     # The error of a status wrapper of the module (`err := s.Sync()`), as CL301
     # defines them, or of a converter (`err = check(C.cudaMemcpy(...))`).
     wrappers = p.result_of(WRAPPERS)
-    sites: dict[Unit, list[tuple[Node, Wrapped]]] = {}
+    sites: dict[Unit, list[tuple[Node, Wrapped, bool]]] = {}  # (call, status, the call converts it)
     for unit, call, wrapped in wrappers.call_sites():
         if not wrapped.release:
-            sites.setdefault(unit, []).append((call, wrapped))
+            sites.setdefault(unit, []).append((call, wrapped, False))
     for unit in calls.units_calling_api():
         for call in syntax.calls_in(unit.body) if unit.body is not None else ():
             converted = wrappers.converted(call) if syntax.assigned_from(call) else None
             if converted is not None and not converted.release and syntax.enclosing_function(call) == unit.node:
-                sites.setdefault(unit, []).append((call, converted))
+                sites.setdefault(unit, []).append((call, converted, True))
     for unit, graph in p.graphs_of(list(sites)):
         with p.isolating(unit):
-            for call, wrapped in sites[unit]:
+            for call, wrapped, converts in sites[unit]:
                 symbol = _error_variable(resolution, unit, call)
                 n = graph.node_containing(call)
                 if symbol is not None and n is not None and graph.reachable(n) and not _read_by_deferred_closure(uses, unit, symbol):
-                    what = f"the {'status' if wrapped.raw else 'error'} from {called_name(call)} (from {wrapped.inner} inside it)"
+                    source = f"the status of {wrapped.inner}" if converts else f"from {wrapped.inner} inside it"
+                    what = f"the {'status' if wrapped.raw else 'error'} from {called_name(call)} ({source})"
                     # Not an error left unread on a path that returns another (`if derr :=
                     # p.Done(); err == nil { err = derr }`): Go's first-error-wins idiom.
                     _check_unread(p, calls, uses, graph, n, symbol, call, what, wrapper_advice(wrapped.raw), only_overwrites=True)

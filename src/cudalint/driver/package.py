@@ -170,15 +170,16 @@ def analyze_directory(
     result.exports_facts = export and import_path is not None
     # The summary first: the importers wait for it, not for this package's rules.
     runs: list[tuple[Package, PackageRun | None]] = []
-    tested: list[ObjectFact] = []  # the facts of the package an external test package (`x_test`) imports
-    testing = any(package.import_path is None and package.name.endswith("_test") for package in packages)
-    for package in packages:  # by name: `x` before `x_test`
-        sees = imported.with_facts(tested) if tested and package.import_path is None else imported
-        run = start_package(package, settings, knowledge, result, sees)
+    # The facts of each package of the directory by name, for its external
+    # test package (`x_test` imports `x`, analysed here first: by name).
+    facts_by_name: dict[str, list[ObjectFact]] = {}
+    has_external_tests = any(package.import_path is None and package.name.endswith("_test") for package in packages)
+    for package in packages:
+        tested = facts_by_name.get(package.name.removesuffix("_test")) if package.import_path is None else None
+        run = start_package(package, settings, knowledge, result, imported.with_facts(tested) if tested else imported)
         runs.append((package, run))
-        if run is not None and package.import_path is not None and (result.exports_facts or testing):
-            facts = _exported(run)
-            tested = facts
+        if run is not None and package.import_path is not None and (result.exports_facts or has_external_tests):
+            facts = facts_by_name[package.name] = _exported(run)
             if result.exports_facts:
                 result.facts.extend(facts)
     if lend is not None and result.exports_facts and result.internal_errors == 0:

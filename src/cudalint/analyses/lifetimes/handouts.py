@@ -123,7 +123,7 @@ class HandOuts:
                 continue
             # A new value of an owning type made of the handle first: the
             # conversion `DevicePtr(p)` is also the handle returned.
-            succeeded = self._succeeded(origin)
+            succeeded = self._error_nil_where_acquired(origin)
             constructed = self._owners.constructed(unit, origin.handle, origin.resource, succeeded) if origin.handle else None
             if constructed is not None:
                 index, owner = constructed
@@ -155,7 +155,7 @@ class HandOuts:
             handed.append((filled, RECEIVER_HANDOUT))
         return handed
 
-    def _succeeded(self, origin: Origin) -> Callable[[Node], bool]:
+    def _error_nil_where_acquired(self, origin: Origin) -> Callable[[Node], bool]:
         """Whether a returned error is nil exactly where this acquisition
         succeeded: a converter of its own status (`return &Module{m: mod},
         newErrorDriver("load", x)` with `x := C.cuModuleLoadData(&mod, ...)`)."""

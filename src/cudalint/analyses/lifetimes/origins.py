@@ -254,7 +254,8 @@ class Origins:
         symbol = self._calls.package.resolution.symbol(target)
         if symbol is None or not symbol.is_local:
             return False
-        references = [node for node in self._calls.references(symbol) if node.id != target.id]
+        declared = symbol.node.id if symbol.node is not None else None
+        references = [node for node in self._calls.references(symbol) if node.id not in (target.id, declared)]
         return bool(references) and all(_discarded(node) for node in references)
 
     def _releases_in(self, origin: Origin) -> bool:
