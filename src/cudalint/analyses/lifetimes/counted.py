@@ -433,7 +433,7 @@ class Counted:
         package = self._calls.package
         return any(
             target.type == "selector_expression"
-            and held_flag(target, package.resolution, package.units, lambda unit: self.releases(unit, name))
+            and held_flag(target, package.resolution, package.units, lambda unit: self.releases(unit, name), self._calls.types.type_of)
             for n in path for target in set_true(graph.ast(n))
         )
 

@@ -50,7 +50,10 @@ def flag_guarded(unit: Unit) -> bool:
     return bool(set_flags & tested)
 
 
-def held_flag(target: Node, resolution: Resolution, units: Iterable[Unit], releases: Callable[[Unit], bool]) -> bool:
+def held_flag(
+    target: Node, resolution: Resolution, units: Iterable[Unit], releases: Callable[[Unit], bool],
+    type_of: Callable[[Node], str | None],
+) -> bool:
     """`nm.nvmlInitialized = true` on a value the function did not make (a
     parameter, a package variable), where a function of the package that
     gives the count back (`releases`) reads that field (`Destroy`: `if
@@ -64,9 +67,10 @@ def held_flag(target: Node, resolution: Resolution, units: Iterable[Unit], relea
     if symbol is None or symbol.role not in (Role.PARAM, Role.GLOBAL):
         return False
     field = syntax.text(target.child_by_field_name("field"))
-    return any(
+    holder = type_of(target.child_by_field_name("operand"))
+    return holder is not None and any(
         releases(unit) and any(
-            syntax.text(node.child_by_field_name("field")) == field
+            syntax.text(node.child_by_field_name("field")) == field and type_of(node.child_by_field_name("operand")) == holder
             for node in syntax.walk(unit.body) if node.type == "selector_expression"
         )
         for unit in units if unit.body is not None
