@@ -158,7 +158,7 @@ class Owners:
             if (target := self.facts.callee(call).target) is not None and target.receiver_type == method.receiver_type
             and _called_on(call, receiver.name) and target.receiver is not None
         ]
-        return any(_acquires_into_receiver(unit, self.facts) for unit in fillers if unit.body is not None)
+        return any(acquires_into_receiver(unit, self.facts) for unit in fillers if unit.body is not None)
 
     def _inert(self, method: Unit) -> bool:
         """Whether a method reaches nothing but the package's own code and
@@ -617,7 +617,7 @@ def _called_on(call: Node, name: str) -> bool:
     return operand is not None and syntax.text(operand) == name
 
 
-def _acquires_into_receiver(unit: Unit, facts: CallIndex) -> bool:
+def acquires_into_receiver(unit: Unit, facts: CallIndex) -> bool:
     """A method that makes something new into its receiver's fields: a
     call's result assigned to one (`a.ptr = memAlloc(n)`), or an API call
     writing into one (`C.cudaMalloc(&a.ptr, n)`)."""

@@ -29,6 +29,7 @@ from cudalint.analyses.lifetimes.closures import Closures
 from cudalint.analyses.lifetimes.counted import Counted
 from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.outcomes import Effect, Origin
+from cudalint.analyses.owners import acquires_into_receiver
 from cudalint.knowledge import ResourceSpec
 from cudalint.analyses.lifetimes.resources import VariableResources
 from cudalint.analyses.lifetimes.states import LeftControl, PathBudgetExceeded, Phase, State, WalkRecord, path_to, release
@@ -254,6 +255,12 @@ class Walker:
             )
         return self._proxy_after(graph, origin, state, n, uses)
 
+    def _refills(self, use: Use) -> bool:
+        """A method of the package that makes something new into its
+        receiver's fields (`a.alloc()` with `a.ptr = memAlloc(n)`)."""
+        target = self._calls.callee(use.call).target if use.call is not None else None
+        return target is not None and target.receiver is not None and target.body is not None and acquires_into_receiver(target, self._calls)
+
     def _given_back(self, use: Use) -> bool:
         return _given_back(use, self._calls.callee)
 
@@ -387,6 +394,8 @@ class Walker:
                 return _released_again_harmlessly(state, n, use)
             if self._resources.releases_by_method(use.symbol, use.method, origin):
                 return release(origin, state, n, use.deferred, record, None)
+            if released and self._refills(use):
+                raise LeftControl  # `a.Free(); a.alloc()`: the value holds new memory from here on
             if released and not self._resources.reads_only(use.symbol, use.method, origin):
                 record.uses_after_release.append((n, use, state.released_at or 0))
             return state
