@@ -282,6 +282,14 @@ def called(call: Node) -> Node | None:
     return unparen(call.child_by_field_name("function"))
 
 
+def method_operand(call: Node) -> Node | None:
+    """The value a method call is made on: `a` of `a.alloc()`, `status(x)` of
+    `status(x).error("c")` (also a package's name, `nvml` of `nvml.Init()`,
+    which the resolver tells apart); None for a call that names no selector."""
+    function = called(call)
+    return unparen(function.child_by_field_name("operand")) if function is not None and function.type == "selector_expression" else None
+
+
 def instantiated(function: Node | None) -> Node | None:
     """The generic function an index expression in call position names
     (`CudaMalloc[int]`, `device.CudaMalloc[uint64]`); None for any other node."""

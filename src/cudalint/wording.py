@@ -135,8 +135,8 @@ def success_hint(fact: CallFact) -> str:
 def called_name(call: Node) -> str:
     """What a call calls, short, for messages: `s.Sync`, `check`,
     `status(...).error` (a method of a value a call made)."""
-    function = syntax.unparen(call.child_by_field_name("function"))
-    operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None and function.type == "selector_expression" else None
-    if operand is not None and operand.type == "call_expression":
+    function = syntax.called(call)
+    operand = syntax.method_operand(call)
+    if function is not None and operand is not None and operand.type == "call_expression":
         return f"{syntax.text(operand.child_by_field_name('function'))}(...).{syntax.text(function.child_by_field_name('field'))}"
     return syntax.text(function)

@@ -299,8 +299,7 @@ class Owners:
                     known = facts.knowledge.resource(family, name)
                     if known is not None and 0 <= index < len(arguments):
                         yield arguments[index], (known[1],)
-            function = syntax.unparen(call.child_by_field_name("function"))
-            operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None and function.type == "selector_expression" else None
+            operand = syntax.method_operand(call)
             if callee.kind is CalleeKind.LOCAL and callee.target is not None and callee.target is not unit and callee.target.kind is not UnitKind.LITERAL:
                 released = self._released.get(callee.target, ())
                 for index, resource in released:
@@ -309,7 +308,7 @@ class Owners:
                     elif 0 <= index < len(arguments):
                         yield arguments[index], (resource,)
             elif operand is not None and callee.kind in (CalleeKind.UNKNOWN, CalleeKind.MODULE):
-                resources = self._imported_owner_releases(operand, syntax.text(function.child_by_field_name("field")))
+                resources = self._imported_owner_releases(operand, syntax.text(syntax.called(call).child_by_field_name("field")))
                 if resources:
                     yield operand, resources
 
@@ -612,8 +611,7 @@ OWNERS: Analysis[Owners] = Analysis(
 
 def _called_on(call: Node, name: str) -> bool:
     """`a.alloc()` called on the variable `name`."""
-    function = syntax.unparen(call.child_by_field_name("function"))
-    operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None and function.type == "selector_expression" else None
+    operand = syntax.method_operand(call)
     return operand is not None and syntax.text(operand) == name
 
 

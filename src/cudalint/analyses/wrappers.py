@@ -83,9 +83,24 @@ class StatusWrappers:
         """The API status a call converts into an error, where it is a
         converter's call (`check(C.cudaMemcpy(...))`) or a method of a
         status type converting itself (`status(C.cudaMemcpy(...)).error("copy")`)."""
+        inner = self.converted_status(call)
+        return Wrapped(inner.written, inner.is_release) if inner is not None else None
+
+    def converted_status(self, call: Node, through_locals: bool = True) -> CallFact | None:
+        """The API call whose status `call` converts into an error: an
+        argument of a converter of this package or another of the module
+        (`check(C.cudaMemcpy(...))`, `check(st)` with `st := C.cudaMemcpy(...)`
+        where `through_locals`), or the receiver of a method of the
+        package's status type converting itself (`status(C.cudaSetDevice(d)).error("Set")`)."""
         if call.type != "call_expression":
             return None
-        return self._converted(call, syntax.children(call.child_by_field_name("arguments")))
+        for index, argument in enumerate(syntax.children(call.child_by_field_name("arguments"))):
+            inner = self._api_status_in(argument, through_locals)
+            if inner is not None and self.status.converts_status_at(call, index, inner.node):
+                return inner
+        operand = syntax.method_operand(call)
+        inner = self._api_status_in(operand, through_locals) if operand is not None else None
+        return inner if inner is not None and self.status.converts_receiver_status_at(call, inner.node) else None
 
     def call_sites(self) -> list[tuple[Unit, Node, Wrapped]]:
         """(caller, call, wrapped status) for every call of a wrapper in the
@@ -263,12 +278,12 @@ class StatusWrappers:
             nested = self.of(callee.target) if callee.target is not unit else None
             if nested is not None and not nested.raw:
                 return nested
-            return self._converted(expression, arguments)
+            return self.converted(expression)
         wrapped = self._imported(callee.imported) if callee.kind is CalleeKind.MODULE else None
         if wrapped is not None:
             return wrapped
         if callee.kind is CalleeKind.MODULE:
-            converted = self._converted(expression, arguments)  # `cuvs.CheckCuvs(cuvs.CuvsError(st))`
+            converted = self.converted(expression)  # `cuvs.CheckCuvs(cuvs.CuvsError(st))`
             if converted is not None:
                 return converted
         called = self.calls.qualified(expression)
@@ -298,27 +313,11 @@ class StatusWrappers:
         fact = self.status.failed_test(unit, condition)
         return Wrapped(fact.written, fact.is_release) if fact is not None else None
 
-    def _converted(self, call: Node, arguments: list[Node]) -> Wrapped | None:
-        """`check(C.cudaMemcpy(...))`, or `check(st)` with `st := C.cudaMemcpy(...)`,
-        by a converter of this package or another of the module; or
-        `status(C.cudaSetDevice(d)).error("Set")`, by a method of the
-        package's status type that converts its receiver."""
-        for index, argument in enumerate(arguments):
-            inner = self._api_status_in(argument)
-            if inner is not None and self.status.converts_status_at(call, index, inner.node):
-                return Wrapped(inner.written, inner.is_release)
-        function = syntax.unparen(call.child_by_field_name("function"))
-        if function is not None and function.type == "selector_expression":
-            inner = self._api_status_in(function.child_by_field_name("operand"))
-            if inner is not None and self.status.converts_receiver_status_at(call, inner.node):
-                return Wrapped(inner.written, inner.is_release)
-        return None
-
-    def _api_status_in(self, value: Node | None) -> CallFact | None:
+    def _api_status_in(self, value: Node | None, through_locals: bool = True) -> CallFact | None:
         """The API call whose status a value is: the call itself, through
-        conversions, or the call a local was initialised with."""
+        conversions, or (`through_locals`) the call a local was initialised with."""
         value = unwrap(value, self.calls)
-        if value is not None and value.type == "identifier":
+        if value is not None and value.type == "identifier" and through_locals:
             symbol = self.calls.package.resolution.symbol(value)
             value = unwrap(symbol.init, self.calls) if symbol is not None and symbol.init is not None else None
         inner = self.calls.status_call(value)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.analyses.calls import CALLS, CalleeKind, CallFact, CallIndex, unwrap
-from cudalint.analyses.status import STATUS, StatusSemantics
-from cudalint.analyses.wrappers import WRAPPERS
+from cudalint.analyses.calls import CALLS, CallFact, CallIndex
+from cudalint.analyses.status import STATUS
+from cudalint.analyses.wrappers import WRAPPERS, StatusWrappers
 from cudalint.catalog import Level, Rule
 from cudalint.prefilter import imports_of
 from cudalint.wording import called_name, status_what, success_hint, wrapper_advice, wrapper_what
@@ -16,7 +16,7 @@ from cudalint.framework import Pass
 
 def check(p: Pass) -> None:
     calls = p.result_of(CALLS)
-    status = p.result_of(STATUS)
+    wrappers = p.result_of(WRAPPERS)
     for unit, graph in p.graphs_of(calls.units_calling_api()):
         with p.isolating(unit):
             for n in graph.statement_nodes():
@@ -25,7 +25,7 @@ def check(p: Pass) -> None:
                 if fact is not None:
                     p.report(unit, fact.node, f"{status_what(fact)} is discarded; {success_hint(fact)}")
                     continue
-                converted = _converted_and_dropped(calls, status, statement) or _receiver_converted_and_dropped(calls, status, statement)
+                converted = _converted_and_dropped(wrappers, statement)
                 if converted is not None:
                     converter, inner = converted
                     name = called_name(converter)
@@ -34,36 +34,19 @@ def check(p: Pass) -> None:
                         f"the error {name} makes of {status_what(inner)} is discarded; "
                         f"check it: `if err := {syntax.text(converter)}; err != nil {{ ... }}`",
                     )
-    for unit, call, wrapped in p.result_of(WRAPPERS).call_sites():
+    for unit, call, wrapped in wrappers.call_sites():
         if not wrapped.release and syntax.statement_of_call(call) == "expression_statement":
             with p.isolating(unit):
                 p.report(unit, call, f"{wrapper_what(call, wrapped.inner, False, wrapped.raw)} is discarded; {wrapper_advice(wrapped.raw)}")
 
 
-def _converted_and_dropped(calls: CallIndex, status: StatusSemantics, statement: Node) -> tuple[Node, CallFact] | None:
-    """`check(C.cudaMemcpy(...))` as a statement: a converter of the
-    package turns the status into an error, which is then dropped."""
+def _converted_and_dropped(wrappers: StatusWrappers, statement: Node) -> tuple[Node, CallFact] | None:
+    """`check(C.cudaMemcpy(...))` or `status(C.cudaMemset(...)).error("clear")`
+    as a statement: a converter of the module, or a method of the package's
+    status type, turns the status into an error, which is then dropped."""
     call = _statement_call(statement)
-    if call is None or calls.callee(call).kind not in (CalleeKind.LOCAL, CalleeKind.MODULE):
-        return None
-    for index, argument in enumerate(syntax.children(call.child_by_field_name("arguments"))):
-        fact = calls.status_call(unwrap(argument, calls))
-        if fact is not None and not fact.is_release and status.converts_status_at(call, index, fact.node):
-            return call, fact
-    return None
-
-
-def _receiver_converted_and_dropped(calls: CallIndex, status: StatusSemantics, statement: Node) -> tuple[Node, CallFact] | None:
-    """`status(C.cudaMemset(...)).error("clear")` as a statement: a method of
-    the package's status type turns the status into an error, then dropped."""
-    call = _statement_call(statement)
-    function = syntax.unparen(call.child_by_field_name("function")) if call is not None else None
-    if function is None or function.type != "selector_expression":
-        return None
-    fact = calls.status_call(unwrap(function.child_by_field_name("operand"), calls))
-    if fact is None or fact.is_release or not status.converts_receiver_status_at(call, fact.node):
-        return None
-    return call, fact
+    fact = wrappers.converted_status(call, through_locals=False) if call is not None else None
+    return (call, fact) if call is not None and fact is not None and not fact.is_release else None
 
 
 def _statement_call(statement: Node) -> Node | None:

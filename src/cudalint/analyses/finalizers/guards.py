@@ -157,7 +157,7 @@ class Guards:
         target = callee.target if callee.kind in (CalleeKind.LOCAL, CalleeKind.VALUE) else None
         if target is None or target is unit:
             return [], GuardKind.SET
-        receiver = syntax.unparen(function.child_by_field_name("operand")) if function is not None and function.type == "selector_expression" else None
+        receiver = syntax.method_operand(call)
         params = target.params
         for kind, symbol, path in self.marks(target):
             if symbol is target.receiver:

@@ -108,7 +108,7 @@ class Summaries:
         if callee.kind in (CalleeKind.LOCAL, CalleeKind.VALUE) and callee.target is not None:
             if callee.target.kind is UnitKind.LITERAL and callee.target.parent is unit:
                 return []  # a literal of this function: handled with the literals
-            receiver = syntax.unparen(function.child_by_field_name("operand")) if function is not None and function.type == "selector_expression" else None
+            receiver = syntax.method_operand(call)
             return self._through(unit, call, callee.target, receiver, arguments)
         return []
 

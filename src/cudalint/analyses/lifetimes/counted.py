@@ -195,11 +195,10 @@ class Counted:
         """`lib.Shutdown()` on a value a function of the module made, whose
         type is not known here (`lib, err := nvmllib.New()`): a method named
         as a release of the kind is one (the value is an initialiser's)."""
-        function = syntax.unparen(call.child_by_field_name("function"))
-        operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None and function.type == "selector_expression" else None
+        operand = syntax.method_operand(call)
         if operand is None or operand.type != "identifier" or self._calls.callee(call).kind is not CalleeKind.UNKNOWN:
             return False
-        if syntax.text(function.child_by_field_name("field")) not in self._release_methods(name):
+        if syntax.text(syntax.called(call).child_by_field_name("field")) not in self._release_methods(name):
             return False
         symbol = self._calls.package.resolution.symbol(operand)
         made = syntax.unparen(symbol.init) if symbol is not None and symbol.kind is SymbolKind.VAR and symbol.type_node is None else None

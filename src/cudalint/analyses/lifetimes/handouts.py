@@ -221,8 +221,7 @@ class HandOuts:
                     argument = unwrap(arguments[role.index], self._calls) if 0 <= role.index < len(arguments) else None
                     if argument is not None and syntax.text(argument).startswith(receiver + "."):
                         return True
-            function = syntax.unparen(call.child_by_field_name("function"))
-            operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None and function.type == "selector_expression" else None
+            operand = syntax.method_operand(call)
             target = callee.target if callee.kind is CalleeKind.LOCAL else None
             if operand is None or target is None or target.kind is not UnitKind.METHOD:
                 continue
@@ -236,10 +235,8 @@ class HandOuts:
         """`func (a *Array) Init(...) { a.Alloc() }` where Alloc fills its
         receiver: Init fills the same value, and so hands it out the same way."""
         for call in syntax.calls_in(unit.body):
-            function = syntax.unparen(call.child_by_field_name("function"))
-            if function is None or function.type != "selector_expression":
-                continue
-            if syntax.text(syntax.unparen(function.child_by_field_name("operand"))) != receiver:
+            operand = syntax.method_operand(call)
+            if operand is None or syntax.text(operand) != receiver:
                 continue
             callee = self._calls.callee(call)
             target = callee.target

@@ -476,8 +476,7 @@ def _handle_role(index: int) -> str:
 def _filled_local(call: Node, unit: Unit, calls: CallIndex) -> Symbol | None:
     """The variable a method call fills through its receiver (`out.MallocAsync(...)`):
     a local of this function, not a parameter, a field or a global."""
-    function = syntax.unparen(call.child_by_field_name("function"))
-    operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None and function.type == "selector_expression" else None
+    operand = syntax.method_operand(call)
     symbol = calls.package.resolution.symbol(operand) if operand is not None and operand.type == "identifier" else None
     if symbol is None or symbol.role is not Role.LOCAL or symbol.function != unit.node:
         return None

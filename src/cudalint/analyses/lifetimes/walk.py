@@ -16,7 +16,7 @@ beyond it the function is given up (`PathBudgetExceeded`).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
@@ -24,7 +24,7 @@ from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.analyses.call_kinds import argument_of
-from cudalint.analyses.calls import Callee, CalleeKind, CallIndex
+from cudalint.analyses.calls import CalleeKind, CallIndex
 from cudalint.analyses.lifetimes.closures import Closures
 from cudalint.analyses.lifetimes.counted import Counted
 from cudalint.analyses.lifetimes.effects import Effects
@@ -262,7 +262,32 @@ class Walker:
         return target is not None and target.receiver is not None and target.body is not None and acquires_into_receiver(target, self._calls)
 
     def _given_back(self, use: Use) -> bool:
-        return _given_back(use, self._calls.callee)
+        """Whether the variable is written with the result of an API call it is
+        an argument of (`mem, err = runtime.CopyToDevice(mem, src, n)`): a call
+        the knowledge describes acquires nothing there, so what it returns is
+        what it was given, and the variable still holds the resource. (A
+        function of the module is summarised instead: `d, err = grow(d, n)`
+        that returns new memory leaves the old one lost, CL103. A call that
+        moves its argument into its result, `C.realloc`, is the knowledge's
+        `moves`.)"""
+        holder = use.node.parent
+        statement = holder.parent if holder is not None and holder.type == "expression_list" else None
+        if statement is None or statement.type not in ("assignment_statement", "short_var_declaration") or statement.child_by_field_name("left") != holder:
+            return False
+        targets = syntax.expressions(holder)
+        values = syntax.expressions(statement.child_by_field_name("right"))
+        index = next((i for i, target in enumerate(targets) if target.id == use.node.id), None)
+        if index is None:
+            return False
+        value = values[0] if len(values) == 1 else values[index] if index < len(values) else None
+        value = syntax.unparen(value) if value is not None else None
+        if value is None or value.type != "call_expression" or self._calls.callee(value).kind not in (CalleeKind.API, CalleeKind.FAMILY):
+            return False
+        name = use.symbol.name
+        return any(
+            argument.type == "identifier" and syntax.text(argument) == name
+            for argument in (syntax.unparen(a) for a in syntax.children(value.child_by_field_name("arguments")))
+        )
 
     def _proxy_after(self, graph: CFG, origin: Origin | None, state: State, n: int, uses: list[Use]) -> State:
         """The variable that says whether the acquisition succeeded, after
@@ -463,35 +488,6 @@ def _released_again_harmlessly(state: State, n: int, use: Use) -> State:
         return state
     deferred = None if state.deferred_idempotent else state.deferred_release
     return replace(state, phase=Phase.RELEASED, released_at=n, proxy=None, deferred_release=deferred)
-
-
-def _given_back(use: Use, callee_of: Callable[[Node], Callee]) -> bool:
-    """Whether the variable is written with the result of an API call it is
-    an argument of (`mem, err = runtime.CopyToDevice(mem, src, n)`): a call
-    the knowledge describes acquires nothing there, so what it returns is
-    what it was given, and the variable still holds the resource. (A
-    function of the module is summarised instead: `d, err = grow(d, n)`
-    that returns new memory leaves the old one lost, CL103. A call that
-    moves its argument into its result, `C.realloc`, is the knowledge's
-    `moves`.)"""
-    holder = use.node.parent
-    statement = holder.parent if holder is not None and holder.type == "expression_list" else None
-    if statement is None or statement.type not in ("assignment_statement", "short_var_declaration") or statement.child_by_field_name("left") != holder:
-        return False
-    targets = syntax.expressions(holder)
-    values = syntax.expressions(statement.child_by_field_name("right"))
-    index = next((i for i, target in enumerate(targets) if target.id == use.node.id), None)
-    if index is None:
-        return False
-    value = values[0] if len(values) == 1 else values[index] if index < len(values) else None
-    value = syntax.unparen(value) if value is not None else None
-    if value is None or value.type != "call_expression" or callee_of(value).kind not in (CalleeKind.API, CalleeKind.FAMILY):
-        return False
-    name = use.symbol.name
-    return any(
-        argument.type == "identifier" and syntax.text(argument) == name
-        for argument in (syntax.unparen(a) for a in syntax.children(value.child_by_field_name("arguments")))
-    )
 
 
 def _assigned(use: Use) -> bool:
