@@ -683,16 +683,16 @@ def load_file(path: Path, private: bool = False) -> Family:
 def load_knowledge(extra_files: tuple[Path, ...] = (), private: frozenset[Path] = frozenset()) -> Knowledge:
     """`private`: files of extra_files outside the repository (see load_file)."""
     files = sorted(builtin_rules_dir().glob("*.toml")) + list(extra_files)
-    families = [copy for path in files for copy in with_forks(load_file(path, path in private))]
+    loaded = [load_file(path, path in private) for path in files]
+    described = {family.import_path: family.source for family in loaded}
+    for family in loaded:
+        for fork in family.forks:
+            if fork in described:
+                raise KnowledgeError(f"{family.source}: forks names {fork}, which {described[fork]} describes")
+    families = [copy for family in loaded for copy in with_forks(family)]
     seen: dict[str, str] = {}
-    forked: dict[str, str] = {}  # a fork's import path -> the file that names it
     for family in families:
         if family.name in seen:
             raise KnowledgeError(f"{family.source}: family {family.name!r} is already defined in {seen[family.name]}")
         seen[family.name] = family.source
-        for fork in family.forks:
-            forked[fork] = family.source
-    for family in families:
-        if family.import_path in forked and not family.name.endswith(f" ({family.import_path})"):
-            raise KnowledgeError(f"{forked[family.import_path]}: forks names {family.import_path}, which {family.source} describes")
     return Knowledge(tuple(families))
