@@ -136,7 +136,8 @@ class Owners:
                 method.name.rsplit(".", 1)[-1] for method in methods if method.name.rsplit(".", 1)[-1] in found and _clears_handle(method)
             ))
             # Methods that touch no GPU, or return at once once a release raised
-            # a flag they test (`if e.closed { return }` after `Close` set it).
+            # a flag they test (`if e.closed { return }` after `Close` set it)
+            # or cleared the handle they test (`if c.ctx == nil { return 0 }`).
             raised = set().union(*(_flags_raised(m) for m in methods if m.name.rsplit(".", 1)[-1] in found)) if found else set()
             inert = tuple(sorted(
                 name for method in self.facts.methods_of_type(type_name)
@@ -521,10 +522,11 @@ def _clears_handle(method: Unit) -> bool:
     return bool((tested & cleared) - {None}) or bool(_flags_guarding(method) & _flags_raised(method))
 
 
-def _flags_guarding(method: Unit) -> set[str]:
-    """The receiver's fields the method returns early on when they are set
-    (`if e.closed { return }`): where its type's release raised one, the
-    method does nothing."""
+def _flags_guarding(method: Unit) -> set[tuple[str, str]]:
+    """The receiver's fields the method returns early on, with the value
+    that makes it return: set (`if e.closed { return }`) or zero (`if
+    c.ctx == nil { return nil }`). Where its type's release left a field
+    so (`_flags_raised`), the method does nothing after the release."""
     body, receiver = method.body, method.receiver
     if body is None or receiver is None:
         return set()
@@ -532,18 +534,33 @@ def _flags_guarding(method: Unit) -> set[str]:
     for node in syntax.walk(body, into_functions=False):
         if node.type != "if_statement":
             continue
-        condition = syntax.unparen(node.child_by_field_name("condition"))
+        guard = _guard(node.child_by_field_name("condition"), receiver.name)
         consequence = node.child_by_field_name("consequence")
-        field = _receiver_field(condition, receiver.name)
-        if field is not None and consequence is not None and any(
+        if guard is not None and consequence is not None and any(
             statement.type == "return_statement" for statement in syntax.statements(consequence)
         ):
-            found.add(field)
+            found.add(guard)
     return found
 
 
-def _flags_raised(method: Unit) -> set[str]:
-    """The receiver's fields the method sets to true (`e.closed = true`)."""
+def _guard(condition: Node | None, receiver: str) -> tuple[str, str] | None:
+    """("closed", "set") for `e.closed`, ("ctx", "zero") for `c.ctx == nil` (or `== 0`)."""
+    condition = syntax.unparen(condition)
+    field = _receiver_field(condition, receiver)
+    if field is not None:
+        return field, "set"
+    if condition is None or condition.type != "binary_expression" or syntax.text(condition.child_by_field_name("operator")) != "==":
+        return None
+    left, right = condition.child_by_field_name("left"), condition.child_by_field_name("right")
+    for side, other in ((left, right), (right, left)):
+        if syntax.text(other) in ("nil", "0") and (field := _receiver_field(side, receiver)) is not None:
+            return field, "zero"
+    return None
+
+
+def _flags_raised(method: Unit) -> set[tuple[str, str]]:
+    """The receiver's fields the method sets to true (`e.closed = true`:
+    set) or clears (`c.ctx = nil`: zero)."""
     body, receiver = method.body, method.receiver
     if body is None or receiver is None:
         return set()
@@ -553,9 +570,10 @@ def _flags_raised(method: Unit) -> set[str]:
             left = syntax.expressions(node.child_by_field_name("left"))
             right = syntax.expressions(node.child_by_field_name("right"))
             for target, value in zip(left, right) if len(left) == len(right) else ():
-                field = _receiver_field(target, receiver.name) if syntax.text(value) == "true" else None
-                if field is not None:
-                    found.add(field)
+                field = _receiver_field(target, receiver.name)
+                written = syntax.text(value)
+                if field is not None and written in ("true", "nil", "0"):
+                    found.add((field, "set" if written == "true" else "zero"))
     return found
 
 

@@ -63,9 +63,12 @@ def _check_early(p: Pass, lifetimes: Engine, graph: CFG) -> None:
             effect = f"calls a method of {origin.handle}, which is nil when {origin.written} fails"
         else:
             effect = f"releases {origin.handle}, which {origin.written} did not make"
+        written = " ".join(syntax.text(defer).split())
+        if "\n" in syntax.text(defer) and written.startswith("defer func("):
+            written = "defer func() {...}()"  # a deferred closure: its body is at the line reported
         p.report(
             graph.unit, defer,
-            f"{syntax.text(defer)} is registered before {origin.written} at @acquired has succeeded: "
+            f"{written} is registered before {origin.written} at @acquired has succeeded: "
             f"where it fails, the {exit_word} at {where} {effect}; register it after the success check",
             **refs,
         )

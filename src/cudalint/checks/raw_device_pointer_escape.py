@@ -15,7 +15,7 @@ from cudalint.fixes.placement import statement_of
 from cudalint.framework import Pass, Ref
 from cudalint.functions import Unit, UnitKind
 from cudalint.knowledge import CallRole
-from cudalint.scope import Role
+from cudalint.scope import UNIVERSE_TYPES, Role
 
 
 def check(p: Pass) -> None:
@@ -159,8 +159,8 @@ def _says_who_frees(units: list[Unit], owners: Owners, type_name: str) -> bool:
     the package that frees a parameter of the type (`func (c *Context)
     Free(p DevPtr) error`, `func MemFree(p DevicePtr)`). A value of it is
     no bare pointer: its type names what frees it."""
-    if not type_name.isidentifier():
-        return False
+    if not type_name.isidentifier() or type_name in UNIVERSE_TYPES:
+        return False  # `uintptr`: a free wrapper taking one names no owner
     if owners.of(type_name) is not None:
         return True
     for unit in units:

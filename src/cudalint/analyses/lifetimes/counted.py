@@ -41,6 +41,7 @@ from tree_sitter import Node
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CalleeKind, CallIndex
 from cudalint.analyses.lifetimes.flags import held_flag, set_true
+from cudalint.analyses.lifetimes.nils import NilLocals
 from cudalint.analyses.lifetimes.outcomes import EarlyRelease, Origin
 from cudalint.analyses.lifetimes.states import LeftControl, Phase, State, WalkRecord, path_to, release
 from cudalint.analyses.status import Outcome, StatusSemantics, StatusSource
@@ -74,8 +75,9 @@ def is_counted(origin: Origin | None) -> bool:
 
 
 class Counted:
-    def __init__(self, calls: CallIndex, uses: VariableUses, status: StatusSemantics, imported: Imported):
+    def __init__(self, calls: CallIndex, uses: VariableUses, status: StatusSemantics, imported: Imported, nils: NilLocals):
         self._calls = calls
+        self._nils = nils
         self._imported = imported  # the facts of a function of another package of the module
         self._status = status
         self._uses = uses
@@ -94,7 +96,10 @@ class Counted:
         name = origin.resource.name
         for root in graph.evaluated(n):
             for call in syntax.calls_in(root):
-                if call == origin.call and state.phase is Phase.HELD and state.deferred_release is None and same_count(self._calls, call):
+                if call == origin.call and state.phase is Phase.HELD and same_count(self._calls, call) and (
+                    # A defer registered before the loop gives back one count, not one per iteration.
+                    state.deferred_release is None or not graph.has_path(origin.node, state.deferred_release)
+                ):
                     record.retaken.append((n,))
                 if call == origin.call or self._acquires(call, name):
                     raise LeftControl
@@ -492,13 +497,15 @@ class Counted:
         if state.proxy is None:
             return []  # its status is never tested: nothing says it failed
         name = origin.resource.name
-        start = (origin.node, state.deferred_release, False)
+        start = (origin.node, state.deferred_release, False, self._nils.at(graph, origin.node))
         parents: dict[tuple, tuple | None] = {start: None}
         queue = deque([start])
         found: dict[int, EarlyRelease] = {}
         while queue and len(parents) < 5000:
-            node, deferred, failed = current = queue.popleft()
+            node, deferred, failed, known = current = queue.popleft()
             for edge in graph.out_edges(node):
+                if self._nils.contradicts(edge, known):
+                    continue  # `if err != nil` where this path set err (or left it nil)
                 said = outcome(origin, state, edge)
                 if said is Outcome.SUCCESS and not failed:
                     continue  # it succeeded: what is registered from here on is fine
@@ -521,7 +528,7 @@ class Counted:
                 registered = deferred
                 if graph.kind(target) is NodeKind.DEFER and deferred is None and self._registers(graph, origin, state, target, name):
                     registered = target
-                key = (target, registered, now_failed)
+                key = (target, registered, now_failed, self._nils.after(graph, target, known))
                 if key not in parents:
                     parents[key] = current
                     queue.append(key)

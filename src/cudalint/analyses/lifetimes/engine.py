@@ -28,6 +28,7 @@ from cudalint.analyses.lifetimes.counted import Counted, is_counted
 from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.handouts import HandOuts
 from cudalint.analyses.lifetimes.origins import Origins
+from cudalint.analyses.lifetimes.nils import NilLocals
 from cudalint.analyses.lifetimes.outcomes import Effect, Origin, Summary, UnitLifetimes
 from cudalint.analyses.lifetimes.resources import VariableResources
 from cudalint.analyses.lifetimes.states import PathBudgetExceeded, State, WalkRecord
@@ -64,8 +65,9 @@ class Engine:
         )
         closures = Closures(calls, uses, self._effects)
         self._resources = VariableResources(calls, owners)
-        counted = Counted(calls, uses, status, self._effects.imported)
-        self._walker = Walker(calls, uses, status, self._resources, self._effects, closures, counted)
+        nils = NilLocals(calls)
+        counted = Counted(calls, uses, status, self._effects.imported, nils)
+        self._walker = Walker(calls, uses, status, self._resources, self._effects, closures, counted, nils)
         self._hand_outs = HandOuts(
             calls, owners, self.lifetimes, self._analysing.__contains__, self._effects.hands_out, self._releases_captured(uses),
             counted.releases, status.converts_at,

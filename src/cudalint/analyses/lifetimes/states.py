@@ -19,6 +19,7 @@ from enum import Enum
 
 from tree_sitter import Node
 
+from cudalint.analyses.lifetimes.nils import NOTHING_KNOWN, Nilness
 from cudalint.analyses.lifetimes.outcomes import Origin
 from cudalint.analyses.uses import Use
 from cudalint.cfg import ExitKind
@@ -56,6 +57,8 @@ class State:
     # Of `names`, the local structs that hold it in a field (`o.name = cs`),
     # with that field: only a release or use of that field is one of it.
     fields: frozenset[tuple[Symbol, str]] = frozenset()
+    # The function's error locals known nil or not on this path (`var err error`).
+    nils: Nilness = NOTHING_KNOWN
 
     @property
     def covered(self) -> bool:

@@ -28,6 +28,7 @@ from cudalint.analyses.calls import CalleeKind, CallIndex
 from cudalint.analyses.lifetimes.closures import Closures
 from cudalint.analyses.lifetimes.counted import Counted
 from cudalint.analyses.lifetimes.effects import Effects
+from cudalint.analyses.lifetimes.nils import NilLocals
 from cudalint.analyses.lifetimes.outcomes import Effect, Origin
 from cudalint.analyses.owners import acquires_into_receiver
 from cudalint.knowledge import ResourceSpec
@@ -45,7 +46,7 @@ _MAX_STATES = 20000  # per walk; a guard, far above what real functions need
 class Walker:
     def __init__(
         self, calls: CallIndex, uses: VariableUses, status: StatusSemantics, resources: VariableResources,
-        effects: Effects, closures: Closures, counted: Counted,
+        effects: Effects, closures: Closures, counted: Counted, nils: NilLocals,
     ):
         self._calls = calls
         self._uses = uses
@@ -54,6 +55,7 @@ class Walker:
         self._effects = effects
         self._closures = closures
         self._counted = counted
+        self._nils = nils
         self._budget: int | None = None  # path states left for the function being analysed
 
     @contextmanager
@@ -72,6 +74,7 @@ class Walker:
         record = WalkRecord()
         if origin is not None:
             state = self._closures.registered_before(graph, start, state)
+        state = replace(state, nils=self._nils.at(graph, start))
         parents: dict[tuple[int, State], tuple[int, State] | None] = {(start, state): None}
         queue: deque[tuple[int, State]] = deque([(start, state)])
         reported_scope = False
@@ -105,6 +108,9 @@ class Walker:
                     after = self._through_node(graph, origin, following, successor, record, summary)
                 except LeftControl:
                     continue
+                known = self._nils.after(graph, successor, after.nils)
+                if known != after.nils:
+                    after = replace(after, nils=known)
                 key = (successor, after)
                 if key not in parents:
                     parents[key] = (node, current)
@@ -120,6 +126,8 @@ class Walker:
             constant = self._calls.package.resolution.constant_bool(condition)
             if constant is not None and constant != edge.polarity:
                 return None  # `if debug` with `const debug = false`: never taken
+            if self._nils.contradicts(edge, state.nils):
+                return None  # `if err != nil` where this path left err nil
         if state.phase is not Phase.HELD:
             return state
         outcome = self.outcome(origin, state, edge)

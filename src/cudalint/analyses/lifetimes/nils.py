@@ -1,0 +1,252 @@
+"""What a path knows of local error (and pointer) variables: nil, or not.
+
+A status test that fails often only sets an error declared nil before it,
+and the function returns on that error later:
+
+    var err error
+    if st := C.cudaMalloc(&d, n); st != C.cudaSuccess {
+        err = fmt.Errorf("cudaMalloc: %d", st)
+    }
+    if err != nil {
+        return err
+    }
+    defer C.cudaFree(d)
+
+On the path where the allocation succeeded `err` is still nil, so that
+return is never taken with `d` held; on the failing path `err` holds an
+error, so the defer is never registered there. Neither test says anything
+of the allocation itself: what decides is what the path assigned to the
+variable. The walks carry, per path, the locals known to be nil and those
+known to hold a value (`Nilness`), and cut the edges of a `x != nil` /
+`x == nil` test that the path contradicts.
+
+Only locals compared with nil in a condition of the function are tracked,
+declared in it and never mentioned in a func literal (a closure could
+assign them where the path does not show it). What a variable holds where
+a walk starts comes from a must-analysis over the paths from the
+function's entry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.analyses.calls import CallIndex
+from cudalint.cfg import CFG, Edge
+from cudalint.scope import Symbol, SymbolKind
+
+# Calls that always return a non-nil error.
+_NEW_ERRORS = frozenset({("fmt", "Errorf"), ("errors", "New")})
+
+
+@dataclass(frozen=True)
+class Nilness:
+    """The tracked locals known nil, and those known not nil, on one path."""
+
+    nil: frozenset[Symbol] = frozenset()
+    not_nil: frozenset[Symbol] = frozenset()
+
+    def assigned(self, symbol: Symbol, value: bool | None) -> Nilness:
+        """After `symbol = v`, where v is nil (True), not nil (False) or unknown (None)."""
+        nil, not_nil = self.nil - {symbol}, self.not_nil - {symbol}
+        if value is True:
+            nil |= {symbol}
+        elif value is False:
+            not_nil |= {symbol}
+        return Nilness(nil, not_nil)
+
+
+NOTHING_KNOWN = Nilness()
+
+# What a node does to the tracked locals: (symbol, nil / not nil / unknown), in source order.
+Assignments = tuple[tuple[Symbol, "bool | None"], ...]
+
+
+class NilLocals:
+    """Per function: the tracked locals, what each node assigns them, and
+    what is known of them where a walk starts."""
+
+    def __init__(self, calls: CallIndex) -> None:
+        self._calls = calls
+        self._resolution = calls.package.resolution
+        # unit -> (the graph it was made for, assignments by node, known after each node)
+        self._made: dict = {}
+        # The tracked tests of every function made: condition -> (local, whether `== nil`).
+        self._tests: dict[Node, tuple[Symbol, bool]] = {}
+
+    def _of(self, graph: CFG) -> tuple[dict[int, Assignments], dict[int, Nilness]]:
+        made = self._made.get(graph.unit)
+        if made is None or made[0] is not graph:
+            tests = self._tests_of(graph)
+            self._tests.update(tests)
+            assignments = self._assignments(graph, {symbol for symbol, _ in tests.values()})
+            made = self._made[graph.unit] = (graph, assignments, _must(graph, assignments) if assignments else {})
+        return made[1], made[2]
+
+    def at(self, graph: CFG, n: int) -> Nilness:
+        """What is known on every path from the entry once node n has run."""
+        return self._of(graph)[1].get(n, NOTHING_KNOWN)
+
+    def after(self, graph: CFG, n: int, known: Nilness) -> Nilness:
+        """`known`, once node n has run."""
+        for symbol, value in self._of(graph)[0].get(n, ()):
+            known = known.assigned(symbol, value)
+        return known
+
+    def contradicts(self, edge: Edge, known: Nilness) -> bool:
+        """Whether taking the edge tests a tracked local against nil with
+        the answer the path rules out (`known` comes from `at` and `after`,
+        which made the function's tests)."""
+        if edge.condition is None or (not known.nil and not known.not_nil):
+            return False
+        test = self._tests.get(edge.condition)
+        if test is None:
+            return False
+        symbol, equal = test
+        is_nil = equal == bool(edge.polarity)  # the edge is taken where symbol == nil
+        return (symbol in known.nil and not is_nil) or (symbol in known.not_nil and is_nil)
+
+    # -- what the function's syntax says -------------------------------------------
+
+    def _tests_of(self, graph: CFG) -> dict[Node, tuple[Symbol, bool]]:
+        """Condition leaves `x == nil` (True) and `x != nil` (False) of
+        locals the function declares and no func literal mentions."""
+        found: dict[Node, tuple[Symbol, bool]] = {}
+        for n in graph.nodes():
+            for edge in graph.out_edges(n):
+                condition = edge.condition
+                if condition is None or condition in found:
+                    continue
+                compared = _nil_comparison(condition)
+                symbol = self._resolution.symbol(compared[0]) if compared is not None else None
+                if symbol is not None and self._trackable(graph, symbol):
+                    found[condition] = (symbol, compared[1])
+        return found
+
+    def _trackable(self, graph: CFG, symbol: Symbol) -> bool:
+        unit_node = graph.unit.node
+        if not symbol.is_local or symbol.function != unit_node:
+            return False
+        for mention in self._calls.references(symbol):
+            literal = syntax.enclosing_function(mention)
+            if literal is not None and literal != unit_node:
+                return False
+        return True
+
+    def _assignments(self, graph: CFG, tracked: set[Symbol]) -> dict[int, Assignments]:
+        by_node: dict[int, list[tuple[Node, Symbol, bool | None]]] = {}
+        for symbol in tracked:
+            for mention in self._calls.references(symbol):
+                value = self._assigned_value(mention)
+                if value is None:
+                    continue
+                n = graph.node_containing(mention)
+                if n is not None:
+                    by_node.setdefault(n, []).append((mention, symbol, value[0]))
+        return {
+            n: tuple((symbol, value) for _, symbol, value in sorted(found, key=lambda item: item[0].start_byte))
+            for n, found in by_node.items()
+        }
+
+    def _assigned_value(self, identifier: Node) -> tuple[bool | None] | None:
+        """Where `identifier` is written: (nil, not nil or unknown); None
+        where it is only read."""
+        parent = identifier.parent
+        if parent is None:
+            return None
+        if parent.type == "unary_expression" and syntax.text(parent.child_by_field_name("operator")) == "&":
+            return (None,)  # its address given: anything may be written through it
+        if parent.type == "var_spec":
+            names = parent.children_by_field_name("name")
+            values = syntax.expressions(parent.child_by_field_name("value"))
+            if not values:
+                return (True,)  # `var err error`: the zero value
+            return (self._value(values[names.index(identifier)]) if len(values) == len(names) else None,)
+        holder = parent.parent if parent.type == "expression_list" else None
+        if holder is None or holder.type not in ("assignment_statement", "short_var_declaration"):
+            return None
+        if holder.child_by_field_name("left") != parent:
+            return None
+        if holder.type == "assignment_statement" and syntax.text(holder.child_by_field_name("operator")) != "=":
+            return (None,)
+        left = syntax.expressions(parent)
+        right = syntax.expressions(holder.child_by_field_name("right"))
+        if len(left) != len(right):
+            return (None,)
+        return (self._value(right[[node.id for node in left].index(identifier.id)]),)
+
+    def _value(self, expression: Node) -> bool | None:
+        """Whether an assigned expression is nil (True), certainly not nil
+        (False: a new error, an address) or either (None)."""
+        node = syntax.unparen(expression)
+        if node is None:
+            return None
+        if node.type == "nil":
+            return True
+        if node.type == "identifier":
+            # A sentinel: `var errCUDA = errors.New("cuda")`.
+            symbol = self._resolution.symbol(node)
+            init = symbol.init if symbol is not None and not symbol.is_local and symbol.kind is SymbolKind.VAR else None
+            return False if init is not None and init.type == "call_expression" and self._value(init) is False else None
+        if node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
+            return False
+        if node.type == "call_expression":
+            arguments = syntax.children(node.child_by_field_name("arguments"))
+            function = syntax.unparen(node.child_by_field_name("function"))
+            if function is not None and function.type == "identifier" and syntax.text(function) == "error" and len(arguments) == 1:
+                return self._value(arguments[0])  # `error(nil)`
+            fact = self._calls.qualified(node)
+            if fact is not None and (fact.import_path, fact.name) in _NEW_ERRORS:
+                return False
+        return None
+
+
+def _nil_comparison(condition: Node) -> tuple[Node, bool] | None:
+    """`x == nil` -> (x, True), `x != nil` -> (x, False)."""
+    node = syntax.unparen(condition)
+    if node is None or node.type != "binary_expression":
+        return None
+    operator = syntax.text(node.child_by_field_name("operator"))
+    if operator not in ("==", "!="):
+        return None
+    left, right = syntax.unparen(node.child_by_field_name("left")), syntax.unparen(node.child_by_field_name("right"))
+    if right is not None and right.type == "nil" and left is not None and left.type == "identifier":
+        return left, operator == "=="
+    if left is not None and left.type == "nil" and right is not None and right.type == "identifier":
+        return right, operator == "=="
+    return None
+
+
+def _must(graph: CFG, assignments: dict[int, Assignments]) -> dict[int, Nilness]:
+    """What holds after each node on every path from the entry: the
+    meet (intersection) over predecessors, iterated to a fixpoint."""
+    after: dict[int, Nilness] = {}
+    predecessors: dict[int, list[int]] = {}
+    for n in graph.nodes():
+        for successor in graph.successors(n):
+            predecessors.setdefault(successor, []).append(n)
+    pending = [graph.entry]
+    queued = {graph.entry}
+    while pending:
+        n = pending.pop()
+        queued.discard(n)
+        seen = [after[p] for p in predecessors.get(n, ()) if p in after]
+        if n == graph.entry or not seen:
+            known = NOTHING_KNOWN
+        else:
+            known = Nilness(
+                frozenset.intersection(*(k.nil for k in seen)), frozenset.intersection(*(k.not_nil for k in seen)),
+            )
+        for symbol, value in assignments.get(n, ()):
+            known = known.assigned(symbol, value)
+        if after.get(n) == known:
+            continue
+        after[n] = known
+        for successor in graph.successors(n):
+            if successor not in queued:
+                queued.add(successor)
+                pending.append(successor)
+    return after
