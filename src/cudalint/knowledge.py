@@ -58,6 +58,7 @@ class Knowledge:
     _interface_types: frozenset[tuple[str, str]] | None = field(default=None, repr=False)
     _status_globs: dict[int, tuple[_Globs, _Globs]] = field(default_factory=dict, repr=False)
     _role_index: dict[int, dict[str, tuple[tuple[ResourceSpec, ...], ...]]] = field(default_factory=dict, repr=False)
+    _package_names: dict[str, str] | None = field(default=None, repr=False)
 
     @property
     def method_types(self) -> dict[str, frozenset[str]]:
@@ -91,7 +92,9 @@ class Knowledge:
     def package_names(self) -> dict[str, str]:
         """Import path -> package name, so `import "github.com/NVIDIA/go-nvml/pkg/nvml"`
         resolves `nvml.Init` without reading the imported package."""
-        return {f.import_path: f.qualifier for f in self.families}
+        if self._package_names is None:
+            self._package_names = {f.import_path: f.qualifier for f in self.families}
+        return self._package_names
 
     @property
     def interface_types(self) -> frozenset[tuple[str, str]]:

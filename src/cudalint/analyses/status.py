@@ -121,6 +121,8 @@ class StatusSemantics:
         named_after = self._c_constant(text)
         if named_after is not None and named_after in source.status.success:
             return True
+        if self._described_value(value) in source.status.success:
+            return True  # `icicle_runtime.Success` for ICICLE's msm, whose status is the runtime's
         if text == "iota":
             return "0" in source.status.success and value.parent is not None and _first_constant(value)
         if value.type != "identifier":
@@ -129,6 +131,20 @@ class StatusSemantics:
         if symbol is None or symbol.kind is not SymbolKind.CONST or symbol.init is None or symbol.is_local:
             return False
         return self._success_value(source, symbol.init, depth + 1)
+
+    def _described_value(self, value: Node) -> str | None:
+        """`runtime.Success` for `icicle_runtime.Success`: a constant of a
+        described package as its knowledge names it, however the file
+        imports the package (a family's status may be another family's:
+        ICICLE's curve packages return the runtime's EIcicleError)."""
+        if value.type != "selector_expression":
+            return None
+        operand = syntax.unparen(value.child_by_field_name("operand"))
+        symbol = self.calls.package.resolution.symbol(operand) if operand is not None and operand.type == "identifier" else None
+        if symbol is None or symbol.kind is not SymbolKind.PACKAGE or symbol.import_path is None:
+            return None
+        qualifier = self.calls.knowledge.package_names.get(symbol.import_path)
+        return f"{qualifier}.{syntax.text(value.child_by_field_name('field'))}" if qualifier is not None else None
 
     def means_success(self, source: StatusSource | None, value: Node) -> bool | None:
         """What a status equal to `value` says: True for a success value

@@ -437,7 +437,7 @@ class VariableUses:
         if collection is not None and collection is not symbol:
             # `argv[i] = cs`: cs is now held in argv, a slice the function keeps.
             return Use(UseKind.ALIAS, symbol, identifier, target=collection, element=True)
-        held = local_holder(target, self.resolution) if target is not None else None
+        held = local_holder(target, self.facts) if target is not None else None
         if held is not None and held[0] is not symbol:
             # `o.name = cs`: cs is now also held in o, a struct the function keeps.
             return Use(UseKind.ALIAS, symbol, identifier, target=held[0], field=held[1])
@@ -465,14 +465,16 @@ def appended_to(call: Node, resolution) -> Symbol | None:
     return collection if _is_tracked(collection) and resolution.symbol(first) is collection else None
 
 
-def local_holder(target: Node, resolution) -> tuple[Symbol, str] | None:
+def local_holder(target: Node, calls: CallIndex) -> tuple[Symbol, str] | None:
     """`o.name` where o is a struct this function makes and keeps (`var o
-    C.struct_opts`, `o := Args{}`, `o := &Args{}`, `new(Args)`): a handle
-    stored in that field is still the function's own, held in o, until o
-    itself is handed on. A field of a parameter, a receiver, a global or a
-    value some call returned belongs to whoever else holds that struct."""
-    symbol = _own_local(target, "selector_expression", resolution)
-    if symbol is None or not _made_here(symbol):
+    C.struct_opts`, `o := Args{}`, `o := &Args{}`, `new(Args)`, a
+    configuration a described Go binding hands out: `cfg :=
+    ntt.GetDefaultNttConfig()`): a handle stored in that field is still the
+    function's own, held in o, until o itself is handed on. A field of a
+    parameter, a receiver, a global or a value some other call returned
+    belongs to whoever else holds that struct."""
+    symbol = _own_local(target, "selector_expression", calls.package.resolution)
+    if symbol is None or not _made_here(symbol, calls):
         return None
     return symbol, syntax.text(target.child_by_field_name("field"))
 
@@ -562,9 +564,10 @@ def _own_local(target: Node, kind: str, resolution) -> Symbol | None:
     return symbol if symbol.function == syntax.enclosing_function(target) else None
 
 
-def _made_here(symbol: Symbol) -> bool:
+def _made_here(symbol: Symbol, calls: CallIndex) -> bool:
     """A struct value declared without a value, or made by a composite
-    literal or new(): nobody else has it."""
+    literal or new(), or returned by a function of a described Go binding
+    that acquires nothing (its configuration values): nobody else has it."""
     if symbol.init_index >= 0:
         return False
     init = syntax.unparen(symbol.init)
@@ -573,7 +576,10 @@ def _made_here(symbol: Symbol) -> bool:
     if init.type == "unary_expression" and syntax.text(init.child_by_field_name("operator")) == "&":
         init = syntax.unparen(init.child_by_field_name("operand"))
     if init is not None and init.type == "call_expression":
-        return syntax.text(init.child_by_field_name("function")) == "new"
+        if syntax.text(init.child_by_field_name("function")) == "new":
+            return True
+        fact = calls.call(init)
+        return calls.callee(init).kind is CalleeKind.FAMILY and fact is not None and fact.import_path != "C"
     return init is not None and init.type == "composite_literal"
 
 

@@ -325,7 +325,7 @@ class Origins:
         """`o.name = C.CString(s)` into a struct this function makes and
         keeps (`var o C.struct_opts`): o holds it in that field, released by
         a release of `o.name`, handed on with o."""
-        held = local_holder(field, self._calls.package.resolution)
+        held = local_holder(field, self._calls)
         if held is None:
             return None
         holder, name = held
