@@ -103,8 +103,8 @@ def test_all_rules_over_all_fixtures_crash_nowhere_and_do_not_depend_on_scheduli
     directories = _package_dirs()
     single = check(directories, base=FIXTURES, jobs=1, preview=True)
     # deps/named, deps/nvlib and status/icicle require modules that are nowhere on purpose
-    # (a binding read by its name, go-nvlib read through the knowledge, ICICLE's
-    # undescribed core package beside its described ones): their note is the one expected.
+    # (a binding read by its name, go-nvlib read through the knowledge, ICICLE's core
+    # package described in part): their note is the one expected.
     notes = [n.render() for n in single.notifications]
     assert len(notes) == 1 and "source on this machine for 3 imported modules" in notes[0], notes
     assert all(module in notes[0] for module in ("example.com/acme/nvml", "github.com/NVIDIA/go-nvlib", "github.com/ingonyama-zk/icicle/v3")), notes

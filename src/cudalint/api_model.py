@@ -5,7 +5,7 @@ say them and every analysis reads them."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,14 @@ class CallRole:
 
     call: str
     handle: str
+    # The role holds only where these arguments are written so: (index,
+    # text) pairs (`CopyToDevice(&d, true)` allocates; with `false` it
+    # copies into memory d already holds).
+    when: tuple[tuple[int, str], ...] = ()
+
+    def holds_at(self, arguments: list[str]) -> bool:
+        """Whether the role applies to a call with these arguments (as written)."""
+        return all(index < len(arguments) and arguments[index] == text for index, text in self.when)
 
     @property
     def index(self) -> int:
@@ -215,6 +223,18 @@ class ApiFunction:
     @property
     def is_release(self) -> bool:
         return bool(self.releases)
+
+    def at(self, arguments: list[str]) -> ApiFunction:
+        """This function as a call with these arguments (as written) sees
+        it: without the acquisitions whose `when` the arguments do not meet
+        (`CopyToDevice(&d, false)` acquires nothing)."""
+        unmet = [
+            resource for resource in self.acquires
+            if any(role.call == self.name and role.when and not role.holds_at(arguments) for role in resource.acquire)
+        ]
+        if not unmet:
+            return self
+        return replace(self, acquires=tuple(resource for resource in self.acquires if resource not in unmet))
 
     def roles(self, kind: str) -> list[tuple[ResourceSpec, CallRole]]:
         """(resource, role) pairs of this call for kind "acquire", "release" or "transfer"."""

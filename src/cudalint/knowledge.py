@@ -377,7 +377,7 @@ _RESOURCE_KEYS = {
     "name", "acquire", "release", "transfer", "moves", "any_use_releases", "device_memory", "host_side", "needs_context",
     "outlives", "zero_release_noop",
 }
-_ROLE_KEYS = {"call", "handle"}
+_ROLE_KEYS = {"call", "handle", "when"}
 
 
 def _fail(source: str, where: str, message: str) -> KnowledgeError:
@@ -427,8 +427,23 @@ def _roles(source: str, where: str, value: Any, qualifier: str) -> tuple[CallRol
         handle = _string(source, f"{where}[{i}].handle", item.get("handle"))
         if not _HANDLE.match(handle):
             raise _fail(source, f"{where}[{i}].handle", f"{handle!r} is not argN, outN, resultN, receiver or none")
-        roles.append(CallRole(call, handle))
+        roles.append(CallRole(call, handle, _when(source, f"{where}[{i}].when", item.get("when"))))
     return tuple(roles)
+
+
+def _when(source: str, where: str, value: Any) -> tuple[tuple[int, str], ...]:
+    """`when = { arg1 = "true" }`: the arguments, as written, under which the role holds."""
+    if value is None:
+        return ()
+    if not isinstance(value, dict) or not value:
+        raise _fail(source, where, "expected a table of argN = \"text\" entries")
+    found = []
+    for key, text in value.items():
+        match = re.fullmatch(r"arg(\d+)", key)
+        if match is None or not isinstance(text, str) or not text:
+            raise _fail(source, f"{where}.{key}", "expected argN = \"text\" (the argument as written)")
+        found.append((int(match.group(1)), text))
+    return tuple(sorted(found))
 
 
 def parse_family(document: dict, source: str) -> Family:

@@ -7,11 +7,12 @@ these names."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 from tree_sitter import Node
 
+from cudalint import syntax
 from cudalint.functions import Unit
 from cudalint.knowledge import ApiFunction, StatusSpec
 from cudalint.scope import Symbol
@@ -129,3 +130,15 @@ def argument_of(node: Node, callee_of: Callable[[Node], Callee]) -> tuple[Node, 
         else:
             return None
     return None
+
+
+def as_written(fact: CallFact) -> CallFact:
+    """The fact with its function as its arguments make it (an acquisition
+    that holds only for some arguments: `CopyToDevice(&d, true)`)."""
+    api = fact.api
+    if api is None or not any(role.when for resource in api.acquires for role in resource.acquire):
+        return fact
+    arguments = [syntax.text(argument) for argument in syntax.children(fact.node.child_by_field_name("arguments"))]
+    narrowed = api.at(arguments)
+    return fact if narrowed is api else replace(fact, api=narrowed)
+

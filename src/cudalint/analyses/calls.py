@@ -35,7 +35,7 @@ from cudalint.analyses.c_helpers import c_side_calls
 from cudalint.analyses.type_facts import NamedType
 from cudalint.analyses.procs import loaded_procedure_calls
 from cudalint.analyses.typed_methods import api_of, index_described_methods, index_interface_statuses, promoted, unclassified
-from cudalint.analyses.call_kinds import Callee, CalleeKind, CallFact, ResultTypes
+from cudalint.analyses.call_kinds import Callee, CalleeKind, CallFact, ResultTypes, as_written
 from cudalint.analyses.result_facts import exported_result_types, result_type_in
 from cudalint.cside import CView
 from cudalint.knowledge import Knowledge
@@ -95,6 +95,7 @@ class CallIndex:
     def record(self, fact: CallFact) -> None:
         """Classify a call: a call the knowledge describes joins the calls
         of the function whose body holds it."""
+        fact = as_written(fact)
         previous = self.calls.get(fact.node)
         self.calls[fact.node] = fact
         if fact.api is None and (previous is None or previous.api is None):
@@ -557,7 +558,7 @@ def _qualified_call(node: Node, package: Package, knowledge: Knowledge) -> CallF
         return None
     name = syntax.text(function.child_by_field_name("field"))
     written = f"{syntax.text(operand)}.{name}"
-    return CallFact(node, import_path, name, written, api_of(package, knowledge, import_path, name))
+    return as_written(CallFact(node, import_path, name, written, api_of(package, knowledge, import_path, name)))
 
 
 def _index_own_api(facts: CallIndex, package: Package, knowledge: Knowledge) -> None:

@@ -505,10 +505,10 @@ RULE = Rule(
     A resource that outlives the process by design (a MIG GPU or compute
     instance, `outlives = true` in its knowledge file) is kept wherever the
     function succeeds; it is reported only on a failing return after it was
-    made, in a function that hands it on or destroys it where it succeeds
-    (the caller gets an error and no handle: `_ = gi.Destroy()` before the
-    return is the fix). A configuration applier that leaves what it made in
-    place is not reported.
+    made (the caller gets an error and no handle: `_ = gi.Destroy()` before
+    the return is the fix). A configuration applier that makes instances in
+    a loop and leaves what it made in place where it fails, without handing
+    them on or destroying them where it succeeds, is not reported.
 
     A variable declared inside a loop body is a new variable in each iteration:
     losing its resource at the end of an iteration is a leak too. A result

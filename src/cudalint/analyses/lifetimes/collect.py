@@ -145,12 +145,14 @@ class Collector:
         for any handle."""
         fails = self._counted.fails
         failing = [(kind, path) for _, kind, path in record.held_exits if len(path) >= 2 and fails(graph, origin, kind, path[-2])]
-        # A function that only leaves what it made in place (a configuration
-        # applier creating instances as it goes) leaves a partial result where
-        # it fails, as its contract says; one that hands the instance on, or
-        # destroys it, where it succeeds loses it where it fails.
+        # A function that only leaves what it made in place as it goes (a
+        # configuration applier creating instances in a loop) leaves a partial
+        # result where it fails, as its contract says; one that hands the
+        # instance on, or destroys it, where it succeeds, or makes just this
+        # one (a partition of a GPU instance and its compute instance), loses
+        # it where it fails.
         handed_on = record.transferred > len(record.overwrites)  # an overwrite ends a walk as a hand-over does
-        if failing and (handed_on or record.released_exits):
+        if failing and (handed_on or record.released_exits or not graph.in_loop(origin.node)):
             kind, path = failing[0]
             result.leaks.append(replace(self._leak(graph, origin, kind, path), failing=True))
         # Overwriting the handle is leaving it in place, unless the function

@@ -528,7 +528,7 @@ class Counted:
                 registered = deferred
                 if graph.kind(target) is NodeKind.DEFER and deferred is None and self._registers(graph, origin, state, target, name):
                     registered = target
-                key = (target, registered, now_failed, self._nils.after(graph, target, known))
+                key = (target, registered, now_failed, self._nils.after(graph, target, self._nils.through(edge, known)))
                 if key not in parents:
                     parents[key] = current
                     queue.append(key)

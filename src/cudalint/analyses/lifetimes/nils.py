@@ -96,6 +96,15 @@ class NilLocals:
             known = known.assigned(symbol, value)
         return known
 
+    def through(self, edge: Edge, known: Nilness) -> Nilness:
+        """`known` past the edge: taking `err != nil` makes err not nil on
+        that path (a local the function tracks)."""
+        test = self._tests.get(edge.condition) if edge.condition is not None else None
+        if test is None:
+            return known
+        symbol, equal = test
+        return known.assigned(symbol, equal == bool(edge.polarity))
+
     def contradicts(self, edge: Edge, known: Nilness) -> bool:
         """Whether taking the edge tests a tracked local against nil with
         the answer the path rules out (`known` comes from `at` and `after`,

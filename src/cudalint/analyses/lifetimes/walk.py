@@ -15,6 +15,7 @@ beyond it the function is given up (`PathBudgetExceeded`).
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -128,6 +129,9 @@ class Walker:
                 return None  # `if debug` with `const debug = false`: never taken
             if self._nils.contradicts(edge, state.nils):
                 return None  # `if err != nil` where this path left err nil
+            known = self._nils.through(edge, state.nils)
+            if known != state.nils:
+                state = replace(state, nils=known)
         if state.phase is not Phase.HELD:
             return state
         outcome = self.outcome(origin, state, edge)
@@ -162,6 +166,8 @@ class Walker:
                 return Subject.STATUS
             if subject.type == "identifier" and resolution.symbol(subject) in state.names:
                 return Subject.HANDLE
+            if _pointer_of(subject) is not None and resolution.symbol(_pointer_of(subject)) in state.names:
+                return Subject.HANDLE  # `d.AsUnsafePointer() != nil`: the handle's own pointer tested
             return None
 
         return roles
@@ -227,7 +233,7 @@ class Walker:
                     continue
                 record.transferred += 1
                 raise LeftControl
-            state = self._read(origin, state, n, use, record, aliases, applied_literals)
+            state = self._read(graph, origin, state, n, use, record, aliases, applied_literals)
         state = self._closures.bound_closures(origin, state, n, uses, record)
         if kind is NodeKind.RETURN and state.names & set(graph.unit.results) and not _returns_values(graph.ast(n)):
             record.transferred += 1
@@ -413,7 +419,9 @@ class Walker:
                 return resolution.symbol(target)
         return None
 
-    def _read(self, origin: Origin | None, state: State, n: int, use: Use, record: WalkRecord, aliases: set, applied: set) -> State:
+    def _read(
+        self, graph: CFG, origin: Origin | None, state: State, n: int, use: Use, record: WalkRecord, aliases: set, applied: set,
+    ) -> State:
         released = state.phase is Phase.RELEASED
         kind = use.kind
         if state.holds_in_field(use.symbol):
@@ -439,6 +447,10 @@ class Walker:
         if kind in (UseKind.RETURN, UseKind.TRANSFER_CALL):
             if released:
                 record.uses_after_release.append((n, use, state.released_at or 0))
+                return state
+            if kind is UseKind.RETURN and origin is not None and self._counted.fails(graph, origin, ExitKind.RETURN, n) is True:
+                # `return d, fmt.Errorf(...)`: returned beside a failure, which
+                # callers answer by not using (nor freeing) what came with it.
                 return state
             record.transferred += 1
             raise LeftControl
@@ -557,6 +569,22 @@ def _wraps(origin: Origin | None, resource: ResourceSpec) -> bool:
     return origin is None or origin.resource.name == resource.name or (
         origin.resource.owns is not None and origin.resource.owns.name == resource.name
     )
+
+
+_POINTER_METHOD = re.compile(r"(?i).*(pointer|ptr|handle|addr)")
+
+
+def _pointer_of(expression: Node) -> Node | None:
+    """h of `h.AsUnsafePointer()`, `h.Ptr()`, `h.Handle()`: a method without
+    arguments that, by its name, gives the value's own pointer."""
+    if expression.type != "call_expression" or syntax.children(expression.child_by_field_name("arguments")):
+        return None
+    function = syntax.unparen(expression.child_by_field_name("function"))
+    if function is None or function.type != "selector_expression":
+        return None
+    operand = syntax.unparen(function.child_by_field_name("operand"))
+    method = syntax.text(function.child_by_field_name("field"))
+    return operand if operand is not None and operand.type == "identifier" and _POINTER_METHOD.fullmatch(method) else None
 
 
 def _compared(use: Use) -> Node | None:
