@@ -257,3 +257,38 @@ def test_a_fork_another_file_describes_is_an_error(tmp_path: Path) -> None:
     )
     with pytest.raises(KnowledgeError, match="forks names github.com/NVIDIA/go-nvml/pkg/nvml, which go-nvml.toml describes"):
         load_knowledge((mine,))
+
+
+def test_an_acquire_may_hold_only_for_some_arguments() -> None:
+    """ICICLE's `host.CopyToDevice(&d, true)` allocates d; with `false` it
+    copies into the memory d holds: the call acquires nothing."""
+    knowledge = load_knowledge()
+    copy = knowledge.lookup("github.com/ingonyama-zk/icicle/v3/wrappers/golang/core", "HostSlice.CopyToDevice")
+    assert copy is not None and [r.name for r in copy.acquires] == ["ICICLE device slice"]
+    assert copy.roles("acquire")[0][1].when == ((1, "true"),)
+    assert copy.at(["&d", "true"]) is copy
+    assert copy.at(["&d", "false"]).acquires == () and copy.at(["d", "shouldAllocate"]).acquires == ()
+    fork = knowledge.lookup("github.com/ingonyama-zk/icicle-gnark/v3/wrappers/golang/core", "HostSlice.CopyToDevice")
+    assert fork is not None and fork.at(["&d", "false"]).acquires == ()
+
+
+@pytest.mark.parametrize("when, message", [
+    ('{ first = "true" }', "argN"),
+    ('{ arg1 = 1 }', "argN"),
+    ('"arg1"', "table"),
+])
+def test_a_bad_when_is_an_error(when: str, message: str) -> None:
+    document = (
+        'family = "x"\ndescription = "x"\nimport = "example.com/x"\n[[resource]]\nname = "r"\n'
+        f'acquire = [{{ call = "x.Alloc", handle = "out0", when = {when} }}]\nrelease = [{{ call = "x.Free", handle = "arg0" }}]\n'
+    )
+    with pytest.raises(KnowledgeError, match=message):
+        parse_family(tomllib.loads(document), "x.toml")
+
+
+def test_a_success_value_may_name_another_familys_package() -> None:
+    """ICICLE's curve packages return the runtime's status: `runtime.Success`."""
+    knowledge = load_knowledge()
+    msm = knowledge.lookup("github.com/ingonyama-zk/icicle/v3/wrappers/golang/curves/bls12381/msm", "Msm")
+    assert msm is not None and msm.status is not None and "runtime.Success" in msm.status.success
+    assert knowledge.package_names["github.com/ingonyama-zk/icicle/v3/wrappers/golang/runtime"] == "runtime"

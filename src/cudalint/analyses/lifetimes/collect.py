@@ -105,6 +105,8 @@ class Collector:
                     result.uses_after_release.append(UseAfterRelease(None, node, late_use, released_line))
 
     def _collect(self, graph: CFG, origin: Origin, record: WalkRecord, result: UnitLifetimes) -> None:
+        if record.returned_failing:
+            result.returned_failing.append(origin)
         if is_counted(origin):
             self._collect_count(graph, origin, record, result)
             return

@@ -136,8 +136,10 @@ class HandOuts:
                 ))
             else:
                 index = (
-                    _returned_at(unit, origin.handle, self._calls, origin.resource.owns is not None, succeeded) if origin.handle
-                    else self._returned_directly(unit, origin)
+                    _returned_at(
+                        unit, origin.handle, self._calls, origin.resource.owns is not None, succeeded,
+                        beside_failure=origin in found.returned_failing,
+                    ) if origin.handle else self._returned_directly(unit, origin)
                 )
                 if index is not None and _kept_elsewhere(unit, origin.handle):
                     continue  # also held by a closure or a structure the function fills: not the caller's alone
@@ -314,12 +316,15 @@ class HandOuts:
 
 def _returned_at(
     unit: Unit, handle: str, calls: CallIndex, owning: bool = False, succeeded: Callable[[Node], bool] = lambda _: False,
+    beside_failure: bool = False,
 ) -> int | None:
     """The result position at which the function returns the variable
     `handle` itself, or converted (`return Handle(h), nil`: a named type is
     the same handle), or its address where it is a value of an owning type
     (`return &ctx`), if every return that returns it does so there with a
-    nil error (when the last result is an error); None otherwise."""
+    nil error (when the last result is an error), or, `beside_failure`,
+    with a nil error or a failure (`return d, fmt.Errorf(...)`: its callers
+    then hold it either way); None otherwise."""
     index = None
     returns_error = unit.returns_error
     named = _named_results_holding(unit, handle, calls, owning)
@@ -338,7 +343,7 @@ def _returned_at(
             continue
         if len(positions) > 1 or (index is not None and positions[0] != index):
             return None
-        if returns_error and syntax.text(expressions[-1]) != "nil" and not succeeded(expressions[-1]):
+        if returns_error and syntax.text(expressions[-1]) != "nil" and not succeeded(expressions[-1]) and not beside_failure:
             return None
         index = positions[0]
     return index

@@ -90,6 +90,8 @@ class Origins:
                 if index == RECEIVER_HANDOUT and _filled_local(call, unit, self._calls) is None:
                     continue  # `s.buf.Alloc(n)`, `p.Alloc(n)` of a parameter: the holder's, not this function's
                 status = ERROR_STATUS if target.returns_error else status_beside(success_beside(target, index, self._calls))
+                if inner in self._lifetimes(target).returned_failing:
+                    status = None  # `return d, fmt.Errorf(...)`: held whether it failed or not
                 if inner.role.handle == "none":  # a count (or its cleanup) handed on where it succeeds
                     handed = hand_out_status(target, inner)
                     status = handed[1] if handed is not None and handed[1] is not None else status

@@ -190,3 +190,6 @@ class UnitLifetimes:
     # to the caller, which acquires the kind at its call.
     counted_out: list[Origin] = field(default_factory=list)
     early_releases: list[EarlyRelease] = field(default_factory=list)
+    # Acquisitions returned beside a failure on some path (`return d,
+    # fmt.Errorf(...)`): what the function hands out even where it fails.
+    returned_failing: list[Origin] = field(default_factory=list)

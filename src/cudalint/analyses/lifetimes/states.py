@@ -88,6 +88,9 @@ class WalkRecord:
     # Paths on which a count reaches its own acquisition again, still held
     # (a loop that takes it on every iteration).
     retaken: list[tuple[int, ...]] = field(default_factory=list)
+    # Returned beside a failure (`return d, fmt.Errorf(...)`): its callers
+    # hold it where the call failed too.
+    returned_failing: bool = False
 
 
 class PathBudgetExceeded(Exception):

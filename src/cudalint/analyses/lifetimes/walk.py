@@ -449,9 +449,9 @@ class Walker:
                 record.uses_after_release.append((n, use, state.released_at or 0))
                 return state
             if kind is UseKind.RETURN and origin is not None and self._counted.fails(graph, origin, ExitKind.RETURN, n) is True:
-                # `return d, fmt.Errorf(...)`: returned beside a failure, which
-                # callers answer by not using (nor freeing) what came with it.
-                return state
+                # `return d, fmt.Errorf(...)`: handed out beside a failure, so
+                # its callers hold it where the call failed too.
+                record.returned_failing = True
             record.transferred += 1
             raise LeftControl
         if kind in (UseKind.STORE, UseKind.PASS_UNKNOWN):
