@@ -57,7 +57,7 @@ class AccessPaths:
                 symbol = self.resolution.symbol(node)
                 if symbol is None or symbol.kind is not SymbolKind.VAR:
                     return None
-                copied = self._copied_from(symbol, depth)
+                copied = self._copied_from(symbol, depth) or self._switched(symbol, depth)
                 if copied is not None:
                     return Access(copied.root, copied.root_type, copied.path + tuple(reversed(path)))
                 return Access(symbol, self.symbol_type(symbol), tuple(reversed(path)))
@@ -74,6 +74,19 @@ class AccessPaths:
             return None
         found = self.access(init, depth + 1)
         return found if found is not None and found.path else None
+
+    def _switched(self, symbol: Symbol, depth: int) -> Access | None:
+        """`switch y := x.(type) { case *Uint8: ... }`: in a clause, y is x,
+        of that clause's type (a finalizer taking `interface{}` for every
+        type it frees)."""
+        alias = symbol.node.parent if symbol.node is not None else None
+        statement = alias.parent if alias is not None else None
+        if statement is None or statement.type != "type_switch_statement" or statement.child_by_field_name("alias") != alias:
+            return None
+        found = self.access(symbol.init, depth + 1)
+        if found is None:
+            return None
+        return Access(found.root, self.symbol_type(symbol) or found.root_type, found.path)
 
     def method(self, type_name_: str | None, name: str) -> Unit | None:
         if type_name_ is None:

@@ -47,12 +47,18 @@ class Registrations:
             obj = unwrap(arguments[0], self.summaries.calls)
             while obj is not None and obj.type == "unary_expression" and syntax.text(obj.child_by_field_name("operator")) == "&":
                 obj = unwrap(obj.child_by_field_name("operand"), self.summaries.calls)
+            # A finalizer taking `interface{}` frees what its type switch's
+            # clause of the registered object's type frees.
+            declared = self.summaries.access_paths.symbol_type(obj_symbol)
+            registered = self.summaries.calls.types.type_of(obj) if obj is not None else None
             registration = Registration(
-                unit, call, arguments[0], finalizer, form, self.summaries.access_paths.symbol_type(obj_symbol),
+                unit, call, arguments[0], finalizer, form, declared if declared not in (None, "any", "interface{}") else registered,
                 syntax.text(obj) if obj is not None and obj.type in ("identifier", "selector_expression") else obj_symbol.name,
             )
             for release in self.summaries.summary(finalizer):
-                if release.root is obj_symbol:
+                if release.root is obj_symbol and (
+                    registration.type_name is None or release.root_type in (None, declared, registration.type_name)
+                ):
                     registration.releases.append(release)
             registration.flags = self._flags_set(unit, registration.obj)
             found.append(registration)
