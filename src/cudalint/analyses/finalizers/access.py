@@ -57,7 +57,7 @@ class AccessPaths:
                 symbol = self.resolution.symbol(node)
                 if symbol is None or symbol.kind is not SymbolKind.VAR:
                     return None
-                copied = self._copied_from(symbol, depth) or self._switched(symbol, depth)
+                copied = self._copied_from(symbol, depth) or self._switched(symbol, depth) or self._ranged(symbol, depth)
                 if copied is not None:
                     return Access(copied.root, copied.root_type, copied.path + tuple(reversed(path)))
                 return Access(symbol, self.symbol_type(symbol), tuple(reversed(path)))
@@ -87,6 +87,18 @@ class AccessPaths:
         if found is None:
             return None
         return Access(found.root, self.symbol_type(symbol) or found.root_type, found.path)
+
+    def _ranged(self, symbol: Symbol, depth: int) -> Access | None:
+        """`for _, x := range b.regions`: x is an element of b.regions."""
+        names = symbol.node.parent if symbol.node is not None else None
+        clause = names.parent if names is not None else None
+        if clause is None or clause.type != "range_clause" or clause.child_by_field_name("left") != names:
+            return None
+        left = syntax.expressions(names)
+        if len(left) != 2 or left[1] != symbol.node:
+            return None  # the key is an index, not an element
+        found = self.access(clause.child_by_field_name("right"), depth + 1)
+        return Access(found.root, found.root_type, found.path + ("[]",)) if found is not None else None
 
     def method(self, type_name_: str | None, name: str) -> Unit | None:
         if type_name_ is None:
