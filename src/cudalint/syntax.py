@@ -232,6 +232,7 @@ _INDEX_QUERY = """
 (call_expression function: (index_expression operand: [(identifier) @callee (selector_expression field: (field_identifier) @callee)]))
 (keyed_element) @keyed
 (assignment_statement left: (expression_list (selector_expression))) @store
+(assignment_statement left: (expression_list (index_expression operand: (selector_expression)))) @store
 """
 
 
@@ -246,7 +247,7 @@ class FileIndex:
     qualified_calls: list[Node]  # `x.f(...)`
     callee_names: list[Node]  # the f of `f(...)` and `x.f(...)`
     keyed_elements: list[Node]
-    selector_stores: list[Node]  # assignments to `x.f`
+    selector_stores: list[Node]  # assignments to `x.f` and `x.f[i]`
 
 
 def index_file(root: Node, data: bytes) -> FileIndex:
@@ -301,7 +302,8 @@ def instantiated(function: Node | None) -> Node | None:
 
 def field_stores(index: FileIndex) -> dict[str, list[tuple[Node, Node]]]:
     """Values stored into a field, by field name: `T{f: v}` and `x.f = v`,
-    each as (the node whose type names the struct, the value)."""
+    each as (the node whose type names the struct, the value); into an
+    element of a field by the field's name and `[]`: `x.f[i] = v`."""
     found: dict[str, list[tuple[Node, Node]]] = {}
     for keyed in index.keyed_elements:
         key, value = keyed.child_by_field_name("key"), keyed.child_by_field_name("value")
@@ -313,8 +315,11 @@ def field_stores(index: FileIndex) -> dict[str, list[tuple[Node, Node]]]:
         left = expressions(assignment.child_by_field_name("left"))
         right = expressions(assignment.child_by_field_name("right"))
         for target, value in zip(left, right) if len(left) == len(right) else ():
-            if target.type == "selector_expression":
-                found.setdefault(text(target.child_by_field_name("field")), []).append(
+            suffix = ""
+            if target.type == "index_expression":
+                target, suffix = unparen(target.child_by_field_name("operand")), "[]"
+            if target is not None and target.type == "selector_expression":
+                found.setdefault(text(target.child_by_field_name("field")) + suffix, []).append(
                     (target.child_by_field_name("operand"), value),
                 )
     return found

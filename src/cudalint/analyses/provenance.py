@@ -60,6 +60,10 @@ class Provenance:
             if operand is not None and operand.type == "identifier":
                 symbol = self.resolution.symbol(operand)
                 return symbol is not None and symbol.kind is SymbolKind.VAR
+            if operand is not None and operand.type == "index_expression":
+                held = self.backing(operand.child_by_field_name("operand"), depth + 1)
+                if held is not None:
+                    return held == "go"  # `&c.vals[i]` of a field filled from Go
             return self.backing(root_variable(operand), depth + 1) == "go"
         if node.type == "call_expression":
             fact = self.calls.calls.get(node)
@@ -103,6 +107,10 @@ class Provenance:
             if fact is not None and fact.import_path == "C" and fact.name in ("GoBytes", "GoString", "GoStringN"):
                 return "go"
             return "c" if self._views_a_pointer(node) else None
+        if node.type == "selector_expression":
+            # `c.vals`, a field the package only ever fills from Go (`c.vals = make([]uint64, n)`).
+            kinds = {self.backing(value, depth + 1) for value in self._field_values(node)}
+            return "go" if kinds == {"go"} else "c" if "c" in kinds else None
         if node.type == "identifier":
             symbol = self.resolution.symbol(node)
             if symbol is None or symbol.kind is not SymbolKind.VAR:
@@ -125,24 +133,33 @@ class Provenance:
         target = conversion.child_by_field_name("function" if conversion.type == "call_expression" else "type")
         return target is not None and target.type in ("parenthesized_expression", "parenthesized_type") and "[" in syntax.text(target)
 
-    def field_from_go(self, selector: Node) -> Node | None:
+    def field_from_go(self, selector: Node, element: bool = False) -> Node | None:
         """A value with a Go object's address given to the same field of the
         same struct type anywhere in the package
-        (`req{host: uintptr(unsafe.Pointer(&b[0]))}`, `r.host = ...`)."""
+        (`req{host: uintptr(unsafe.Pointer(&b[0]))}`, `r.host = ...`), or,
+        with `element`, to an element of it (`c.args[i] = ...`)."""
+        return next((value for value in self._field_values(selector, element) if self._go_address(value)), None)
+
+    def _field_values(self, selector: Node, element: bool = False) -> list[Node]:
+        """The values the package stores into this field of structs of the
+        same type (`T{f: v}`, `x.f = v`), or, with `element`, into its
+        elements (`x.f[i] = v`)."""
         owner = self.calls.types.type_of(selector.child_by_field_name("operand"))
         if owner is None:
-            return None
+            return []
         if self._fields is None:
             self._fields = {}
             for parsed in self.package.files:
                 for name, stores in syntax.field_stores(parsed.index).items():
                     self._fields.setdefault(name, []).extend((parsed.root, holder, value) for holder, value in stores)
         resolution, facts = self.package.resolution, self.calls
-        for root, holder, value in self._fields.get(syntax.text(selector.child_by_field_name("field")), []):
+        field = syntax.text(selector.child_by_field_name("field")) + ("[]" if element else "")
+        found = []
+        for root, holder, value in self._fields.get(field, []):
             resolution.ensure(root, holder)
-            if facts.types.type_of(holder) == owner and self._go_address(value):
-                return value
-        return None
+            if facts.types.type_of(holder) == owner:
+                found.append(value)
+        return found
 
     def uintptr_from_go(self, symbol: Symbol) -> Node | None:
         """The assignment that gave a uintptr variable a Go object's
@@ -201,6 +218,8 @@ class Provenance:
         element of that slice or array variable (`addrs[i] = uintptr(...)`,
         `addrs = append(addrs, uintptr(...))`, `[]uintptr{uintptr(...)}`)."""
         operand = syntax.unparen(index.child_by_field_name("operand"))
+        if operand is not None and operand.type == "selector_expression":
+            return self.field_from_go(operand, element=True)  # `c.args[i]`, filled as `c.args[i] = uintptr(...)`
         symbol = self.resolution.symbol(operand) if operand is not None and operand.type == "identifier" else None
         if symbol is None or symbol.kind is not SymbolKind.VAR:
             return None
