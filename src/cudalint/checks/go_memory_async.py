@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from cudalint import syntax
+from cudalint.analyses.async_params import ASYNC_PARAMS
 from cudalint.analyses.calls import CALLS
 from cudalint.analyses.provenance import PROVENANCE
 from cudalint.catalog import Level, Rule
@@ -13,6 +14,7 @@ from cudalint.framework import Pass
 def check(p: Pass) -> None:
     calls = p.result_of(CALLS)
     memory = p.result_of(PROVENANCE)
+    _through_wrappers(p, calls, memory)
     for unit in calls.units_calling_api():
         with p.isolating(unit):
             for fact in calls.api_facts_in(unit):
@@ -30,6 +32,32 @@ def check(p: Pass) -> None:
                         )
 
 
+def _through_wrappers(p: Pass, calls, memory) -> None:
+    """Go memory given to a function of the package or of the module that
+    hands that parameter to an asynchronous call (`cu.MemcpyHtoDAsync(d,
+    unsafe.Pointer(&host[0]), n, s)` of a binding)."""
+    wrappers = p.result_of(ASYNC_PARAMS)
+    for unit in p.package.units:
+        if unit.body is None:
+            continue
+        with p.isolating(unit):
+            for call in calls.named_calls_in(unit):
+                found = wrappers.of_call(call)
+                if found is None:
+                    continue
+                arguments = syntax.children(call.child_by_field_name("arguments"))
+                written = syntax.text(call.child_by_field_name("function"))
+                for index in found.indexes:
+                    if index < len(arguments) and memory.is_go_memory(arguments[index]):
+                        p.report(
+                            unit, arguments[index],
+                            f"Go memory ({syntax.text(arguments[index])}) is passed to {written}, which hands it to "
+                            f"{found.via}, which may still use it after the call returns, when the GC may have moved or "
+                            f"freed it (cgo forbids C keeping Go pointers); stage it in pinned memory from cudaMallocHost, "
+                            f"or use a synchronous call",
+                        )
+
+
 RULE = Rule(
     "CL504", "go-memory-async", Level.ERROR,
     "Go memory passed as the host buffer of an asynchronous copy or memset, or registered with cudaHostRegister.",
@@ -40,7 +68,10 @@ RULE = Rule(
     keeps using it after it returns: the asynchronous copies and memsets
     listed under `[[async]]` in `rules/*.toml` (`cudaMemcpyAsync`,
     `cuMemcpyHtoDAsync`, `cublasSetVectorAsync`, ...) and
-    `cudaHostRegister`. Go memory is the address of any Go variable (of a C
+    `cudaHostRegister`; and the same argument of a function of the package
+    or of the module that hands that parameter to such a call (a binding's
+    `MemcpyHtoDAsync(dst, src, n, stream)`, `MemHostRegister(p, n, flags)`).
+    Go memory is the address of any Go variable (of a C
     type too: `var n C.int` lives in Go memory), an element of a slice or
     array made in Go (`make`, a literal, a Go slice parameter, re-slices of
     those), or a pointer variable assigned one of those. Memory from
@@ -77,6 +108,6 @@ RULE = Rule(
     """,
     tags=("correctness", "memory-safety"),
     check=check,
-    requires=(CALLS, PROVENANCE),
+    requires=(CALLS, PROVENANCE, ASYNC_PARAMS),
     needles=lambda knowledge: imports_of(knowledge, lambda family: bool(family.async_host)),
 )
