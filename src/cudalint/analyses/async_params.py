@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from cudalint import fixpoint, syntax
-from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
+from cudalint.analyses.calls import CALLS, CallIndex, unwrap
 from cudalint.framework import Analysis, FactView, Pass
 from cudalint.functions import Unit, exported_name
 from cudalint.scope import Role
@@ -34,28 +34,65 @@ class AsyncHostParams:
 
 class AsyncParams:
     """The package's functions that hand a parameter to an asynchronous C
-    call's host buffer, and the calls of them (and of importers' facts)."""
+    call's host buffer, and the calls of them (and of importers' facts).
+    Only the functions that make such a call, directly or through the
+    package's or an imported package's wrapper, and their callers, are
+    asked: classifying every call of a package is what a run cannot afford."""
 
     def __init__(self, calls: CallIndex, imported: FactView) -> None:
         self.calls = calls
         self.imported = imported
         self._memo: dict[Unit, AsyncHostParams | None] = {}
+        self._wrappers: dict[Unit, AsyncHostParams] | None = None
+
+    def wrappers(self) -> dict[Unit, AsyncHostParams]:
+        """The package's functions that hand a parameter on, and what to."""
+        if self._wrappers is None:
+            calls = self.calls
+            by_node = {unit.node: unit for unit in calls.package.units}
+            seeds = {
+                unit for unit in calls.package.units
+                if any(fact.api.async_host_args for fact in calls.api_facts_in(unit))
+            }
+            for import_path, name, _ in self.imported.items():
+                seeds.update(unit for unit, _ in calls.calls_to(import_path, name))
+            found: dict[Unit, AsyncHostParams] = {}
+            pending = [unit for unit in seeds if not unit.nested]
+            while pending:
+                unit = pending.pop()
+                if unit in found:
+                    continue
+                fact = self.of(unit)
+                if fact is None:
+                    continue
+                found[unit] = fact
+                for call in calls.calls_of(unit):
+                    caller = by_node.get(syntax.enclosing_function(call))
+                    if caller is not None and not caller.nested and caller not in found:
+                        pending.append(caller)
+            self._wrappers = found
+        return self._wrappers
 
     def of(self, unit: Unit) -> AsyncHostParams | None:
         if unit not in self._memo:
             fixpoint.solve([unit], self.calls.local_callees, self._here, self._memo, lambda _: None)
         return self._memo[unit]
 
-    def of_call(self, call: Node) -> AsyncHostParams | None:
-        """What a call of a function of the package or of an importer's
-        package hands to an asynchronous call (None for API calls: those
-        are CL504's own)."""
-        callee = self.calls.callee(call)
-        if callee.kind is CalleeKind.LOCAL and callee.target is not None and callee.target.params:
-            return self.of(callee.target)
-        if callee.kind is CalleeKind.MODULE and callee.imported is not None:
-            return self.imported.get(*callee.imported)
-        return None
+    def calls_of_wrappers(self) -> list[tuple[Unit, Node, AsyncHostParams, str]]:
+        """(caller, call, what it hands on, the callee as written) for each
+        call of such a function, of the package or of an imported package."""
+        calls = self.calls
+        by_node = {unit.node: unit for unit in calls.package.units}
+        found = []
+        for wrapper, fact in self.wrappers().items():
+            for call in calls.calls_of(wrapper):
+                caller = by_node.get(syntax.enclosing_function(call))
+                if caller is not None:
+                    found.append((caller, call, fact, syntax.text(call.child_by_field_name("function"))))
+        for import_path, name, fact in self.imported.items():
+            for caller, call in calls.calls_to(import_path, name):
+                found.append((caller, call, fact, syntax.text(call.child_by_field_name("function"))))
+        return found
 
     def _here(self, unit: Unit) -> AsyncHostParams | None:
         """Reading its callees' answers from the memo."""
@@ -66,11 +103,12 @@ class AsyncParams:
             fact = self.calls.call(call)
             if fact is not None and fact.api is not None and fact.api.async_host_args:
                 indexes, via = fact.api.async_host_args, fact.written
+            elif fact is not None and fact.api is None and self.imported.get(fact.import_path, fact.name) is not None:
+                inner = self.imported.get(fact.import_path, fact.name)
+                indexes, via = inner.indexes, inner.via
             else:
-                callee = self.calls.callee(call)
-                inner = self._memo.get(callee.target) if callee.kind is CalleeKind.LOCAL and callee.target is not None else (
-                    self.imported.get(*callee.imported) if callee.kind is CalleeKind.MODULE and callee.imported else None
-                )
+                target = self.calls.local_target(call) if fact is None else None
+                inner = self._memo.get(target) if target is not None else None
                 if inner is None:
                     continue
                 indexes, via = inner.indexes, inner.via
@@ -95,11 +133,9 @@ class AsyncParams:
 
 def _facts(p: Pass) -> dict[str, AsyncHostParams]:
     found = {}
-    params = p.result_of(ASYNC_PARAMS)
-    for unit in p.package.units:
+    for unit, fact in p.result_of(ASYNC_PARAMS).wrappers().items():
         name = exported_name(unit)
-        fact = params.of(unit) if name is not None else None
-        if fact is not None:
+        if name is not None:
             found[name] = fact
     return found
 

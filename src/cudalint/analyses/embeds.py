@@ -15,25 +15,39 @@ from __future__ import annotations
 from cudalint.analyses.call_kinds import Embeds
 from cudalint.analyses.calls import CALLS
 from cudalint.framework import Analysis, Pass
+from cudalint.gotypes import TypeOracle
 
 
 def _exported_embeddings(p: Pass) -> dict[str, Embeds]:
-    calls = p.result_of(CALLS)
-    oracle = calls.types
     method_types = p.knowledge.method_types
     imported = p.imported_facts(EMBEDS)
+    named = p.package.named_bindings
 
     def described(path: str, type_name: str) -> bool:
         embeds = imported.get(path, type_name)
         return type_name in method_types.get(path, ()) or (embeds is not None and embeds.described)
 
+    def relevant(path: str, type_name: str) -> bool:
+        """A type whose methods may be an API's: described, of a binding
+        read by its name, or one another package's facts say embeds more
+        (`sync.Mutex` embedded says nothing to anyone)."""
+        return path in named or path in method_types or imported.get(path, type_name) is not None
+
+    # What the package's own declarations embed, read before the call
+    # index is built: most packages embed nothing that matters, and a
+    # summary-only dependency then never builds one.
+    declared = TypeOracle(p.package, lambda symbol: None, interfaces=p.knowledge.interface_types)
+    candidates = [
+        type_name for type_name in sorted(set(declared.structs()) | set(declared.embedding_types()))
+        if type_name[:1].isupper() and any(relevant(*typed) for typed in declared.embedded_imported(type_name))
+    ]
+    if not candidates:
+        return {}
+    calls = p.result_of(CALLS)
+    oracle = calls.types
     found = {}
-    for type_name in sorted(set(oracle.structs()) | set(oracle.embedding_types())):
-        if not type_name[:1].isupper():
-            continue
+    for type_name in candidates:
         embedded = oracle.embedded_imported(type_name)
-        if not embedded:
-            continue
         own = _own_methods(calls, type_name)
         found[type_name] = Embeds(tuple(embedded), tuple(sorted(own)), any(described(*typed) for typed in embedded))
     return found

@@ -14,7 +14,7 @@ from cudalint.framework import Pass
 def check(p: Pass) -> None:
     calls = p.result_of(CALLS)
     memory = p.result_of(PROVENANCE)
-    _through_wrappers(p, calls, memory)
+    _through_wrappers(p, memory)
     for unit in calls.units_calling_api():
         with p.isolating(unit):
             for fact in calls.api_facts_in(unit):
@@ -32,30 +32,22 @@ def check(p: Pass) -> None:
                         )
 
 
-def _through_wrappers(p: Pass, calls, memory) -> None:
+def _through_wrappers(p: Pass, memory) -> None:
     """Go memory given to a function of the package or of the module that
     hands that parameter to an asynchronous call (`cu.MemcpyHtoDAsync(d,
     unsafe.Pointer(&host[0]), n, s)` of a binding)."""
-    wrappers = p.result_of(ASYNC_PARAMS)
-    for unit in p.package.units:
-        if unit.body is None:
-            continue
+    for unit, call, found, written in p.result_of(ASYNC_PARAMS).calls_of_wrappers():
         with p.isolating(unit):
-            for call in calls.named_calls_in(unit):
-                found = wrappers.of_call(call)
-                if found is None:
-                    continue
-                arguments = syntax.children(call.child_by_field_name("arguments"))
-                written = syntax.text(call.child_by_field_name("function"))
-                for index in found.indexes:
-                    if index < len(arguments) and memory.is_go_memory(arguments[index]):
-                        p.report(
-                            unit, arguments[index],
-                            f"Go memory ({syntax.text(arguments[index])}) is passed to {written}, which hands it to "
-                            f"{found.via}, which may still use it after the call returns, when the GC may have moved or "
-                            f"freed it (cgo forbids C keeping Go pointers); stage it in pinned memory from cudaMallocHost, "
-                            f"or use a synchronous call",
-                        )
+            arguments = syntax.children(call.child_by_field_name("arguments"))
+            for index in found.indexes:
+                if index < len(arguments) and memory.is_go_memory(arguments[index]):
+                    p.report(
+                        unit, arguments[index],
+                        f"Go memory ({syntax.text(arguments[index])}) is passed to {written}, which hands it to "
+                        f"{found.via}, which may still use it after the call returns, when the GC may have moved or "
+                        f"freed it (cgo forbids C keeping Go pointers); stage it in pinned memory from cudaMallocHost, "
+                        f"or use a synchronous call",
+                    )
 
 
 RULE = Rule(
