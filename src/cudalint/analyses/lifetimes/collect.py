@@ -24,7 +24,7 @@ from cudalint.analyses.lifetimes.outcomes import (
     DoubleRelease, Leak, Lost, Mismatch, Origin, Overwrite, UnitLifetimes, UseAfterRelease,
 )
 from cudalint.analyses.lifetimes.states import Phase, State, WalkRecord
-from cudalint.analyses.lifetimes.walk import Walker
+from cudalint.analyses.lifetimes.walk import Walker, receiver_fields_released
 from cudalint.analyses.uses import UseKind, VariableUses
 from cudalint.cfg import CFG, ExitKind
 from cudalint.scope import Role, Symbol
@@ -89,6 +89,12 @@ class Collector:
                 if use.kind in (UseKind.RELEASE, UseKind.METHOD):
                     fields: frozenset[tuple[Symbol, str]] = frozenset()
                     handle = symbol.name
+                    target = self._uses.facts.callee(use.call).target if use.kind is UseKind.METHOD and use.call is not None else None
+                    released = receiver_fields_released(self._uses.facts, target) if target is not None else None
+                    if released:
+                        # `cb.freeAll()` frees some of cb's fields: a later free of another
+                        # field (`C.cudaFree(cb.packets)`) is no second release.
+                        fields = frozenset((symbol, name) for name in released)
                     if symbol.role not in (Role.PARAM, Role.RECEIVER, Role.LOCAL):
                         continue
                 else:

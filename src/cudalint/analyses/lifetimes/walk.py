@@ -25,7 +25,7 @@ from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.analyses.call_kinds import argument_of
-from cudalint.analyses.calls import CalleeKind, CallIndex
+from cudalint.analyses.calls import CalleeKind, CallIndex, unwrap
 from cudalint.analyses.lifetimes.closures import Closures
 from cudalint.analyses.lifetimes.counted import Counted
 from cudalint.analyses.lifetimes.effects import Effects
@@ -365,6 +365,12 @@ class Walker:
                 # `o.free()`, `freeArgs(o)`: what the package does with the struct's fields is not followed.
                 record.transferred += 1
                 raise LeftControl
+            if kind is UseKind.METHOD and use.call is not None and self.releases_once(use):
+                # `m.Unload()` again, after a release of the same fields.
+                target = self._calls.callee(use.call).target
+                released = receiver_fields_released(self._calls, target) if target is not None else None
+                if released is None or released & {name for holder, name in state.fields if holder is use.symbol}:
+                    return release(origin, state, n, use.deferred, record, None)
             return state
         if kind in (UseKind.DEREF, UseKind.PASS_API, UseKind.READ, UseKind.CALLED):
             return state
@@ -607,3 +613,50 @@ def _compared_with_nil(use: Use) -> bool:
     return comparison is not None and "nil" in (
         syntax.text(comparison.child_by_field_name("left")), syntax.text(comparison.child_by_field_name("right"))
     )
+
+
+def receiver_fields_released(calls: CallIndex, method: Unit, depth: int = 0) -> frozenset[str] | None:
+    """The fields of its receiver a method of the package frees (`C.cudaFree(
+    c.buf)`, or through another method of it on the receiver), where that is
+    all it frees of it; None where it frees the receiver itself, or cannot
+    be told."""
+    receiver = method.receiver
+    if receiver is None or method.body is None or depth > 4:
+        return None
+    found: set[str] = set()
+    for call in syntax.calls_in(method.body):
+        callee = calls.callee(call)
+        if callee.api is not None and callee.api.roles("release"):
+            arguments = syntax.children(call.child_by_field_name("arguments"))
+            for _, role in callee.api.roles("release"):
+                value = unwrap(arguments[role.index], calls) if role.handle.startswith("arg") and role.index < len(arguments) else None
+                field = _receiver_field(calls, value, receiver.name) if value is not None else None
+                if field is None:
+                    return None
+                found.add(field)
+        elif callee.target is not None and callee.target.receiver is not None and syntax.method_operand(call) is not None and (
+            syntax.text(syntax.method_operand(call)) == receiver.name
+        ):
+            inner = receiver_fields_released(calls, callee.target, depth + 1)
+            if inner is None:
+                return None
+            found |= inner
+    return frozenset(found)
+
+
+def _receiver_field(calls: CallIndex, value: Node, receiver: str, depth: int = 0) -> str | None:
+    """The receiver's field a released value is in: `c.buf`, `c.bufs[i]`,
+    `c.auto.table`, or through a local taken from one (`a := c.autos[name];
+    C.cudaFree(a.table)`)."""
+    node, field = syntax.unparen(value), None
+    while node is not None and node.type in ("selector_expression", "index_expression"):
+        if node.type == "selector_expression":
+            field = syntax.text(node.child_by_field_name("field"))
+        node = syntax.unparen(node.child_by_field_name("operand"))
+    if node is None or node.type != "identifier" or depth > 4:
+        return None
+    if syntax.text(node) == receiver:
+        return field
+    symbol = calls.package.resolution.symbol(node)
+    init = symbol.init if symbol is not None and symbol.is_local and symbol.init_index < 0 else None
+    return _receiver_field(calls, init, receiver, depth + 1) if init is not None else None
