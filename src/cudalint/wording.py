@@ -100,7 +100,12 @@ def _release_role(origin: Origin) -> CallRole:
 
 
 def where_to_fix(origin: Origin) -> str:
-    return "after the error check" if origin.status is not None else "right after the acquisition"
+    if origin.status is not None:
+        return "after the error check"
+    if origin.beside_failure:
+        # `d, err := load(h)` of a function that returns d beside its failure too.
+        return f"right after the call, before the error check ({called_name(origin.call)} returns it where it fails too)"
+    return "right after the acquisition"
 
 
 def wrapper_what(call: Node, inner: str, release: bool, raw: bool = False) -> str:

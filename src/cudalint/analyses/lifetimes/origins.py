@@ -90,7 +90,8 @@ class Origins:
                 if index == RECEIVER_HANDOUT and _filled_local(call, unit, self._calls) is None:
                     continue  # `s.buf.Alloc(n)`, `p.Alloc(n)` of a parameter: the holder's, not this function's
                 status = ERROR_STATUS if target.returns_error else status_beside(success_beside(target, index, self._calls))
-                if inner in self._lifetimes(target).returned_failing:
+                beside_failure = inner in self._lifetimes(target).returned_failing
+                if beside_failure:
                     status = None  # `return d, fmt.Errorf(...)`: held whether it failed or not
                 if inner.role.handle == "none":  # a count (or its cleanup) handed on where it succeeds
                     handed = hand_out_status(target, inner)
@@ -100,7 +101,7 @@ class Origins:
                     resource = replace(resource, nil_when_failed=True)
                 api = ApiFunction(inner.api.family, target.name, status, False, (), (resource,))
                 role = CallRole(target.name, _handle_role(index))
-                origins.append(Origin(unit, n, call, callee.written, api, resource, role, "", via=inner))
+                origins.append(Origin(unit, n, call, callee.written, api, resource, role, "", via=inner, beside_failure=beside_failure))
         return origins
 
     def of_literals(self, unit: Unit, graph: CFG) -> list[Origin]:

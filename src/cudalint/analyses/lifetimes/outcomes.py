@@ -70,6 +70,9 @@ class Origin:
     # called in place, or passed to a function of the package that calls it).
     captured: Symbol | None = None
     through: Node | None = None
+    # The wrapper returns it beside its failure too (`return d, fmt.Errorf(...)`):
+    # held whether the call failed or not.
+    beside_failure: bool = False
 
     @property
     def line(self) -> int:
