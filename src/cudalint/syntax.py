@@ -300,7 +300,7 @@ def instantiated(function: Node | None) -> Node | None:
     return operand if operand is not None and operand.type in ("identifier", "selector_expression") else None
 
 
-def field_stores(index: FileIndex) -> dict[str, list[tuple[Node, Node]]]:
+def field_stores(index: FileIndex) -> dict[str, list[tuple[Node, Node | None]]]:
     """Values stored into a field, by field name: `T{f: v}` and `x.f = v`,
     each as (the node whose type names the struct, the value); into an
     element of a field by the field's name and `[]`: `x.f[i] = v`."""
@@ -314,7 +314,8 @@ def field_stores(index: FileIndex) -> dict[str, list[tuple[Node, Node]]]:
     for assignment in index.selector_stores:
         left = expressions(assignment.child_by_field_name("left"))
         right = expressions(assignment.child_by_field_name("right"))
-        for target, value in zip(left, right) if len(left) == len(right) else ():
+        # `c.vals, err = pinned(n)`: stored, of a value the syntax does not give (None).
+        for target, value in zip(left, right) if len(left) == len(right) else ((t, None) for t in left):
             suffix = ""
             if target.type == "index_expression":
                 target, suffix = unparen(target.child_by_field_name("operand")), "[]"

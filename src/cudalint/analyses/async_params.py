@@ -91,6 +91,9 @@ class AsyncParams:
                     found.append((caller, call, fact, syntax.text(call.child_by_field_name("function"))))
         for import_path, name, fact in self.imported.items():
             for caller, call in calls.calls_to(import_path, name):
+                described = calls.call(call)
+                if described is not None and described.api is not None and described.api.async_host_args:
+                    continue  # the knowledge describes it too: CL504's own call
                 found.append((caller, call, fact, syntax.text(call.child_by_field_name("function"))))
         return found
 
@@ -126,9 +129,18 @@ class AsyncParams:
         (`unsafe.Pointer(src)`)."""
         value = unwrap(argument, self.calls)
         symbol = self.calls.package.resolution.symbol(value) if value is not None and value.type == "identifier" else None
-        if symbol is None or symbol.role is not Role.PARAM or symbol.function != unit.node:
+        if symbol is None or symbol.role is not Role.PARAM or symbol.function != unit.node or self._reassigned(symbol):
             return None
         return next((i for i, param in enumerate(unit.params) if param is symbol), None)
+
+    def _reassigned(self, symbol) -> bool:
+        """`src = pinned` before the call: what the caller gave is not what is passed."""
+        for mention in self.calls.references(symbol):
+            holder = mention.parent
+            statement = holder.parent if holder is not None and holder.type == "expression_list" else None
+            if statement is not None and statement.type == "assignment_statement" and statement.child_by_field_name("left") == holder:
+                return True
+        return False
 
 
 def _facts(p: Pass) -> dict[str, AsyncHostParams]:

@@ -100,6 +100,7 @@ class FieldKinds:
         stores = [
             (parsed, field_name, holder, value)
             for parsed in calls.package.files for field_name, found in syntax.field_stores(parsed.index).items() for holder, value in found
+            if value is not None
         ]
         # Only the fields some acquisition may be stored into are judged (and
         # resolved): those written by an allocator, or given a value that

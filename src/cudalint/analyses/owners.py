@@ -560,9 +560,9 @@ def _guard(condition: Node | None, receiver: str) -> tuple[str, str] | None:
 
 def _flags_raised(method: Unit) -> set[tuple[str, str]]:
     """The receiver's fields the method sets to true (`e.closed = true`:
-    set) or clears (`c.ctx = nil`: zero)."""
+    set) or clears (`c.ctx = nil`: zero); a value receiver's are a copy's."""
     body, receiver = method.body, method.receiver
-    if body is None or receiver is None:
+    if body is None or receiver is None or receiver.type_node is None or receiver.type_node.type != "pointer_type":
         return set()
     found = set()
     for node in syntax.walk(body, into_functions=False):

@@ -11,6 +11,8 @@ call's result) the answer is "unknown" and no rule guesses. Reports nothing.
 
 from __future__ import annotations
 
+import re
+
 from tree_sitter import Node
 
 from cudalint import syntax
@@ -108,7 +110,10 @@ class Provenance:
                 return "go"
             return "c" if self._views_a_pointer(node) else None
         if node.type == "selector_expression":
-            # `c.vals`, a field the package only ever fills from Go (`c.vals = make([]uint64, n)`).
+            # `c.vals`, a field the package only ever fills from Go (`c.vals = make([]uint64, n)`);
+            # a struct of its type also made positionally (`T{view, nil}`) may hold anything there.
+            if self._made_positionally(self.calls.types.type_of(node.child_by_field_name("operand"))):
+                return None
             kinds = {self.backing(value, depth + 1) for value in self._field_values(node)}
             return "go" if kinds == {"go"} else "c" if "c" in kinds else None
         if node.type == "identifier":
@@ -139,6 +144,14 @@ class Provenance:
         (`req{host: uintptr(unsafe.Pointer(&b[0]))}`, `r.host = ...`), or,
         with `element`, to an element of it (`c.args[i] = ...`)."""
         return next((value for value in self._field_values(selector, element) if self._go_address(value)), None)
+
+    def _made_positionally(self, type_name: str | None) -> bool:
+        """Whether some composite literal of the package makes the type with
+        unkeyed elements (`staging{p, n}`), whose stores no index records."""
+        if type_name is None:
+            return True
+        literal = re.compile(rb"\b" + re.escape(type_name.encode()) + rb"\{\s*(?!\}|[A-Za-z_]\w*\s*:)")
+        return any(literal.search(parsed.source.data) for parsed in self.package.files)
 
     def _field_values(self, selector: Node, element: bool = False) -> list[Node]:
         """The values the package stores into this field of structs of the

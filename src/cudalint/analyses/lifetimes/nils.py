@@ -29,6 +29,7 @@ function's entry.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -37,6 +38,9 @@ from cudalint import syntax
 from cudalint.analyses.calls import CallIndex
 from cudalint.cfg import CFG, Edge
 from cudalint.scope import Symbol, SymbolKind
+
+# A local named for an error (`err`, `initErr`, `errCopy`), where no type is declared.
+_ERROR_NAME = re.compile(r"(?i)err|.*err(or)?|err[A-Z0-9_].*")
 
 # Calls that always return a non-nil error.
 _NEW_ERRORS = frozenset({("fmt", "Errorf"), ("errors", "New")})
@@ -136,12 +140,25 @@ class NilLocals:
         return found
 
     def _trackable(self, graph: CFG, symbol: Symbol) -> bool:
+        """An error local of the function (declared `error`, or named for
+        one: `err`, `initErr`) that no func literal mentions and whose
+        address is never taken (`p := &err` writes it where the path does
+        not show). Only errors: pointers tested for nil in a row of
+        independent branches would multiply the walks' states."""
         unit_node = graph.unit.node
         if not symbol.is_local or symbol.function != unit_node:
+            return False
+        declared = syntax.text(symbol.type_node) if symbol.type_node is not None else ""
+        if declared != "error" and not (not declared and _ERROR_NAME.fullmatch(symbol.name)):
             return False
         for mention in self._calls.references(symbol):
             literal = syntax.enclosing_function(mention)
             if literal is not None and literal != unit_node:
+                return False
+            parent = mention.parent
+            while parent is not None and parent.type == "parenthesized_expression":
+                parent = parent.parent
+            if parent is not None and parent.type == "unary_expression" and syntax.text(parent.child_by_field_name("operator")) == "&":
                 return False
         return True
 
@@ -164,10 +181,10 @@ class NilLocals:
         """Where `identifier` is written: (nil, not nil or unknown); None
         where it is only read."""
         parent = identifier.parent
+        while parent is not None and parent.type == "parenthesized_expression":
+            identifier, parent = parent, parent.parent  # `(err) = f()`
         if parent is None:
             return None
-        if parent.type == "unary_expression" and syntax.text(parent.child_by_field_name("operator")) == "&":
-            return (None,)  # its address given: anything may be written through it
         if parent.type == "var_spec":
             names = parent.children_by_field_name("name")
             values = syntax.expressions(parent.child_by_field_name("value"))
@@ -175,6 +192,8 @@ class NilLocals:
                 return (True,)  # `var err error`: the zero value
             return (self._value(values[names.index(identifier)]) if len(values) == len(names) else None,)
         holder = parent.parent if parent.type == "expression_list" else None
+        if holder is not None and holder.type in ("receive_statement", "range_clause") and holder.child_by_field_name("left") == parent:
+            return (None,)  # `case err = <-errc:`, `for _, err = range errs`
         if holder is None or holder.type not in ("assignment_statement", "short_var_declaration"):
             return None
         if holder.child_by_field_name("left") != parent:

@@ -39,7 +39,7 @@ from cudalint.analyses.status import Outcome, Roles, StatusSemantics, StatusSour
 from cudalint.analyses.uses import Use, UseKind, VariableUses
 from cudalint.cfg import CFG, Edge, ExitKind, NodeKind
 from cudalint.functions import Unit
-from cudalint.scope import Role, Symbol
+from cudalint.scope import Role, Symbol, SymbolKind
 
 _MAX_STATES = 20000  # per walk; a guard, far above what real functions need
 
@@ -345,6 +345,13 @@ class Walker:
             and bool(body) and body[-1].type == "return_statement"
         )
 
+    def _sentinel(self, statement: Node | None) -> bool:
+        """Whether a return statement's error is a package-level variable."""
+        values = syntax.returned(statement)
+        last = syntax.unparen(values[-1]) if values else None
+        symbol = self._calls.package.resolution.symbol(last) if last is not None and last.type == "identifier" else None
+        return symbol is not None and not symbol.is_local and symbol.kind is SymbolKind.VAR
+
     def _holder_use(self, origin: Origin | None, state: State, n: int, use: Use, record: WalkRecord, aliases: set) -> State | None:
         """A use of a local struct that holds the handle in a field (`o.name =
         cs`): a release or read of that field is one of the handle, the struct
@@ -369,7 +376,7 @@ class Walker:
                 # `m.Unload()` again, after a release of the same fields.
                 target = self._calls.callee(use.call).target
                 released = receiver_fields_released(self._calls, target) if target is not None else None
-                if released is None or released & {name for holder, name in state.fields if holder is use.symbol}:
+                if not released or released & {name for holder, name in state.fields if holder is use.symbol}:
                     return release(origin, state, n, use.deferred, record, None)
             return state
         if kind in (UseKind.DEREF, UseKind.PASS_API, UseKind.READ, UseKind.CALLED):
@@ -454,9 +461,13 @@ class Walker:
             if released:
                 record.uses_after_release.append((n, use, state.released_at or 0))
                 return state
-            if kind is UseKind.RETURN and origin is not None and self._counted.fails(graph, origin, ExitKind.RETURN, n) is True:
+            if (
+                kind is UseKind.RETURN and origin is not None and self._counted.fails(graph, origin, ExitKind.RETURN, n) is True
+                and not self._sentinel(graph.ast(n))
+            ):
                 # `return d, fmt.Errorf(...)`: handed out beside a failure, so
-                # its callers hold it where the call failed too.
+                # its callers hold it where the call failed too (beside a
+                # sentinel, `return d, errPartial`, it may be a partial success).
                 record.returned_failing = True
             record.transferred += 1
             raise LeftControl
@@ -641,6 +652,11 @@ def receiver_fields_released(calls: CallIndex, method: Unit, depth: int = 0) -> 
             if inner is None:
                 return None
             found |= inner
+        elif callee.kind not in (CalleeKind.API, CalleeKind.FAMILY, CalleeKind.CONVERSION, CalleeKind.BUILTIN, CalleeKind.STD_BORROW) and any(
+            _receiver_field(calls, part, receiver.name) is not None
+            for part in [syntax.method_operand(call), *syntax.children(call.child_by_field_name("arguments"))] if part is not None
+        ):
+            return None  # `freePtr(s.b)`, `s.sub.Free()`: what else it frees is not said here
     return frozenset(found)
 
 
