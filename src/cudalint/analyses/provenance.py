@@ -33,6 +33,7 @@ class Provenance:
         self.calls = calls
         self.resolution = package.resolution
         self._fields: dict[str, list[tuple[Node, Node, Node]]] | None = None
+        self._positional: dict[str, bool] = {}  # type -> made by an unkeyed literal somewhere
         self._made_of_go: dict[str, Node | None] = {}
         self._declared_uintptr: frozenset[str] | None = None
 
@@ -150,8 +151,10 @@ class Provenance:
         unkeyed elements (`staging{p, n}`), whose stores no index records."""
         if type_name is None:
             return True
-        literal = re.compile(rb"\b" + re.escape(type_name.encode()) + rb"\{\s*(?!\}|[A-Za-z_]\w*\s*:)")
-        return any(literal.search(parsed.source.data) for parsed in self.package.files)
+        if type_name not in self._positional:
+            literal = re.compile(rb"\b" + re.escape(type_name.encode()) + rb"\{\s*(?!\}|[A-Za-z_]\w*\s*:)")
+            self._positional[type_name] = any(literal.search(parsed.source.data) for parsed in self.package.files)
+        return self._positional[type_name]
 
     def _field_values(self, selector: Node, element: bool = False) -> list[Node]:
         """The values the package stores into this field of structs of the
