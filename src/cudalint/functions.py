@@ -9,14 +9,18 @@ returned. That use is recorded here, once.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TypeVar
 
 from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.parse import ParsedFile
 from cudalint.scope import MAX_NESTING, MAX_DECLARATION_BYTES, Resolution, Symbol, resolve_package
+
+T = TypeVar("T")
 
 
 SYNTAX_ERROR = "contains a syntax error"
@@ -148,6 +152,12 @@ class Package:
     # The imports that bind a C API by their name and have no source on this
     # machine: their calls are read as that API's (knowledge.NamedBindings).
     named_bindings: frozenset[str] = frozenset()
+
+
+def by_exported_name(found: Iterable[tuple[Unit, T]]) -> dict[str, T]:
+    """What an analysis says of the package's functions, keyed by the name
+    importers call them (`exported_name`), for its facts; the rest dropped."""
+    return {name: value for unit, value in found if (name := exported_name(unit)) is not None}
 
 
 def exported_name(unit: Unit) -> str | None:

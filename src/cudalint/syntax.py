@@ -326,6 +326,16 @@ def field_stores(index: FileIndex) -> dict[str, list[tuple[Node, Node | None]]]:
     return found
 
 
+def assignment_of(target: Node) -> Node | None:
+    """The `=` assignment statement (`x = v`, `a, x = f()`) whose left side
+    the expression `target` is, if any."""
+    holder = target.parent
+    statement = holder.parent if holder is not None and holder.type == "expression_list" else None
+    if statement is None or statement.type != "assignment_statement" or statement.child_by_field_name("left") != holder:
+        return None
+    return statement
+
+
 def assignment_sides(statement: Node) -> list[tuple[list[Node], list[Node]]]:
     """(targets, values) of `a, b := f()`, `x = g()` and each spec of a `var`
     declaration; nothing for other statements (`+=` included)."""

@@ -16,7 +16,7 @@ from tree_sitter import Node
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CALLS, CallIndex, unwrap
 from cudalint.framework import Analysis, FactView, Pass
-from cudalint.functions import Unit, exported_name
+from cudalint.functions import Unit, by_exported_name
 from cudalint.scope import Role
 
 
@@ -135,21 +135,11 @@ class AsyncParams:
 
     def _reassigned(self, symbol) -> bool:
         """`src = pinned` before the call: what the caller gave is not what is passed."""
-        for mention in self.calls.references(symbol):
-            holder = mention.parent
-            statement = holder.parent if holder is not None and holder.type == "expression_list" else None
-            if statement is not None and statement.type == "assignment_statement" and statement.child_by_field_name("left") == holder:
-                return True
-        return False
+        return any(syntax.assignment_of(mention) is not None for mention in self.calls.references(symbol))
 
 
 def _facts(p: Pass) -> dict[str, AsyncHostParams]:
-    found = {}
-    for unit, fact in p.result_of(ASYNC_PARAMS).wrappers().items():
-        name = exported_name(unit)
-        if name is not None:
-            found[name] = fact
-    return found
+    return by_exported_name(p.result_of(ASYNC_PARAMS).wrappers().items())
 
 
 ASYNC_PARAMS: Analysis[AsyncParams] = Analysis(

@@ -41,11 +41,10 @@ class Provenance:
         """Values assigned to a variable with `=` anywhere in the package."""
         values = []
         for node in self.calls.references(symbol):
-            parent = node.parent
-            holder = parent.parent if parent is not None and parent.type == "expression_list" else None
-            if holder is None or holder.type != "assignment_statement" or holder.child_by_field_name("left") != parent:
+            holder = syntax.assignment_of(node)
+            if holder is None:
                 continue
-            left = syntax.expressions(parent)
+            left = syntax.expressions(holder.child_by_field_name("left"))
             right = syntax.expressions(holder.child_by_field_name("right"))
             if len(left) == len(right):
                 values.append(right[[c.id for c in left].index(node.id)])

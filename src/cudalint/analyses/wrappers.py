@@ -27,7 +27,7 @@ from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallFact, CallIndex, unwrap
 from cudalint.analyses.status import STATUS, StatusSemantics
 from cudalint.framework import Analysis, FactView, Pass
-from cudalint.functions import Unit, UnitKind, exported_name
+from cudalint.functions import Unit, UnitKind, by_exported_name
 
 # Calls that wrap an error they are given into another one.
 _WRAPPING = frozenset({("fmt", "Errorf"), ("github.com/pkg/errors", "Wrap"), ("github.com/pkg/errors", "Wrapf")})
@@ -326,12 +326,7 @@ class StatusWrappers:
 
 def _exported_wrappers(p: Pass) -> dict[str, Wrapped]:
     """The package's exported status wrappers, by the name importers call them."""
-    found = {}
-    for unit, wrapped in p.result_of(WRAPPERS).found():
-        name = exported_name(unit)
-        if name is not None:
-            found[name] = wrapped
-    return found
+    return by_exported_name(p.result_of(WRAPPERS).found())
 
 
 WRAPPERS: Analysis[StatusWrappers] = Analysis(

@@ -166,7 +166,7 @@ class Walker:
                 return Subject.STATUS
             if subject.type == "identifier" and resolution.symbol(subject) in state.names:
                 return Subject.HANDLE
-            if _pointer_of(subject) is not None and resolution.symbol(_pointer_of(subject)) in state.names:
+            if (pointed := _pointer_of(subject)) is not None and resolution.symbol(pointed) in state.names:
                 return Subject.HANDLE  # `d.AsUnsafePointer() != nil`: the handle's own pointer tested
             return None
 
