@@ -43,23 +43,22 @@ def _exported_embeddings(p: Pass) -> dict[str, Embeds]:
     ]
     if not candidates:
         return {}
-    calls = p.result_of(CALLS)
-    oracle = calls.types
+    calls = p.result_of(CALLS)  # for the methods of the package's types
     found = {}
     for type_name in candidates:
-        embedded = oracle.embedded_imported(type_name)
-        own = _own_methods(calls, type_name)
+        embedded = declared.embedded_imported(type_name)
+        own = _own_methods(calls, declared, type_name)
         found[type_name] = Embeds(tuple(embedded), tuple(sorted(own)), any(described(*typed) for typed in embedded))
     return found
 
 
-def _own_methods(calls, type_name: str) -> set[str]:
+def _own_methods(calls, declared: TypeOracle, type_name: str) -> set[str]:
     """The methods a type has that are not another package's: its own, and
     those of the package's types it embeds, in turn (a `Helper` interface
     of the package embedded beside nvml.Interface)."""
     return {
-        method for name in calls.types.with_embedded(type_name)
-        for method in [unit.name.rsplit(".", 1)[-1] for unit in calls.methods_of_type(name)] + list(calls.types.interface_methods(name))
+        method for name in declared.with_embedded(type_name)
+        for method in [unit.name.rsplit(".", 1)[-1] for unit in calls.methods_of_type(name)] + list(declared.interface_methods(name))
     }
 
 
