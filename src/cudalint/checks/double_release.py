@@ -57,6 +57,9 @@ RULE = Rule(
     where its status is dropped or a failure returns, not where the status
     is kept, as for a retry (`if ret == nvml.ERROR_IN_USE { ret =
     gi.Destroy() }`).
+    A method of the package that frees some fields of its receiver
+    (`s.freeTables()`) releases those fields: freeing another field after it
+    is no second release, freeing one of them or calling it again is.
     A release method of an owning type that checks and clears its handle
     (`if b.ptr == nil { return nil }` ... `b.ptr = nil`) or runs under a
     `sync.Once` of the value frees nothing the second time: calling it

@@ -59,7 +59,11 @@ RULE = Rule(
     finalizer-only, and so does one that a constant switches off
     (`if gcOwns { return nil }` with `const gcOwns = true`). The finalizer is
     followed into the functions it calls, the literals it hands to a worker
-    (`w.Run(func() {...})`) and the goroutines it starts. Resources the
+    (`w.Run(func() {...})`) and the goroutines it starts; a finalizer taking
+    `interface{}` frees, for each registered type, what its type-switch
+    clause for that type frees, and one ranging over a slice of the object
+    (`for _, r := range p.regions { C.cudaFree(r.start) }`) frees each
+    element. Resources the
     knowledge marks `host_side` (C heap memory, cuDNN and cuBLASLt
     descriptors) are not reported. A finalizer registered by several
     constructors is reported at each registration.

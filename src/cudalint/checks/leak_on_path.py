@@ -469,6 +469,13 @@ RULE = Rule(
     `if st := C.cudaMalloc(&d, n); st != C.cudaSuccess { return err }` the
     early return leaks nothing, because nothing was allocated. The same holds
     for `err != nil` after a Go wrapper, and for `p == nil` after `C.malloc`.
+    A wrapper of the package that returns the handle beside its own failure
+    (`return d, fmt.Errorf(...)`, not beside a sentinel error) hands it out
+    where it fails too: a caller that returns on the error without freeing
+    it is reported at its call. An error variable declared nil and set only
+    where the status test failed (`var err error; if st != ok { err = ... }`)
+    is nil on the success path, so `if err != nil { return err }` returns
+    nothing held there.
     Paths that end in `panic`, `os.Exit` or `log.Fatal` (or the Fatal and
     Exit functions of logrus, klog, glog and zap) are not reported, nor is an
     acquisition whose error a test asserts non-nil (`require.Error(t, err)`,
