@@ -401,17 +401,29 @@ def _parse_go_mod(root: Path, data: bytes) -> Module | None:
 
 
 _AFTER_IMPORTS = re.compile(rb"^(?:func|type|var|const)[\s(]", re.MULTILINE)
+_BLOCK_COMMENT = re.compile(rb"/\*.*?\*/", re.DOTALL)
 
 
 def imports(data: bytes) -> list[str]:
     """The import paths a Go file's bytes declare (imports come before
-    every other declaration: the rest of the file is not scanned)."""
-    end = _AFTER_IMPORTS.search(data)
-    text = _COMMENT.sub(b"", data[: end.start()] if end is not None else data)
+    every other declaration: the rest of the file is not scanned; a cgo
+    preamble's `const char *x;` is no Go declaration)."""
+    text = _BLOCK_COMMENT.sub(b"", data[: _end_of_imports(data)])
+    text = _COMMENT.sub(b"", text)
     found = [m.group(1) for m in _IMPORT_LINE.finditer(text)]
     for block in _IMPORT_BLOCK.finditer(text):
         found += _QUOTED.findall(block.group(1))
     return [os.fsdecode(path) for path in found]
+
+
+def _end_of_imports(data: bytes) -> int:
+    """Where the first declaration after the imports starts, one inside a
+    block comment skipped."""
+    for match in _AFTER_IMPORTS.finditer(data):
+        at = match.start()
+        if data.rfind(b"/*", 0, at) <= data.rfind(b"*/", 0, at):
+            return at
+    return len(data)
 
 
 def in_module_imports(directory: Path, module: Module | None, imported: Iterable[str]) -> list[Path]:

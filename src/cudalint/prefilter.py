@@ -11,10 +11,13 @@ returns" may live in a file that mentions no CUDA at all.
 from __future__ import annotations
 
 import functools
+import os
+from dataclasses import dataclass
 from collections.abc import Callable, Iterable
 
 from cudalint.catalog import Rule
 from cudalint.knowledge import Family, Knowledge
+from cudalint.module import imports
 
 
 def imports_of(knowledge: Knowledge, wanted: Callable[[Family], bool]) -> frozenset[bytes]:
@@ -44,28 +47,61 @@ def may_match(contents: Iterable[bytes], needles: tuple[bytes, ...]) -> bool:
     return any(_holds(data, plan) for data in contents)
 
 
-def _holds(data: bytes, plan: tuple[tuple[bytes, tuple[bytes, ...]], ...]) -> bool:
-    for guard, group in plan:
+def file_matches(data: bytes, needles: tuple[bytes, ...], imported: Iterable[str] | None = None) -> bool:
+    """Whether a file's bytes hold any needle; `imported`: its import paths
+    where the caller has them already."""
+    return _holds(data, _plan(needles), imported)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The needles as few scans of the bytes as give the same answer. An
+    import path needle (`"github.com/NVIDIA/go-nvml/pkg/nvml"`, or how a
+    binding's path ends, `/nvml"`) is answered from the file's imports, not
+    by a scan: on a large module every file mentions `"github.com/`, and
+    fifty import paths were fifty scans of each file. `"C"` stays a scan
+    (a cgo preamble may hide the imports from a quick reading)."""
+
+    imports: frozenset[str]
+    import_suffixes: tuple[str, ...]
+    scans: tuple[tuple[bytes, tuple[bytes, ...]], ...]
+
+
+def _holds(data: bytes, plan: _Plan, imported: Iterable[str] | None = None) -> bool:
+    for guard, group in plan.scans:
         if guard in data and (not group or any(needle in data for needle in group)):
             return True
+    if plan.imports or plan.import_suffixes:
+        for path in imports(data) if imported is None else imported:
+            if path in plan.imports or path.endswith(plan.import_suffixes):
+                return True
     return False
 
 
+def _import_needle(needle: bytes) -> bool:
+    """`"import/path"` or `/word"`; not `"C"`."""
+    body = needle[1:-1]
+    return needle != b'"C"' and needle[:1] in (b'"', b"/") and needle.endswith(b'"') and bool(body) and b'"' not in body
+
+
 @functools.lru_cache(maxsize=16)
-def _plan(needles: tuple[bytes, ...]) -> tuple[tuple[bytes, tuple[bytes, ...]], ...]:
-    """The needles as few scans of the bytes as give the same answer: a
-    needle that holds another is dropped (`UnlockOSThread` holds
+def _plan(needles: tuple[bytes, ...]) -> _Plan:
+    """A needle that holds another is dropped (`UnlockOSThread` holds
     `LockOSThread`), and needles sharing a start (the C API's `C.cu...`,
-    `C.nvml...`) are looked for only where that start occurs. Each entry
-    is (guard, needles): the guard alone where the group is empty."""
-    kept = sorted({n for n in needles if not any(o != n and o in n for o in needles)})
+    `C.nvml...`) are looked for only where that start occurs. Each scan is
+    (guard, needles): the guard alone where the group is empty."""
+    paths = [needle for needle in needles if _import_needle(needle)]
+    exact = frozenset(os.fsdecode(n[1:-1]) for n in paths if n.startswith(b'"'))
+    suffixes = tuple(sorted(os.fsdecode(n[:-1]) for n in paths if n.startswith(b"/")))
+    scanned = [needle for needle in needles if needle not in paths]
+    kept = sorted({n for n in scanned if not any(o != n and o in n for o in scanned)})
     groups: dict[bytes, list[bytes]] = {}
     for needle in kept:
         groups.setdefault(needle[:2], []).append(needle)
-    plan = []
+    scans = []
     for start, group in sorted(groups.items()):
         if len(group) > 2 and len(start) == 2:
-            plan.append((start, tuple(group)))
+            scans.append((start, tuple(group)))
         else:
-            plan.extend((needle, ()) for needle in group)
-    return tuple(plan)
+            scans.extend((needle, ()) for needle in group)
+    return _Plan(exact, suffixes, tuple(scans))

@@ -49,9 +49,10 @@ class FileFacts:
 
 
 def facts_of(data: bytes, needles: tuple[bytes, ...], fact_needles: tuple[bytes, ...]) -> FileFacts:
+    imported = tuple(imports(data))
     return FileFacts(
-        hashlib.sha256(data).digest(), len(data), tuple(imports(data)),
-        prefilter.may_match((data,), needles), prefilter.may_match((data,), fact_needles),
+        hashlib.sha256(data).digest(), len(data), imported,
+        prefilter.file_matches(data, needles, imported), prefilter.file_matches(data, fact_needles, imported),
     )
 
 
