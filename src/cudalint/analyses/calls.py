@@ -210,16 +210,25 @@ class CallIndex:
 
     def calls_of(self, unit: Unit) -> list[Node]:
         """The calls in this package whose callee is `unit`."""
+        # A package-level variable's literal is called by the variable's name.
+        stored = unit.stored_in if unit.kind is UnitKind.LITERAL and not unit.nested else None
+        name = stored.name if stored is not None else unit.name.rsplit(".", 1)[-1]
+        by_target = self._grouped(self._calls_by_target, self._by_name(), name, lambda call: self.callee(call).target)
+        return list(by_target.get(unit, ()))
+
+    def calls_named(self, name: str) -> list[Node]:
+        """The calls `name(...)` and `x.name(...)` of the package, conversions
+        to a type of that name among them, in file and source order: from the
+        files' indexes, not by walking every body."""
+        return [call for _, call in self._by_name().get(name, ())]
+
+    def _by_name(self) -> dict[str, list[tuple[Node, Node]]]:
         if self._calls_by_name is None:
             self._calls_by_name = {}
             for parsed in self.package.files:
                 for name, calls in self._file_calls(parsed).items():
                     self._calls_by_name.setdefault(name, []).extend((parsed.root, call) for call in calls)
-        # A package-level variable's literal is called by the variable's name.
-        stored = unit.stored_in if unit.kind is UnitKind.LITERAL and not unit.nested else None
-        name = stored.name if stored is not None else unit.name.rsplit(".", 1)[-1]
-        by_target = self._grouped(self._calls_by_target, self._calls_by_name, name, lambda call: self.callee(call).target)
-        return list(by_target.get(unit, ()))
+        return self._calls_by_name
 
     def named_calls_in(self, unit: Unit) -> list[Node]:
         """The calls `f(...)` and `x.f(...)` anywhere in unit's body, its

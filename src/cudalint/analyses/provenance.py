@@ -199,15 +199,19 @@ class Provenance:
         return self._made_of_go[type_name]
 
     def _find_made_of_go(self, type_name: str) -> Node | None:
+        """The first such conversion in a function of the package, in the
+        order of its functions."""
+        by_function: dict[Node, list[Node]] = {}
+        for call in self.calls.calls_named(type_name):
+            function = syntax.unparen(call.child_by_field_name("function"))
+            if function is not None and function.type == "identifier":
+                by_function.setdefault(syntax.enclosing_function(call), []).append(call)
         for unit in self.package.units:
             if unit.file.source.path.name.endswith("_test.go"):
                 continue  # a test's fake values say nothing of what the package makes
-            for call in syntax.calls_in(unit.body) if unit.body is not None else ():
-                function = syntax.unparen(call.child_by_field_name("function"))
+            for call in by_function.get(unit.node, ()):
                 arguments = syntax.children(call.child_by_field_name("arguments"))
-                if function is None or function.type != "identifier" or syntax.text(function) != type_name or len(arguments) != 1:
-                    continue
-                if self._go_address(arguments[0]) or self._parameter_given_go_memory(arguments[0]):
+                if len(arguments) == 1 and (self._go_address(arguments[0]) or self._parameter_given_go_memory(arguments[0])):
                     return arguments[0]
         return None
 
