@@ -218,14 +218,16 @@ def test_a_fifo_entry_does_not_hang_the_run(project: Path) -> None:
 def test_the_key_hashes_parser_versions_and_code_content(monkeypatch) -> None:
     from importlib import metadata
 
+    for distribution in ("tree-sitter", "tree-sitter-go", "click"):
+        assert cache_module.installed_version(distribution) == metadata.version(distribution)
     before = cache_module.code_fingerprint()
-    real = metadata.version
-    monkeypatch.setattr(metadata, "version", lambda name: "0.0.0-other" if name == "tree-sitter-go" else real(name))
+    real = cache_module.installed_version
+    monkeypatch.setattr(cache_module, "installed_version", lambda name: "0.0.0-other" if name == "tree-sitter-go" else real(name))
     cache_module.code_fingerprint.cache_clear()
     try:
         assert cache_module.code_fingerprint() != before
     finally:
-        monkeypatch.setattr(metadata, "version", real)
+        monkeypatch.setattr(cache_module, "installed_version", real)
         cache_module.code_fingerprint.cache_clear()
     source = Path(cache_module.__file__).read_text()
     assert "st_mtime_ns" not in source.split("def code_fingerprint")[1].split("\ndef ")[0]

@@ -178,7 +178,10 @@ class Knowledge:
                 literal = re.split(r"[*?\[]", name, maxsplit=1)[0]
                 if len(literal) >= len("C.") + 3:
                     found.add(literal)
-        shortest = [p for p in sorted(found) if not any(p != q and p.startswith(q) for q in found)]
+        shortest: list[str] = []
+        for prefix in sorted(found):  # the names a kept prefix starts follow it
+            if not shortest or not prefix.startswith(shortest[-1]):
+                shortest.append(prefix)
         return tuple(prefix.encode() for prefix in shortest)
 
     @property
