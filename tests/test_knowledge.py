@@ -292,3 +292,17 @@ def test_a_success_value_may_name_another_familys_package() -> None:
     msm = knowledge.lookup("github.com/ingonyama-zk/icicle/v3/wrappers/golang/curves/bls12381/msm", "Msm")
     assert msm is not None and msm.status is not None and "runtime.Success" in msm.status.success
     assert knowledge.package_names["github.com/ingonyama-zk/icicle/v3/wrappers/golang/runtime"] == "runtime"
+
+
+def test_a_release_may_take_the_handles_address() -> None:
+    """nvrtcDestroyProgram(&prog): the fix CL101 suggests spells the address."""
+    knowledge = load_knowledge()
+    destroy = knowledge.lookup("C", "nvrtcDestroyProgram")
+    assert destroy is not None and destroy.roles("release")[0][1].address
+    assert not knowledge.lookup("C", "cudaFree").roles("release")[0][1].address
+    bad = (
+        'family = "x"\ndescription = "x"\nimport = "example.com/x"\n[[resource]]\nname = "r"\n'
+        'acquire = [{ call = "x.Alloc", handle = "out0", address = true }]\nrelease = [{ call = "x.Free", handle = "arg0" }]\n'
+    )
+    with pytest.raises(KnowledgeError, match="address"):
+        parse_family(tomllib.loads(bad), "x.toml")

@@ -38,6 +38,9 @@ class CallRole:
     # text) pairs (`CopyToDevice(&d, true)` allocates; with `false` it
     # copies into memory d already holds).
     when: tuple[tuple[int, str], ...] = ()
+    # A release that takes the handle's address (`nvrtcDestroyProgram(&prog)`,
+    # which also clears it): how the fix spells the call.
+    address: bool = False
 
     def holds_at(self, arguments: list[str]) -> bool:
         """Whether the role applies to a call with these arguments (as written)."""

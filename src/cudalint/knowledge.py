@@ -380,7 +380,7 @@ _RESOURCE_KEYS = {
     "name", "acquire", "release", "transfer", "moves", "any_use_releases", "device_memory", "host_side", "needs_context",
     "outlives", "zero_release_noop",
 }
-_ROLE_KEYS = {"call", "handle", "when"}
+_ROLE_KEYS = {"call", "handle", "when", "address"}
 
 
 def _fail(source: str, where: str, message: str) -> KnowledgeError:
@@ -430,7 +430,10 @@ def _roles(source: str, where: str, value: Any, qualifier: str) -> tuple[CallRol
         handle = _string(source, f"{where}[{i}].handle", item.get("handle"))
         if not _HANDLE.match(handle):
             raise _fail(source, f"{where}[{i}].handle", f"{handle!r} is not argN, outN, resultN, receiver or none")
-        roles.append(CallRole(call, handle, _when(source, f"{where}[{i}].when", item.get("when"))))
+        address = item.get("address", False)
+        if not isinstance(address, bool) or (address and not handle.startswith("arg")):
+            raise _fail(source, f"{where}[{i}].address", "expected true or false, and true only with an argN handle")
+        roles.append(CallRole(call, handle, _when(source, f"{where}[{i}].when", item.get("when")), address))
     return tuple(roles)
 
 

@@ -84,7 +84,7 @@ def release_statement(origin: Origin) -> str:
         return f"defer {call}(...)" if per_device else f"defer {call}()"
     handle = origin.handle or "x"  # a result never stored: name the variable to store it in
     if role.index == 0:
-        argument = f"unsafe.Pointer({handle})" if role.call == "C.free" else handle
+        argument = f"unsafe.Pointer({handle})" if role.call == "C.free" else f"&{handle}" if role.address else handle
         return f"defer {call}({argument})"
     return f"defer {call}(...{handle}...)"
 

@@ -14,7 +14,7 @@ from cudalint.prefilter import imports_of
 from cudalint.wording import called_name, success_hint, wrapper_advice
 from cudalint.framework import Pass, Ref
 from cudalint.functions import Unit
-from cudalint.scope import Role, Symbol
+from cudalint.scope import Role, Symbol, SymbolKind
 
 
 def check(p: Pass) -> None:
@@ -115,8 +115,62 @@ def _check_unread(
         refs = {"overwritten": Ref(graph.ast(m), f"{symbol.name} overwritten here")} if verdict_here.startswith("is overwritten") else {}
         p.report(graph.unit, at, f"{what} stored in {symbol.name} {verdict_here}; {hint}", **refs)
         return
-    if unread is not None and "read" not in verdicts.values():
+    if unread is None:
+        return
+    reads = [m for m, found in verdicts.items() if found == "read" and graph.kind(m) is not NodeKind.EXIT]
+    if not reads:
         p.report(graph.unit, at, f"{what} stored in {symbol.name} {unread[1]}; {hint}")
+        return
+    guards = [_failure_guard(p.package.resolution, graph.ast(m), symbol, graph.ast(n)) for m in reads]
+    if all(guards):
+        other, test = guards[0]
+        p.report(
+            graph.unit, at,
+            f"{what} stored in {symbol.name} is read only under the test of {other} at @test, which this call does "
+            f"not set: where {other} holds success, {symbol.name} {unread[1]}; test {symbol.name} there instead",
+            test=Ref(test, f"tests {other}, not {symbol.name}"),
+        )
+
+
+def _failure_guard(resolution, read: Node | None, symbol: Symbol, assignment: Node | None) -> tuple[str, Node] | None:
+    """The test of another status variable that the read is guarded by, on
+    its failing side, when that variable was set before the assignment
+    (`infos, err := profiles(gpu); if ret != nvml.SUCCESS { return
+    fmt.Errorf("...: %v", err) }`: the test of a status checked earlier,
+    left after a copy, where err was meant). A read on the success side of
+    another error is Go's first-error-wins idiom and no guard."""
+    current = read
+    while current is not None and current.type not in syntax.FUNCTION_NODES:
+        parent = current.parent
+        if parent is not None and parent.type == "if_statement" and parent.child_by_field_name("consequence") == current:
+            test = _failure_test(resolution, parent.child_by_field_name("condition"), symbol, assignment)
+            if test is not None:
+                return test, parent.child_by_field_name("condition")
+        current = parent
+    return None
+
+
+def _failure_test(resolution, condition: Node | None, symbol: Symbol, assignment: Node | None) -> str | None:
+    """`v != nil`, `v != nvml.SUCCESS` (`C.cudaSuccess`): the name of v, a local
+    status or error other than symbol that the assignment does not set."""
+    condition = syntax.unparen(condition)
+    if condition is None or condition.type != "binary_expression" or syntax.text(condition.child_by_field_name("operator")) != "!=":
+        return None
+    left, right = (syntax.unparen(condition.child_by_field_name(side)) for side in ("left", "right"))
+    for subject, other in ((left, right), (right, left)):
+        if subject is None or other is None or subject.type != "identifier":
+            continue
+        tested = resolution.symbol(subject)
+        if tested is None or tested is symbol or tested.kind is not SymbolKind.VAR:
+            continue
+        if assignment is not None and any(
+            resolution.symbol(target) is tested for left_side, _ in syntax.assignment_sides(assignment) for target in left_side
+        ):
+            continue
+        value = syntax.text(other)
+        if value == "nil" or value.endswith(("SUCCESS", "Success")):  # C.cudaSuccess, nvml.SUCCESS, C.NVRTC_SUCCESS
+            return tested.name
+    return None
 
 
 def _verdict(calls: CallIndex, uses: VariableUses, graph: CFG, m: int, symbol: Symbol, scope) -> str | None:
@@ -180,7 +234,11 @@ RULE = Rule(
     is overwritten, or where no path reads it, but not where it is left
     unread on some paths only: Go's first-error-wins idiom (`perr :=
     free(p); qerr := free(q); if perr != nil { return perr }; return qerr`)
-    leaves it so. Any read counts as handling: a comparison, a switch, a return,
+    leaves it so. But an error read only under the failing test of another
+    status that the call does not set is reported: `infos, err :=
+    profiles(gpu); if ret != nvml.SUCCESS { return fmt.Errorf("...: %v",
+    err) }` tests a status checked before (a test left from a copy), and
+    where it holds success nothing reads err. Any read counts as handling: a comparison, a switch, a return,
     an argument to any function, a store, a conversion to an error. A
     variable a deferred closure refers to is read when the function returns;
     one another closure refers to is read where the closure is made or
