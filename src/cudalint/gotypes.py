@@ -30,6 +30,8 @@ questions of the same syntax, and each query below answers one of them:
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -649,6 +651,11 @@ class TypeOracle:
         return self._paths
 
 
+# The names of generated or hand-written test doubles (moq's `InterfaceMock`,
+# mockery's `MockInterface`, `fakeClient`).
+_TEST_DOUBLE = re.compile(r"^(?:[Mm]ock|[Ff]ake|[Ss]tub)[A-Z_]|^(?:mock|fake|stub)$|(?:Mock|Fake|Stub)$")
+
+
 def sole_implementations(package: Package, with_tests: bool = False) -> dict[str, str]:
     """Each interface type of the package that exactly one type of the
     package implements (by method names, test files left out): the
@@ -659,7 +666,8 @@ def sole_implementations(package: Package, with_tests: bool = False) -> dict[str
     method set is not all in view), and so is one several types implement.
     `with_tests` counts the types of the package's test files too (a test
     double makes the interface's calls in the package unknown); what the
-    package exports never depends on them."""
+    package exports never depends on them, nor on test doubles its own
+    files declare for importers (moq's `InterfaceMock`)."""
     interfaces: dict[str, set[str]] = {}
     methods: dict[str, set[str]] = {}
     for parsed in package.files:
@@ -682,7 +690,10 @@ def sole_implementations(package: Package, with_tests: bool = False) -> dict[str
     for unit in package.units:
         if unit.kind is UnitKind.METHOD and (with_tests or not unit.file.source.path.name.endswith("_test.go")):
             receiver, _, method = unit.name.rpartition(".")
-            methods.setdefault(receiver.removeprefix("(*").removesuffix(")"), set()).add(method)
+            receiver = receiver.removeprefix("(*").removesuffix(")")
+            if not with_tests and _TEST_DOUBLE.search(receiver):
+                continue  # moq's `InterfaceMock` beside the real type: importers' tests use it, their code does not
+            methods.setdefault(receiver, set()).add(method)
     found = {}
     for interface, needed in interfaces.items():
         implementations = [name for name, have in methods.items() if needed <= have and name not in interfaces]

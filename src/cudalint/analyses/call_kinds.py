@@ -14,7 +14,7 @@ from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.functions import Unit
-from cudalint.knowledge import ApiFunction, StatusSpec
+from cudalint.knowledge import ApiFunction, Knowledge, StatusSpec
 from cudalint.scope import Symbol
 
 
@@ -142,3 +142,12 @@ def as_written(fact: CallFact) -> CallFact:
     narrowed = api.at(arguments)
     return fact if narrowed is api else replace(fact, api=narrowed)
 
+
+def described_type_conversion(knowledge: Knowledge, fact: CallFact, call: Node) -> bool:
+    """`nvml.Device(d)`: a conversion to a type whose methods the knowledge
+    describes (go-nvlib's `type nvmlDevice nvml.Device` converts back to
+    call them), not a call."""
+    return (
+        fact.api is None and fact.name in knowledge.method_types.get(fact.import_path, frozenset())
+        and len(syntax.children(call.child_by_field_name("arguments"))) == 1
+    )

@@ -35,8 +35,8 @@ from cudalint.analyses.c_helpers import c_side_calls
 from cudalint.analyses.type_facts import NamedType
 from cudalint.analyses.procs import loaded_procedure_calls
 from cudalint.analyses.typed_methods import api_of, index_described_methods, index_interface_statuses, promoted, unclassified
-from cudalint.analyses.call_kinds import Callee, CalleeKind, CallFact, ResultTypes, as_written
-from cudalint.analyses.result_facts import exported_result_types, result_type_in
+from cudalint.analyses.call_kinds import Callee, CalleeKind, CallFact, ResultTypes, as_written, described_type_conversion
+from cudalint.analyses.result_facts import api_result_type, exported_result_types, module_call_typed, module_result_typed
 from cudalint.cside import CView
 from cudalint.knowledge import Knowledge
 from cudalint.scope import Symbol, SymbolKind
@@ -87,8 +87,8 @@ class CallIndex:
     def __post_init__(self) -> None:
         self.types = TypeOracle(
             self.package, self._units_by_symbol.get,
-            lambda call, index: _module_call_typed(self, call, index) or (_api_result_type(self, call) if index == 0 else None),
-            lambda call, index: _module_call_typed(self, call, index, elements=True),
+            lambda call, index: module_call_typed(self, call, index) or (api_result_type(self, call) if index == 0 else None),
+            lambda call, index: module_call_typed(self, call, index, elements=True),
             self.knowledge.interface_types,
         )
 
@@ -349,27 +349,25 @@ class CallIndex:
                 self._no_literal.add(symbol)
         return found
 
-    def qualified(self, call: Node) -> CallFact | None:
-        """What `pkg.F(...)` names (import path and name), watched package
-        or not: `fmt.Errorf` as well as `C.cudaMalloc`."""
-        self.callee(call)
-        return self.calls.get(call) or self._unwatched.get(call)
-
     def callee(self, call: Node) -> Callee:
         found = self._callees.get(call)
         if found is None:
             found = self._callees[call] = self._classify(call)
         return found
 
-    def _classify(self, call: Node) -> Callee:
+    def qualified(self, call: Node) -> CallFact | None:
+        """What `pkg.F(...)` names, watched package or not (`fmt.Errorf` as
+        well as `C.cudaMalloc`): the unwatched ones kept apart, so that
+        `calls` is the same set whatever the rules asked before."""
         fact = self.calls.get(call)
         if fact is None:
-            # Calls of packages no rule watches are classified when asked for
-            # (their function is resolved by then), and kept apart so that
-            # `calls` stays the same set whatever the rules asked before.
             if call not in self._unwatched:
                 self._unwatched[call] = _qualified_call(call, self.package, self.knowledge)
             fact = self._unwatched[call]
+        return fact
+
+    def _classify(self, call: Node) -> Callee:
+        fact = self.qualified(call)
         raw = call.child_by_field_name("function")
         function = self._generic(syntax.unparen(raw))
         written = syntax.text(function)
@@ -378,6 +376,7 @@ class CallIndex:
                 return Callee(CalleeKind.API, written, fact.api)
             if (
                 self.knowledge.is_type(fact.import_path, fact.name) or (fact.import_path, fact.name) in _CONVERSIONS
+                or described_type_conversion(self.knowledge, fact, call)
                 or (fact.import_path == "C" and self.c_view is not None and self.c_view.is_type(fact.name))
             ):
                 return Callee(CalleeKind.CONVERSION, written)
@@ -638,12 +637,12 @@ def _index_module_methods(facts: CallIndex, package: Package) -> None:
             resolution.ensure(parsed.root, node)
             if operand.type == "call_expression":
                 # `gpu.Client().Alloc(n)`: the first result of a function of gpu.
-                typed = _module_call_typed(facts, operand, 0)
+                typed = module_call_typed(facts, operand, 0)
                 if typed is not None and imported.knows(typed[0], f"{typed[1]}.{method}"):
                     facts.calls[node] = CallFact(node, typed[0], f"{typed[1]}.{method}", syntax.text(function), None)
                 continue
             typed = (
-                facts.types.imported_type_of(operand) or _module_result_typed(facts, resolution.symbol(operand))
+                facts.types.imported_type_of(operand) or module_result_typed(facts, resolution.symbol(operand))
                 or promoted(facts, operand, method, lambda typed: imported.knows(typed[0], f"{typed[1]}.{method}"))
             )
             if typed is None or typed[0] not in packages:
@@ -651,36 +650,6 @@ def _index_module_methods(facts: CallIndex, package: Package) -> None:
             name = f"{typed[1]}.{method}"
             if imported.knows(typed[0], name):
                 facts.calls[node] = CallFact(node, typed[0], name, syntax.text(function), None)
-
-
-def _module_result_typed(facts: CallIndex, symbol: Symbol | None) -> tuple[str, str] | None:
-    """(import path, type) of a variable made by a function of another
-    package of the module whose facts type that result."""
-    if symbol is None or symbol.init is None:
-        return None
-    return _module_call_typed(facts, syntax.unparen(symbol.init), max(symbol.init_index, 0))
-
-
-def _module_call_typed(facts: CallIndex, call: Node | None, index: int, elements: bool = False) -> tuple[str, str] | None:
-    """(import path, type) of a call's result at `index` (of its elements,
-    a slice's, with `elements`), where the call is of a function of another
-    package of the module whose facts type it."""
-    function = facts.module_function(facts.calls.get(call))
-    typed = facts.imported.fact(ResultTypes, *function) if function is not None else None
-    return result_type_in(typed, function[0], index, elements) if typed is not None else None
-
-
-def _api_result_type(facts: CallIndex, call: Node) -> tuple[str, str] | None:
-    """(import path, type) of the first result of a classified call whose
-    result type the knowledge gives (`nvml.DeviceGetHandleByIndex(i)`, and
-    a method of such a value: `device.GetGpuInstanceById(id)`)."""
-    fact = facts.calls.get(call)
-    if fact is None:
-        return None
-    if fact.import_path in facts.package.named_bindings and fact.api is not None:
-        return fact.import_path, ""  # a value of the binding; only its source would name the type
-    type_name = facts.knowledge.result_type(fact.import_path, fact.name)
-    return (fact.import_path, type_name) if type_name is not None else None
 
 
 def unwrap(node: Node | None, facts: CallIndex) -> Node | None:

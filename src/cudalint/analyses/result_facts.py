@@ -1,4 +1,5 @@
-"""The facts `calls` exports about exported functions' result types: the
+"""The facts `calls` exports about exported functions' result types, and
+the result types of calls read off those facts and the knowledge: the
 package's own type a result is declared with (importers type their
 variables by it, so method facts apply), or a type of a binding the
 knowledge describes ("import/path Type": `func DeviceByIndex(i int)
@@ -10,22 +11,31 @@ indexed)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
-from cudalint.analyses.call_kinds import ResultTypes
+from tree_sitter import Node
+
+from cudalint import syntax
+from cudalint.analyses.call_kinds import ResultTypes, described_type_conversion
 from cudalint.framework import ImportedFacts, Pass
 from cudalint.functions import UnitKind, exported_name
 from cudalint.gotypes import element_of, named_type, nth_result, qualified_type, result_types
+from cudalint.scope import Symbol
+
+# `facts` below is the package's `calls.CallIndex` (which imports this module).
 
 
 def exported_result_types(p: Pass) -> dict[str, ResultTypes]:
-    """The result types of the package's exported functions, where one of
+    """The result types of the package's exported functions and methods, where one of
     them is a type some method of which the analyses above this one export
     facts about (else importers have nothing to look up through it)."""
     typed = {name.split(".", 1)[0] for name in p.exported_objects() if "." in name}
     described = p.knowledge.method_types
     found = {}
     for unit in p.package.units:
-        if unit.kind is not UnitKind.FUNCTION or exported_name(unit) is None:
+        # Methods too: `lib.DeviceGetHandleByUUID(u)` of go-nvlib's own
+        # `Interface` makes its `Device`, whose methods are wrappers.
+        if unit.kind not in (UnitKind.FUNCTION, UnitKind.METHOD) or exported_name(unit) is None:
             continue
         results = list(result_types(unit))
         declared = unit.node.child_by_field_name("result")
@@ -47,7 +57,7 @@ def exported_result_types(p: Pass) -> dict[str, ResultTypes]:
             elif other is not None and other[1] in described.get(other[0], ()):
                 results[index] = f"[]{other[0]} {other[1]}"
         if any(result.removeprefix("[]") in typed or " " in result for result in results):
-            found[unit.name] = ResultTypes(tuple(results))
+            found[exported_name(unit)] = ResultTypes(tuple(results))
     return found
 
 
@@ -71,3 +81,35 @@ def result_type_in(typed: ResultTypes, path: str, index: int, elements: bool) ->
     entry = entry.removeprefix("[]")
     other_path, _, other = entry.partition(" ")
     return (other_path, other) if other else (path, entry)
+
+
+def module_result_typed(facts: Any, symbol: Symbol | None) -> tuple[str, str] | None:
+    """(import path, type) of a variable made by a function of another
+    package of the module whose facts type that result."""
+    if symbol is None or symbol.init is None:
+        return None
+    return module_call_typed(facts, syntax.unparen(symbol.init), max(symbol.init_index, 0))
+
+
+def module_call_typed(facts: Any, call: Node | None, index: int, elements: bool = False) -> tuple[str, str] | None:
+    """(import path, type) of a call's result at `index` (of its elements,
+    a slice's, with `elements`), where the call is of a function of another
+    package of the module whose facts type it."""
+    function = facts.module_function(facts.calls.get(call))
+    typed = facts.imported.fact(ResultTypes, *function) if function is not None else None
+    return result_type_in(typed, function[0], index, elements) if typed is not None else None
+
+
+def api_result_type(facts: Any, call: Node) -> tuple[str, str] | None:
+    """(import path, type) of the first result of a classified call whose
+    result type the knowledge gives (`nvml.DeviceGetHandleByIndex(i)`, and
+    a method of such a value: `device.GetGpuInstanceById(id)`)."""
+    fact = facts.qualified(call)
+    if fact is None:
+        return None
+    if described_type_conversion(facts.knowledge, fact, call):
+        return fact.import_path, fact.name  # `nvml.Device(d)`: d as the binding's Device
+    if fact.import_path in facts.package.named_bindings and fact.api is not None:
+        return fact.import_path, ""  # a value of the binding; only its source would name the type
+    type_name = facts.knowledge.result_type(fact.import_path, fact.name)
+    return (fact.import_path, type_name) if type_name is not None else None

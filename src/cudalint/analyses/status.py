@@ -615,10 +615,35 @@ def success_beside(unit: Unit, index: int, calls: CallIndex) -> tuple[str, ...]:
         handle, last = unwrap(expressions[index], calls), syntax.unparen(expressions[-1])
         if handle is None or last is None or syntax.text(handle) in ("nil", "0"):
             continue  # a failing return: nothing handed out
-        if not _constant(last, calls):
+        if _constant(last, calls):
+            found.append(syntax.text(last))
+            continue
+        passed = _passed_status(unit, last, calls)
+        if passed is None:
             return ()
-        found.append(syntax.text(last))
+        found += passed
     return tuple(dict.fromkeys(found))
+
+
+def _passed_status(unit: Unit, value: Node, calls: CallIndex) -> list[str] | None:
+    """`return nvmlGpuInstance(gi), Return(r)` with `gi, r :=
+    nvml.Device(d).CreateGpuInstance(info)`: the API's status passed on
+    (converted or not) says whether the handle was made. Its success values
+    are the API's and the package's constants made of them (`const SUCCESS
+    = Return(nvml.SUCCESS)`), which callers compare it with."""
+    inner = unwrap(value, calls)
+    symbol = calls.package.resolution.symbol(inner) if inner is not None and inner.type == "identifier" else None
+    if symbol is None or symbol.function != unit.node or symbol.init is None:
+        return None
+    fact = calls.status_call(unwrap(symbol.init, calls))
+    if fact is None or fact.status is None or fact.status.kind == "error" or fact.api is None:
+        return None
+    success = [value for value in fact.status.success if not value.isdigit()]
+    for name, constant in calls.package.resolution.package_symbols.items():
+        made_of = unwrap(constant.init, calls) if constant.kind is SymbolKind.CONST and constant.init is not None else None
+        if made_of is not None and syntax.text(made_of) in success:
+            success.append(name)
+    return success
 
 
 def status_beside(success: tuple[str, ...]) -> StatusSpec | None:

@@ -309,9 +309,23 @@ class StatusWrappers:
 
     def _failed_test(self, unit: Unit, condition: Node | None) -> Wrapped | None:
         """`st != C.cudaSuccess`, `C.cudaFree(p) != 0`: true where the status
-        says failure."""
+        says failure; also `ret != nvml.SUCCESS` of a raw status a wrapper
+        passed on (go-nvlib's `lib.Init()`, `device.GetMemoryInfo()`)."""
         fact = self.status.failed_test(unit, condition)
-        return Wrapped(fact.written, fact.is_release) if fact is not None else None
+        if fact is not None:
+            return Wrapped(fact.written, fact.is_release)
+        if condition is None or condition.type != "binary_expression" or syntax.text(condition.child_by_field_name("operator")) != "!=":
+            return None
+        left, right = (syntax.unparen(condition.child_by_field_name(side)) for side in ("left", "right"))
+        for subject, other in ((left, right), (right, left)):
+            if subject is None or other is None or subject.type != "identifier" or not names_success(syntax.text(other)):
+                continue
+            symbol = self.calls.package.resolution.symbol(subject)
+            if symbol is not None and symbol.init is not None and symbol.function == unit.node and self._status_of(symbol):
+                raw = self._raw_status(unit, unwrap(symbol.init, self.calls))
+                if raw is not None:
+                    return Wrapped(raw.inner, raw.release)
+        return None
 
     def _api_status_in(self, value: Node | None, through_locals: bool = True) -> CallFact | None:
         """The API call whose status a value is: the call itself, through
@@ -322,6 +336,13 @@ class StatusWrappers:
             value = unwrap(symbol.init, self.calls) if symbol is not None and symbol.init is not None else None
         inner = self.calls.status_call(value)
         return inner if inner is not None and inner.status is not None and inner.status.kind != "error" else None
+
+
+def names_success(value: str) -> bool:
+    """`nvml.SUCCESS`, `C.cudaSuccess`, `C.NVRTC_SUCCESS`: how a success value
+    is spelled, where the status's family is not at hand (a status a
+    wrapper passed on, a variable of another function)."""
+    return value.endswith(("SUCCESS", "Success"))
 
 
 def _exported_wrappers(p: Pass) -> dict[str, Wrapped]:

@@ -7,7 +7,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CallIndex
 from cudalint.analyses.uses import USES, Use, UseKind, VariableUses
-from cudalint.analyses.wrappers import WRAPPERS, Wrapped
+from cudalint.analyses.wrappers import WRAPPERS, Wrapped, names_success
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, ExitKind, NodeKind
 from cudalint.prefilter import imports_of
@@ -168,7 +168,7 @@ def _failure_test(resolution, condition: Node | None, symbol: Symbol, assignment
         ):
             continue
         value = syntax.text(other)
-        if value == "nil" or value.endswith(("SUCCESS", "Success")):  # C.cudaSuccess, nvml.SUCCESS, C.NVRTC_SUCCESS
+        if value == "nil" or names_success(value):
             return tested.name
     return None
 

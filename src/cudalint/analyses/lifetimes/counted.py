@@ -278,31 +278,9 @@ class Counted:
                 continue
             if any(graph.has_path(m, n) and not graph.has_path(origin.node, m) for m in taken):
                 continue  # registered after an earlier count of the kind: that one's release
-            if self._defer_releases(graph, n, name) and not (_in_method(graph.unit) and self._released_untaken(graph, n, name)):
+            if self._defer_releases(graph, n, name) and not (_in_method(graph.unit) and _released_untaken(graph, n, lambda call: self._acquires(call, name))):
                 return replace(state, deferred_release=n)
         return state
-
-    def _released_untaken(self, graph: CFG, n: int, name: str) -> bool:
-        """Whether the function can return from the defer at n without
-        taking a count of the kind. In a method (or a literal of one) the
-        defer then gives back a count its value holds: a goroutine's `defer
-        nvml.Shutdown()` for its constructor's `nvml.Init()`, re-initialising
-        only where a device call failed, not one of its own."""
-        seen = {n}
-        pending = [n]
-        while pending:
-            node = pending.pop()
-            for target in graph.successors(node):
-                if target in seen:
-                    continue
-                seen.add(target)
-                if graph.kind(target) is NodeKind.EXIT:
-                    if graph.exit_kind(target) in DEFERS_RUN_ON:
-                        return True
-                    continue
-                if not any(self._acquires(call, name) for root in graph.evaluated(target) for call in syntax.calls_in(root)):
-                    pending.append(target)
-        return False
 
     def _defer_releases(self, graph: CFG, n: int, name: str) -> bool:
         for root in graph.evaluated(n):
@@ -592,6 +570,30 @@ class Counted:
             )
             for use in self._uses.uses(graph.evaluated(n))
         )
+
+
+def _released_untaken(graph: CFG, n: int, acquires: Callable[[Node], bool]) -> bool:
+    """Whether the function can return from the defer at n without
+    taking a count of the kind (`acquires` tells a call that takes one). In
+    a method (or a literal of one) the defer then gives back a count its
+    value holds: a goroutine's `defer nvml.Shutdown()` for its constructor's
+    `nvml.Init()`, re-initialising only where a device call failed, not one
+    of its own."""
+    seen = {n}
+    pending = [n]
+    while pending:
+        node = pending.pop()
+        for target in graph.successors(node):
+            if target in seen:
+                continue
+            seen.add(target)
+            if graph.kind(target) is NodeKind.EXIT:
+                if graph.exit_kind(target) in DEFERS_RUN_ON:
+                    return True
+                continue
+            if not any(acquires(call) for root in graph.evaluated(target) for call in syntax.calls_in(root)):
+                pending.append(target)
+    return False
 
 
 def _in_method(unit: Unit) -> bool:

@@ -188,10 +188,10 @@ class Origins:
                 continue
             family, resource = found
             if handed.owner:
-                qualifier = callee.written.rsplit(".", 1)[0]
-                if handed.index == RECEIVER_HANDOUT:  # `buf.Malloc(n)`: the type is named by its package, not by buf
-                    names = self._calls.package.resolution.import_names(unit.file.root, {callee.imported[0]})
-                    qualifier = min(names) if names else default_import_name(callee.imported[0])
+                # The type is named by its package: not by buf of `buf.Malloc(n)`,
+                # nor by device of `device.CreateGpuInstance(...)`.
+                names = self._calls.package.resolution.import_names(unit.file.root, {callee.imported[0]})
+                qualifier = min(names) if names else default_import_name(callee.imported[0])
                 resource = owned_resource(resource, f"{qualifier}.{handed.owner}", handed.methods, handed.idempotent, handed.inert)
                 resource = replace(resource, nil_when_failed=handed.nil_when_failed)
             if handed.cleanup:
