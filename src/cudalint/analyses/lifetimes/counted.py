@@ -35,6 +35,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 from dataclasses import replace
+from functools import partial
 
 from tree_sitter import Node
 
@@ -278,7 +279,10 @@ class Counted:
                 continue
             if any(graph.has_path(m, n) and not graph.has_path(origin.node, m) for m in taken):
                 continue  # registered after an earlier count of the kind: that one's release
-            if self._defer_releases(graph, n, name) and not (_in_method(graph.unit) and _released_untaken(graph, n, lambda call: self._acquires(call, name))):
+            acquires = partial(self._acquires, name=name)
+            if self._defer_releases(graph, n, name) and not (
+                _value_holds_count(graph.unit, self._calls.package.units, acquires) and _released_untaken(graph, n, acquires)
+            ):
                 return replace(state, deferred_release=n)
         return state
 
@@ -596,11 +600,26 @@ def _released_untaken(graph: CFG, n: int, acquires: Callable[[Node], bool]) -> b
     return False
 
 
-def _in_method(unit: Unit) -> bool:
-    """A method, or a func literal written in one."""
+def _value_holds_count(unit: Unit, units: list[Unit], acquires: Callable[[Node], bool]) -> bool:
+    """Whether `unit` is a method (or a literal written in one) of a type
+    whose values the package makes where it takes a count of the kind
+    (`NewChecker` calls `nvml.Init()` and returns `&Checker{...}`): the
+    method's deferred release may give that count back."""
     while unit.parent is not None:
         unit = unit.parent
-    return unit.kind is UnitKind.METHOD
+    owner = unit.receiver_type
+    if not owner:
+        return False
+    for maker in units:
+        body = maker.body
+        if maker.kind is UnitKind.LITERAL or body is None or f"{owner}{{".encode() not in body.text:
+            continue
+        if any(acquires(call) for call in syntax.calls_in(body)) and any(
+            node.type == "composite_literal" and syntax.text(node.child_by_field_name("type")) == owner
+            for node in syntax.walk(body)
+        ):
+            return True
+    return False
 
 
 def hand_out_status(unit: Unit, origin: Origin) -> tuple[bool, StatusSpec | None] | None:
