@@ -255,8 +255,10 @@ class StatusWrappers:
             return None
         if expression.type == "identifier":
             symbol = self.calls.package.resolution.symbol(expression)
-            if symbol is None or symbol.init is None or symbol.function != unit.node:
+            if symbol is None or symbol.function != unit.node:
                 return None
+            if symbol.init is None:
+                return self._assigned(unit, symbol, depth)
             init = syntax.unparen(symbol.init)
             if init is None or init.type != "call_expression":
                 return None
@@ -293,6 +295,31 @@ class StatusWrappers:
                 if wrapped is not None:
                     return wrapped
         return None
+
+    def _assigned(self, unit: Unit, symbol, depth: int) -> Wrapped | None:
+        """`var err error; err = check(C.cudaMemset(...))`: an error variable
+        declared bare comes from a status where every value assigned to it
+        (nil aside; `d, err = f()` gives f's error) does."""
+        found: Wrapped | None = None
+        for node in self.calls.references(symbol):
+            statement = syntax.assignment_of(node)
+            if statement is None:
+                continue
+            left = syntax.expressions(statement.child_by_field_name("left"))
+            right = syntax.expressions(statement.child_by_field_name("right"))
+            if len(left) == len(right):
+                value = syntax.unparen(right[[target.id for target in left].index(node.id)])
+            elif len(right) == 1 and left[-1].id == node.id:
+                value = syntax.unparen(right[0])
+            else:
+                return None
+            if value is not None and syntax.text(value) == "nil":
+                continue
+            wrapped = self._derived(unit, value, depth + 1)
+            if wrapped is None:
+                return None
+            found = found or wrapped
+        return found
 
     def _on_failure_branch(self, unit: Unit, statement: Node) -> Wrapped | None:
         """`if st := C.cudaFree(p); st != C.cudaSuccess { return errCUDA }`,
