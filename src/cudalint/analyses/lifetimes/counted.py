@@ -42,6 +42,7 @@ from tree_sitter import Node
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CalleeKind, CallIndex
 from cudalint.analyses.lifetimes.flags import held_flag, set_true
+from cudalint.analyses.lifetimes.holders import released_untaken, value_holds_count
 from cudalint.analyses.lifetimes.nils import NilLocals
 from cudalint.analyses.lifetimes.outcomes import EarlyRelease, Origin
 from cudalint.analyses.lifetimes.states import LeftControl, Phase, State, WalkRecord, path_to, release
@@ -281,7 +282,7 @@ class Counted:
                 continue  # registered after an earlier count of the kind: that one's release
             acquires = partial(self._acquires, name=name)
             if self._defer_releases(graph, n, name) and not (
-                _value_holds_count(graph.unit, self._calls.package.units, acquires) and _released_untaken(graph, n, acquires)
+                value_holds_count(graph.unit, self._calls.package.units, acquires) and released_untaken(graph, n, acquires)
             ):
                 return replace(state, deferred_release=n)
         return state
@@ -574,52 +575,6 @@ class Counted:
             )
             for use in self._uses.uses(graph.evaluated(n))
         )
-
-
-def _released_untaken(graph: CFG, n: int, acquires: Callable[[Node], bool]) -> bool:
-    """Whether the function can return from the defer at n without
-    taking a count of the kind (`acquires` tells a call that takes one). In
-    a method (or a literal of one) the defer then gives back a count its
-    value holds: a goroutine's `defer nvml.Shutdown()` for its constructor's
-    `nvml.Init()`, re-initialising only where a device call failed, not one
-    of its own."""
-    seen = {n}
-    pending = [n]
-    while pending:
-        node = pending.pop()
-        for target in graph.successors(node):
-            if target in seen:
-                continue
-            seen.add(target)
-            if graph.kind(target) is NodeKind.EXIT:
-                if graph.exit_kind(target) in DEFERS_RUN_ON:
-                    return True
-                continue
-            if not any(acquires(call) for root in graph.evaluated(target) for call in syntax.calls_in(root)):
-                pending.append(target)
-    return False
-
-
-def _value_holds_count(unit: Unit, units: list[Unit], acquires: Callable[[Node], bool]) -> bool:
-    """Whether `unit` is a method (or a literal written in one) of a type
-    whose values the package makes where it takes a count of the kind
-    (`NewChecker` calls `nvml.Init()` and returns `&Checker{...}`): the
-    method's deferred release may give that count back."""
-    while unit.parent is not None:
-        unit = unit.parent
-    owner = unit.receiver_type
-    if not owner:
-        return False
-    for maker in units:
-        body = maker.body
-        if maker.kind is UnitKind.LITERAL or body is None or f"{owner}{{".encode() not in body.text:
-            continue
-        if any(acquires(call) for call in syntax.calls_in(body)) and any(
-            node.type == "composite_literal" and syntax.text(node.child_by_field_name("type")) == owner
-            for node in syntax.walk(body)
-        ):
-            return True
-    return False
 
 
 def hand_out_status(unit: Unit, origin: Origin) -> tuple[bool, StatusSpec | None] | None:
