@@ -25,7 +25,7 @@ from tree_sitter import Node
 
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallFact, CallIndex, unwrap
-from cudalint.analyses.status import STATUS, StatusSemantics
+from cudalint.analyses.status import STATUS, StatusSemantics, StatusSource
 from cudalint.framework import Analysis, FactView, Pass
 from cudalint.functions import Unit, UnitKind, by_exported_name
 
@@ -153,7 +153,13 @@ class StatusWrappers:
         for statement in syntax.return_statements(unit.body):
             expressions = syntax.returned(statement)
             if not expressions:
-                return None  # a bare return of named results: cannot tell
+                # A bare return of named results: the error is what was assigned to it.
+                named = unit.results[-1] if unit.results and len(unit.results) == unit.result_count else None
+                wrapped = self._assigned(unit, named, 0) if named is not None else None
+                if wrapped is None:
+                    return None
+                found.append((statement, wrapped))
+                continue
             last = syntax.unparen(expressions[-1])
             if last is not None and syntax.text(last) == "nil":
                 continue
@@ -280,7 +286,7 @@ class StatusWrappers:
             nested = self.of(callee.target) if callee.target is not unit else None
             if nested is not None and not nested.raw:
                 return nested
-            return self.converted(expression)
+            return self.converted(expression) or self._converted_raw(unit, expression)
         wrapped = self._imported(callee.imported) if callee.kind is CalleeKind.MODULE else None
         if wrapped is not None:
             return wrapped
@@ -294,6 +300,26 @@ class StatusWrappers:
                 wrapped = self._derived(unit, argument, depth + 1)
                 if wrapped is not None:
                     return wrapped
+        return None
+
+    def _converted_raw(self, unit: Unit, call: Node) -> Wrapped | None:
+        """`errorString(r)` with `r := dl.nvmlInit()`: a converter's call on
+        the raw status a wrapper of the package passes on (the wrapper's own
+        API status tells what success is)."""
+        for index, argument in enumerate(syntax.children(call.child_by_field_name("arguments"))):
+            value = unwrap(argument, self.calls)
+            if value is not None and value.type == "identifier":
+                symbol = self.calls.package.resolution.symbol(value)
+                value = unwrap(symbol.init, self.calls) if symbol is not None and symbol.init is not None and symbol.function == unit.node else None
+            raw = self._raw_status(unit, value) if value is not None else None
+            callee = self.calls.callee(value) if raw is not None else None
+            target = callee.target if callee is not None and callee.kind is CalleeKind.LOCAL else None
+            source = next((
+                StatusSource.of(fact.api, fact.written) for fact in self.calls.api_facts_in(target)
+                if fact.api is not None and fact.status is not None and fact.status.kind != "error"
+            ), None) if target is not None else None
+            if source is not None and self.status.converts_at(call, index, source):
+                return Wrapped(raw.inner, raw.release)
         return None
 
     def _assigned(self, unit: Unit, symbol, depth: int) -> Wrapped | None:
