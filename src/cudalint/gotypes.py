@@ -144,15 +144,22 @@ def imported_type(resolution: Resolution, symbol: Symbol | None) -> tuple[str, s
     return qualified_type(resolution, symbol.type_node)
 
 
-def qualified_type(resolution: Resolution, type_node: Node | None) -> tuple[str, str] | None:
+def qualified_type(resolution: Resolution, type_node: Node | None, depth: int = 0) -> tuple[str, str] | None:
     """(import path, type name) a type node names in another package,
-    pointers stripped: `*nvml.Device` -> (".../nvml", "Device")."""
+    pointers stripped: `*nvml.Device` -> (".../nvml", "Device"); through an
+    alias of the package (`type NVML = nvmlsvc.NVML`)."""
     node = type_node
     while node is not None and node.type in ("pointer_type", "parenthesized_type"):
         inner = syntax.children(node)
         node = inner[0] if inner else None
     if node is not None and node.type == "generic_type":
         node = node.child_by_field_name("type")  # `devslice.Slice[float32]`: the generic type instantiated
+    if node is not None and node.type == "type_identifier" and depth < 8:
+        symbol = resolution.package_symbols.get(syntax.text(node))
+        spec = symbol.node.parent if symbol is not None and symbol.kind is SymbolKind.TYPE and symbol.node is not None else None
+        if spec is not None and spec.type == "type_alias":
+            return qualified_type(resolution, spec.child_by_field_name("type"), depth + 1)
+        return None
     if node is None or node.type != "qualified_type":
         return None
     package = node.child_by_field_name("package")

@@ -39,7 +39,7 @@ from cudalint.analyses.call_kinds import Callee, CalleeKind, CallFact, ResultTyp
 from cudalint.analyses.result_facts import api_result_type, exported_result_types, module_call_typed, module_result_typed
 from cudalint.cside import CView
 from cudalint.knowledge import Knowledge
-from cudalint.scope import Symbol, SymbolKind
+from cudalint.scope import Symbol, SymbolKind, default_import_name
 
 # Standard-library packages whose functions only read their arguments
 # (formatting, logging, errors, conversions): passing a handle to them borrows it.
@@ -622,8 +622,12 @@ def _index_module_methods(facts: CallIndex, package: Package) -> None:
     if not methods:
         return
     resolution = package.resolution
+    # A file that imports none of them reaches their types only through a
+    # type another file declares with one (`type NVML = nvmlsvc.NVML`, a
+    # struct field of one): then every file is looked at.
+    everywhere = _declares_types_of(package, packages)
     for parsed in package.files:
-        if not any(imported_package.path in packages for imported_package in parsed.imports):
+        if not everywhere and not any(imported_package.path in packages for imported_package in parsed.imports):
             continue
         chained = [
             name.parent.parent for name in parsed.index.callee_names
@@ -650,6 +654,21 @@ def _index_module_methods(facts: CallIndex, package: Package) -> None:
             name = f"{typed[1]}.{method}"
             if imported.knows(typed[0], name):
                 facts.calls[node] = CallFact(node, typed[0], name, syntax.text(function), None)
+
+
+def _declares_types_of(package: Package, packages: frozenset[str]) -> bool:
+    """Whether a type declaration of the package spells a type of one of
+    these packages (an alias, a struct field, an embedded type)."""
+    for parsed in package.files:
+        names = [
+            (imported.name or default_import_name(imported.path)) + "." for imported in parsed.imports if imported.path in packages
+        ]
+        if names and any(
+            declaration.type == "type_declaration" and any(name in syntax.text(declaration) for name in names)
+            for declaration in parsed.root.children
+        ):
+            return True
+    return False
 
 
 def unwrap(node: Node | None, facts: CallIndex) -> Node | None:

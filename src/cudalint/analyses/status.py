@@ -638,12 +638,19 @@ def _passed_status(unit: Unit, value: Node, calls: CallIndex) -> list[str] | Non
     fact = calls.status_call(unwrap(symbol.init, calls))
     if fact is None or fact.status is None or fact.status.kind == "error" or fact.api is None:
         return None
-    success = [value for value in fact.status.success if not value.isdigit()]
+    return list(success_spelled(fact.status, calls))
+
+
+def success_spelled(status: StatusSpec, calls: CallIndex) -> tuple[str, ...]:
+    """A status's success values as a package that passes it on may also
+    spell them: its own constants made of them (`const SUCCESS =
+    Return(nvml.SUCCESS)`), which its callers compare with."""
+    success = list(status.success)
     for name, constant in calls.package.resolution.package_symbols.items():
         made_of = unwrap(constant.init, calls) if constant.kind is SymbolKind.CONST and constant.init is not None else None
-        if made_of is not None and syntax.text(made_of) in success:
+        if made_of is not None and syntax.text(made_of) in status.success:
             success.append(name)
-    return success
+    return tuple(success)
 
 
 def status_beside(success: tuple[str, ...]) -> StatusSpec | None:

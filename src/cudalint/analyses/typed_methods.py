@@ -66,7 +66,7 @@ def index_described_methods(facts: CallIndex, package: Package, knowledge: Knowl
 
     def spells(parsed) -> bool:
         spelled = [
-            f"{knowledge.package_names.get(imported.path) or default_import_name(imported.path)}.{name}".encode()
+            f"{_import_name(imported, knowledge)}.{name}".encode()
             for imported in parsed.imports if imported.path in types
             for name in (*types[imported.path], *typed_results.get(imported.path, ()))
         ]
@@ -98,6 +98,14 @@ def index_described_methods(facts: CallIndex, package: Package, knowledge: Knowl
             if api is None:
                 continue
             facts.record(CallFact(node, declared[0], name, f"{syntax.text(operand)}.{method}", api, on_value=True))
+
+
+def _import_name(imported, knowledge: Knowledge) -> str:
+    """The name a file refers to an imported package by: its alias
+    (`nvmlapi "github.com/NVIDIA/go-nvml/pkg/nvml"`), else the package's own."""
+    if imported.name and imported.name not in ("_", "."):
+        return imported.name
+    return knowledge.package_names.get(imported.path) or default_import_name(imported.path)
 
 
 def index_interface_statuses(facts: CallIndex, package: Package, knowledge: Knowledge) -> None:

@@ -34,13 +34,13 @@ from cudalint.analyses.lifetimes.resources import VariableResources
 from cudalint.analyses.lifetimes.states import PathBudgetExceeded, State, WalkRecord
 from cudalint.analyses.lifetimes.walk import Walker
 from cudalint.analyses.owners import Owners
-from cudalint.analyses.status import StatusSemantics, success_beside
+from cudalint.analyses.status import StatusSemantics, success_beside, success_spelled
 from cudalint.analyses.uses import Use, UseKind, VariableUses
 from cudalint.cfg import CFG, NodeKind, PackageCFGs
 from cudalint.framework import FactView
 from cudalint.functions import Unit, UnitKind, exported_name
 from cudalint.gotypes import named_type
-from cudalint.knowledge import ResourceSpec
+from cudalint.knowledge import ResourceSpec, StatusSpec
 from cudalint.scope import Symbol
 
 # Path states one function's lifetimes may visit, over all its origins and
@@ -150,6 +150,10 @@ class Engine:
             and named_type(unit.params[0].type_node) == type_name and self._releases_its_parameter(unit)
         ]
         return found[0] if len(found) == 1 else None
+
+    def success_spelled(self, status: StatusSpec) -> tuple[str, ...]:
+        """A status's success values, and the package's constants made of them."""
+        return success_spelled(status, self._calls)
 
     def success_beside(self, unit: Unit, index: int) -> tuple[str, ...]:
         """The values of the last result that say `unit` handed out result

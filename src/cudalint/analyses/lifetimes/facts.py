@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from cudalint.analyses.lifetimes.outcomes import RECEIVER_HANDOUT
-from cudalint.analyses.lifetimes.counted import nil_when_failed
+from cudalint.analyses.lifetimes.counted import hand_out_status, nil_when_failed
 from cudalint.analyses.owners import owner_type
-from cudalint.functions import exported_name
+from cudalint.functions import Unit, exported_name
+from cudalint.knowledge import StatusSpec
 
 
 @dataclass(frozen=True)
@@ -76,12 +77,13 @@ def exported_effects(engine: Any) -> dict[str, ResourceEffects]:
         if name is None or unit.body is None:
             continue
         # A count (index -1) travels where its condition does: a nil error,
-        # or a function with no result at all.
+        # a success status of its family as the last result (`return
+        # s.lib.Init()`), or a function with no result at all.
         hands_out = tuple(
-            _hand_out(origin, index, unit.returns_error, engine.success_beside(unit, index), nil_when_failed(unit, index))
+            _hand_out(origin, index, unit.returns_error, _success(engine, unit, origin, index), nil_when_failed(unit, index))
             for origin, index in engine.handed_out(unit)
             if (index >= 0 and origin.role.handle != "none") or index == RECEIVER_HANDOUT or unit.returns_error
-            or unit.node.child_by_field_name("result") is None
+            or unit.node.child_by_field_name("result") is None or _counted_status(unit, origin, index) is not None
         )
         params = tuple(engine.effect_of_argument(unit, i).value for i in range(len(unit.params)))
         counted = engine.counted_releases(unit)
@@ -92,6 +94,21 @@ def exported_effects(engine: Any) -> dict[str, ResourceEffects]:
         if name is not None and name not in found:
             found[name] = ResourceEffects((), tuple("borrows" if only_lent else "retains" for only_lent in lent))
     return found
+
+
+def _counted_status(unit: Unit, origin: Any, index: int) -> StatusSpec | None:
+    """The status a count's initialiser returns last, of the count's own
+    family, where it returns no error (`func (s *Service) Init() nvml.Return`)."""
+    if index >= 0 or unit.returns_error or origin.role.handle != "none":
+        return None
+    handed = hand_out_status(unit, origin)
+    return handed[1] if handed is not None and handed[1] is not None else None
+
+
+def _success(engine: Any, unit: Unit, origin: Any, index: int) -> tuple[str, ...]:
+    """The values of the last result that say the handle or count was handed out."""
+    status = _counted_status(unit, origin, index)
+    return engine.success_spelled(status) if status is not None else engine.success_beside(unit, index)
 
 
 def _hand_out(origin: Any, index: int, returns_error: bool, success: tuple[str, ...], nil: bool) -> HandOut:
