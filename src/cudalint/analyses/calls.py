@@ -135,10 +135,9 @@ class CallIndex:
         return syntax.unparen(arguments[0]) if len(arguments) == 1 else None
 
     def _returns_only(self, target: Unit, name: str) -> bool:
-        """Whether every return of `target` gives back the value `name`, the
-        handle it holds in a field (`return s.sel`), or the address of memory
-        inside it (`return unsafe.Pointer(&h.device.s[0])` beside `return
-        unsafe.Pointer(&h.host[0])`), and nothing else does."""
+        """Whether every return of `target` gives back the value `name`, a
+        handle it holds (`return s.sel`) or the address of memory inside it
+        (`return unsafe.Pointer(&h.host[0])`), and nothing else does."""
         found = False
         for statement in syntax.return_statements(target.body):
             if syntax.enclosing_function(statement) != target.node:
@@ -146,7 +145,7 @@ class CallIndex:
             returned = syntax.returned(statement)
             read = _inside(unwrap(returned[0], self)) if len(returned) == 1 else None
             if read is not None and read.type == "selector_expression":
-                read = syntax.unparen(read.child_by_field_name("operand"))  # `return s.sel`: the handle s holds
+                read = syntax.unparen(read.child_by_field_name("operand"))
             if read is None or read.type != "identifier" or syntax.text(read) != name:
                 return False
             found = True
