@@ -219,9 +219,8 @@ class CallIndex:
         return list(by_target.get(unit, ()))
 
     def calls_named(self, name: str) -> list[Node]:
-        """The calls `name(...)` and `x.name(...)` of the package, conversions
-        to a type of that name among them, in file and source order: from the
-        files' indexes, not by walking every body."""
+        """The calls `name(...)` and `x.name(...)` of the package (conversions
+        too), in file and source order, from the files' indexes."""
         return [call for _, call in self._by_name().get(name, ())]
 
     def _by_name(self) -> dict[str, list[tuple[Node, Node]]]:
