@@ -37,14 +37,23 @@ def c_helper_api(view: CView, name: str, knowledge: Knowledge, known: ApiFunctio
     if returned is None:
         return False
     type_names, pointer = returned
+    if known is not None and known.status is not None and not pointer and known.status.type in type_names:
+        return known  # declared as the knowledge says (`int faiss_Index_add(...)`)
     for family in knowledge.families:
-        if family.import_path == "C" and family.status is not None and not pointer and family.status.type in type_names:
+        if family.import_path == "C" and family.status is not None and not pointer and family.status.type in type_names and (
+            family.status.type not in _PLAIN_C_TYPES  # FAISS's `int`: its calls are named, not typed
+        ):
             if known is not None and known.status is not None:
                 return known
             return ApiFunction(family, f"C.{name}", family.status, False, (), ())
     if known is not None and known.status is not None and not known.releases and not known.acquires:
         return None  # e.g. a helper named like the API that returns void
     return False
+
+
+# A status of one of these types says nothing of its family: every C
+# library returns int.
+_PLAIN_C_TYPES = frozenset({"int", "unsigned", "unsigned int", "long", "size_t", "bool", "char"})
 
 
 def _wrapping(inner: ApiFunction, helper, written: str) -> ApiFunction:
