@@ -151,7 +151,12 @@ RULE = Rule(
     knowledge) are not reported, nor are release methods that check for
     the zero value of a value type (`func (p DevPtr) Free()` with `if p ==
     0`); a method called on a pointer its maker returned as nil is.
-    A failing branch that
+    A count's deferred release in a method (or its goroutine) that can
+    return without taking a count is the value's, not the acquisition's,
+    where the package makes values of the receiver's type while taking one
+    (`NewChecker` calls `nvml.Init()` and returns `&Checker{}`; `Start`'s
+    goroutine defers `nvml.Shutdown()` and re-initialises only where a
+    device call failed): not reported. A failing branch that
     panics counts (the panic runs the defer as it unwinds), and so does a
     failed `require.NoError(t, err)` of the acquisition's error in a test
     (`t.FailNow` runs the deferred calls); not one that ends the process
