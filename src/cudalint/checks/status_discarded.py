@@ -87,7 +87,9 @@ RULE = Rule(
     whose every non-nil error comes from a status (a converter's error, an
     API call's `error`, another wrapper's, a raw status wrapped with `%w`,
     or any error returned where a status test failed, in an `if` or in a
-    failure `case` of a `switch` on the status); one that returns any other
+    failure `case` of a `switch` on the status; an error variable declared
+    bare counts by what is assigned to it, and a bare `return` of named
+    results returns what its error result holds); one that returns any other
     error of its own making (a check of its arguments before the call, a
     check after it, another call's) is not a wrapper: this is not errcheck.
 
