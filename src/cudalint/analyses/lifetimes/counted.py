@@ -512,10 +512,7 @@ class Counted:
                 if self._nils.contradicts(edge, known):
                     continue  # `if err != nil` where this path set err (or left it nil)
                 said = outcome(origin, state, edge)
-                if said is Outcome.SUCCESS:
-                    # It succeeded: what is registered from here on is fine. After a
-                    # failing verdict the path contradicts itself (`ret != SUCCESS &&
-                    # ret != ERROR_ALREADY_INITIALIZED`, split at the `&&`): none.
+                if said is Outcome.SUCCESS:  # (after a failing verdict: a contradiction, `a && b` split)
                     continue
                 now_failed = failed or said is Outcome.FAILURE
                 target = edge.target
