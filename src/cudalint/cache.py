@@ -96,20 +96,28 @@ def installed_version(distribution: str) -> str:
     the email package among them, took a tenth of a warm run); where there
     is none, importlib.metadata's answer, "?" for one not installed."""
     prefix = distribution.replace("-", "_").lower() + "-"
-    for entry in sys.path:
-        try:
-            names = os.listdir(entry or ".")
-        except OSError:
-            continue
-        for name in names:
-            if name.endswith(".dist-info") and name.lower().startswith(prefix):
-                return name[len(prefix):-len(".dist-info")]
+    for name in _dist_infos():
+        if name.lower().startswith(prefix):
+            return name[len(prefix):-len(".dist-info")]
     from importlib import metadata
 
     try:
         return metadata.version(distribution)
     except metadata.PackageNotFoundError:  # pragma: no cover - installed with cudalint
         return "?"
+
+
+@functools.lru_cache(maxsize=1)
+def _dist_infos() -> tuple[str, ...]:
+    """The `.dist-info` directories on the import path, in its order (each
+    directory listed once, however many versions are asked for)."""
+    found: list[str] = []
+    for entry in sys.path:
+        try:
+            found += [name for name in os.listdir(entry or ".") if name.endswith(".dist-info")]
+        except OSError:
+            continue
+    return tuple(found)
 
 
 # -- results as data ---------------------------------------------------------

@@ -336,6 +336,24 @@ def assignment_of(target: Node) -> Node | None:
     return statement
 
 
+def assigned_value(target: Node) -> tuple[Node, int | None] | None:
+    """What the `=` assignment whose left side `target` is gives it: (the
+    value, None) one to one (`x = v`); (the call, i) where one call gives
+    every target (`a, x = f()`: x is f's result i, counted from the end, so
+    -1 is the last); None for any other shape, or no `=` assignment."""
+    statement = assignment_of(target)
+    if statement is None:
+        return None
+    left = expressions(statement.child_by_field_name("left"))
+    right = expressions(statement.child_by_field_name("right"))
+    position = [node.id for node in left].index(target.id)
+    if len(left) == len(right):
+        return right[position], None
+    if len(right) == 1:
+        return right[0], position - len(left)
+    return None
+
+
 def assignment_sides(statement: Node) -> list[tuple[list[Node], list[Node]]]:
     """(targets, values) of `a, b := f()`, `x = g()` and each spec of a `var`
     declaration; nothing for other statements (`+=` included)."""

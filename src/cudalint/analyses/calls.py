@@ -39,7 +39,7 @@ from cudalint.analyses.call_kinds import Callee, CalleeKind, CallFact, ResultTyp
 from cudalint.analyses.result_facts import api_result_type, exported_result_types, module_call_typed, module_result_typed
 from cudalint.cside import CView
 from cudalint.knowledge import Knowledge
-from cudalint.scope import Symbol, SymbolKind, default_import_name
+from cudalint.scope import Symbol, SymbolKind
 
 # Standard-library packages whose functions only read their arguments
 # (formatting, logging, errors, conversions): passing a handle to them borrows it.
@@ -661,9 +661,7 @@ def _declares_types_of(package: Package, packages: frozenset[str]) -> bool:
     """Whether a type declaration of the package spells a type of one of
     these packages (an alias, a struct field, an embedded type)."""
     for parsed in package.files:
-        names = [
-            (imported.name or default_import_name(imported.path)) + "." for imported in parsed.imports if imported.path in packages
-        ]
+        names = [name + "." for name in package.resolution.import_names(parsed.root, packages)]
         if names and any(
             declaration.type == "type_declaration" and any(name in syntax.text(declaration) for name in names)
             for declaration in parsed.root.children

@@ -41,13 +41,9 @@ class Provenance:
         """Values assigned to a variable with `=` anywhere in the package."""
         values = []
         for node in self.calls.references(symbol):
-            holder = syntax.assignment_of(node)
-            if holder is None:
-                continue
-            left = syntax.expressions(holder.child_by_field_name("left"))
-            right = syntax.expressions(holder.child_by_field_name("right"))
-            if len(left) == len(right):
-                values.append(right[[c.id for c in left].index(node.id)])
+            assigned = syntax.assigned_value(node)
+            if assigned is not None and assigned[1] is None:
+                values.append(assigned[0])
         return values
 
     def is_go_memory(self, expression: Node | None, depth: int = 0) -> bool:

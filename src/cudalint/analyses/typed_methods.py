@@ -19,7 +19,6 @@ from cudalint.functions import Package, result_count
 from cudalint.framework import ImportedFacts
 from cudalint.gotypes import TypeOracle, nth_result, qualified_type
 from cudalint.knowledge import ApiFunction, Family, Knowledge
-from cudalint.scope import default_import_name
 
 
 class CallIndex(Protocol):
@@ -65,17 +64,22 @@ def index_described_methods(facts: CallIndex, package: Package, knowledge: Knowl
     }
 
     def spells(parsed) -> bool:
+        # As the file names each package: `nvmlapi` of `nvmlapi "github.com/NVIDIA/go-nvml/pkg/nvml"`.
+        def names(path: str) -> set[str]:
+            return package.resolution.import_names(parsed.root, {path})
+
         spelled = [
-            f"{_import_name(imported, knowledge)}.{name}".encode()
-            for imported in parsed.imports if imported.path in types
+            f"{qualifier}.{name}".encode()
+            for imported in parsed.imports if imported.path in types for qualifier in names(imported.path)
             for name in (*types[imported.path], *typed_results.get(imported.path, ()))
         ]
         # Any value of a binding read by its name may have methods that are its
         # API, and so may a value another package of the module returns as a
         # binding's type (`gpuinfo.DeviceByIndex(i)`).
         spelled += [
-            f"{imported.name or default_import_name(imported.path)}.".encode() for imported in parsed.imports
+            f"{qualifier}.".encode() for imported in parsed.imports
             if imported.path in package.named_bindings or imported.path in binding_makers or imported.path in embedding
+            for qualifier in names(imported.path)
         ]
         return any(needle in parsed.source.data for needle in spelled)
 
@@ -98,14 +102,6 @@ def index_described_methods(facts: CallIndex, package: Package, knowledge: Knowl
             if api is None:
                 continue
             facts.record(CallFact(node, declared[0], name, f"{syntax.text(operand)}.{method}", api, on_value=True))
-
-
-def _import_name(imported, knowledge: Knowledge) -> str:
-    """The name a file refers to an imported package by: its alias
-    (`nvmlapi "github.com/NVIDIA/go-nvml/pkg/nvml"`), else the package's own."""
-    if imported.name and imported.name not in ("_", "."):
-        return imported.name
-    return knowledge.package_names.get(imported.path) or default_import_name(imported.path)
 
 
 def index_interface_statuses(facts: CallIndex, package: Package, knowledge: Knowledge) -> None:

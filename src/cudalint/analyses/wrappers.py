@@ -328,17 +328,12 @@ class StatusWrappers:
         (nil aside; `d, err = f()` gives f's error) does."""
         found: Wrapped | None = None
         for node in self.calls.references(symbol):
-            statement = syntax.assignment_of(node)
-            if statement is None:
+            if syntax.assignment_of(node) is None:
                 continue
-            left = syntax.expressions(statement.child_by_field_name("left"))
-            right = syntax.expressions(statement.child_by_field_name("right"))
-            if len(left) == len(right):
-                value = syntax.unparen(right[[target.id for target in left].index(node.id)])
-            elif len(right) == 1 and left[-1].id == node.id:
-                value = syntax.unparen(right[0])
-            else:
+            assigned = syntax.assigned_value(node)
+            if assigned is None or assigned[1] not in (None, -1):
                 return None
+            value = syntax.unparen(assigned[0])
             if value is not None and syntax.text(value) == "nil":
                 continue
             wrapped = self._derived(unit, value, depth + 1)
@@ -367,12 +362,7 @@ class StatusWrappers:
         fact = self.status.failed_test(unit, condition)
         if fact is not None:
             return Wrapped(fact.written, fact.is_release)
-        if condition is None or condition.type != "binary_expression" or syntax.text(condition.child_by_field_name("operator")) != "!=":
-            return None
-        left, right = (syntax.unparen(condition.child_by_field_name(side)) for side in ("left", "right"))
-        for subject, other in ((left, right), (right, left)):
-            if subject is None or other is None or subject.type != "identifier" or not names_success(syntax.text(other)):
-                continue
+        for subject in failure_tested(condition):
             symbol = self.calls.package.resolution.symbol(subject)
             if symbol is not None and symbol.init is not None and symbol.function == unit.node and self._status_of(symbol):
                 raw = self._raw_status(unit, unwrap(symbol.init, self.calls))
@@ -391,11 +381,23 @@ class StatusWrappers:
         return inner if inner is not None and inner.status is not None and inner.status.kind != "error" else None
 
 
-def names_success(value: str) -> bool:
-    """`nvml.SUCCESS`, `C.cudaSuccess`, `C.NVRTC_SUCCESS`: how a success value
-    is spelled, where the status's family is not at hand (a status a
-    wrapper passed on, a variable of another function)."""
-    return value.endswith(("SUCCESS", "Success"))
+def failure_tested(condition: Node | None, nil: bool = False) -> list[Node]:
+    """The identifiers a condition tests as failed by how the success value
+    is spelled, where the status's family is not at hand (a status a wrapper
+    passed on, a variable of another function): `v != nvml.SUCCESS`,
+    `v != C.cudaSuccess`, `v != C.NVRTC_SUCCESS`; with `nil`, `v != nil`."""
+    condition = syntax.unparen(condition)
+    if condition is None or condition.type != "binary_expression" or syntax.text(condition.child_by_field_name("operator")) != "!=":
+        return []
+    left, right = (syntax.unparen(condition.child_by_field_name(side)) for side in ("left", "right"))
+    found = []
+    for subject, other in ((left, right), (right, left)):
+        if subject is None or other is None or subject.type != "identifier":
+            continue
+        value = syntax.text(other)
+        if value.endswith(("SUCCESS", "Success")) or (nil and value == "nil"):
+            found.append(subject)
+    return found
 
 
 def _exported_wrappers(p: Pass) -> dict[str, Wrapped]:

@@ -7,7 +7,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CallIndex
 from cudalint.analyses.uses import USES, Use, UseKind, VariableUses
-from cudalint.analyses.wrappers import WRAPPERS, Wrapped, names_success
+from cudalint.analyses.wrappers import WRAPPERS, Wrapped, failure_tested
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, ExitKind, NodeKind
 from cudalint.prefilter import imports_of
@@ -153,13 +153,7 @@ def _failure_guard(resolution, read: Node | None, symbol: Symbol, assignment: No
 def _failure_test(resolution, condition: Node | None, symbol: Symbol, assignment: Node | None) -> str | None:
     """`v != nil`, `v != nvml.SUCCESS` (`C.cudaSuccess`): the name of v, a local
     status or error other than symbol that the assignment does not set."""
-    condition = syntax.unparen(condition)
-    if condition is None or condition.type != "binary_expression" or syntax.text(condition.child_by_field_name("operator")) != "!=":
-        return None
-    left, right = (syntax.unparen(condition.child_by_field_name(side)) for side in ("left", "right"))
-    for subject, other in ((left, right), (right, left)):
-        if subject is None or other is None or subject.type != "identifier":
-            continue
+    for subject in failure_tested(condition, nil=True):
         tested = resolution.symbol(subject)
         if tested is None or tested is symbol or tested.kind is not SymbolKind.VAR:
             continue
@@ -167,9 +161,7 @@ def _failure_test(resolution, condition: Node | None, symbol: Symbol, assignment
             resolution.symbol(target) is tested for left_side, _ in syntax.assignment_sides(assignment) for target in left_side
         ):
             continue
-        value = syntax.text(other)
-        if value == "nil" or names_success(value):
-            return tested.name
+        return tested.name
     return None
 
 
