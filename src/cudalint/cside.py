@@ -24,7 +24,7 @@ read.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -81,6 +81,10 @@ class CView:
     # goCudnnSuccess = CUDNN_STATUS_SUCCESS;`, `#define GO_OK cudaSuccess`,
     # `enum { goOK = CUDA_SUCCESS }`): name -> the value as written.
     constants: dict[str, str] = field(default_factory=dict)
+    # Function-like macros that paste a name (`#define NVML_DL(x) x##_dl`):
+    # macro -> (prefix, suffix), so that `NVML_DL(nvmlInit)(void)` declares
+    # nvmlInit_dl.
+    name_macros: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def wrapped(self, function: CFunction) -> str:
         """The API a helper wraps: the call it returns, or the symbol a
@@ -179,6 +183,7 @@ def view_of(files: list[ParsedFile], directory: Path, configured: tuple[Path, ..
             continue
         sources.append(data)
         pending.extend(_includes(data, [path.parent, *include_dirs]))
+    view.name_macros = _name_macros(sources)
     for text in sources:
         _collect(_parser().parse(text).root_node, view)
     system = _system_view(sources, system_dirs + list(configured) + [d for d in CUDA_INCLUDE_DIRS if d.is_dir()])
@@ -187,6 +192,25 @@ def view_of(files: list[ParsedFile], directory: Path, configured: tuple[Path, ..
     for name, target in system.typedefs.items():
         view.typedefs.setdefault(name, target)
     return view
+
+
+_NAME_MACRO = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)\([ \t]*(\w+)[ \t]*\)[ \t]+([\w \t#]+?)[ \t]*$", re.MULTILINE)
+
+
+def _name_macros(sources: list[bytes]) -> dict[str, tuple[str, str]]:
+    """`#define NVML_DL(x) x##_dl` (gpu-monitoring-tools' NVML loader),
+    `#define API(name) my_##name`: the names such a macro makes."""
+    found = {}
+    for text in sources:
+        if b"##" not in text:
+            continue
+        for macro, parameter, body in _NAME_MACRO.findall(text):
+            pieces = [piece.strip() for piece in body.split(b"##")]
+            if len(pieces) < 2 or pieces.count(parameter) != 1 or not all(re.fullmatch(rb"\w+", piece) for piece in pieces):
+                continue
+            at = pieces.index(parameter)
+            found[macro.decode()] = (b"".join(pieces[:at]).decode(), b"".join(pieces[at + 1:]).decode())
+    return found
 
 
 def headers_signature(configured: tuple[Path, ...] = ()) -> tuple:
@@ -351,7 +375,7 @@ def _collect(root: Node, view: CView) -> None:
         elif node.type == "type_definition":
             _typedef(node, view)
         elif node.type in ("function_definition", "declaration"):
-            function = _function(node)
+            function = _function(node, view.name_macros)
             if function is not None and (function.name not in view.functions or node.type == "function_definition"):
                 view.functions[function.name] = function
             elif node.type == "declaration":
@@ -405,7 +429,19 @@ def _base_name(node: Node | None) -> str:
     return _text(node)
 
 
-def _function(node: Node) -> CFunction | None:
+def _pasted_name(node: Node | None, macros: dict[str, tuple[str, str]]) -> str:
+    """`NVML_DL(nvmlInit)` where `#define NVML_DL(x) x##_dl`: nvmlInit_dl."""
+    if node is None or node.type != "function_declarator" or not macros:
+        return ""
+    macro = node.child_by_field_name("declarator")
+    arguments = [a for a in (node.child_by_field_name("parameters") or node).named_children]
+    if macro is None or _text(macro) not in macros or len(arguments) != 1 or not re.fullmatch(r"\w+", _text(arguments[0])):
+        return ""
+    prefix, suffix = macros[_text(macro)]
+    return prefix + _text(arguments[0]) + suffix
+
+
+def _function(node: Node, macros: dict[str, tuple[str, str]]) -> CFunction | None:
     declarator = node.child_by_field_name("declarator")
     pointer = False
     while declarator is not None and declarator.type == "pointer_declarator":
@@ -414,7 +450,8 @@ def _function(node: Node) -> CFunction | None:
     if declarator is None or declarator.type != "function_declarator":
         return None
     name_node = declarator.child_by_field_name("declarator")
-    if name_node is None or name_node.type != "identifier":
+    name = _text(name_node) if name_node is not None and name_node.type == "identifier" else _pasted_name(name_node, macros)
+    if not name:
         return None
     params = []
     for parameter in (declarator.child_by_field_name("parameters") or node).named_children:
@@ -424,9 +461,16 @@ def _function(node: Node) -> CFunction | None:
         while inner is not None and inner.type in ("pointer_declarator", "array_declarator"):
             inner = inner.child_by_field_name("declarator")
         params.append(_text(inner) if inner is not None and inner.type == "identifier" else "")
-    function = CFunction(_text(name_node), _base_name(node.child_by_field_name("type")), pointer, tuple(params))
+    function = CFunction(name, _base_name(node.child_by_field_name("type")), pointer, tuple(params))
     body = node.child_by_field_name("body") if node.type == "function_definition" else None
-    return _with_wrapped(function, body) if body is not None else function
+    if body is not None:
+        return _with_wrapped(function, body)
+    if name != _text(name_node):
+        # Declared only, its name pasted from another's: by convention that
+        # function's variant, with its parameters (NVML_DL(nvmlShutdown)).
+        pasted = _text((name_node.child_by_field_name("parameters") or name_node).named_children[0])
+        return replace(function, wraps=pasted, wrapped_args=tuple(range(len(params))))
+    return function
 
 
 def _only_call(body: Node) -> Node | None:
@@ -448,17 +492,37 @@ def _only_call(body: Node) -> Node | None:
     return call if call.type == "call_expression" else None
 
 
+def _unwrapped(value: Node | None) -> Node | None:
+    while value is not None and value.type in ("parenthesized_expression", "cast_expression"):
+        value = value.named_children[-1] if value.named_children else None
+    return value
+
+
+def _is_constant(value: Node | None) -> bool:
+    """A status constant (`NVML_SUCCESS`, `0`, `CUDA_ERROR_NOT_FOUND`), or a
+    choice between two (`dlclose(h) ? NVML_ERROR_UNKNOWN : NVML_SUCCESS`)."""
+    if value is None:
+        return False
+    if value.type == "conditional_expression":
+        return all(_is_constant(_unwrapped(value.child_by_field_name(field))) for field in ("consequence", "alternative"))
+    return value.type == "number_literal" or (value.type == "identifier" and _CONSTANT_NAME.fullmatch(_text(value)) is not None)
+
+
+_CONSTANT_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
 def _with_wrapped(function: CFunction, body: Node) -> CFunction:
-    """A helper whose every return returns the same call's result, or a
-    void helper that makes one call."""
+    """A helper whose every return returns the same call's result (or a
+    constant: `if (lib == NULL) return NVML_ERROR_LIBRARY_NOT_FOUND;`, a
+    loader's guard), or a void helper that makes one call."""
     calls = []
     stack = [body]
     while stack:
         node = stack.pop()
         if node.type == "return_statement":
-            value = next(iter(node.named_children), None)
-            while value is not None and value.type in ("parenthesized_expression", "cast_expression"):
-                value = value.named_children[-1] if value.named_children else None
+            value = _unwrapped(next(iter(node.named_children), None))
+            if _is_constant(value):
+                continue
             if value is not None and value.type == "identifier":
                 value = _assigned_call(body, _text(value))  # `cudaError_t st = cudaMalloc(p, n); ... return st;`
             if value is None or value.type != "call_expression":

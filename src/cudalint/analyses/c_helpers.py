@@ -105,7 +105,7 @@ def c_side_calls(package: Package, knowledge: Knowledge, known: Callable[[Node],
             written = f"C.{name}"
             function = view.functions.get(name)
             inner = view.wrapped(function) if function is not None else ""
-            if inner and api is not None and api.name == written:
+            if inner and api is not None and api.name == written and knowledge.lookup("C", inner) is not None:
                 written = f"C.{name} (wraps {inner})"
             found.append(CallFact(node, "C", name, written, api))
     return view, found

@@ -670,10 +670,12 @@ def _declares_types_of(package: Package, packages: frozenset[str]) -> bool:
     return False
 
 
-def unwrap(node: Node | None, facts: CallIndex) -> Node | None:
+def unwrap(node: Node | None, facts: CallIndex, views: bool = True) -> Node | None:
     """Strip parentheses and conversions: `(*C.float)(unsafe.Pointer(&p))` is
     `&p`; `*(*unsafe.Pointer)(unsafe.Pointer(&p))` reads p's bits, and so
-    does a call of the package's accessor (`p.ptr()`): both are `p`."""
+    does a call of the package's accessor (`p.ptr()`): both are `p`. With
+    `views`, `unsafe.Slice(p, n)` is p and `unsafe.SliceData(s)` is s (the
+    same memory); without, a pointer into a slice stays one."""
     node = syntax.unparen(node)
     while node is not None:
         if node.type == "call_expression" and facts.callee(node).kind is CalleeKind.CONVERSION:
@@ -690,7 +692,7 @@ def unwrap(node: Node | None, facts: CallIndex) -> Node | None:
             node = syntax.unparen(inner.child_by_field_name("operand"))
         elif node.type == "call_expression" and facts.callee(node).kind is CalleeKind.LOCAL and (read := facts.accessed(node)) is not None:
             node = read
-        elif node.type == "call_expression" and (viewed := viewed_pointer(node, facts)) is not None:
+        elif views and node.type == "call_expression" and (viewed := viewed_pointer(node, facts)) is not None:
             node = viewed
         else:
             return node
@@ -710,12 +712,14 @@ def _inside(node: Node | None) -> Node | None:
 def viewed_pointer(call: Node, facts: CallIndex) -> Node | None:
     """`unsafe.Slice(p, n)`: a slice over the memory p points at, so the
     same memory as p (device memory viewed as `[]T` is still that
-    allocation); None for any other call."""
+    allocation); `unsafe.SliceData(s)`, the other way: the pointer to the
+    memory s views (`C.free(unsafe.Pointer(unsafe.SliceData(s)))` frees
+    what `unsafe.Slice` made s of). None for any other call."""
     fact = facts.call(call)
-    if fact is None or fact.import_path != "unsafe" or fact.name != "Slice":
+    if fact is None or fact.import_path != "unsafe" or fact.name not in ("Slice", "SliceData"):
         return None
     arguments = syntax.children(call.child_by_field_name("arguments"))
-    return syntax.unparen(arguments[0]) if len(arguments) == 2 else None
+    return syntax.unparen(arguments[0]) if len(arguments) == (2 if fact.name == "Slice" else 1) else None
 
 
 # Packages whose calls some rule looks for in the whole package, besides the

@@ -50,7 +50,7 @@ class Provenance:
         """&x of any Go variable (of a C type too: it lives in Go memory),
         &s[i] / unsafe.SliceData(s) of a slice or array backed by Go memory,
         or a pointer variable assigned from one of those."""
-        node = unwrap(expression, self.calls)
+        node = unwrap(expression, self.calls, views=False)
         if node is None or depth > 6:
             return False
         if node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":

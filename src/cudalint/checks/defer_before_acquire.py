@@ -66,12 +66,13 @@ def _check_early(p: Pass, lifetimes: Engine, graph: CFG) -> None:
         written = " ".join(syntax.text(defer).split())
         if "\n" in syntax.text(defer) and written.startswith("defer func("):
             written = "defer func() {...}()"  # a deferred closure: its body is at the line reported
-        p.report(
-            graph.unit, defer,
-            f"{written} is registered before {origin.written} at @acquired has succeeded: "
-            f"where it fails, the {exit_word} at {where} {effect}; register it after the success check",
-            **refs,
-        )
+        if early.unchecked:
+            registered = f"is registered although the status of {origin.written} at @acquired is never checked"
+            fix = "check the status and register it after the success check"
+        else:
+            registered = f"is registered before {origin.written} at @acquired has succeeded"
+            fix = "register it after the success check"
+        p.report(graph.unit, defer, f"{written} {registered}: where it fails, the {exit_word} at {where} {effect}; {fix}", **refs)
 
 
 def _check_defer(p: Pass, defers: DeferredReleases, lifetimes: Engine, uses: VariableUses, graph: CFG, n: int) -> None:
@@ -146,7 +147,14 @@ RULE = Rule(
     So is the release of a handle deferred between its acquisition and the
     acquisition's success check (`group, err := dcgm.CreateGroup(name);
     defer dcgm.DestroyGroup(group); if err != nil`): where it failed, the
-    handle was never made. Releases of the zero value that the API documents
+    handle was never made. Where the acquisition's status is thrown away
+    (`nvml.Init()` as a statement, or `_ = nvml.Init()`) and a count's
+    release is deferred after it, every path may be one where it failed: the
+    defer is reported (beside CL301/CL302 for the status), if it is a
+    function (`defer nvml.Shutdown()`) or a method of the value that took the
+    count (`lib.Init()`, `defer lib.Shutdown()`); not a method of another
+    value (`defer client().Cleanup()`), which may check whether its value
+    holds a count. Releases of the zero value that the API documents
     as no-ops (`free(NULL)`, `cudaFree(0)`: `zero_release_noop` in the
     knowledge) are not reported, nor are release methods that check for
     the zero value of a value type (`func (p DevPtr) Free()` with `if p ==

@@ -44,16 +44,18 @@ def check(p: Pass) -> None:
     def visit(unit: Unit, graph: CFG) -> None:
         found = lifetimes.lifetimes(unit)
         overwritten = {o.origin for o in found.overwrites}
-        values: set[tuple[int, int]] = set()
+        values: set[tuple[int, int, str]] = set()
         for leak in found.leaks:
             if leak.origin in overwritten:
                 continue  # reported once, as CL103
-            if leak.origin.resource.owns is not None:
-                # One value of an owning type that holds two resources (a GPU
-                # and a compute instance) is one leak of that value.
-                if (leak.origin.call.id, leak.node) in values:
-                    continue
-                values.add((leak.origin.call.id, leak.node))
+            # One value of an owning type that holds two resources (a GPU and
+            # a compute instance) is one leak of that value; a wrapper that
+            # acquires the same kind in two ways (`C.calloc` or `C.malloc`) hands
+            # out one allocation.
+            value = (leak.origin.call.id, leak.node, "" if leak.origin.resource.owns is not None else leak.origin.resource.name)
+            if value in values:
+                continue
+            values.add(value)
             message, refs = _message(reads, leak, graph)
             fix = _fix(reads, leak, graph) if leak.origin not in fixed else None
             if fix is not None:
@@ -71,11 +73,16 @@ def _counted_remedy(reads: _Reads, origin: Origin) -> str | None:
     if origin.role.handle != "none" or not origin.via_text or origin.call.type != "call_expression":
         return None
     fact = reads.calls.call(origin.call)
-    name = reads.lifetimes.releasing_count(fact.import_path, origin.resource.name) if fact is not None else None
-    if name is None or "." not in origin.written:
+    releasing = reads.lifetimes.releasing_count(fact.import_path, origin.resource.name) if fact is not None else None
+    if releasing is None or "." not in origin.written:
         return None
+    name, arity = releasing
     if "." not in name:
-        return f"defer {origin.written.rsplit('.', 1)[0]}.{name}()"
+        # `util.NvmlInit(c.Nvml)` -> `util.TryNvmlShutdown(c.Nvml)`: the same
+        # arguments where it takes as many; else they are the reader's to fill.
+        arguments = syntax.children(origin.call.child_by_field_name("arguments"))
+        written = ", ".join(syntax.text(a) for a in arguments) if len(arguments) == arity else "..." if arity else ""
+        return f"defer {origin.written.rsplit('.', 1)[0]}.{name}({written})"
     holders = syntax.assigned_from(origin.call)
     holder = syntax.text(holders[0]) if holders and holders[0].type == "identifier" and syntax.text(holders[0]) != "_" else None
     return f"defer {holder}.{name.rsplit('.', 1)[1]}()" if holder is not None else None
@@ -116,7 +123,20 @@ def _remedy(reads: _Reads, origin: Origin) -> str:
             method = reads.lifetimes.releasing_method(receiver.removeprefix("(*").removesuffix(")"), acquirer)
             if method is not None:
                 return f"defer {origin.written.rsplit('.', 1)[0]}.{method}({origin.handle or 'x'})"
-    return release_statement(origin)
+    return _c_helper_release(reads, origin) or release_statement(origin)
+
+
+def _c_helper_release(reads: _Reads, origin: Origin) -> str | None:
+    """For what a C helper of the package acquired (`C.bridge_init`, which
+    wraps nvmlInit), the one helper that wraps its release: the API itself
+    may be reached only through dlsym, so `C.nvmlShutdown()` would not build."""
+    view = reads.calls.c_view
+    if view is None or not origin.api.helper_roles or not origin.resource.release:
+        return None
+    released = origin.resource.release[0].call.rpartition(".")[2]
+    helpers = [name for name, function in view.functions.items() if function.wraps and view.wrapped(function) == released]
+    statement = release_statement(origin)
+    return statement.replace(f"C.{released}(", f"C.{helpers[0]}(") if len(helpers) == 1 else None
 
 
 def _message(reads: _Reads, leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]]:

@@ -17,7 +17,7 @@ from dataclasses import replace
 from cudalint import syntax
 from cudalint.analyses.calls import CallIndex
 from cudalint.analyses.lifetimes.closures import Closures
-from cudalint.analyses.lifetimes.counted import Counted, error_variable, is_counted, testify_asserts
+from cudalint.analyses.lifetimes.counted import Counted, ends_test, error_variable, is_counted, testify_asserts
 from cudalint.analyses.lifetimes.flags import flag_guarded
 from cudalint.analyses.lifetimes.origins import Origins
 from cudalint.analyses.lifetimes.outcomes import (
@@ -186,7 +186,7 @@ class Collector:
         # A test that never gives the count back keeps it for the test binary,
         # on t.Fatal as on its normal return; one that does should have deferred it.
         kept_by_test = not record.released_exits
-        held_exits = [(kind, path) for _, kind, path in record.held_exits if not (kept_by_test and self._counted.ends_test(graph.unit, kind))]
+        held_exits = [(kind, path) for _, kind, path in record.held_exits if not (kept_by_test and ends_test(graph.unit, kind))]
         # A return after the count was recorded on a value that gives it back leaves it there.
         held_exits = [(kind, path) for kind, path in held_exits if not self._counted.recorded_on(graph, path, origin.resource.name)]
         failing = [(kind, path) for kind, path in held_exits if len(path) >= 2 and fails(graph, origin, kind, path[-2])]

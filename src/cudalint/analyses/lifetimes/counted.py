@@ -45,6 +45,7 @@ from cudalint.analyses.lifetimes.flags import held_flag, set_true
 from cudalint.analyses.lifetimes.holders import released_untaken, value_holds_count
 from cudalint.analyses.lifetimes.nils import NilLocals
 from cudalint.analyses.lifetimes.outcomes import EarlyRelease, Origin
+from cudalint.analyses.lifetimes.unchecked import plain_release, status_dropped
 from cudalint.analyses.lifetimes.states import LeftControl, Phase, State, WalkRecord, path_to, release
 from cudalint.analyses.status import Outcome, StatusSemantics, StatusSource
 from cudalint.analyses.uses import UseKind, VariableUses
@@ -86,6 +87,7 @@ class Counted:
         self._releasing: dict[str, dict[Unit, bool]] = {}  # per kind
         self._error_makers: dict[Unit, bool] = {}
         self._release_names: dict[str, frozenset[str]] = {}
+        self._taking: dict[tuple[Node, str], bool] = {}  # local initialisers, per kind
 
     # -- what a node does to a count ---------------------------------------------
 
@@ -166,7 +168,7 @@ class Counted:
         if unit.body is None:
             return False
         calls = [node for node in syntax.walk(unit.body) if node.type == "call_expression"]
-        if any(self._acquires(call, name) for call in calls):
+        if any(self._takes(call, name) for call in calls):
             return False  # it takes its own count (Init ... defer Shutdown): balanced, no release of the caller's
         for call in calls:
             callee = self._calls.callee(call)
@@ -266,6 +268,17 @@ class Counted:
         callee = self._calls.callee(call)
         effects = self._imported(callee.imported) if callee.kind is CalleeKind.MODULE else None
         return effects is not None and any(handed.index < 0 and handed.resource == name for handed in effects.hands_out)
+
+    def _takes(self, call: Node, name: str) -> bool:
+        """`_acquires`, or a call of a local initialiser (`NvmlInit(lib)`
+        calling `lib.Init()`): either way the count is the caller's own."""
+        target = self._calls.callee(call).target if self._calls.callee(call).kind is CalleeKind.LOCAL else None
+        if target is None or target.body is None:
+            return self._acquires(call, name)
+        if (target.node, name) not in self._taking:
+            self._taking[(target.node, name)] = False  # (while it is read: a recursive call takes nothing more)
+            self._taking[(target.node, name)] = any(self._takes(inner, name) for inner in syntax.calls_in(target.body))
+        return self._taking[(target.node, name)]
 
     def registered_before(self, graph: CFG, origin: Origin, state: State, defers: list[int], taken: list[int]) -> State:
         """A deferred release of the kind registered on a path to the
@@ -476,21 +489,6 @@ class Counted:
             return "every request"
         return ""
 
-    def ends_test(self, unit: Unit, kind: ExitKind) -> bool:
-        """A test (or subtest, or helper of one) that stops (`t.Skip`,
-        `t.Fatal`: its goroutine exits) with a count it took: no caller was
-        to release it, and the test binary is the process that keeps it, as
-        on the test's normal return."""
-        if kind is not ExitKind.GOEXIT or not unit.file.source.path.name.endswith("_test.go"):
-            return False
-        current: Unit | None = unit
-        while current is not None:  # a literal inside a test (`t.Run`, a closure that captures t)
-            parameters = current.node.child_by_field_name("parameters")
-            if parameters is not None and _TESTING_PARAMETER.search(syntax.text(parameters)) is not None:
-                return True
-            current = current.parent
-        return False
-
     # -- releases registered before the acquisition succeeded (CL202) ------------------
 
     def early_releases(self, graph: CFG, origin: Origin, state: State, outcome) -> list[EarlyRelease]:
@@ -499,10 +497,11 @@ class Counted:
         acquisition, or between it and its success check): a count it
         never took is released, or a nil cleanup function called. `outcome`
         says what an edge's condition says of the acquisition."""
-        if state.proxy is None:
-            return []  # its status is never tested: nothing says it failed
+        unchecked = state.proxy is None and is_counted(origin) and status_dropped(origin)
+        if state.proxy is None and not unchecked:
+            return []  # its status is never tested (nor dropped): nothing says it failed
         name = origin.resource.name
-        start = (origin.node, state.deferred_release, False, self._nils.at(graph, origin.node))
+        start = (origin.node, state.deferred_release, unchecked, self._nils.at(graph, origin.node))
         parents: dict[tuple, tuple | None] = {start: None}
         queue = deque([start])
         found: dict[int, EarlyRelease] = {}
@@ -521,9 +520,9 @@ class Counted:
                     if now_failed and deferred is not None and graph.exit_kind(target) in DEFERS_RUN_ON:
                         path = path_to(parents, current) + (target,)
                         panics = graph.exit_kind(target) is ExitKind.PANIC
-                        found.setdefault(deferred, EarlyRelease(origin, deferred, node, path, panics))
+                        found.setdefault(deferred, EarlyRelease(origin, deferred, node, path, panics, unchecked=unchecked))
                     continue
-                if self._reacquires(graph, target, origin) or (not now_failed and self._overwrites(graph, target, state)):
+                if self._reacquires(graph, target, origin) or (not now_failed and _overwrites(self._uses, graph, target, state)):
                     continue  # (once it failed, a new value of its status variable changes nothing)
                 if deferred is not None and not now_failed and _requires_success(graph.ast(target), origin):
                     # `require.NoError(t, err)`: where it fails, t.FailNow ends the
@@ -531,21 +530,15 @@ class Counted:
                     found.setdefault(deferred, EarlyRelease(origin, deferred, target, path_to(parents, current) + (target,), asserted=True))
                     continue
                 registered = deferred
-                if graph.kind(target) is NodeKind.DEFER and deferred is None and self._registers(graph, origin, state, target, name):
+                if graph.kind(target) is NodeKind.DEFER and deferred is None and self._registers(graph, origin, state, target, name) and (
+                    not unchecked or plain_release(graph.ast(target), origin, self._calls.package.resolution)
+                ):
                     registered = target
                 key = (target, registered, now_failed, self._nils.after(graph, target, self._nils.through(edge, known)))
                 if key not in parents:
                     parents[key] = current
                     queue.append(key)
         return list(found.values())
-
-    def _overwrites(self, graph: CFG, n: int, state: State) -> bool:
-        """The variable holding the acquisition's status gets a new value:
-        from here on nothing says whether it failed."""
-        proxy = state.proxy
-        return proxy is not None and not isinstance(proxy, Node) and any(
-            use.symbol is proxy and use.kind is UseKind.WRITE for use in self._uses.uses(graph.evaluated(n))
-        )
 
     def _reacquires(self, graph: CFG, n: int, origin: Origin) -> bool:
         return any(
@@ -575,6 +568,22 @@ class Counted:
             )
             for use in self._uses.uses(graph.evaluated(n))
         )
+
+
+def ends_test(unit: Unit, kind: ExitKind) -> bool:
+    """A test (or subtest, or helper of one) that stops (`t.Skip`,
+    `t.Fatal`: its goroutine exits) with a count it took: no caller was
+    to release it, and the test binary is the process that keeps it, as
+    on the test's normal return."""
+    if kind is not ExitKind.GOEXIT or not unit.file.source.path.name.endswith("_test.go"):
+        return False
+    current: Unit | None = unit
+    while current is not None:  # a literal inside a test (`t.Run`, a closure that captures t)
+        parameters = current.node.child_by_field_name("parameters")
+        if parameters is not None and _TESTING_PARAMETER.search(syntax.text(parameters)) is not None:
+            return True
+        current = current.parent
+    return False
 
 
 def hand_out_status(unit: Unit, origin: Origin) -> tuple[bool, StatusSpec | None] | None:
@@ -664,6 +673,15 @@ def error_variable(origin: Origin) -> str:
     targets = syntax.expressions(statement.child_by_field_name("left"))
     status = targets[-1] if targets else None
     return syntax.text(status) if status is not None and status.type == "identifier" and syntax.text(status) != "_" else ""
+
+
+def _overwrites(uses: VariableUses, graph: CFG, n: int, state: State) -> bool:
+    """The variable holding the acquisition's status gets a new value:
+    from here on nothing says whether it failed."""
+    proxy = state.proxy
+    return proxy is not None and not isinstance(proxy, Node) and any(
+        use.symbol is proxy and use.kind is UseKind.WRITE for use in uses.uses(graph.evaluated(n))
+    )
 
 
 def _statement_of(call: Node | None) -> str:

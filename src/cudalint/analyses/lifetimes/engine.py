@@ -115,13 +115,14 @@ class Engine:
             found = named
         return found[0] if len(found) == 1 else None
 
-    def releasing_count(self, import_path: str, resource: str) -> str | None:
+    def releasing_count(self, import_path: str, resource: str) -> tuple[str, int] | None:
         """The one exported function or method (`Shutdown`, `Client.Close`) of
         another package of the module that gives back a count of `resource`
-        and hands nothing out, to name in a remedy where that package's
-        wrapper took the count: the importer may not import the binding."""
+        and hands nothing out, and how many parameters it takes, to name in a
+        remedy where that package's wrapper took the count: the importer may
+        not import the binding."""
         found = [
-            name for name in self._imported.names(import_path)
+            (name, len(effects.params)) for name in self._imported.names(import_path)
             if (effects := self._imported.get(import_path, name)) is not None and not effects.hands_out
             and any(kind == resource for _, kind in effects.counted_releases)
         ]
@@ -208,7 +209,20 @@ class Engine:
         )
         for unit in releasing:
             found.setdefault(unit.node, unit)
+        if self._releases_counts():
+            # A function that only gives a count back (`func Shutdown() error
+            # { return shutdown() }`): its importers' remedy names it.
+            for unit in self._calls.package.units:
+                if unit.node not in found and exported_name(unit) is not None and self.counted_releases(unit):
+                    found[unit.node] = unit
         return [unit for unit in self._calls.package.units if unit.node in found]
+
+    def _releases_counts(self) -> bool:
+        """Whether some call of the package releases a counted kind."""
+        return any(
+            fact.api is not None and any(role.handle == "none" for _, role in fact.api.roles("release"))
+            for fact in self._calls.calls.values()
+        )
 
     def c_borrowers(self, summarised: list[Unit]) -> list[tuple[Unit, tuple[bool, ...]]]:
         """The exported functions, not otherwise summarised, that lend

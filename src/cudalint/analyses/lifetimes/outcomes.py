@@ -167,6 +167,7 @@ class EarlyRelease:
     path: tuple[int, ...]
     panics: bool = False  # the exit is a panic, which runs the defer as it unwinds
     asserted: bool = False  # the exit is a failed `require.NoError(t, err)`, which ends the test
+    unchecked: bool = False  # the acquisition's status is dropped: it may have failed anywhere after it
 
 
 @dataclass(frozen=True)
