@@ -102,11 +102,25 @@ def test_vendor_is_used_when_modules_txt_exists_unless_goflags_say_otherwise(tmp
     assert located is not None and located.directory == cached and located.how == "modcache"
 
 
-def test_vendor_is_not_the_default_before_go_1_14(tmp_path: Path) -> None:
+def test_before_go_1_14_the_module_cache_comes_first_and_vendor_fills_in(tmp_path: Path) -> None:
+    """go 1.13 does not vendor by default: the module cache is read where it
+    holds the module; where it does not (nothing downloaded), the vendored
+    copy of the same version is the same source, and better than none. A
+    vendored copy of another version than go.mod requires is not read."""
     root = tmp_path / "svc"
     go_mod = _module(root, f"module example.com/svc\n\ngo 1.13\n\nrequire {NVML} v0.12.0\n")
-    _write(root / "vendor" / "github.com" / "NVIDIA" / "go-nvml" / "pkg" / "nvml" / "nvml.go")
+    vendored = _write(root / "vendor" / "github.com" / "NVIDIA" / "go-nvml" / "pkg" / "nvml" / "nvml.go").parent
     _write(root / "vendor" / "modules.txt", f"# {NVML} v0.12.0\n")
+    resolver = Resolver.for_module(go_mod, Settings.from_environment({"GOMODCACHE": str(tmp_path / "none")}))
+    located = resolver.locate(f"{NVML}/pkg/nvml") if resolver else None
+    assert located is not None and located.directory == vendored and located.how == "vendor"
+
+    cached = _write(tmp_path / "cache" / "github.com" / "!n!v!i!d!i!a" / "go-nvml@v0.12.0" / "pkg" / "nvml" / "nvml.go").parent
+    resolver = Resolver.for_module(go_mod, Settings.from_environment({"GOMODCACHE": str(tmp_path / "cache")}))
+    located = resolver.locate(f"{NVML}/pkg/nvml") if resolver else None
+    assert located is not None and located.directory == cached and located.how == "modcache"
+
+    _write(root / "vendor" / "modules.txt", f"# {NVML} v0.11.0\n")
     resolver = Resolver.for_module(go_mod, Settings.from_environment({"GOMODCACHE": str(tmp_path / "none")}))
     assert resolver is not None and resolver.locate(f"{NVML}/pkg/nvml") is None
 

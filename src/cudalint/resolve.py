@@ -15,7 +15,10 @@ way `go build` answers it (DESIGN.md, *Dependencies outside the module*):
   (default `$GOPATH/pkg/mod`, `GOPATH` default `~/go`), path and version
   case-encoded (`!x` for `X`), the version the one go.mod's `require` list
   selects (never go.sum's);
-- an import maps to the module with the longest path prefix.
+- an import maps to the module with the longest path prefix;
+- where the module cache lacks a module that `vendor/modules.txt` lists
+  at the version go.mod requires (a go.mod older than go 1.14, built with
+  `-mod=vendor`), its vendored copy is read: the same source.
 
 Nothing is executed: the settings come from the environment, as the go
 command's defaults would be without a `go env -w` file. Everything here is
@@ -252,7 +255,12 @@ class Resolver:
         else:
             module_root = self.settings.modcache / f"{escape(module)}@{escape(version)}"
         directory = _below(module_root, import_path, module)
-        return Located(directory, module, version, "modcache") if directory.is_dir() else None
+        if directory.is_dir():
+            return Located(directory, module, version, "modcache")
+        vendored = self.main.root / "vendor" / import_path
+        if self._vendor is not None and self._vendor.get(module) == version and vendored.is_dir():
+            return Located(vendored, module, version, "vendor")
+        return None
 
     def module_of_import(self, import_path: str) -> str:
         """The required module an import belongs to ("" if none)."""

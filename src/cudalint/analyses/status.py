@@ -237,8 +237,8 @@ class StatusSemantics:
             if other.type in ("selector_expression", "identifier"):
                 return "error-value"
             return None
-        if role is Subject.HANDLE and other_text == "nil":
-            return False  # the handle itself is nil: nothing was acquired
+        if role is Subject.HANDLE and other_text in ("nil", "0"):
+            return False  # the handle itself is nil (`p == nil`, `uintptr(p) == 0`, `d == 0`): nothing was acquired
         return None
 
     def case(self, source: StatusSource | None, roles: Roles, tag: Node | None, clause: Node, polarity: bool) -> Outcome | None:

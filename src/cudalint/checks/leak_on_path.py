@@ -115,6 +115,8 @@ def _remedy(reads: _Reads, origin: Origin) -> str:
         types = result_types(wrapper) if wrapper is not None else ()
         wrapped = types[origin.role.index] if 0 <= origin.role.index < len(types) else ""
         name = reads.lifetimes.releasing_function_of(wrapped) if wrapped else None
+        if name is None and wrapper is not None and wrapper.kind is UnitKind.FUNCTION:
+            name = reads.lifetimes.releasing_function_like(wrapper.name)
         if name is not None:
             return f"defer {name}({origin.handle or 'x'})"
         if wrapper is not None and wrapper.kind is UnitKind.METHOD and "." in origin.written:

@@ -152,6 +152,17 @@ class Engine:
         ]
         return found[0] if len(found) == 1 else None
 
+    def releasing_function_like(self, acquirer: str) -> str | None:
+        """The one function of this package that takes one value and
+        releases it, named like the acquirer (`CloseIpcMemHandle` for
+        `OpenIpcMemHandle`), where the handle's type is another package's."""
+        found = [
+            unit.name for unit in self._calls.package.units
+            if unit.kind is UnitKind.FUNCTION and _stem(unit.name) == _stem(acquirer) and unit.name != acquirer
+            and self._releases_its_parameter(unit)
+        ]
+        return found[0] if len(found) == 1 else None
+
     def success_spelled(self, status: StatusSpec) -> tuple[str, ...]:
         """A status's success values, and the package's constants made of them."""
         return success_spelled(status, self._calls)
