@@ -30,6 +30,14 @@ def check(p: Pass) -> None:
             if released is None or defers.constant_guard(graph.ast(n), unit.body) is not None:
                 continue  # CL203's
             if _kept_beyond_iteration(defers, calls, uses, graph, n):
+                # No fix: releasing at the end of the iteration would free
+                # what the code after the loop still reads.
+                p.report(
+                    unit, graph.ast(n),
+                    f"defer {released} inside a loop runs only when {unit.name} returns: the loop keeps these "
+                    f"values for after it, and each iteration adds one more deferred call; release them "
+                    f"together after their last use (one deferred loop over the collection)",
+                )
                 continue
             wrap = _wrap_fix(graph.ast(n), unit.file.source)
             p.report(
@@ -122,10 +130,13 @@ RULE = Rule(
     gives back a count: `defer func() { _ = lib.Shutdown() }()`) that is
     executed on every iteration of a loop.
 
-    It is not reported when the loop keeps the released values for after it
-    on purpose: each is stored in a slice or array declared outside the loop
-    (`cargs[i] = C.CString(s); defer C.free(unsafe.Pointer(cargs[i]))` to
-    pass `cargs` to C after the loop). Then releasing at return is the intent.
+    Where the loop keeps the released values for after it (each is stored in
+    a slice or array declared outside the loop: `cargs[i] = C.CString(s);
+    defer C.free(unsafe.Pointer(cargs[i]))` to pass `cargs` to C after the
+    loop), they must live past the iteration, and the finding asks for one
+    deferred loop over the collection instead of a defer per element; no fix
+    is offered there (releasing in the iteration would free what the call
+    after the loop reads).
 
     ## Why is this bad?
     Deferred calls run when the *function* returns, not at the end of the
@@ -151,6 +162,18 @@ RULE = Rule(
         if err := runOne(n); err != nil { // runOne allocates, defers the free, runs
             return err
         }
+    }
+    ```
+    and for values kept for after the loop, one deferred loop:
+    ```go
+    cargs := make([]*C.char, len(args))
+    defer func() {
+        for _, c := range cargs {
+            C.free(unsafe.Pointer(c))
+        }
+    }()
+    for i, a := range args {
+        cargs[i] = C.CString(a)
     }
     ```
 
