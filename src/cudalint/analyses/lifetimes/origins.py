@@ -21,6 +21,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.analyses.call_kinds import value_parent
 from cudalint.analyses.calls import CalleeKind, CallIndex, unwrap
+from cudalint.analyses.lifetimes.flags import set_true
 from cudalint.analyses.lifetimes.counted import hand_out_status, nil_when_failed
 from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.outcomes import RECEIVER_HANDOUT, Effect, Origin, UnitLifetimes
@@ -89,6 +90,8 @@ class Origins:
             for inner, index in self._handed_out(target):
                 if index == RECEIVER_HANDOUT and _filled_local(call, unit, self._calls) is None:
                     continue  # `s.buf.Alloc(n)`, `p.Alloc(n)` of a parameter: the holder's, not this function's
+                if inner.role.handle == "none" and index < 0 and _kept_by_own_receiver(call, unit, target):
+                    continue  # `b.ensureInit()` in a method of b, which records the count on b: b's
                 status = ERROR_STATUS if target.returns_error else status_beside(success_beside(target, index, self._calls))
                 beside_failure = inner in self._lifetimes(target).returned_failing
                 if beside_failure:
@@ -474,6 +477,25 @@ def _handle_role(index: int) -> str:
     if index == RECEIVER_HANDOUT:
         return "receiver"
     return "none" if index < 0 else f"result{index}"
+
+
+def _kept_by_own_receiver(call: Node, unit: Unit, target: Unit) -> bool:
+    """A method of the same value (`b.ensureInit()` in a method of b) that
+    records the count it takes on its receiver (`b.initialized = true`, a
+    lazy initialisation): the value holds the count, and whatever releases
+    the value gives it back; the calling method neither holds nor loses it."""
+    method = unit
+    while method.parent is not None:
+        method = method.parent
+    receiver, own = method.receiver, target.receiver
+    operand = syntax.method_operand(call)
+    if receiver is None or own is None or target.body is None or operand is None or syntax.text(operand) != receiver.name:
+        return False
+    return any(
+        target_node.type == "selector_expression" and syntax.text(target_node.child_by_field_name("operand")) == own.name
+        for node in syntax.walk(target.body, into_functions=False) if node.type == "assignment_statement"
+        for target_node in set_true(node)
+    )
 
 
 def _filled_local(call: Node, unit: Unit, calls: CallIndex) -> Symbol | None:
