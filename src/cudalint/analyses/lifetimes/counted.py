@@ -42,7 +42,7 @@ from tree_sitter import Node
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CalleeKind, CallIndex
 from cudalint.analyses.lifetimes.flags import held_flag, set_true
-from cudalint.analyses.lifetimes.holders import released_untaken, value_holds_count
+from cudalint.analyses.lifetimes.holders import flag_guarded_release, released_untaken, value_holds_count
 from cudalint.analyses.lifetimes.nils import NilLocals
 from cudalint.analyses.lifetimes.outcomes import EarlyRelease, Origin
 from cudalint.analyses.lifetimes.unchecked import plain_release, status_dropped
@@ -548,7 +548,7 @@ class Counted:
 
     def _registers(self, graph: CFG, origin: Origin, state: State, n: int, name: str) -> bool:
         if is_counted(origin):
-            return self._defer_releases(graph, n, name)
+            return self._defer_releases(graph, n, name) and not flag_guarded_release(graph.ast(n), self._calls, self._call_releases, name)
         # A release handed out as a function (any use releases it): `defer
         # cleanup()`; a release of the handle (`defer dcgm.DestroyGroup(g)`)
         # or a release method of its value (`defer b.Free()`), which the
