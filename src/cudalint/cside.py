@@ -16,9 +16,11 @@ with `dlsym`. The system headers the package's C includes with `<...>` are
 read where they are found (the absolute `-I` of `#cgo CFLAGS`, the
 configuration's `c-include`, the usual CUDA locations), once per process
 and content. Nothing is compiled, preprocessed or executed: attribute
-macros of the CUDA headers are blanked, other macros are not expanded (a
-helper defined through a macro is not seen), and `#if` branches are all
-read.
+macros of the CUDA headers are blanked, a function-like macro that pastes
+a name (`#define NVML_DL(x) x##_dl`) names what it declares (`NVML_DL(nvmlInit)`
+is nvmlInit_dl, and declared without a body it is that API's variant), other
+macros are not expanded (a helper defined through one is not seen), and
+`#if` branches are all read.
 """
 
 from __future__ import annotations
@@ -321,10 +323,8 @@ def _assigned_call(body: Node, name: str) -> Node | None:
         stack.extend(node.named_children)
     if len(values) != 1 or values[0] is None:
         return None
-    value = values[0]
-    while value.type in ("parenthesized_expression", "cast_expression") and value.named_children:
-        value = value.named_children[-1]
-    return value if value.type == "call_expression" else None
+    value = _unwrapped(values[0])
+    return value if value is not None and value.type == "call_expression" else None
 
 
 def _pointer_name(node: Node | None) -> str:

@@ -283,6 +283,14 @@ def called(call: Node) -> Node | None:
     return unparen(call.child_by_field_name("function"))
 
 
+def statement_callee(statement: Node | None) -> Node | None:
+    """The function a `defer` or `go` statement calls (`shutdown` of `defer
+    shutdown()`, `nvml.Shutdown` of `defer nvml.Shutdown()`, the literal of
+    `defer func() {...}()`); None where it holds no call."""
+    call = statement.named_children[0] if statement is not None and statement.named_children else None
+    return called(call) if call is not None and call.type == "call_expression" else None
+
+
 def method_operand(call: Node) -> Node | None:
     """The value a method call is made on: `a` of `a.alloc()`, `status(x)` of
     `status(x).error("c")` (also a package's name, `nvml` of `nvml.Init()`,

@@ -67,8 +67,7 @@ def flag_guarded_release(defer: Node | None, calls: Any, call_releases: Callable
     count back only under a flag of the function around it (`if nvmlFound {
     nvml.Shutdown() }`, the flag set once the init succeeded): the code says
     itself whether a count was taken, so a failing init releases nothing."""
-    call = defer.named_children[0] if defer is not None and defer.named_children else None
-    function = syntax.unparen(call.child_by_field_name("function")) if call is not None and call.type == "call_expression" else None
+    function = syntax.statement_callee(defer)
     if function is not None and function.type == "identifier":
         symbol = calls.package.resolution.symbol(function)
         literal = calls.unit_of(symbol) if symbol is not None and symbol.is_local else None

@@ -40,8 +40,7 @@ def plain_release(defer: Node | None, origin: Origin, resolution: Any) -> bool:
     or a method of what took it (`lib.Init()`, `defer lib.Shutdown()`). A
     method of another value (`defer Client().Cleanup()`) may check whether
     its value holds one: where the status was dropped, nothing says."""
-    call = defer.named_children[0] if defer is not None and defer.named_children else None
-    function = syntax.unparen(call.child_by_field_name("function")) if call is not None and call.type == "call_expression" else None
+    function = syntax.statement_callee(defer)
     if function is None or function.type == "identifier":
         return function is not None
     operand = syntax.unparen(function.child_by_field_name("operand")) if function.type == "selector_expression" else None
