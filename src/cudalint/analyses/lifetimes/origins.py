@@ -491,6 +491,8 @@ def _kept_by_own_receiver(call: Node, unit: Unit, target: Unit) -> bool:
     operand = syntax.method_operand(call)
     if receiver is None or own is None or target.body is None or operand is None or syntax.text(operand) != receiver.name:
         return False
+    if own.type_node is None or own.type_node.type != "pointer_type":
+        return False  # a value receiver records it on a copy
     return any(
         target_node.type == "selector_expression" and syntax.text(target_node.child_by_field_name("operand")) == own.name
         for node in syntax.walk(target.body, into_functions=False) if node.type == "assignment_statement"
