@@ -84,9 +84,27 @@ def release_statement(origin: Origin) -> str:
         return f"defer {call}(...)" if per_device else f"defer {call}()"
     handle = origin.handle or "x"  # a result never stored: name the variable to store it in
     if role.index == 0:
-        argument = f"unsafe.Pointer({handle})" if role.call == "C.free" else f"&{handle}" if role.address else handle
+        if role.call == "C.free":
+            # C memory handed out as a Go slice (`unsafe.Slice(p, n)`) is freed through its data pointer.
+            handle = f"unsafe.SliceData({handle})" if _handed_out_as_slice(origin) else handle
+            argument = f"unsafe.Pointer({handle})"
+        else:
+            argument = f"&{handle}" if role.address else handle
         return f"defer {call}({argument})"
     return f"defer {call}(...{handle}...)"
+
+
+def _handed_out_as_slice(origin: Origin) -> bool:
+    """Whether the wrapper that handed the resource out declares it as a
+    slice (`func allocate(n int) ([]byte, error)`)."""
+    if origin.via is None or origin.role.index < 0:
+        return False
+    result = origin.via.unit.node.child_by_field_name("result")
+    if result is None:
+        return False
+    types = [declaration.child_by_field_name("type") for declaration in syntax.children(result)] if result.type == "parameter_list" else [result]
+    chosen = types[origin.role.index] if origin.role.index < len(types) else None
+    return chosen is not None and chosen.type == "slice_type"
 
 
 def _release_role(origin: Origin) -> CallRole:

@@ -274,8 +274,8 @@ def _release_call(reads: _Reads, origin: Origin) -> str | None:
     written out: more arguments than the handle, or `unsafe.Pointer(cs)` in
     a file that does not import unsafe, or a C call in one without cgo."""
     remedy = _remedy(reads, origin)
-    if not remedy.startswith("defer ") or "..." in remedy:
-        return None
+    if not remedy.startswith("defer ") or "..." in remedy or "unsafe.SliceData(" in remedy:
+        return None  # (unsafe.SliceData needs Go 1.20, which the module may not require)
     imported = {i.path for i in origin.unit.file.imports}
     if "unsafe.Pointer(" in remedy and "unsafe" not in imported:
         return None
