@@ -66,6 +66,10 @@ class CFunction:
     # there as is or by address-of-dereference (-1: something else).
     wraps: str = ""
     wrapped_args: tuple[int, ...] = ()
+    # It may return a success constant without making the call (`if
+    # (inited) return NVML_SUCCESS;`): an init-once guard, so its success
+    # says nothing of an acquisition.
+    succeeds_without_call: bool = False
 
 
 @dataclass
@@ -508,7 +512,15 @@ def _is_constant(value: Node | None) -> bool:
     return value.type == "number_literal" or (value.type == "identifier" and _CONSTANT_NAME.fullmatch(_text(value)) is not None)
 
 
-_CONSTANT_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
+def _is_success(value: Node) -> bool:
+    """`NVML_SUCCESS`, `cudaSuccess`, `0` (a choice between constants is not one)."""
+    return (value.type == "number_literal" and _text(value) == "0") or (
+        value.type == "identifier" and "SUCCESS" in _text(value).upper()
+    )
+
+
+# ALL_CAPS constants, and the runtime API's camelCase statuses (`cudaSuccess`, `cudaErrorInvalidValue`).
+_CONSTANT_NAME = re.compile(r"[A-Z][A-Z0-9_]*|[a-z]+(Success|Error[A-Za-z0-9]*)")
 
 
 def _with_wrapped(function: CFunction, body: Node) -> CFunction:
@@ -516,12 +528,14 @@ def _with_wrapped(function: CFunction, body: Node) -> CFunction:
     constant: `if (lib == NULL) return NVML_ERROR_LIBRARY_NOT_FOUND;`, a
     loader's guard), or a void helper that makes one call."""
     calls = []
+    early_success = False
     stack = [body]
     while stack:
         node = stack.pop()
         if node.type == "return_statement":
             value = _unwrapped(next(iter(node.named_children), None))
             if _is_constant(value):
+                early_success = early_success or _is_success(value)
                 continue
             if value is not None and value.type == "identifier":
                 value = _assigned_call(body, _text(value))  # `cudaError_t st = cudaMalloc(p, n); ... return st;`
@@ -543,4 +557,4 @@ def _with_wrapped(function: CFunction, body: Node) -> CFunction:
             argument = argument.named_children[-1]
         text = _text(argument)
         mapping.append(function.params.index(text) if text in function.params and text else -1)
-    return CFunction(function.name, function.returns, function.pointer, function.params, names.pop(), tuple(mapping))
+    return CFunction(function.name, function.returns, function.pointer, function.params, names.pop(), tuple(mapping), early_success)

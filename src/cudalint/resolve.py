@@ -16,9 +16,10 @@ way `go build` answers it (DESIGN.md, *Dependencies outside the module*):
   case-encoded (`!x` for `X`), the version the one go.mod's `require` list
   selects (never go.sum's);
 - an import maps to the module with the longest path prefix;
-- where the module cache lacks a module that `vendor/modules.txt` lists
-  at the version go.mod requires (a go.mod older than go 1.14, built with
-  `-mod=vendor`), its vendored copy is read: the same source.
+- where not vendoring (a go.mod older than go 1.14, often built with
+  `-mod=vendor` all the same, or `-mod=mod`) and the module cache lacks a
+  module that `vendor/modules.txt` lists at the version go.mod requires,
+  its vendored copy is read: the same source, where otherwise there is none.
 
 Nothing is executed: the settings come from the environment, as the go
 command's defaults would be without a `go env -w` file. Everything here is

@@ -59,9 +59,13 @@ _PLAIN_C_TYPES = frozenset({"int", "unsigned", "unsigned int", "long", "size_t",
 def _wrapping(inner: ApiFunction, helper, written: str) -> ApiFunction:
     """The helper as an API function: the wrapped call's roles moved to the
     helper's parameters, and its status, unless the helper returns void
-    (it drops the status: its callers have none to check)."""
+    (it drops the status: its callers have none to check). A helper that
+    may succeed without the call acquires nothing (`if (inited) return
+    NVML_SUCCESS;`); its release, if it wraps one, is still a release."""
     roles = []
     for kind in ("acquire", "release", "transfer"):
+        if kind == "acquire" and helper.succeeds_without_call:
+            continue  # an init-once guard: its success may have taken nothing
         for resource, role in inner.roles(kind):
             if role.handle == "none" or role.is_result:
                 roles.append((kind, resource, CallRole(written, role.handle)))

@@ -151,10 +151,13 @@ RULE = Rule(
     (`nvml.Init()` as a statement, or `_ = nvml.Init()`) and a count's
     release is deferred after it, every path may be one where it failed: the
     defer is reported (beside CL301/CL302 for the status), if it is a
-    function (`defer nvml.Shutdown()`) or a method of the value that took the
-    count (`lib.Init()`, `defer lib.Shutdown()`); not a method of another
-    value (`defer client().Cleanup()`), which may check whether its value
-    holds a count. Releases of the zero value that the API documents
+    function or a closure (`defer nvml.Shutdown()`, `defer shutdown()`,
+    `defer func() {...}()`) or a method of the value that took the count
+    (`lib.Init()`, `defer lib.Shutdown()`); not a method of another value
+    (`defer client().Cleanup()`), which may check whether its value holds a
+    count. A deferred closure that gives the count back only in the
+    consequence of `if flag`, a variable of the function set to true after
+    the success check, releases nothing where the init failed: not reported. Releases of the zero value that the API documents
     as no-ops (`free(NULL)`, `cudaFree(0)`: `zero_release_noop` in the
     knowledge) are not reported, nor are release methods that check for
     the zero value of a value type (`func (p DevPtr) Free()` with `if p ==

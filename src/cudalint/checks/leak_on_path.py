@@ -44,15 +44,16 @@ def check(p: Pass) -> None:
     def visit(unit: Unit, graph: CFG) -> None:
         found = lifetimes.lifetimes(unit)
         overwritten = {o.origin for o in found.overwrites}
-        values: set[tuple[int, int, str]] = set()
+        values: set[tuple[int, int, str, int]] = set()
         for leak in found.leaks:
             if leak.origin in overwritten:
                 continue  # reported once, as CL103
             # One value of an owning type that holds two resources (a GPU and
             # a compute instance) is one leak of that value; a wrapper that
-            # acquires the same kind in two ways (`C.calloc` or `C.malloc`) hands
-            # out one allocation.
-            value = (leak.origin.call.id, leak.node, "" if leak.origin.resource.owns is not None else leak.origin.resource.name)
+            # acquires the same kind in two ways (`C.calloc` or `C.malloc`) into
+            # one result hands out one allocation.
+            owned = leak.origin.resource.owns is not None
+            value = (leak.origin.call.id, leak.node, "" if owned else leak.origin.resource.name, 0 if owned else leak.origin.role.index)
             if value in values:
                 continue
             values.add(value)

@@ -41,8 +41,8 @@ from tree_sitter import Node
 
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CalleeKind, CallIndex
-from cudalint.analyses.lifetimes.flags import held_flag, set_true
-from cudalint.analyses.lifetimes.holders import flag_guarded_release, released_untaken, value_holds_count
+from cudalint.analyses.lifetimes.flags import flag_guarded_release, held_flag, set_true
+from cudalint.analyses.lifetimes.holders import released_untaken, value_holds_count
 from cudalint.analyses.lifetimes.nils import NilLocals
 from cudalint.analyses.lifetimes.outcomes import EarlyRelease, Origin
 from cudalint.analyses.lifetimes.unchecked import plain_release, status_dropped
@@ -271,14 +271,19 @@ class Counted:
 
     def _takes(self, call: Node, name: str) -> bool:
         """`_acquires`, or a call of a local initialiser (`NvmlInit(lib)`
-        calling `lib.Init()`): either way the count is the caller's own."""
+        calling `lib.Init()`): either way the count is the caller's own. A
+        local function that takes and gives back (Init, then a deferred
+        Shutdown, itself or through one function of its own) takes nothing.
+        Read two calls deep, never by recursion along the call graph."""
         target = self._calls.callee(call).target if self._calls.callee(call).kind is CalleeKind.LOCAL else None
         if target is None or target.body is None:
             return self._acquires(call, name)
         if (target.node, name) not in self._taking:
-            self._taking[(target.node, name)] = False  # (while it is read: a recursive call takes nothing more)
-            self._taking[(target.node, name)] = any(self._takes(inner, name) for inner in syntax.calls_in(target.body))
+            self._taking[(target.node, name)] = _in_body(self._calls, target, partial(self._acquires, name=name)) and not _in_body(
+                self._calls, target, partial(self._call_releases, name=name, local=False),
+            )
         return self._taking[(target.node, name)]
+
 
     def registered_before(self, graph: CFG, origin: Origin, state: State, defers: list[int], taken: list[int]) -> State:
         """A deferred release of the kind registered on a path to the
@@ -682,6 +687,13 @@ def _overwrites(uses: VariableUses, graph: CFG, n: int, state: State) -> bool:
     return proxy is not None and not isinstance(proxy, Node) and any(
         use.symbol is proxy and use.kind is UseKind.WRITE for use in uses.uses(graph.evaluated(n))
     )
+
+
+def _in_body(calls: CallIndex, unit: Unit, found: Callable[[Node], bool]) -> bool:
+    """A call of `unit`'s body, or of a local function it calls, is `found`."""
+    made = list(syntax.calls_in(unit.body)) if unit.body is not None else []
+    targets = [t for c in made if (t := calls.callee(c).target) is not None and t.body is not None]
+    return any(found(c) for c in made) or any(found(c) for t in targets for c in syntax.calls_in(t.body))
 
 
 def _statement_of(call: Node | None) -> str:

@@ -5,12 +5,16 @@ make its paths depend on state the walk does not follow."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.functions import Unit
+from cudalint.functions import Unit, UnitKind
 from cudalint.scope import Resolution, Role
+
+if TYPE_CHECKING:
+    from cudalint.analyses.calls import CallIndex
 
 
 def set_true(statement: Node | None) -> list[Node]:
@@ -75,3 +79,40 @@ def held_flag(
         )
         for unit in units if unit.body is not None
     )
+
+
+def flag_guarded_release(defer: Node | None, calls: CallIndex, call_releases: Callable[[Node, str], bool], name: str) -> bool:
+    """`defer shutDown()` (or `defer func() {...}()`) whose literal gives the
+    count back only under a flag of the function around it (`if nvmlFound {
+    nvml.Shutdown() }`, the flag set once the init succeeded): the code says
+    itself whether a count was taken, so a failing init releases nothing."""
+    function = syntax.statement_callee(defer)
+    if function is not None and function.type == "identifier":
+        symbol = calls.package.resolution.symbol(function)
+        literal = calls.unit_of(symbol) if symbol is not None and symbol.is_local else None
+    else:
+        literal = calls.literal(function)
+    if literal is None or literal.kind is not UnitKind.LITERAL or literal.body is None:
+        return False
+    releasing = [node for node in syntax.walk(literal.body) if node.type == "call_expression" and call_releases(node, name)]
+    return bool(releasing) and all(_under_outer_flag(node, literal, calls) for node in releasing)
+
+
+def _under_outer_flag(node: Node, literal: Unit, calls: CallIndex) -> bool:
+    """In the consequence of `if flag {`, where flag is a variable of the
+    function around the literal that that function sets to true somewhere
+    (`initialized = true` after the success check): a flag, not a constant."""
+    current, child = node.parent, node
+    while current is not None and current != literal.node:
+        if current.type == "if_statement" and child == current.child_by_field_name("consequence"):
+            condition = syntax.unparen(current.child_by_field_name("condition"))
+            symbol = calls.package.resolution.symbol(condition) if condition is not None and condition.type == "identifier" else None
+            outer = literal.parent
+            if symbol is not None and outer is not None and outer.body is not None and symbol.function == outer.node and any(
+                syntax.text(target) == symbol.name
+                for statement in syntax.walk(outer.body, into_functions=False) if statement.type == "assignment_statement"
+                for target in set_true(statement)
+            ):
+                return True
+        current, child = current.parent, current
+    return False

@@ -7,7 +7,6 @@ the defer is that value's release, not the init's."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from tree_sitter import Node
 
@@ -61,32 +60,3 @@ def value_holds_count(unit: Unit, units: list[Unit], acquires: Callable[[Node], 
             return True
     return False
 
-
-def flag_guarded_release(defer: Node | None, calls: Any, call_releases: Callable[[Node, str], bool], name: str) -> bool:
-    """`defer shutDown()` (or `defer func() {...}()`) whose literal gives the
-    count back only under a flag of the function around it (`if nvmlFound {
-    nvml.Shutdown() }`, the flag set once the init succeeded): the code says
-    itself whether a count was taken, so a failing init releases nothing."""
-    function = syntax.statement_callee(defer)
-    if function is not None and function.type == "identifier":
-        symbol = calls.package.resolution.symbol(function)
-        literal = calls.unit_of(symbol) if symbol is not None and symbol.is_local else None
-    else:
-        literal = calls.literal(function)
-    if literal is None or literal.kind is not UnitKind.LITERAL or literal.body is None:
-        return False
-    releasing = [node for node in syntax.walk(literal.body) if node.type == "call_expression" and call_releases(node, name)]
-    return bool(releasing) and all(_under_outer_flag(node, literal) for node in releasing)
-
-
-def _under_outer_flag(node: Node, literal: Unit) -> bool:
-    """Inside `if flag {` where flag is a plain name the literal does not
-    declare (a variable of the function around it)."""
-    current = node.parent
-    while current is not None and current != literal.node:
-        if current.type == "if_statement":
-            condition = syntax.unparen(current.child_by_field_name("condition"))
-            if condition is not None and condition.type == "identifier" and f"{syntax.text(condition)} :=".encode() not in literal.body.text:
-                return True
-        current = current.parent
-    return False

@@ -90,7 +90,7 @@ class Origins:
             for inner, index in self._handed_out(target):
                 if index == RECEIVER_HANDOUT and _filled_local(call, unit, self._calls) is None:
                     continue  # `s.buf.Alloc(n)`, `p.Alloc(n)` of a parameter: the holder's, not this function's
-                if inner.role.handle == "none" and index < 0 and _kept_by_own_receiver(call, unit, target):
+                if inner.role.handle == "none" and index < 0 and _kept_by_own_receiver(call, unit, target, self._calls):
                     continue  # `b.ensureInit()` in a method of b, which records the count on b: b's
                 status = ERROR_STATUS if target.returns_error else status_beside(success_beside(target, index, self._calls))
                 beside_failure = inner in self._lifetimes(target).returned_failing
@@ -479,20 +479,23 @@ def _handle_role(index: int) -> str:
     return "none" if index < 0 else f"result{index}"
 
 
-def _kept_by_own_receiver(call: Node, unit: Unit, target: Unit) -> bool:
+def _kept_by_own_receiver(call: Node, unit: Unit, target: Unit, calls: CallIndex) -> bool:
     """A method of the same value (`b.ensureInit()` in a method of b) that
     records the count it takes on its receiver (`b.initialized = true`, a
     lazy initialisation): the value holds the count, and whatever releases
-    the value gives it back; the calling method neither holds nor loses it."""
+    the value gives it back; the calling method neither holds nor loses it.
+    Both receivers must be pointers: a value receiver's record is on a copy."""
     method = unit
     while method.parent is not None:
         method = method.parent
     receiver, own = method.receiver, target.receiver
     operand = syntax.method_operand(call)
-    if receiver is None or own is None or target.body is None or operand is None or syntax.text(operand) != receiver.name:
+    if receiver is None or own is None or target.body is None or operand is None or operand.type != "identifier":
         return False
-    if own.type_node is None or own.type_node.type != "pointer_type":
-        return False  # a value receiver records it on a copy
+    if calls.package.resolution.symbol(operand) is not receiver:
+        return False  # another value of that name (a shadowing local)
+    if any(r.type_node is None or r.type_node.type != "pointer_type" for r in (receiver, own)):
+        return False
     return any(
         target_node.type == "selector_expression" and syntax.text(target_node.child_by_field_name("operand")) == own.name
         for node in syntax.walk(target.body, into_functions=False) if node.type == "assignment_statement"
