@@ -200,7 +200,9 @@ def view_of(files: list[ParsedFile], directory: Path, configured: tuple[Path, ..
     return view
 
 
-_NAME_MACRO = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)\([ \t]*(\w+)[ \t]*\)[ \t]+([\w \t#]+?)[ \t]*$", re.MULTILINE)
+_NAME_MACRO = re.compile(
+    rb"^[ \t]*#[ \t]*define[ \t]+(\w+)\([ \t]*(\w+)[ \t]*\)[ \t]+([\w \t#]+?)[ \t]*(?:/\*.*?\*/[ \t]*|//.*)?$", re.MULTILINE,
+)
 
 
 def _name_macros(sources: list[bytes]) -> dict[str, tuple[str, str]]:
