@@ -156,8 +156,9 @@ RULE = Rule(
     (`lib.Init()`, `defer lib.Shutdown()`); not a method of another value
     (`defer client().Cleanup()`), which may check whether its value holds a
     count. A deferred closure that gives the count back only in the
-    consequence of `if flag`, a variable of the function set to true after
-    the success check, releases nothing where the init failed: not reported. Releases of the zero value that the API documents
+    consequence of `if flag` (or `if !failed`), a variable of the function
+    set to true (false) after the success check, releases nothing where the
+    init failed: not reported. Releases of the zero value that the API documents
     as no-ops (`free(NULL)`, `cudaFree(0)`: `zero_release_noop` in the
     knowledge) are not reported, nor are release methods that check for
     the zero value of a value type (`func (p DevPtr) Free()` with `if p ==

@@ -17,13 +17,13 @@ if TYPE_CHECKING:
     from cudalint.analyses.calls import CallIndex
 
 
-def set_true(statement: Node | None) -> list[Node]:
-    """The targets an assignment statement sets to `true`."""
+def set_true(statement: Node | None, value: str = "true") -> list[Node]:
+    """The targets an assignment statement sets to `true` (or to `value`)."""
     if statement is None or statement.type != "assignment_statement":
         return []
     left = syntax.expressions(statement.child_by_field_name("left"))
     right = syntax.expressions(statement.child_by_field_name("right"))
-    return [target for target, value in zip(left, right) if syntax.text(value) == "true"]
+    return [target for target, assigned in zip(left, right) if syntax.text(assigned) == value]
 
 
 def flag_guarded(unit: Unit) -> bool:
@@ -99,19 +99,22 @@ def flag_guarded_release(defer: Node | None, calls: CallIndex, call_releases: Ca
 
 
 def _under_outer_flag(node: Node, literal: Unit, calls: CallIndex) -> bool:
-    """In the consequence of `if flag {`, where flag is a variable of the
-    function around the literal that that function sets to true somewhere
-    (`initialized = true` after the success check): a flag, not a constant."""
+    """In the consequence of `if flag {` (or `if !failed {`), where the name
+    is a variable of the function around the literal that that function sets
+    to true (false) somewhere, `initialized = true` after the success check:
+    a flag, not a constant."""
     current, child = node.parent, node
     while current is not None and current != literal.node:
         if current.type == "if_statement" and child == current.child_by_field_name("consequence"):
-            condition = syntax.unparen(current.child_by_field_name("condition"))
+            condition, raised = syntax.unparen(current.child_by_field_name("condition")), "true"
+            if condition is not None and condition.type == "unary_expression" and syntax.text(condition.child_by_field_name("operator")) == "!":
+                condition, raised = syntax.unparen(condition.child_by_field_name("operand")), "false"
             symbol = calls.package.resolution.symbol(condition) if condition is not None and condition.type == "identifier" else None
             outer = literal.parent
             if symbol is not None and outer is not None and outer.body is not None and symbol.function == outer.node and any(
                 syntax.text(target) == symbol.name
                 for statement in syntax.walk(outer.body, into_functions=False) if statement.type == "assignment_statement"
-                for target in set_true(statement)
+                for target in set_true(statement, raised)
             ):
                 return True
         current, child = current.parent, current
