@@ -435,16 +435,18 @@ def _base_name(node: Node | None) -> str:
     return _text(node)
 
 
-def _pasted_name(node: Node | None, macros: dict[str, tuple[str, str]]) -> str:
-    """`NVML_DL(nvmlInit)` where `#define NVML_DL(x) x##_dl`: nvmlInit_dl."""
+def _pasted_name(node: Node | None, macros: dict[str, tuple[str, str]]) -> tuple[str, str]:
+    """(nvmlInit_dl, nvmlInit) for `NVML_DL(nvmlInit)` where `#define
+    NVML_DL(x) x##_dl`: the name declared and the one it is pasted from;
+    ("", "") for any other declarator."""
     if node is None or node.type != "function_declarator" or not macros:
-        return ""
+        return "", ""
     macro = node.child_by_field_name("declarator")
-    arguments = [a for a in (node.child_by_field_name("parameters") or node).named_children]
+    arguments = (node.child_by_field_name("parameters") or node).named_children
     if macro is None or _text(macro) not in macros or len(arguments) != 1 or not re.fullmatch(r"\w+", _text(arguments[0])):
-        return ""
+        return "", ""
     prefix, suffix = macros[_text(macro)]
-    return prefix + _text(arguments[0]) + suffix
+    return prefix + _text(arguments[0]) + suffix, _text(arguments[0])
 
 
 def _function(node: Node, macros: dict[str, tuple[str, str]]) -> CFunction | None:
@@ -456,7 +458,7 @@ def _function(node: Node, macros: dict[str, tuple[str, str]]) -> CFunction | Non
     if declarator is None or declarator.type != "function_declarator":
         return None
     name_node = declarator.child_by_field_name("declarator")
-    name = _text(name_node) if name_node is not None and name_node.type == "identifier" else _pasted_name(name_node, macros)
+    name, pasted = (_text(name_node), "") if name_node is not None and name_node.type == "identifier" else _pasted_name(name_node, macros)
     if not name:
         return None
     params = []
@@ -471,10 +473,9 @@ def _function(node: Node, macros: dict[str, tuple[str, str]]) -> CFunction | Non
     body = node.child_by_field_name("body") if node.type == "function_definition" else None
     if body is not None:
         return _with_wrapped(function, body)
-    if name != _text(name_node):
+    if pasted:
         # Declared only, its name pasted from another's: by convention that
         # function's variant, with its parameters (NVML_DL(nvmlShutdown)).
-        pasted = _text((name_node.child_by_field_name("parameters") or name_node).named_children[0])
         return replace(function, wraps=pasted, wrapped_args=tuple(range(len(params))))
     return function
 

@@ -86,20 +86,26 @@ def first_result(result: Node | None) -> Node | None:
     return result
 
 
-def result_types(unit: Unit) -> tuple[str, ...]:
-    """Per result of a function, the package's own type it is declared with
-    (`*Device` gives "Device"), "" for any other: importers type their
-    variables by it."""
+def result_type_nodes(unit: Unit) -> tuple[Node | None, ...]:
+    """Per result of a function, the type it is declared with (`(a, b
+    unsafe.Pointer, err error)` gives three)."""
     result = unit.node.child_by_field_name("result")
     if result is None:
         return ()
     if result.type != "parameter_list":
-        return (named_type(result) or "",)
-    found: list[str] = []
+        return (result,)
+    found: list[Node | None] = []
     for declaration in syntax.children(result):
         names = declaration.children_by_field_name("name")
-        found.extend([named_type(declaration.child_by_field_name("type")) or ""] * max(1, len(names)))
+        found.extend([declaration.child_by_field_name("type")] * max(1, len(names)))
     return tuple(found)
+
+
+def result_types(unit: Unit) -> tuple[str, ...]:
+    """Per result of a function, the package's own type it is declared with
+    (`*Device` gives "Device"), "" for any other: importers type their
+    variables by it."""
+    return tuple(named_type(node) or "" for node in result_type_nodes(unit))
 
 
 def range_position(symbol: Symbol) -> tuple[Node, int] | None:

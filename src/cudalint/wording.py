@@ -12,6 +12,7 @@ from cudalint.analyses.calls import CallFact
 from cudalint.analyses.lifetimes import Origin
 from cudalint.analyses.status import first_success_as_written
 from cudalint.framework import Ref
+from cudalint.gotypes import result_type_nodes
 from cudalint.knowledge import CallRole, ResourceSpec
 
 _VERBS = (
@@ -99,10 +100,7 @@ def _handed_out_as_slice(origin: Origin) -> bool:
     slice (`func allocate(n int) ([]byte, error)`)."""
     if origin.via is None or origin.role.index < 0:
         return False
-    result = origin.via.unit.node.child_by_field_name("result")
-    if result is None:
-        return False
-    types = [declaration.child_by_field_name("type") for declaration in syntax.children(result)] if result.type == "parameter_list" else [result]
+    types = result_type_nodes(origin.via.unit)
     chosen = types[origin.role.index] if origin.role.index < len(types) else None
     return chosen is not None and chosen.type == "slice_type"
 

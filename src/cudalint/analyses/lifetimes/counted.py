@@ -275,7 +275,8 @@ class Counted:
         local function that takes and gives back (Init, then a deferred
         Shutdown, itself or through one function of its own) takes nothing.
         Read two calls deep, never by recursion along the call graph."""
-        target = self._calls.callee(call).target if self._calls.callee(call).kind is CalleeKind.LOCAL else None
+        callee = self._calls.callee(call)
+        target = callee.target if callee.kind is CalleeKind.LOCAL else None
         if target is None or target.body is None:
             return self._acquires(call, name)
         if (target.node, name) not in self._taking:
@@ -283,7 +284,6 @@ class Counted:
                 self._calls, target, partial(self._call_releases, name=name, local=False),
             )
         return self._taking[(target.node, name)]
-
 
     def registered_before(self, graph: CFG, origin: Origin, state: State, defers: list[int], taken: list[int]) -> State:
         """A deferred release of the kind registered on a path to the

@@ -26,6 +26,15 @@ def set_true(statement: Node | None, value: str = "true") -> list[Node]:
     return [target for target, assigned in zip(left, right) if syntax.text(assigned) == value]
 
 
+def set_in(body: Node, value: str = "true") -> list[Node]:
+    """The targets the assignments of a body (not of its func literals) set
+    to `true` (or to `value`)."""
+    return [
+        target for statement in syntax.walk(body, into_functions=False) if statement.type == "assignment_statement"
+        for target in set_true(statement, value)
+    ]
+
+
 def flag_guarded(unit: Unit) -> bool:
     """Whether the function sets a boolean flag (`inited = true`,
     `c.started = false`) that one of its conditions reads: the paths it
@@ -112,9 +121,7 @@ def _under_outer_flag(node: Node, literal: Unit, calls: CallIndex) -> bool:
             symbol = calls.package.resolution.symbol(condition) if condition is not None and condition.type == "identifier" else None
             outer = literal.parent
             if symbol is not None and outer is not None and outer.body is not None and symbol.function == outer.node and any(
-                syntax.text(target) == symbol.name
-                for statement in syntax.walk(outer.body, into_functions=False) if statement.type == "assignment_statement"
-                for target in set_true(statement, raised)
+                syntax.text(target) == symbol.name for target in set_in(outer.body, raised)
             ):
                 return True
         current, child = current.parent, current

@@ -21,7 +21,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.analyses.call_kinds import value_parent
 from cudalint.analyses.calls import CalleeKind, CallIndex, unwrap
-from cudalint.analyses.lifetimes.flags import set_true
+from cudalint.analyses.lifetimes.flags import set_in
 from cudalint.analyses.lifetimes.counted import hand_out_status, nil_when_failed
 from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.outcomes import RECEIVER_HANDOUT, Effect, Origin, UnitLifetimes
@@ -497,9 +497,8 @@ def _kept_by_own_receiver(call: Node, unit: Unit, target: Unit, calls: CallIndex
     if any(r.type_node is None or r.type_node.type != "pointer_type" for r in (receiver, own)):
         return False
     return any(
-        target_node.type == "selector_expression" and syntax.text(target_node.child_by_field_name("operand")) == own.name
-        for node in syntax.walk(target.body, into_functions=False) if node.type == "assignment_statement"
-        for target_node in set_true(node)
+        flag.type == "selector_expression" and syntax.text(flag.child_by_field_name("operand")) == own.name
+        for flag in set_in(target.body)
     )
 
 

@@ -5,7 +5,6 @@ taken (CL202)."""
 
 from __future__ import annotations
 
-
 from tree_sitter import Node
 
 from cudalint import syntax
@@ -37,10 +36,10 @@ def status_dropped(origin: Origin) -> bool:
 def plain_release(defer: Node | None, origin: Origin, resolution: Resolution) -> bool:
     """A release that gives back whatever count there is, not the one a
     value holds: a function (`defer nvml.Shutdown()`, `defer shutdown()`,
-    `defer func() {...}()`)
-    or a method of what took it (`lib.Init()`, `defer lib.Shutdown()`). A
-    method of another value (`defer Client().Cleanup()`) may check whether
-    its value holds one: where the status was dropped, nothing says."""
+    `defer func() {...}()`) or a method of what took it (`lib.Init()`,
+    `defer lib.Shutdown()`). A method of another value (`defer
+    Client().Cleanup()`) may check whether its value holds one: where the
+    status was dropped, nothing says."""
     function = syntax.statement_callee(defer)
     if function is None or function.type in ("identifier", "func_literal"):
         return function is not None
