@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from dataclasses import dataclass
 from collections.abc import Callable, Iterable
 
@@ -64,12 +65,12 @@ class _Plan:
 
     imports: frozenset[str]
     import_suffixes: tuple[str, ...]
-    scans: tuple[tuple[bytes, tuple[bytes, ...]], ...]
+    scans: tuple[bytes | re.Pattern[bytes], ...]
 
 
 def _holds(data: bytes, plan: _Plan, imported: Iterable[str] | None = None) -> bool:
-    for guard, group in plan.scans:
-        if guard in data and (not group or any(needle in data for needle in group)):
+    for scan in plan.scans:
+        if scan in data if isinstance(scan, bytes) else scan.search(data):
             return True
     if plan.imports or plan.import_suffixes:
         for path in imports(data) if imported is None else imported:
@@ -87,9 +88,12 @@ def _import_needle(needle: bytes) -> bool:
 @functools.lru_cache(maxsize=16)
 def _plan(needles: tuple[bytes, ...]) -> _Plan:
     """A needle that holds another is dropped (`UnlockOSThread` holds
-    `LockOSThread`), and needles sharing a start (the C API's `C.cu...`,
-    `C.nvml...`) are looked for only where that start occurs. Each scan is
-    (guard, needles): the guard alone where the group is empty."""
+    `LockOSThread`), and needles sharing their first two bytes (the C API's
+    `C.cu...`, the libraries' `lib...`) are one regular expression: a scan
+    for their common start, then a test of each needle where it occurs,
+    was a scan per needle of nearly every file (`li`, `cu` and `C.` are in
+    most Go files), 0.6 s of moby's 80 MB where one expression takes 0.1 s.
+    Each scan is a needle or the expression of a group."""
     paths = [needle for needle in needles if _import_needle(needle)]
     exact = frozenset(os.fsdecode(n[1:-1]) for n in paths if n.startswith(b'"'))
     suffixes = tuple(sorted(os.fsdecode(n[:-1]) for n in paths if n.startswith(b"/")))
@@ -98,10 +102,10 @@ def _plan(needles: tuple[bytes, ...]) -> _Plan:
     groups: dict[bytes, list[bytes]] = {}
     for needle in kept:
         groups.setdefault(needle[:2], []).append(needle)
-    scans = []
-    for start, group in sorted(groups.items()):
-        if len(group) > 2 and len(start) == 2:
-            scans.append((start, tuple(group)))
+    scans: list[bytes | re.Pattern[bytes]] = []
+    for _, group in sorted(groups.items()):
+        if len(group) == 1:
+            scans.extend(group)
         else:
-            scans.extend((needle, ()) for needle in group)
+            scans.append(re.compile(b"|".join(re.escape(needle) for needle in group)))
     return _Plan(exact, suffixes, tuple(scans))
