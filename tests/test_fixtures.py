@@ -102,12 +102,16 @@ def test_all_rules_over_all_fixtures_crash_nowhere_and_do_not_depend_on_scheduli
     same findings, in the same order, with the same fingerprints."""
     directories = _package_dirs()
     single = check(directories, base=FIXTURES, jobs=1, preview=True)
-    # deps/named, deps/nvlib and status/icicle require modules that are nowhere on purpose
-    # (a binding read by its name, go-nvlib read through the knowledge, ICICLE's core
-    # package described in part): their note is the one expected.
+    # deps/named, deps/nvlib, status/icicle and resources/counted/gpumontools import
+    # modules that are nowhere on purpose (a binding read by its name, go-nvlib read
+    # through the knowledge, ICICLE's core package and gpu-monitoring-tools' two
+    # bindings described in part): their note is the one expected.
     notes = [n.render() for n in single.notifications]
-    assert len(notes) == 1 and "source on this machine for 3 imported modules" in notes[0], notes
-    assert all(module in notes[0] for module in ("example.com/acme/nvml", "github.com/NVIDIA/go-nvlib", "github.com/ingonyama-zk/icicle/v3")), notes
+    assert len(notes) == 1 and "source on this machine for 5 imported modules" in notes[0], notes
+    assert all(module in notes[0] for module in (
+        "example.com/acme/nvml", "github.com/NVIDIA/go-nvlib", "github.com/ingonyama-zk/icicle/v3",
+        "github.com/NVIDIA/gpu-monitoring-tools/bindings/go/nvml", "github.com/NVIDIA/gpu-monitoring-tools/bindings/go/dcgm",
+    )), notes
     assert single.internal_errors == 0
     double = check(list(reversed(directories)), base=FIXTURES, jobs=2, preview=True)
     assert double.findings == single.findings

@@ -109,11 +109,15 @@ def _bound_api(api: ApiFunction, written: str, status) -> ApiFunction:
     """The API function as called by name: a pairing by kind with no handle
     (nvmlInit / nvmlShutdown) keeps its roles, as the API's own call would;
     a handle passed as a uintptr is not followed (no roles), though a
-    release stays one for CL302/CL304."""
+    release stays one for CL302/CL304. A call that binds the thread's
+    context (`cuCtxPushCurrent`) binds it however it is called."""
     roles = api.roles("acquire") + api.roles("release")
     if roles and all(role.handle == "none" for _, role in roles):
         return replace(api, status=status)
-    return ApiFunction(api.family, written, status, api.discardable, api.releases, ())
+    return ApiFunction(
+        api.family, written, status, api.discardable, api.releases, (),
+        thread_bound=api.thread_bound, context_setter=api.context_setter,
+    )
 
 
 # Calls that run the procedure at an address they are given first.

@@ -261,11 +261,12 @@ class StatusSemantics:
     def failed_test(self, unit: Unit, condition: Node | None) -> CallFact | None:
         """The status call a condition tests as failed, on its true side:
         `st != C.cudaSuccess` (st declared in unit from the call),
-        `C.cudaFree(p) != 0`, `st == C.CUVS_ERROR` (the only failure)."""
+        `C.cudaFree(p) != 0`, `st == C.CUVS_ERROR` (the only failure), each
+        also after a conversion (`CUresult(r) != CUDA_SUCCESS`)."""
         operator = syntax.text(condition.child_by_field_name("operator")) if condition is not None and condition.type == "binary_expression" else ""
         if operator not in ("!=", "=="):
             return None
-        sides = [syntax.unparen(condition.child_by_field_name(side)) for side in ("left", "right")]
+        sides = [unwrap(condition.child_by_field_name(side), self.calls) for side in ("left", "right")]
         for subject, other in (sides, sides[::-1]):
             if subject is None or other is None:
                 continue
