@@ -26,7 +26,9 @@ def named():
     ("tkestack.io/nvml", "nvml"),
     ("github.com/acme/go-nvml", "nvml"),
     ("github.com/acme/nvml/v3", "nvml"),
-    ("github.com/NVIDIA/gpu-monitoring-tools/bindings/go/dcgm", "dcgm"),
+    ("github.com/acme/gpu-tools/bindings/go/dcgm", "dcgm"),
+    ("github.com/NVIDIA/gpu-monitoring-tools/bindings/go/dcgm", None),  # go-dcgm.toml's first path (forks)
+    ("github.com/NVIDIA/gpu-monitoring-tools/bindings/go/nvml", None),  # gpu-monitoring-tools-nvml.toml
     ("github.com/NVIDIA/go-nvml/pkg/nvml", None),  # described by go-nvml.toml: the knowledge wins
     ("github.com/mindprince/gonvml", None),  # described by gonvml.toml
     ("github.com/acme/gonvml", "nvml"),  # a fork of it elsewhere: read by its name

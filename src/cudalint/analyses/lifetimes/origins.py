@@ -387,6 +387,9 @@ class Origins:
                 return origin, State(Phase.HELD, frozenset({holder}), proxy, fields=frozenset({held})), None
             return origin, None, None
         if parent.type == "expression_statement":
+            if any(role.handle == "none" for role in origin.resource.release):
+                # `dcgm.Init(mode)` then `dcgm.Shutdown()`: as with `_`, the count is released by kind.
+                return replace(origin, role=CallRole(origin.role.call, "none")), State(Phase.HELD, frozenset(), proxy), None
             return origin, State(Phase.HELD, frozenset()), "its result is discarded"
         if parent.type == "argument_list":
             return self._temporary(origin, parent.parent, [c.id for c in syntax.children(parent)].index(child.id))
