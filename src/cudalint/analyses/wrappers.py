@@ -221,8 +221,9 @@ class StatusWrappers:
 
     def _status_of(self, symbol) -> bool:
         """Whether a local holds its initialising call's status: its only
-        result, or the last one of several (`dev, ret := ...`)."""
-        if symbol.init_index <= 0:
+        result, or the one of several the status is (`dev, ret := ...`;
+        not `temp` of `temp, ret := d.GetTemperatureThreshold(...)`)."""
+        if symbol.init_index < 0:
             return True
         init = unwrap(symbol.init, self.calls)
         if init is None or init.type != "call_expression":
