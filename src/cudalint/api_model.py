@@ -114,6 +114,9 @@ class ResourceSpec:
     # `cudaFree(0)`): a release deferred before the acquisition's success
     # check releases nothing where it failed (no CL202).
     zero_release_noop: bool = False
+    # A count (handle none) every other status call of its family needs held
+    # (nvmlInit for NVML's calls): one of them after the release on every path is CL104.
+    gates_family: bool = False
 
     @property
     def handleless(self) -> bool:

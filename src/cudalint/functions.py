@@ -91,6 +91,12 @@ class Unit:
         return self._details()[2]
 
     @property
+    def variadic(self) -> bool:
+        """Whether the last parameter is `...T` (an argument past it is one of its elements)."""
+        last = self.params[-1].node if self.params else None
+        return last is not None and last.parent is not None and last.parent.type == "variadic_parameter_declaration"
+
+    @property
     def stored_in(self) -> Symbol | None:
         return self._details()[3]
 

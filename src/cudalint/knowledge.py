@@ -378,7 +378,7 @@ _STATUS_KEYS = {"type", "success", "failure", "result", "kind"}
 _STATUS_CALL_KEYS = {"match", "except", "discardable"}
 _RESOURCE_KEYS = {
     "name", "acquire", "release", "transfer", "moves", "any_use_releases", "device_memory", "host_side", "needs_context",
-    "outlives", "zero_release_noop",
+    "outlives", "zero_release_noop", "gates_family",
 }
 _ROLE_KEYS = {"call", "handle", "when", "address"}
 
@@ -604,6 +604,7 @@ def _resource(source: str, where: str, item: Any, qualifier: str) -> ResourceSpe
     needs_context = _flag(source, f"{where}.needs_context", item.get("needs_context", True))
     outlives = _flag(source, f"{where}.outlives", item.get("outlives", False))
     zero_release_noop = _flag(source, f"{where}.zero_release_noop", item.get("zero_release_noop", False))
+    gates_family = _flag(source, f"{where}.gates_family", item.get("gates_family", False))
     acquire = _roles(source, f"{where}.acquire", item.get("acquire"), qualifier)
     release = _roles(source, f"{where}.release", item.get("release"), qualifier) if not any_use or "release" in item else ()
     transfer = _roles(source, f"{where}.transfer", item.get("transfer"), qualifier) if "transfer" in item else ()
@@ -614,6 +615,8 @@ def _resource(source: str, where: str, item: Any, qualifier: str) -> ResourceSpe
         raise _fail(source, f"{where}.acquire", "an acquire's handle is argN, outN, resultN or none")
     if any(r.handle == "none" for r in acquire) != all(r.handle == "none" for r in acquire):
         raise _fail(source, f"{where}.acquire", "either every acquire of a resource has handle none, or none does")
+    if gates_family and not all(r.handle == "none" for r in acquire):
+        raise _fail(source, f"{where}.gates_family", "only a count (every acquire's handle none) gates its family's calls")
     transfer += moves
     if any(r.is_out for r in release + transfer):
         raise _fail(source, f"{where}.release", "outN names where an acquire stores its handle; a release takes argN")
@@ -622,7 +625,7 @@ def _resource(source: str, where: str, item: Any, qualifier: str) -> ResourceSpe
     return ResourceSpec(
         _string(source, f"{where}.name", item.get("name")), acquire, release, transfer, any_use, device_memory,
         host_side=host_side, needs_context=needs_context, outlives=outlives, moves=moves,
-        zero_release_noop=zero_release_noop,
+        zero_release_noop=zero_release_noop, gates_family=gates_family,
     )
 
 

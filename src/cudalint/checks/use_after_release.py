@@ -34,6 +34,16 @@ def check(p: Pass) -> None:
                 f"move the release after its last use",
                 released=Ref(graph.ast(late.released), "the release"),
             )
+        for gated in lifetimes.lifetimes(unit).gated_after_release:
+            callee = syntax.text(gated.call.child_by_field_name("function"))
+            p.report(
+                unit, gated.call,
+                f"{callee} is called after the release at @released gave back the {gated.origin.resource.name} "
+                f"this function took with {gated.origin.written} at @taken, on every path to it; "
+                f"call it before the release",
+                released=Ref(graph.ast(gated.released), "the release"),
+                taken=Ref(gated.origin.call, "the acquisition"),
+            )
 
     p.visit_graphs(lifetimes.units_with_releases(), visit)
 
@@ -63,12 +73,17 @@ RULE = Rule(
     until the field is assigned or its address given to C: passed to an
     API call that is not a release, or to a function of the module that uses
     it without releasing or keeping it (`gpu.Fill(p, 0, n)`), dereferenced
-    (`*p`, `p[i]`, `p.f`), called, or returned.
+    (`*p`, `p[i]`, `p.f`), called, or returned. For a count every call of
+    its family needs (NVML's initialisation, DCGM's: `gates_family` in the
+    knowledge), a call of the family that every path reaches only after the
+    function gave its count back (`nvml.Shutdown()`, then
+    `nvml.SystemGetDriverVersion()`).
 
     ## Why is this bad?
     Memory released with `cudaFree` may be handed to the next `cudaMalloc`
     of any goroutine; a copy into it corrupts someone else's data, and a
-    stream or event used after its destroy call fails at best.
+    stream or event used after its destroy call fails at best. An NVML call
+    after the last `nvmlShutdown` returns `NVML_ERROR_UNINITIALIZED`.
 
     ## Example
     ```go

@@ -21,7 +21,7 @@ from cudalint.analyses.lifetimes.counted import Counted, ends_test, error_variab
 from cudalint.analyses.lifetimes.flags import flag_guarded
 from cudalint.analyses.lifetimes.origins import Origins
 from cudalint.analyses.lifetimes.outcomes import (
-    DoubleRelease, Leak, Lost, Mismatch, Origin, Overwrite, UnitLifetimes, UseAfterRelease,
+    DoubleRelease, GatedCallAfterRelease, Leak, Lost, Mismatch, Origin, Overwrite, UnitLifetimes, UseAfterRelease,
 )
 from cudalint.analyses.lifetimes.states import Phase, State, WalkRecord
 from cudalint.analyses.lifetimes.walk import Walker, receiver_fields_released
@@ -182,6 +182,9 @@ class Collector:
             for node, first, by_defer in _unique(record.double_releases):
                 result.double_releases.append(DoubleRelease(origin, node, first, by_defer, ""))
             return  # the package's, by its flag
+        for node, call, released in _unique(record.gated_after_release, key=lambda item: item[1].id):
+            if call.id not in record.gated_while_held:
+                result.gated_after_release.append(GatedCallAfterRelease(origin, node, call, released))
         fails = self._counted.fails
         # A test that never gives the count back keeps it for the test binary,
         # on t.Fatal as on its normal return; one that does should have deferred it.

@@ -46,7 +46,7 @@ from cudalint.analyses.lifetimes.holders import released_untaken, value_holds_co
 from cudalint.analyses.lifetimes.nils import NilLocals
 from cudalint.analyses.lifetimes.outcomes import EarlyRelease, Origin
 from cudalint.analyses.lifetimes.unchecked import plain_release, status_dropped
-from cudalint.analyses.lifetimes.states import LeftControl, Phase, State, WalkRecord, path_to, release
+from cudalint.analyses.lifetimes.states import LeftControl, Phase, State, WalkRecord, note_gated_call, path_to, release
 from cudalint.analyses.status import Outcome, StatusSemantics, StatusSource
 from cudalint.analyses.uses import UseKind, VariableUses
 from cudalint.cfg import CFG, DEFERS_RUN_ON, ExitKind, NodeKind
@@ -107,6 +107,7 @@ class Counted:
                     record.retaken.append((n,))
                 if call == origin.call or self._acquires(call, name):
                     raise LeftControl
+                note_gated_call(self._calls.call(call), origin, state, n, call, record)
                 function = syntax.unparen(call.child_by_field_name("function"))
                 if function is not None and function.type == "func_literal":
                     continue  # a literal called in place: below, with the other literals

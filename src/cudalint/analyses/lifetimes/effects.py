@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cudalint import fixpoint
+from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CallIndex
 from cudalint.analyses.lifetimes.outcomes import Effect, Summary
 from cudalint.analyses.lifetimes.facts import ResourceEffects
@@ -39,6 +39,13 @@ FailingExit = Callable[[CFG, ExitKind, int], "bool | None"]
 
 def _keeps_all(unit: Unit) -> tuple[Summary, ...]:
     return tuple(KEEPS for _ in unit.params)
+
+
+# Go's numeric types: a value of one holds no resource, whatever number it holds.
+_NUMBERS = frozenset({
+    "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "uintptr",
+    "float32", "float64", "byte", "rune",
+})
 
 
 class Effects:
@@ -81,9 +88,7 @@ class Effects:
         if use.unit is not None:
             return self.effect_of_argument(use.unit, use.index)
         summary = self.imported(use.callee.imported) if use.callee is not None else None
-        if summary is None or not 0 <= use.index < len(summary.params):
-            return Effect.RETAINS
-        return Effect(summary.params[use.index])
+        return Effect(summary.effect_at(use.index)) if summary is not None else Effect.RETAINS
 
     def imported(self, function: tuple[str, str] | None) -> ResourceEffects | None:
         """The facts of a function of another package of the module."""
@@ -95,13 +100,26 @@ class Effects:
         return effects is not None and bool(effects.hands_out)
 
     def effect_of_argument(self, unit: Unit, index: int) -> Effect:
-        """What `unit` does with its argument at `index` (a variadic one, or
-        one past its parameters, is retained)."""
+        """What `unit` does with its argument at `index`. One of a variadic
+        parameter of numbers (`Launch(name string, args ...uint64)`, handed
+        `uint64(uintptr(d))`) is lent unless the function releases what the
+        slice holds; one of any other variadic parameter, or past the
+        parameters, is retained (`freeAll(ps ...unsafe.Pointer)` may keep or
+        free each)."""
         params = unit.params
-        if index < 0 or index >= len(params):
+        if index < 0 or not params:
             return Effect.RETAINS
-        declaration = params[index].node.parent if params[index].node is not None else None
-        if declaration is not None and declaration.type == "variadic_parameter_declaration":
+        if index >= len(params) - 1 and unit.variadic:
+            element = params[-1].node.parent.child_by_field_name("type")
+            if element is None or syntax.text(element) not in _NUMBERS:
+                return Effect.RETAINS
+            # Numbers copied into a kernel's parameter block are no handle
+            # kept: only a release of one says something.
+            summary = self.summary(unit, params[-1])
+            return Effect.RELEASES if summary.releases_on_every_path else (
+                Effect.RETAINS if summary.releases_on_some_path else Effect.BORROWS
+            )
+        if index >= len(params):
             return Effect.RETAINS
         return self.effect(unit, params[index])
 

@@ -57,6 +57,14 @@ class ResourceEffects:
     # The counted (handle-less) kinds it releases on some path, (family,
     # resource): `defer gpu.Shutdown()` in an importer gives NVML's count back.
     counted_releases: tuple[tuple[str, str], ...] = ()
+    # The last parameter is variadic: an argument past it gets its effect.
+    variadic: bool = False
+
+    def effect_at(self, index: int) -> str:
+        """What the function does with its argument at `index`."""
+        if self.variadic and index >= len(self.params) > 0:
+            index = len(self.params) - 1
+        return self.params[index] if 0 <= index < len(self.params) else "retains"
 
     def concerns_callers(self) -> bool:
         """A parameter only kept or lent concerns a caller only where it
@@ -88,7 +96,7 @@ def exported_effects(engine: Any) -> dict[str, ResourceEffects]:
         params = tuple(engine.effect_of_argument(unit, i).value for i in range(len(unit.params)))
         counted = engine.counted_releases(unit)
         if hands_out or counted or any(effect != "retains" for effect in params):
-            found[name] = ResourceEffects(hands_out, params, counted)
+            found[name] = ResourceEffects(hands_out, params, counted, variadic=unit.variadic)
     for unit, lent in engine.c_borrowers(summarised):
         name = exported_name(unit)
         if name is not None and name not in found:

@@ -157,6 +157,16 @@ class UseAfterRelease:
 
 
 @dataclass(frozen=True)
+class GatedCallAfterRelease:
+    """A call of the family a count gates, reached only after the release."""
+
+    origin: Origin
+    node: int
+    call: Node
+    released: int  # the node that released it
+
+
+@dataclass(frozen=True)
 class EarlyRelease:
     """A release registered (deferred) before the acquisition succeeded,
     reached on a path where it failed and the function returns."""
@@ -186,6 +196,7 @@ class UnitLifetimes:
     overwrites: list[Overwrite] = field(default_factory=list)
     double_releases: list[DoubleRelease] = field(default_factory=list)
     uses_after_release: list[UseAfterRelease] = field(default_factory=list)
+    gated_after_release: list[GatedCallAfterRelease] = field(default_factory=list)
     mismatches: list[Mismatch] = field(default_factory=list)
     # (acquisition, variable of the enclosing function that holds it): what a
     # func literal hands to the function around it.

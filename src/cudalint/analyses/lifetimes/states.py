@@ -84,6 +84,10 @@ class WalkRecord:
     overwrites: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)
     double_releases: list[tuple[int, int, bool]] = field(default_factory=list)  # (second, first, by defer)
     uses_after_release: list[tuple[int, Use, int]] = field(default_factory=list)  # (node, use, released at)
+    # Calls of a count's family (`gates_family`) reached released, (node,
+    # call, released at), and the calls reached with the count held.
+    gated_after_release: list[tuple[int, Node, int]] = field(default_factory=list)
+    gated_while_held: set[int] = field(default_factory=set)
     mismatches: list[tuple[int, str, ResourceSpec]] = field(default_factory=list)
     # Paths on which a count reaches its own acquisition again, still held
     # (a loop that takes it on every iteration).
@@ -99,6 +103,21 @@ class PathBudgetExceeded(Exception):
 
 class LeftControl(Exception):
     """The followed handle left the function's control (transferred or failed)."""
+
+
+def note_gated_call(fact, origin: Origin, state: State, n: int, call: Node, record: WalkRecord) -> None:
+    """A status call of the family a count gates (`nvml.DeviceGetCount()`
+    under NVML's count; `fact`: the call index's fact of the call): where
+    the walk reaches it, released or held."""
+    api = fact.api if fact is not None else None
+    if not origin.resource.gates_family or api is None or api.status is None or api.acquires or api.releases:
+        return
+    if api.family.name != origin.api.family.name:
+        return
+    if state.phase is Phase.RELEASED:
+        record.gated_after_release.append((n, call, state.released_at or 0))
+    else:
+        record.gated_while_held.add(call.id)
 
 
 def release(origin: Origin | None, state: State, n: int, deferred: bool, record: WalkRecord, role) -> State:
