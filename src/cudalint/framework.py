@@ -103,6 +103,8 @@ class Ref:
 
 
 _PLACEHOLDER = re.compile(r"@([a-z_]+)\b")
+# A call whose type arguments the parse saw as blanks (parse.generic_calls): `Alloc   (n)`.
+_BLANKED_CALL = re.compile(r"[\w)] {3,}\(")
 
 
 @dataclass(frozen=True)
@@ -371,6 +373,9 @@ class Pass:
         package-level initializer). `message` may name related locations as
         `@name`, each given as a keyword Ref."""
         assert self.rule_id is not None, "analyses report nothing"
+        if file.blanked:
+            # A fix copying a generic call's text would write blanks for its type arguments.
+            fixes = tuple(fix for fix in fixes if not any(_BLANKED_CALL.search(edit.text) for edit in fix.edits))
         source = file.source
         span = source.span(node)
         related: list[Related] = []

@@ -6,10 +6,11 @@ function whose subtree is free of errors is still analysed downstream.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from tree_sitter import Node, Parser, Tree
+from tree_sitter import Node, Parser, Query, QueryCursor, Tree
 
 from cudalint import syntax
 from cudalint.syntax import GO
@@ -39,6 +40,9 @@ class ParsedFile:
     tree: Tree
     package: str
     imports: list[Import] = field(default_factory=list)
+    # The type arguments of single-argument generic calls were parsed as
+    # blanks (`generic_calls`): text the tree gives for them is not the file's.
+    blanked: bool = False
 
     @property
     def root(self) -> Node:
@@ -103,10 +107,46 @@ def first_error(root: Node) -> tuple[Node, str] | None:
             return node, "syntax error"
 
 
+# `Name[T](x)` and `pkg.Name[T](x)`, as text: where none occurs, no tree is queried.
+_MAYBE_GENERIC_CALL = re.compile(rb"\w\[[^\[\]\n]+\]\(")
+_GENERIC_CONVERSIONS: QueryCursor | None = None
+
+
+def generic_calls(data: bytes, root: Node) -> bytes | None:
+    """The bytes to parse instead, where a generic function is called with
+    one argument: the grammar cannot tell `Alloc[float32](n)` from a
+    conversion to a generic type (`Vec[float32](v)`) and parses both as
+    conversions, so the call is invisible to every analysis. Its type
+    arguments become spaces (every byte offset and line stays the same), and
+    it parses as the call `Alloc(n)`; a conversion written so is still one,
+    by what its callee names. Type arguments over several lines stay: a
+    name ending its line would end the statement. None where there is none."""
+    global _GENERIC_CONVERSIONS
+    if not _MAYBE_GENERIC_CALL.search(data):
+        return None
+    if _GENERIC_CONVERSIONS is None:
+        _GENERIC_CONVERSIONS = QueryCursor(Query(
+            GO, "(type_conversion_expression type: (generic_type type_arguments: (type_arguments) @arguments))",
+        ))
+    found = [
+        arguments for arguments in _GENERIC_CONVERSIONS.captures(root).get("arguments", [])
+        if b"\n" not in data[arguments.start_byte:arguments.end_byte]
+    ]
+    if not found:
+        return None
+    blanked = bytearray(data)
+    for arguments in found:
+        blanked[arguments.start_byte:arguments.end_byte] = b" " * (arguments.end_byte - arguments.start_byte)
+    return bytes(blanked)
+
+
 def parse(source: SourceFile) -> tuple[ParsedFile, list[Notification]]:
     tree = _get_parser().parse(source.parse_bytes)
+    blanked = generic_calls(source.parse_bytes, tree.root_node)
+    if blanked is not None:
+        tree = _get_parser().parse(blanked)
     root = tree.root_node
-    parsed = ParsedFile(source, tree, _package_name(root), _imports(root))
+    parsed = ParsedFile(source, tree, _package_name(root), _imports(root), blanked=blanked is not None)
     notes: list[Notification] = []
     error = first_error(root)
     if error is not None:
