@@ -70,6 +70,9 @@ class CFunction:
     # (inited) return NVML_SUCCESS;`): an init-once guard, so its success
     # says nothing of an acquisition.
     succeeds_without_call: bool = False
+    # Parameters whose value (or a field of it) the body stores where it
+    # outlives the call: through another parameter or into a global.
+    keeps: tuple[int, ...] = ()
 
 
 @dataclass
@@ -472,7 +475,7 @@ def _function(node: Node, macros: dict[str, tuple[str, str]]) -> CFunction | Non
     function = CFunction(name, _base_name(node.child_by_field_name("type")), pointer, tuple(params))
     body = node.child_by_field_name("body") if node.type == "function_definition" else None
     if body is not None:
-        return _with_wrapped(function, body)
+        return replace(_with_wrapped(function, body), keeps=_kept_params(function.params, body))
     if pasted:
         # Declared only, its name pasted from another's: by convention that
         # function's variant, with its parameters (NVML_DL(nvmlShutdown)).
@@ -561,3 +564,57 @@ def _with_wrapped(function: CFunction, body: Node) -> CFunction:
         text = _text(argument)
         mapping.append(function.params.index(text) if text in function.params and text else -1)
     return CFunction(function.name, function.returns, function.pointer, function.params, names.pop(), tuple(mapping), early_success)
+
+
+def _kept_params(params: tuple[str, ...], body: Node) -> tuple[int, ...]:
+    """The parameters a function stores where they outlive the call:
+    `named_value->string_value = split_value.string_value` (a setter for a
+    union cgo cannot write), `*out = p`, `table[i] = p`, `g_handle = p`.
+    A store into a local of its own is none."""
+    locals_ = {_text(_declared_name(d)) for d in _descendants(body) if d.type == "declaration"}
+    kept = set()
+    for node in _descendants(body):
+        if node.type != "assignment_expression":
+            continue
+        source = _root_name(_unwrapped(node.child_by_field_name("right")))
+        left = node.child_by_field_name("left")
+        target = _root_name(left)
+        if source not in params or not source or target == source:
+            continue
+        through = left is not None and (left.type in ("pointer_expression", "subscript_expression") or (
+            left.type == "field_expression" and _text(left.child_by_field_name("operator")) == "->"
+        ))
+        if (target in params and through) or (target not in params and target not in locals_ and target):
+            kept.add(params.index(source))
+    return tuple(sorted(kept))
+
+
+def _descendants(node: Node) -> list[Node]:
+    found, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        found.append(current)
+        stack.extend(current.named_children)
+    return found
+
+
+def _declared_name(declaration: Node) -> Node | None:
+    declarator = declaration.child_by_field_name("declarator")
+    while declarator is not None and declarator.type not in ("identifier",):
+        declarator = declarator.child_by_field_name("declarator")
+    return declarator
+
+
+def _root_name(node: Node | None) -> str:
+    """The variable an lvalue or value is reached from: `v` of `v.f`,
+    `v->f.g`, `*v`, `v[i]`."""
+    while node is not None and node.type in ("field_expression", "pointer_expression", "subscript_expression", "parenthesized_expression", "cast_expression"):
+        if node.type == "field_expression":
+            node = node.child_by_field_name("argument")
+        elif node.type == "pointer_expression":
+            node = node.child_by_field_name("argument")
+        elif node.type == "subscript_expression":
+            node = node.child_by_field_name("argument")
+        else:
+            node = node.named_children[-1] if node.named_children else None
+    return _text(node) if node is not None and node.type == "identifier" else ""

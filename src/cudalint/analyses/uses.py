@@ -308,8 +308,8 @@ class VariableUses:
                 return Use(UseKind.TRANSFER_CALL, symbol, identifier, **common)
             return Use(UseKind.PASS_API, symbol, identifier, **common)
         if callee.kind is CalleeKind.FAMILY:
-            kind = UseKind.TRANSFER_CALL if _given_callback(call) else UseKind.PASS_API
-            return Use(kind, symbol, identifier, **common)
+            kept = _given_callback(call) or self._kept_by_c(callee.written, index)
+            return Use(UseKind.TRANSFER_CALL if kept else UseKind.PASS_API, symbol, identifier, **common)
         if callee.kind in (CalleeKind.STD_BORROW,):
             return Use(UseKind.READ, symbol, identifier, **common)
         if callee.kind is CalleeKind.BUILTIN:
@@ -331,6 +331,14 @@ class VariableUses:
         if callee.kind is CalleeKind.MODULE:
             return Use(UseKind.PASS_LOCAL, symbol, identifier, index=index, **common)
         return Use(UseKind.PASS_UNKNOWN, symbol, identifier, **common)
+
+    def _kept_by_c(self, written: str, index: int) -> bool:
+        """Whether the package's own C function stores that argument where it
+        outlives the call (cside.CFunction.keeps): `C.set_value(entry, v)`,
+        whose C stores v's pointers into *entry."""
+        view = self.facts.c_view
+        function = view.functions.get(written[2:]) if view is not None and written.startswith("C.") else None
+        return function is not None and index in function.keeps
 
     def _element_address_kept(self, element: Node) -> Symbol | None:
         """The local given `&xs[i]` (`pass = &argv[0]`), through conversions."""
