@@ -251,8 +251,8 @@ class Owners:
     def _value_released(self, argument: Node, values: list) -> Symbol | None:
         """The parameter or receiver a released argument is, or holds: through
         conversions (`C.CUdeviceptr(d)`), a field (`b.ptr`), a dereference
-        (`C.cufftHandle(*plan)` with `plan *Handle`) or a local variable
-        made of one (`str := *stream`)."""
+        (`C.cufftHandle(*plan)` with `plan *Handle`), a field's address
+        (`cu.DestroyEvent(&r.done)`) or a local variable made of one (`str := *stream`)."""
         resolution = self.facts.package.resolution
         node = unwrap(argument, self.facts)
         for _ in range(8):
@@ -260,7 +260,7 @@ class Owners:
                 return None
             if node.type == "selector_expression":
                 node = unwrap(node.child_by_field_name("operand"), self.facts)  # a field of the value
-            elif node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "*":
+            elif node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) in ("*", "&"):
                 node = unwrap(node.child_by_field_name("operand"), self.facts)
             elif node.type == "identifier":
                 symbol = resolution.symbol(node)

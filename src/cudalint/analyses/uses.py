@@ -32,6 +32,10 @@ from cudalint.scope import Role, Symbol, SymbolKind
 _CALLBACK = re.compile(r"^\(\s*\*\s*\[0\]byte\s*\)\s*\(\s*C\.\w+\s*\)$")
 
 
+# Callees that take a method value to run it later (`t.Cleanup(b.Free)`,
+# `context.AfterFunc(ctx, b.Free)`): of another package, not the API.
+_REGISTERING = frozenset({CalleeKind.STD_BORROW, CalleeKind.UNKNOWN, CalleeKind.MODULE})
+
 class UseKind(str, Enum):
     RELEASE = "release"  # the handle argument of a release call
     TRANSFER_CALL = "transfer-call"  # the handle argument of a call that takes ownership
@@ -204,6 +208,10 @@ class VariableUses:
                     if pointer is not None and pointer is not symbol:
                         # `pass = &argv[0]`: pass points into argv, and holds what it holds.
                         return Use(UseKind.ALIAS, symbol, identifier, target=pointer)
+                    called = parent.parent
+                    if called is not None and called.type == "call_expression" and called.child_by_field_name("function") == parent:
+                        # `cleanups[i]()`: an element run, as `for _, c := range cleanups { c() }` runs each.
+                        return Use(UseKind.STORE, symbol, identifier)
                 return Use(UseKind.DEREF if operand == child else UseKind.READ, symbol, identifier)
             if kind == "call_expression" and parent.child_by_field_name("function") == child:
                 deferred = syntax.statement_of_call(parent) == "defer_statement"
@@ -263,6 +271,10 @@ class VariableUses:
                 UseKind.METHOD, symbol, identifier, call=call, method=name,
                 deferred=syntax.statement_of_call(call) == "defer_statement",
             )
+        if call is not None and self.facts.callee(call).kind in _REGISTERING and self._method_value_of(selector):
+            # `t.Cleanup(b.Free)`: the method value is registered to run later,
+            # as `defer b.Free()` is.
+            return Use(UseKind.METHOD, symbol, identifier, call=call, method=name, deferred=True)
         while parent is not None:
             if parent.type in ("parenthesized_expression", "type_conversion_expression"):
                 child, parent = parent, parent.parent
@@ -331,6 +343,11 @@ class VariableUses:
         if callee.kind is CalleeKind.MODULE:
             return Use(UseKind.PASS_LOCAL, symbol, identifier, index=index, **common)
         return Use(UseKind.PASS_UNKNOWN, symbol, identifier, **common)
+
+    def _method_value_of(self, selector: Node) -> bool:
+        """Whether `x.f` names a method of x's type in the package (`b.Free`), not a field."""
+        type_name = self.facts.types.type_of(syntax.unparen(selector.child_by_field_name("operand")))
+        return type_name is not None and self.facts.has_method(type_name, syntax.text(selector.child_by_field_name("field")))
 
     def _kept_by_c(self, written: str, index: int) -> bool:
         """Whether the package's own C function stores that argument where it

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from tree_sitter import Node
+
 from cudalint import syntax
 from cudalint.analyses.async_params import ASYNC_PARAMS
-from cudalint.analyses.calls import CALLS
-from cudalint.analyses.provenance import PROVENANCE
+from cudalint.analyses.calls import CALLS, CallIndex, unwrap
+from cudalint.analyses.provenance import PROVENANCE, root_variable
 from cudalint.catalog import Level, Rule
 from cudalint.prefilter import imports_of
 from cudalint.framework import Pass
@@ -23,7 +25,7 @@ def check(p: Pass) -> None:
                     continue
                 arguments = syntax.children(call.child_by_field_name("arguments"))
                 for index in fact.api.async_host_args:
-                    if index < len(arguments) and memory.is_go_memory(arguments[index]):
+                    if index < len(arguments) and memory.is_go_memory(arguments[index]) and not _pinned(calls, arguments[index]):
                         p.report(
                             unit, arguments[index],
                             f"Go memory ({syntax.text(arguments[index])}) is passed to {fact.written}, which may still "
@@ -32,15 +34,49 @@ def check(p: Pass) -> None:
                         )
 
 
+def _pinned(calls: CallIndex, argument: Node) -> bool:
+    """`pin.Pin(&host[0])` (a runtime.Pinner) before the call, in the same
+    function, with no `pin.Unpin()` between them: the memory stays where it
+    is for the duration, which cgo allows C to keep."""
+    variable = _memory_variable(calls, argument)
+    function = syntax.enclosing_function(argument)
+    if variable is None or function is None:
+        return False
+    pinned = False
+    for call in syntax.calls_in(function):
+        if call.start_byte >= argument.start_byte:
+            break
+        method = syntax.unparen(call.child_by_field_name("function"))
+        name = syntax.text(method.child_by_field_name("field")) if method is not None and method.type == "selector_expression" else ""
+        pinned_argument = syntax.children(call.child_by_field_name("arguments"))
+        if name == "Pin" and len(pinned_argument) == 1:
+            pinned_variable = _memory_variable(calls, pinned_argument[0])
+            pinned = pinned or (pinned_variable is not None and syntax.text(pinned_variable) == syntax.text(variable))
+        elif name == "Unpin" and syntax.statement_of_call(call) != "defer_statement":
+            pinned = False
+    return pinned
+
+
+def _memory_variable(calls: CallIndex, expression: Node) -> Node | None:
+    """The variable whose memory an expression addresses: `host` of
+    `unsafe.Pointer(&host[0])`, `&host`, `unsafe.SliceData(host)`."""
+    node = unwrap(expression, calls)
+    if node is not None and node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
+        node = node.child_by_field_name("operand")
+    root = root_variable(node)
+    return root if root is not None and root.type == "identifier" else None
+
+
 def _through_wrappers(p: Pass, memory) -> None:
     """Go memory given to a function of the package or of the module that
     hands that parameter to an asynchronous call (`cu.MemcpyHtoDAsync(d,
     unsafe.Pointer(&host[0]), n, s)` of a binding)."""
+    calls = p.result_of(CALLS)
     for unit, call, found, written in p.result_of(ASYNC_PARAMS).calls_of_wrappers():
         with p.isolating(unit):
             arguments = syntax.children(call.child_by_field_name("arguments"))
             for index in found.indexes:
-                if index < len(arguments) and memory.is_go_memory(arguments[index]):
+                if index < len(arguments) and memory.is_go_memory(arguments[index]) and not _pinned(calls, arguments[index]):
                     p.report(
                         unit, arguments[index],
                         f"Go memory ({syntax.text(arguments[index])}) is passed to {written}, which hands it to "
