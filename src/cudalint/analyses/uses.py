@@ -33,8 +33,9 @@ _CALLBACK = re.compile(r"^\(\s*\*\s*\[0\]byte\s*\)\s*\(\s*C\.\w+\s*\)$")
 
 
 # Callees that take a method value to run it later (`t.Cleanup(b.Free)`,
-# `context.AfterFunc(ctx, b.Free)`): of another package, not the API.
-_REGISTERING = frozenset({CalleeKind.STD_BORROW, CalleeKind.UNKNOWN, CalleeKind.MODULE})
+# `context.AfterFunc(ctx, b.Free)`): of another package, not the API nor
+# the module (whose facts say what its functions do with their arguments).
+_REGISTERING = frozenset({CalleeKind.STD_BORROW, CalleeKind.UNKNOWN})
 
 class UseKind(str, Enum):
     RELEASE = "release"  # the handle argument of a release call
@@ -271,10 +272,14 @@ class VariableUses:
                 UseKind.METHOD, symbol, identifier, call=call, method=name,
                 deferred=syntax.statement_of_call(call) == "defer_statement",
             )
-        if call is not None and self.facts.callee(call).kind in _REGISTERING and self._method_value_of(selector):
+        if call is not None and self.facts.callee(call).kind in _REGISTERING and not self._names_field(selector):
             # `t.Cleanup(b.Free)`: the method value is registered to run later,
-            # as `defer b.Free()` is.
+            # as `defer b.Free()` is (what the method does decides, for a
+            # type of this package or of another, as for any method call).
             return Use(UseKind.METHOD, symbol, identifier, call=call, method=name, deferred=True)
+        if self._run_at_exit(selector):
+            # `release = b.Free`, where `defer func() { release() }()` runs what release holds at exit.
+            return Use(UseKind.METHOD, symbol, identifier, method=name, deferred=True)
         while parent is not None:
             if parent.type in ("parenthesized_expression", "type_conversion_expression"):
                 child, parent = parent, parent.parent
@@ -344,10 +349,35 @@ class VariableUses:
             return Use(UseKind.PASS_LOCAL, symbol, identifier, index=index, **common)
         return Use(UseKind.PASS_UNKNOWN, symbol, identifier, **common)
 
-    def _method_value_of(self, selector: Node) -> bool:
-        """Whether `x.f` names a method of x's type in the package (`b.Free`), not a field."""
+    def _run_at_exit(self, value: Node) -> bool:
+        """Whether the value is assigned to a local function variable that a
+        deferred literal of the same function calls (`release = b.Free` with
+        `defer func() { release() }()`)."""
+        assigned = value.parent.parent if value.parent is not None and value.parent.type == "expression_list" else None
+        if assigned is None or assigned.type != "assignment_statement" or assigned.child_by_field_name("right") != value.parent:
+            return False
+        targets = syntax.expressions(assigned.child_by_field_name("left"))
+        if len(targets) != 1 or targets[0].type != "identifier":
+            return False
+        variable = self.resolution.symbol(targets[0])
+        function = syntax.enclosing_function(value)
+        if variable is None or not variable.is_local or function is None:
+            return False
+        for statement in syntax.walk(function):
+            literal = syntax.statement_callee(statement) if statement.type == "defer_statement" else None
+            if literal is not None and literal.type == "func_literal" and any(
+                (called := syntax.unparen(call.child_by_field_name("function"))) is not None and called.type == "identifier"
+                and self.resolution.symbol(called) is variable
+                for call in syntax.calls_in(literal.child_by_field_name("body"))
+            ):
+                return True
+        return False
+
+    def _names_field(self, selector: Node) -> bool:
+        """Whether `x.f` is a field of x's struct type of this package (not a method value)."""
         type_name = self.facts.types.type_of(syntax.unparen(selector.child_by_field_name("operand")))
-        return type_name is not None and self.facts.has_method(type_name, syntax.text(selector.child_by_field_name("field")))
+        declared = self.facts.types.structs().get(type_name) if type_name is not None else None
+        return declared is not None and syntax.text(selector.child_by_field_name("field")) in declared[0]
 
     def _kept_by_c(self, written: str, index: int) -> bool:
         """Whether the package's own C function stores that argument where it
