@@ -231,7 +231,26 @@ def test_labeled_break_and_continue_reach_the_outer_loop():
     assert succ(g, at(g, 7, NodeKind.CONTINUE)) == {outer}
     assert succ(g, at(g, 10, NodeKind.BREAK)) == {at(g, 14)}
     label = at(g, 3, NodeKind.LABEL)
-    assert succ(g, label) == {outer}
+    # The label leads to the range expression, evaluated once, then the head
+    # (where `continue outer` goes, not re-evaluating `m`).
+    (ranged,) = succ(g, label)
+    assert g.kind(ranged) is NodeKind.STMT and succ(g, ranged) == {outer}
+
+
+def test_a_range_expression_is_evaluated_once_before_the_loop():
+    g = one("""
+        package p
+        func f() {
+        	for _, v := range values() {
+        		println(v)
+        	}
+        }
+    """)
+    head = at(g, 3, NodeKind.RANGE)
+    ranged = at(g, 3, NodeKind.STMT)
+    assert succ(g, ranged) == {head} and not g.has_path(head, ranged)  # not again per iteration
+    assert [node.type for node in g.evaluated(ranged)] == ["call_expression"]
+    assert [node.type for node in g.evaluated(head)] == ["expression_list"]
 
 
 def test_expression_switch_default_last_and_fallthrough():

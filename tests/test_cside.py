@@ -123,6 +123,14 @@ def test_a_helper_returning_a_local_wraps_the_call_that_set_it(tmp_path: Path) -
     assert view.wrapped(view.functions["checked_alloc"]) == "cudaMalloc"
     assert view.functions["checked_alloc"].wrapped_args == (0, 1)
     assert view.wrapped(view.functions["twice"]) == ""  # given two values: no single wrapped call
+    view = _view(tmp_path, (
+        "package a\n\n/*\n"
+        "static int made_then_set(void **p, int n) {\n\tint st = cudaMalloc(p, n);\n\tif (st != 0) {\n\t\treturn st;\n\t}\n"
+        "\tst = cudaMemset(*p, 0, n);\n\treturn st;\n}\n"
+        '*/\nimport "C"\n'
+    ))
+    # returned where the first call fails, before the second: made, then configured
+    assert view.wrapped(view.functions["made_then_set"]) == "cudaMalloc"
 
 
 def test_a_configured_include_directory_is_read(tmp_path: Path) -> None:

@@ -319,21 +319,37 @@ def _text(node: Node | None) -> str:
 
 
 def _assigned_call(body: Node, name: str) -> Node | None:
-    """The call a local variable is given, if it is given exactly one value
-    in the body (`cudaError_t st = cudaMalloc(p, n);` or `st = ...;`)."""
+    """The call a local variable is given (`cudaError_t st = cudaMalloc(p,
+    n);`, `job_t *j = calloc(1, n);` or `st = ...;`); where it is given
+    several calls' results, the first, if the variable is returned before
+    the second (`st = cublasCreate(h); if (st != ...) return st; st =
+    cublasSetStream(*h, s);`: made, then configured), else none."""
     values = []
     stack = [body]
     while stack:
         node = stack.pop()
-        if node.type == "init_declarator" and _text(node.child_by_field_name("declarator")) == name:
+        if node.type == "init_declarator" and _declared_text(node.child_by_field_name("declarator")) == name:
             values.append(node.child_by_field_name("value"))
         elif node.type == "assignment_expression" and _text(node.child_by_field_name("left")) == name:
             values.append(node.child_by_field_name("right"))
-        stack.extend(node.named_children)
-    if len(values) != 1 or values[0] is None:
+        stack.extend(reversed(node.named_children))
+    calls = sorted((_unwrapped(value) for value in values), key=lambda call: call.start_byte if call is not None else -1)
+    if not calls or any(call is None or call.type != "call_expression" for call in calls):
         return None
-    value = _unwrapped(values[0])
-    return value if value is not None and value.type == "call_expression" else None
+    if len(calls) > 1 and not any(
+        node.type == "return_statement" and _text(_unwrapped(next(iter(node.named_children), None))) == name
+        and calls[0].end_byte < node.start_byte < calls[1].start_byte
+        for node in _descendants(body)
+    ):
+        return None
+    return calls[0]
+
+
+def _declared_text(declarator: Node | None) -> str:
+    """The name a declarator declares: `j` of `*j`."""
+    while declarator is not None and declarator.type == "pointer_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    return _text(declarator)
 
 
 def _pointer_name(node: Node | None) -> str:
@@ -509,13 +525,13 @@ def _unwrapped(value: Node | None) -> Node | None:
 
 
 def _is_constant(value: Node | None) -> bool:
-    """A status constant (`NVML_SUCCESS`, `0`, `CUDA_ERROR_NOT_FOUND`), or a
-    choice between two (`dlclose(h) ? NVML_ERROR_UNKNOWN : NVML_SUCCESS`)."""
+    """A status constant (`NVML_SUCCESS`, `0`, `CUDA_ERROR_NOT_FOUND`), `NULL`
+    (a pointer-returning helper's failure), or a choice between two (`dlclose(h) ? NVML_ERROR_UNKNOWN : NVML_SUCCESS`)."""
     if value is None:
         return False
     if value.type == "conditional_expression":
         return all(_is_constant(_unwrapped(value.child_by_field_name(field))) for field in ("consequence", "alternative"))
-    return value.type == "number_literal" or (value.type == "identifier" and _CONSTANT_NAME.fullmatch(_text(value)) is not None)
+    return value.type in ("number_literal", "null") or (value.type == "identifier" and _CONSTANT_NAME.fullmatch(_text(value)) is not None)
 
 
 def _is_success(value: Node) -> bool:
@@ -540,6 +556,8 @@ def _with_wrapped(function: CFunction, body: Node) -> CFunction:
         node = stack.pop()
         if node.type == "return_statement":
             value = _unwrapped(next(iter(node.named_children), None))
+            if value is None and function.returns == "void" and not function.pointer:
+                continue  # `return;` of a void function
             if _is_constant(value):
                 early_success = early_success or _is_success(value)
                 continue
@@ -551,7 +569,7 @@ def _with_wrapped(function: CFunction, body: Node) -> CFunction:
         else:
             stack.extend(node.named_children)
     if not calls and function.returns == "void" and not function.pointer:
-        only = _only_call(body)
+        only = _only_call(body) or _frees_parameter(body, function.params)
         calls = [only] if only is not None else []
     names = {_pointer_name(call.child_by_field_name("function")) for call in calls}
     if len(calls) == 0 or len(names) != 1:
@@ -618,3 +636,14 @@ def _root_name(node: Node | None) -> str:
         else:
             node = node.named_children[-1] if node.named_children else None
     return _text(node) if node is not None and node.type == "identifier" else ""
+
+
+def _frees_parameter(body: Node, params: tuple[str, ...]) -> Node | None:
+    """`free(j)` in a void destructor that frees its parameter after its
+    fields (`free(j->name); free(j);`): the destructor is that release."""
+    found = [
+        node for node in _descendants(body)
+        if node.type == "call_expression" and _text(node.child_by_field_name("function")) == "free"
+        and _text(_unwrapped(next(iter((node.child_by_field_name("arguments") or node).named_children), None))) in params
+    ]
+    return found[0] if len(found) == 1 else None

@@ -305,6 +305,10 @@ class _Builder:
     def for_statement(self, node: Node, label: str | None) -> None:
         header = next((c for c in syntax.children(node) if c.type != "block"), None)
         if header is not None and header.type == "range_clause":
+            ranged = header.child_by_field_name("right")
+            if ranged is not None:
+                # Go evaluates the range expression once, before the first iteration.
+                self.add(NodeKind.STMT, ranged)
             head = self.add(NodeKind.RANGE, header)
             target = self.loop_body(node, label, [(head, {"branch": "range", "polarity": True})])
             self.connect(self.pending + target.continues, head)

@@ -244,6 +244,11 @@ class CFG:
         if kind is NodeKind.TYPESWITCH:
             value = ast.child_by_field_name("value")
             return [value] if value is not None else []
+        if kind is NodeKind.RANGE:
+            # Each iteration assigns the loop's variables; the range expression
+            # was evaluated once, by the node before the head.
+            variables = ast.child_by_field_name("left")
+            return [variables] if variables is not None else []
         return [ast]
 
     def statement_nodes(self) -> Iterable[int]:
