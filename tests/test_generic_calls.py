@@ -38,8 +38,10 @@ def _calls(root) -> list[str]:
 
 
 def test_type_arguments_become_blanks_at_the_same_offsets() -> None:
-    blanked = generic_calls(GENERIC, Parser(GO).parse(GENERIC).root_node)
-    assert blanked is not None and len(blanked) == len(GENERIC)
+    found = generic_calls(GENERIC, Parser(GO).parse(GENERIC).root_node)
+    assert found is not None
+    blanked, spans = found
+    assert len(blanked) == len(GENERIC) and len(spans) == 2
     assert blanked.count(b"\n") == GENERIC.count(b"\n")  # lines stay where they were
     assert b"a := Alloc         (n)" in blanked and b"e := pkg.Make       (n)" in blanked
     # type arguments over lines (a name ending its line would end the statement),
@@ -60,7 +62,7 @@ def test_a_file_without_them_is_parsed_once_as_it_is() -> None:
     data = b"package p\n\nfunc f(h []func(int), b []byte) {\n\th[0](1)\n\t_ = string(b)\n}\n"
     parsed = parse(SourceFile(Path("p.go"), "p.go", data))[0]
     assert not parsed.blanked
-    assert generic_calls(data, parsed.root) is None
+    assert generic_calls(data, parsed.root) is None and parsed.original_text("h[0](1)") == "h[0](1)"
 
 
 def test_a_fix_that_would_copy_a_blanked_call_is_not_offered() -> None:
@@ -84,5 +86,7 @@ def test_a_fix_that_would_copy_a_blanked_call_is_not_offered() -> None:
     from_bytes = Fix("insert after", True, (replacement(parsed.source, anchor.end_byte, anchor.end_byte, "\n\tdefer g()"),))
     reporting = Pass(package_run(package), frozenset(), "CL101")
     reporting.report(unit, anchor, "m", fixes=(copying, from_bytes))
-    (finding,) = reporting.findings
+    reporting.report(unit, anchor, f"{syntax.text(anchor)} leaks")
+    (finding, quoting) = reporting.findings
     assert finding.fixes == (from_bytes,)
+    assert quoting.message == "a := Alloc[float32](n) leaks"  # the message quotes the file, not the blanks

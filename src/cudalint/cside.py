@@ -562,6 +562,8 @@ def _with_wrapped(function: CFunction, body: Node) -> CFunction:
                 early_success = early_success or _is_success(value)
                 continue
             if value is not None and value.type == "identifier":
+                if function.pointer and _stored_away(body, {_text(value)}, set(function.params)):
+                    return function  # also linked into a list a parameter holds: the caller borrows it
                 value = _assigned_call(body, _text(value))  # `cudaError_t st = cudaMalloc(p, n); ... return st;`
             if value is None or value.type != "call_expression":
                 return function
@@ -589,22 +591,33 @@ def _kept_params(params: tuple[str, ...], body: Node) -> tuple[int, ...]:
     `named_value->string_value = split_value.string_value` (a setter for a
     union cgo cannot write), `*out = p`, `table[i] = p`, `g_handle = p`.
     A store into a local of its own is none."""
-    locals_ = {_text(_declared_name(d)) for d in _descendants(body) if d.type == "declaration"}
-    kept = set()
+    return tuple(sorted(params.index(name) for name in _stored_away(body, params, set(params))))
+
+
+def _stored_away(body: Node, names: set[str] | tuple[str, ...], params: set[str]) -> set[str]:
+    """Which of `names` the body stores where it outlives the call: the
+    pointer itself, or a pointer field of a struct parameter
+    (`dst->name = src.name`, not `dst[i] = src[i]`, a value read through
+    it), into memory a parameter points to or into a global."""
+    locals_ = {_text(name) for d in _descendants(body) if d.type == "declaration" for name in _declared_names(d)}
+    stored = set()
     for node in _descendants(body):
         if node.type != "assignment_expression":
             continue
-        source = _root_name(_unwrapped(node.child_by_field_name("right")))
+        value = _unwrapped(node.child_by_field_name("right"))
+        if value is not None and value.type == "field_expression" and _text(value.child_by_field_name("operator")) == ".":
+            value = value.child_by_field_name("argument")  # a field of a struct passed by value
+        source = _text(value) if value is not None and value.type == "identifier" else ""
         left = node.child_by_field_name("left")
         target = _root_name(left)
-        if source not in params or not source or target == source:
+        if source not in names or not source or target == source:
             continue
         through = left is not None and (left.type in ("pointer_expression", "subscript_expression") or (
             left.type == "field_expression" and _text(left.child_by_field_name("operator")) == "->"
         ))
         if (target in params and through) or (target not in params and target not in locals_ and target):
-            kept.add(params.index(source))
-    return tuple(sorted(kept))
+            stored.add(source)
+    return stored
 
 
 def _descendants(node: Node) -> list[Node]:
@@ -616,11 +629,15 @@ def _descendants(node: Node) -> list[Node]:
     return found
 
 
-def _declared_name(declaration: Node) -> Node | None:
-    declarator = declaration.child_by_field_name("declarator")
-    while declarator is not None and declarator.type not in ("identifier",):
-        declarator = declarator.child_by_field_name("declarator")
-    return declarator
+def _declared_names(declaration: Node) -> list[Node]:
+    """Every name a declaration declares (`float s = 0, v;`: s and v)."""
+    found = []
+    for declarator in declaration.children_by_field_name("declarator"):
+        while declarator is not None and declarator.type != "identifier":
+            declarator = declarator.child_by_field_name("declarator")
+        if declarator is not None:
+            found.append(declarator)
+    return found
 
 
 def _root_name(node: Node | None) -> str:

@@ -376,6 +376,7 @@ class Pass:
         if file.blanked:
             # A fix copying a generic call's text would write blanks for its type arguments.
             fixes = tuple(fix for fix in fixes if not any(_BLANKED_CALL.search(edit.text) for edit in fix.edits))
+            message = file.original_text(message)
         source = file.source
         span = source.span(node)
         related: list[Related] = []

@@ -40,9 +40,21 @@ class ParsedFile:
     tree: Tree
     package: str
     imports: list[Import] = field(default_factory=list)
-    # The type arguments of single-argument generic calls were parsed as
-    # blanks (`generic_calls`): text the tree gives for them is not the file's.
-    blanked: bool = False
+    # The byte spans of the type arguments of single-argument generic calls,
+    # parsed as blanks (`generic_calls`): text the tree gives there is not the file's.
+    blanked: tuple[tuple[int, int], ...] = ()
+
+    def original_text(self, text: str) -> str:
+        """Text taken from the tree (a message quoting a call), with the
+        type arguments it blanked put back: `check[C.cudaError_t](st)`."""
+        data = self.source.data
+        for start, end in self.blanked:
+            name = start
+            while name > 0 and (data[name - 1:name].isalnum() or data[name - 1:name] in (b"_", b".")):
+                name -= 1
+            seen = data[name:start].decode("utf-8", "replace")
+            text = text.replace(seen + " " * (end - start), data[name:end].decode("utf-8", "replace"))
+        return text
 
     @property
     def root(self) -> Node:
@@ -112,7 +124,7 @@ _MAYBE_GENERIC_CALL = re.compile(rb"\w\[[^\[\]\n]+\]\(")
 _GENERIC_CONVERSIONS: QueryCursor | None = None
 
 
-def generic_calls(data: bytes, root: Node) -> bytes | None:
+def generic_calls(data: bytes, root: Node) -> tuple[bytes, tuple[tuple[int, int], ...]] | None:
     """The bytes to parse instead, where a generic function is called with
     one argument: the grammar cannot tell `Alloc[float32](n)` from a
     conversion to a generic type (`Vec[float32](v)`) and parses both as
@@ -120,7 +132,8 @@ def generic_calls(data: bytes, root: Node) -> bytes | None:
     arguments become spaces (every byte offset and line stays the same), and
     it parses as the call `Alloc(n)`; a conversion written so is still one,
     by what its callee names. Type arguments over several lines stay: a
-    name ending its line would end the statement. None where there is none."""
+    name ending its line would end the statement. The bytes, and the spans
+    blanked; None where there is none."""
     global _GENERIC_CONVERSIONS
     if not _MAYBE_GENERIC_CALL.search(data):
         return None
@@ -137,16 +150,16 @@ def generic_calls(data: bytes, root: Node) -> bytes | None:
     blanked = bytearray(data)
     for arguments in found:
         blanked[arguments.start_byte:arguments.end_byte] = b" " * (arguments.end_byte - arguments.start_byte)
-    return bytes(blanked)
+    return bytes(blanked), tuple((arguments.start_byte, arguments.end_byte) for arguments in found)
 
 
 def parse(source: SourceFile) -> tuple[ParsedFile, list[Notification]]:
     tree = _get_parser().parse(source.parse_bytes)
     blanked = generic_calls(source.parse_bytes, tree.root_node)
     if blanked is not None:
-        tree = _get_parser().parse(blanked)
+        tree = _get_parser().parse(blanked[0])
     root = tree.root_node
-    parsed = ParsedFile(source, tree, _package_name(root), _imports(root), blanked=blanked is not None)
+    parsed = ParsedFile(source, tree, _package_name(root), _imports(root), blanked=blanked[1] if blanked is not None else ())
     notes: list[Notification] = []
     error = first_error(root)
     if error is not None:

@@ -35,26 +35,51 @@ def check(p: Pass) -> None:
 
 
 def _pinned(calls: CallIndex, argument: Node) -> bool:
-    """`pin.Pin(&host[0])` (a runtime.Pinner) before the call, in the same
-    function, with no `pin.Unpin()` between them: the memory stays where it
-    is for the duration, which cgo allows C to keep."""
+    """`pin.Pin(&host[0])` of a `runtime.Pinner` the function declares,
+    in a block holding the call, before it, with no `pin.Unpin()` between
+    them: the memory stays where it is for the duration, which cgo allows
+    C to keep."""
     variable = _memory_variable(calls, argument)
     function = syntax.enclosing_function(argument)
     if variable is None or function is None:
         return False
+    pinners = _pinners(function)
     pinned = False
     for call in syntax.calls_in(function):
         if call.start_byte >= argument.start_byte:
             break
         method = syntax.unparen(call.child_by_field_name("function"))
-        name = syntax.text(method.child_by_field_name("field")) if method is not None and method.type == "selector_expression" else ""
+        if method is None or method.type != "selector_expression" or syntax.text(method.child_by_field_name("operand")) not in pinners:
+            continue
+        name = syntax.text(method.child_by_field_name("field"))
         pinned_argument = syntax.children(call.child_by_field_name("arguments"))
-        if name == "Pin" and len(pinned_argument) == 1:
+        if name == "Pin" and len(pinned_argument) == 1 and _holds(call.parent.parent if call.parent is not None else None, argument):
             pinned_variable = _memory_variable(calls, pinned_argument[0])
             pinned = pinned or (pinned_variable is not None and syntax.text(pinned_variable) == syntax.text(variable))
         elif name == "Unpin" and syntax.statement_of_call(call) != "defer_statement":
             pinned = False
     return pinned
+
+
+def _pinners(function: Node) -> set[str]:
+    """The function's variables of type runtime.Pinner (`var pin
+    runtime.Pinner`, `pin := runtime.Pinner{}`, `new(runtime.Pinner)`)."""
+    found = set()
+    for node in syntax.walk(function):
+        if node.type == "var_spec" and syntax.text(node.child_by_field_name("type")) == "runtime.Pinner":
+            found.update(syntax.text(name) for name in node.children_by_field_name("name"))
+        elif node.type == "short_var_declaration":
+            left = syntax.expressions(node.child_by_field_name("left"))
+            right = syntax.expressions(node.child_by_field_name("right"))
+            for target, value in zip(left, right):
+                if syntax.text(value).replace(" ", "") in ("runtime.Pinner{}", "&runtime.Pinner{}", "new(runtime.Pinner)"):
+                    found.add(syntax.text(target))
+    return found
+
+
+def _holds(block: Node | None, node: Node) -> bool:
+    """Whether the syntax holding a statement (its block) holds the node too."""
+    return block is not None and block.start_byte <= node.start_byte and node.end_byte <= block.end_byte
 
 
 def _memory_variable(calls: CallIndex, expression: Node) -> Node | None:

@@ -105,7 +105,7 @@ class Counted:
                     state.deferred_release is None or not graph.has_path(origin.node, state.deferred_release)
                 ):
                     record.retaken.append((n,))
-                if call == origin.call or self._takes(call, name):
+                if call == origin.call or self._acquires(call, name):
                     raise LeftControl
                 note_gated_call(self._calls.call(call), origin, state, n, call, record)
                 function = syntax.unparen(call.child_by_field_name("function"))
@@ -297,8 +297,10 @@ class Counted:
         for n in defers:
             if n == origin.node or not graph.reachable(n) or not graph.has_path(n, origin.node) or graph.has_path(origin.node, n):
                 continue
-            if any(m != origin.node and not graph.has_path(origin.node, m) and (graph.has_path(m, n) or graph.has_path(n, m)) for m in taken):
-                continue  # registered after an earlier count of the kind, or just before one: that one's release
+            if any(m != origin.node and not graph.has_path(origin.node, m) and (
+                graph.has_path(m, n) or (graph.has_path(n, m) and graph.has_path(m, origin.node))
+            ) for m in taken):
+                continue  # registered after an earlier count of the kind, or just before one on the way here: that one's
             acquires = partial(self._acquires, name=name)
             if self._defer_releases(graph, n, name) and not (
                 value_holds_count(graph.unit, self._calls.package.units, acquires) and released_untaken(graph, n, acquires)

@@ -113,15 +113,26 @@ class Effects:
             element = params[-1].node.parent.child_by_field_name("type")
             if element is None or syntax.text(element) not in _NUMBERS:
                 return Effect.RETAINS
-            # Numbers copied into a kernel's parameter block are no handle
-            # kept: only a release of one says something.
-            summary = self.summary(unit, params[-1])
-            return Effect.RELEASES if summary.releases_on_every_path else (
-                Effect.RETAINS if summary.releases_on_some_path else Effect.BORROWS
-            )
+            # Numbers copied into a kernel's parameter block are lent; a
+            # function that keeps the slice (`append(pending, addrs...)`) or
+            # releases anything (`for _, a := range addrs { C.cudaFree(...) }`)
+            # may keep or free each.
+            if self._releases_element(unit, params[-1].name) or _kept_whole(unit, params[-1].name):
+                return Effect.RETAINS
+            return Effect.BORROWS
         if index >= len(params):
             return Effect.RETAINS
         return self.effect(unit, params[index])
+
+    def _releases_element(self, unit: Unit, name: str) -> bool:
+        """Whether an API release call of the function is given an element
+        of the slice: `name[i]`, or a variable ranging over it."""
+        names = {name} | _ranging_over(unit, name)
+        return any(
+            fact.api is not None and fact.api.is_release
+            and any(node.type == "identifier" and syntax.text(node) in names for node in syntax.walk(fact.node))
+            for fact in self._calls.api_facts_in(unit)
+        )
 
     def _parameter_summaries(self, unit: Unit) -> tuple[Summary, ...]:
         return tuple(self._walk_summary(unit, param, memo=False) for param in unit.params)
@@ -149,3 +160,27 @@ class Effects:
         if memo:
             self._summaries[key] = summary
         return summary
+
+
+def _kept_whole(unit: Unit, name: str) -> bool:
+    """Whether the body hands the slice on whole: spread into a call
+    (`append(pending, name...)`), assigned, listed in a literal or returned
+    (reading its elements, ranging over it or copying from it keeps nothing)."""
+    for node in syntax.walk(unit.body) if unit.body is not None else ():
+        if node.type == "variadic_argument" and syntax.text(node) == f"{name}...":
+            return True
+        if node.type == "identifier" and syntax.text(node) == name and node.parent is not None and node.parent.type in (
+            "expression_list", "literal_element", "keyed_element", "return_statement",
+        ):
+            return True
+    return False
+
+
+def _ranging_over(unit: Unit, name: str) -> set[str]:
+    """The variables of `for _, v := range name` loops."""
+    found: set[str] = set()
+    for node in syntax.walk(unit.body) if unit.body is not None else ():
+        if node.type == "range_clause" and syntax.text(node.child_by_field_name("right")) == name:
+            found.update(syntax.text(v) for v in syntax.expressions(node.child_by_field_name("left")))
+    return found
+

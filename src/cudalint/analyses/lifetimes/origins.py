@@ -387,7 +387,7 @@ class Origins:
                 return origin, State(Phase.HELD, frozenset({holder}), proxy, fields=frozenset({held})), None
             return origin, None, None
         if parent.type == "expression_statement":
-            if any(role.handle == "none" for role in origin.resource.release):
+            if self._released_by_kind_in(origin):
                 # `dcgm.Init(mode)` then `dcgm.Shutdown()`: as with `_`, the count is released by kind.
                 return replace(origin, role=CallRole(origin.role.call, "none")), State(Phase.HELD, frozenset(), proxy), None
             return origin, State(Phase.HELD, frozenset()), "its result is discarded"
@@ -396,6 +396,15 @@ class Origins:
         if parent.type in ("binary_expression", "if_statement", "unary_expression"):
             return origin, State(Phase.HELD, frozenset()), "its result is only compared, never stored"
         return origin, None, None
+
+    def _released_by_kind_in(self, origin: Origin) -> bool:
+        """Whether the function gives the resource back by kind somewhere
+        (`dcgm.Shutdown()`): a release it handed out and the caller dropped
+        is then not the only way back."""
+        by_kind = {role.call for role in origin.resource.release if role.handle == "none"}
+        return bool(by_kind) and any(
+            fact.api is not None and fact.api.name in by_kind for fact in self._calls.api_facts_in(origin.unit)
+        )
 
     def _temporary(self, origin: Origin, call: Node, index: int) -> Birth:
         """`C.puts(C.CString(s))`: the result is handed straight to a call."""
