@@ -153,8 +153,9 @@ def main(**values) -> None:
 
     PATTERNS are Go-style package patterns: ./... (the default), dir/..., a
     directory (that package only) or .go files (analysed as one package, as
-    the pre-commit hook passes them). Build constraints are ignored: every
-    .go file is read, so that cgo files behind tags are analysed too.
+    the pre-commit hook passes them). Build constraints select no files:
+    every .go file is read, so that cgo files behind tags are analysed too;
+    they only tell which variant of a function a file can call.
 
     Configuration comes from the nearest .cudalint.toml or pyproject.toml
     with a [tool.cudalint] table at or above the current directory; the

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from tree_sitter import Node
 
-from cudalint import syntax
+from cudalint import buildtags, syntax
 from cudalint.analyses.call_kinds import value_parent
 from cudalint.analyses.calls import CalleeKind, CallIndex, unwrap
 from cudalint.analyses.lifetimes.flags import set_in
@@ -84,6 +84,9 @@ class Origins:
                 continue
             if callee.kind is not CalleeKind.LOCAL or target is None or target is unit or target.nested:
                 continue  # (a package-level variable's literal is a function like any: `var dcgmInit = func...`)
+            if not buildtags.compatible(unit.file, target.file):
+                continue  # `cuda_stub_test.go` (!cuda) never calls the `cuda` file's variant
+
             n = graph.node_containing(call)
             if n is None or not graph.reachable(n):
                 continue
