@@ -275,13 +275,14 @@ def _asserted_to_fail(origin: Origin, calls: CallIndex) -> bool:
     return False
 
 
-# What stops a test where it is called (`t.Fatal`, `b.FailNow`).
-_STOPS_TEST = (".Fatal", ".Fatalf", ".FailNow")
+# What fails a test where it is called (`t.Fatal`, `b.FailNow`; `t.Error`
+# marks it failed and goes on, as testify's assert.Error does).
+_FAILS_TEST = (".Fatal", ".Fatalf", ".FailNow", ".Error", ".Errorf", ".Fail")
 
 
 def _fatal_on_success(origin: Origin, name: str) -> bool:
     """`_, err := NewEngine(cfg)` then `if err == nil { t.Fatal("expected an
-    error") }`: the test stops where the acquisition succeeded."""
+    error") }` (or `t.Error`): the test fails where the acquisition succeeded."""
     for node in syntax.walk(origin.unit.body):
         if node.type != "if_statement" or node.start_byte <= origin.call.end_byte:
             continue
@@ -290,7 +291,7 @@ def _fatal_on_success(origin: Origin, name: str) -> bool:
             continue
         consequence = node.child_by_field_name("consequence")
         if consequence is not None and any(
-            syntax.text(call.child_by_field_name("function")).endswith(_STOPS_TEST) for call in syntax.calls_in(consequence)
+            syntax.text(call.child_by_field_name("function")).endswith(_FAILS_TEST) for call in syntax.calls_in(consequence)
         ):
             return True
     return False
