@@ -14,22 +14,23 @@ from __future__ import annotations
 
 import itertools
 import re
+import weakref
 
 from cudalint.parse import ParsedFile
 
 # Constraints over more tags than this are taken as satisfiable (2^12 evaluations at most).
 _MAX_TAGS = 12
 _TOKEN = re.compile(r"\s*(\(|\)|!|&&|\|\||[A-Za-z0-9_.]+)")
-_constraints: dict[int, str | None] = {}
+# Per file, while the file lives (an id may be reused by the next package's files).
+_constraints: weakref.WeakKeyDictionary[ParsedFile, str | None] = weakref.WeakKeyDictionary()
 
 
 def constraint(parsed: ParsedFile) -> str | None:
     """The file's constraint as a `//go:build` expression (`// +build` lines
     turned into one), None where it has none."""
-    key = id(parsed)
-    if key not in _constraints:
-        _constraints[key] = _read(parsed.source.data)
-    return _constraints[key]
+    if parsed not in _constraints:
+        _constraints[parsed] = _read(parsed.source.data)
+    return _constraints[parsed]
 
 
 def compatible(first: ParsedFile, second: ParsedFile) -> bool:
@@ -82,18 +83,18 @@ class _Evaluator:
         return result
 
     def _or(self) -> bool:
-        result = self._and()
-        while self.at < len(self.tokens) and self.tokens[self.at] == "||":
-            self.at += 1
-            result = self._and() or result
-        return result
+        return any(self._operands("||", self._and))
 
     def _and(self) -> bool:
-        result = self._not()
-        while self.at < len(self.tokens) and self.tokens[self.at] == "&&":
+        return all(self._operands("&&", self._not))
+
+    def _operands(self, operator: str, operand) -> list[bool]:
+        """Every operand of a run of one operator (all read: none is skipped)."""
+        found = [operand()]
+        while self.at < len(self.tokens) and self.tokens[self.at] == operator:
             self.at += 1
-            result = self._not() and result
-        return result
+            found.append(operand())
+        return found
 
     def _not(self) -> bool:
         token = self.tokens[self.at]

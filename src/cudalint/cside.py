@@ -32,6 +32,7 @@ from pathlib import Path
 
 from tree_sitter import Language, Node, Parser
 
+from cudalint import syntax
 from cudalint.parse import ParsedFile
 
 # A header or C file larger than this is not read (generated tables, amalgamations).
@@ -325,21 +326,18 @@ def _assigned_call(body: Node, name: str) -> Node | None:
     the second (`st = cublasCreate(h); if (st != ...) return st; st =
     cublasSetStream(*h, s);`: made, then configured), else none."""
     values = []
-    stack = [body]
-    while stack:
-        node = stack.pop()
+    for node in syntax.walk(body):  # in source order
         if node.type == "init_declarator" and _declared_text(node.child_by_field_name("declarator")) == name:
             values.append(node.child_by_field_name("value"))
         elif node.type == "assignment_expression" and _text(node.child_by_field_name("left")) == name:
             values.append(node.child_by_field_name("right"))
-        stack.extend(reversed(node.named_children))
-    calls = sorted((_unwrapped(value) for value in values), key=lambda call: call.start_byte if call is not None else -1)
+    calls = [_unwrapped(value) for value in values]
     if not calls or any(call is None or call.type != "call_expression" for call in calls):
         return None
     if len(calls) > 1 and not any(
         node.type == "return_statement" and _text(_unwrapped(next(iter(node.named_children), None))) == name
         and calls[0].end_byte < node.start_byte < calls[1].start_byte
-        for node in _descendants(body)
+        for node in syntax.walk(body)
     ):
         return None
     return calls[0]
@@ -599,9 +597,9 @@ def _stored_away(body: Node, names: set[str] | tuple[str, ...], params: set[str]
     pointer itself, or a pointer field of a struct parameter
     (`dst->name = src.name`, not `dst[i] = src[i]`, a value read through
     it), into memory a parameter points to or into a global."""
-    locals_ = {_text(name) for d in _descendants(body) if d.type == "declaration" for name in _declared_names(d)}
+    locals_ = {_text(name) for d in syntax.walk(body) if d.type == "declaration" for name in _declared_names(d)}
     stored = set()
-    for node in _descendants(body):
+    for node in syntax.walk(body):
         if node.type != "assignment_expression":
             continue
         value = _unwrapped(node.child_by_field_name("right"))
@@ -620,15 +618,6 @@ def _stored_away(body: Node, names: set[str] | tuple[str, ...], params: set[str]
     return stored
 
 
-def _descendants(node: Node) -> list[Node]:
-    found, stack = [], [node]
-    while stack:
-        current = stack.pop()
-        found.append(current)
-        stack.extend(current.named_children)
-    return found
-
-
 def _declared_names(declaration: Node) -> list[Node]:
     """Every name a declaration declares (`float s = 0, v;`: s and v)."""
     found = []
@@ -644,11 +633,7 @@ def _root_name(node: Node | None) -> str:
     """The variable an lvalue or value is reached from: `v` of `v.f`,
     `v->f.g`, `*v`, `v[i]`."""
     while node is not None and node.type in ("field_expression", "pointer_expression", "subscript_expression", "parenthesized_expression", "cast_expression"):
-        if node.type == "field_expression":
-            node = node.child_by_field_name("argument")
-        elif node.type == "pointer_expression":
-            node = node.child_by_field_name("argument")
-        elif node.type == "subscript_expression":
+        if node.type in ("field_expression", "pointer_expression", "subscript_expression"):
             node = node.child_by_field_name("argument")
         else:
             node = node.named_children[-1] if node.named_children else None
@@ -659,7 +644,7 @@ def _frees_parameter(body: Node, params: tuple[str, ...]) -> Node | None:
     """`free(j)` in a void destructor that frees its parameter after its
     fields (`free(j->name); free(j);`): the destructor is that release."""
     found = [
-        node for node in _descendants(body)
+        node for node in syntax.walk(body)
         if node.type == "call_expression" and _text(node.child_by_field_name("function")) == "free"
         and _text(_unwrapped(next(iter((node.child_by_field_name("arguments") or node).named_children), None))) in params
     ]

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from tree_sitter import Node, Parser, Query, QueryCursor, Tree
+from tree_sitter import Node, Parser, Tree
 
 from cudalint import syntax
 from cudalint.syntax import GO
@@ -121,7 +121,6 @@ def first_error(root: Node) -> tuple[Node, str] | None:
 
 # `Name[T](x)` and `pkg.Name[T](x)`, as text: where none occurs, no tree is queried.
 _MAYBE_GENERIC_CALL = re.compile(rb"\w\[[^\[\]\n]+\]\(")
-_GENERIC_CONVERSIONS: QueryCursor | None = None
 
 
 def generic_calls(data: bytes, root: Node) -> tuple[bytes, tuple[tuple[int, int], ...]] | None:
@@ -134,15 +133,10 @@ def generic_calls(data: bytes, root: Node) -> tuple[bytes, tuple[tuple[int, int]
     by what its callee names. Type arguments over several lines stay: a
     name ending its line would end the statement. The bytes, and the spans
     blanked; None where there is none."""
-    global _GENERIC_CONVERSIONS
     if not _MAYBE_GENERIC_CALL.search(data):
         return None
-    if _GENERIC_CONVERSIONS is None:
-        _GENERIC_CONVERSIONS = QueryCursor(Query(
-            GO, "(type_conversion_expression type: (generic_type type_arguments: (type_arguments) @arguments))",
-        ))
     found = [
-        arguments for arguments in _GENERIC_CONVERSIONS.captures(root).get("arguments", [])
+        arguments for arguments in syntax.generic_conversion_arguments(root)
         if b"\n" not in data[arguments.start_byte:arguments.end_byte]
     ]
     if not found:

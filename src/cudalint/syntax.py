@@ -223,6 +223,15 @@ def selectors(root: Node) -> list[Node]:
     return _all_captures("(selector_expression) @selector", root).get("selector", [])
 
 
+def generic_conversion_arguments(root: Node) -> list[Node]:
+    """The type arguments of every conversion to a generic type under root
+    (`[float32]` of `Vec[float32](v)`, and of `Alloc[float32](n)`, which
+    parses the same)."""
+    return _all_captures(
+        "(type_conversion_expression type: (generic_type type_arguments: (type_arguments) @arguments))", root,
+    ).get("arguments", [])
+
+
 _INDEX_QUERY = """
 (func_literal) @literal
 (defer_statement) @defer
