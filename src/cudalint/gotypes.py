@@ -319,6 +319,10 @@ class Paths:
         return found
 
 
+# Expressions whose comma-ok form gives their value first (`v, ok := m[k]`,
+# `t, ok := x.(T)`, `v, ok := <-ch`).
+_COMMA_OK = ("index_expression", "type_assertion_expression", "unary_expression")
+
 class TypeOracle:
     """The package types of a package's expressions, as its syntax says them.
     `function_of` finds the function (unit) a symbol stands for, for the
@@ -356,7 +360,7 @@ class TypeOracle:
             return None
         if node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) in ("&", "*"):
             return self.type_of(node.child_by_field_name("operand"), depth + 1)
-        if node.type == "composite_literal":
+        if node.type in ("composite_literal", "type_assertion_expression"):
             return named_type(node.child_by_field_name("type"))
         if node.type == "identifier":
             symbol = self.package.resolution.symbol(node)
@@ -367,10 +371,11 @@ class TypeOracle:
             ranged = self.ranged_type(symbol)
             if ranged is not None:
                 return named_type(ranged)
-            if symbol.init is not None and symbol.init_index < 0:
-                return self.type_of(symbol.init, depth + 1)
-            if symbol.init is not None and symbol.init_index == 0:
-                return self.result_type(symbol.init)
+            init = syntax.unparen(symbol.init)
+            if init is not None and (symbol.init_index < 0 or (symbol.init_index == 0 and init.type in _COMMA_OK)):
+                return self.type_of(init, depth + 1)  # (`m, ok := p.kernels[name]`: the value's type)
+            if init is not None and symbol.init_index == 0:
+                return self.result_type(init)
             return None
         if node.type == "call_expression":
             function = syntax.unparen(node.child_by_field_name("function"))
@@ -488,7 +493,7 @@ class TypeOracle:
         resolution = self.package.resolution
         if node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) in ("&", "*"):
             return self.imported_type_of(node.child_by_field_name("operand"), depth + 1)
-        if node.type == "composite_literal":
+        if node.type in ("composite_literal", "type_assertion_expression"):
             return qualified_type(resolution, node.child_by_field_name("type"))
         if node.type == "call_expression":
             return self._imported_result(node, 0)
@@ -512,9 +517,10 @@ class TypeOracle:
             return self._imported_elements(*position)
         if symbol.init is None:
             return None
-        if symbol.init_index < 0:
-            return self.imported_type_of(symbol.init, depth + 1)
-        return self._imported_result(syntax.unparen(symbol.init), symbol.init_index)
+        init = syntax.unparen(symbol.init)
+        if symbol.init_index < 0 or (symbol.init_index == 0 and init is not None and init.type in _COMMA_OK):
+            return self.imported_type_of(init, depth + 1)  # `f, ok := p.funcs[name]`: the value's type
+        return self._imported_result(init, symbol.init_index)
 
     def _imported_result(self, call: Node | None, index: int) -> tuple[str, str] | None:
         if call is None or call.type != "call_expression":

@@ -294,12 +294,6 @@ class Owners:
                         if function is not None and function.type == "selector_expression":
                             yield function.child_by_field_name("operand"), (resource,)
                 continue
-            imported = self.imported.get(*callee.imported) if callee.kind is CalleeKind.MODULE and callee.imported is not None else None
-            if imported is not None:
-                for index, family, name in imported.releases:
-                    known = facts.knowledge.resource(family, name)
-                    if known is not None and 0 <= index < len(arguments):
-                        yield arguments[index], (known[1],)
             operand = syntax.method_operand(call)
             if callee.kind is CalleeKind.LOCAL and callee.target is not None and callee.target is not unit and callee.target.kind is not UnitKind.LITERAL:
                 released = self._released.get(callee.target, ())
@@ -308,25 +302,35 @@ class Owners:
                         yield operand, (resource,)
                     elif 0 <= index < len(arguments):
                         yield arguments[index], (resource,)
-            elif operand is not None and callee.kind in (CalleeKind.UNKNOWN, CalleeKind.MODULE):
-                resources = self._imported_owner_releases(operand, syntax.text(syntax.called(call).child_by_field_name("field")))
-                if resources:
-                    yield operand, resources
+            else:
+                for handle, _, resource in self.module_releases(call):
+                    yield handle, (resource,)
 
-    def _imported_owner_releases(self, operand: Node, method: str) -> tuple[ResourceSpec, ...]:
-        """`s.ptr.Free()` with `ptr gpu.DevicePtr`: what the release method of
-        an owning type of another package of the module frees."""
+    def module_releases(self, call: Node) -> list[tuple[Node, str, ResourceSpec]]:
+        """(handle, family name, resource) for each value a call of another
+        package of the module frees: an argument of a release wrapper
+        (`gpu.Free(p)`), or the value a release method of an owning type is
+        called on (`s.ptr.Free()` with `ptr gpu.DevicePtr`)."""
         facts = self.facts
-        typed = facts.types.imported_type_of(operand)
-        owned = self.elsewhere(*typed) if typed is not None else None
-        if owned is None or not owned.owns or method not in owned.methods:
-            return ()
-        found = []
-        for family, name in owned.owns:
+        callee = facts.callee(call)
+        if callee.kind not in (CalleeKind.UNKNOWN, CalleeKind.MODULE):
+            return []
+        found: list[tuple[Node, str, ResourceSpec]] = []
+        arguments = syntax.children(call.child_by_field_name("arguments"))
+        imported = self.imported.get(*callee.imported) if callee.kind is CalleeKind.MODULE and callee.imported is not None else None
+        for index, family, name in imported.releases if imported is not None else ():
             known = facts.knowledge.resource(family, name)
-            if known is not None:
-                found.append(known[1])
-        return tuple(found)
+            if known is not None and 0 <= index < len(arguments):
+                found.append((arguments[index], family, known[1]))
+        operand = syntax.method_operand(call)
+        typed = facts.types.imported_type_of(operand) if operand is not None else None
+        owned = self.elsewhere(*typed) if typed is not None else None
+        if owned is not None and syntax.text(syntax.called(call).child_by_field_name("field")) in owned.methods:
+            for family, name in owned.owns:
+                known = facts.knowledge.resource(family, name)
+                if known is not None:
+                    found.append((operand, family, known[1]))
+        return found
 
     def releasing_units(self) -> frozenset[Node]:
         """The functions (their nodes) that may free something: those calling an API

@@ -65,9 +65,12 @@ class ExitOracle:
     def __init__(
         self, resolution: Resolution, package_exits: Callable[[Symbol], frozenset[ExitKind] | None],
         imported_exits: Mapping[tuple[str, str], frozenset[ExitKind]] | None = None,
+        literal_exits: Callable[[Node], frozenset[ExitKind] | None] | None = None,
     ):
         self.resolution = resolution
         self.package_exits = package_exits
+        # How a function literal's body ends, None if it may return.
+        self.literal_exits = literal_exits
         # Exported functions of other packages of the module that never
         # return, as their summaries say: (import path, name) -> exits.
         self.imported_exits = imported_exits or {}
@@ -98,10 +101,28 @@ class ExitOracle:
                 kind = _NO_RETURN_FUNCS.get((path, name))
                 return frozenset({kind}) if kind is not None else self.imported_exits.get((path, name))
             declared = imported_type(res, res.symbol(operand))
+            if declared == ("sync", "Once") and name == "Do":
+                return self._first_do_exits(call, res.symbol(operand))
             if declared is not None:
                 kind = _NO_RETURN_METHODS.get(declared, {}).get(name)
                 return frozenset({kind}) if kind is not None else None
         return None
+
+    def _first_do_exits(self, call: Node, once: Symbol | None) -> frozenset[ExitKind] | None:
+        """`once.Do(func() { ...; os.Exit(code) })`: the Do that runs the
+        literal ends the process, and any other Do waits for it or finds the
+        process gone, so the call cannot return. A literal that panics (or
+        ends its goroutine) marks the Once done: then only a Once of the
+        calling function's own, whose first Do this is, cannot return."""
+        arguments = syntax.children(call.child_by_field_name("arguments"))
+        if once is None or self.literal_exits is None or len(arguments) != 1:
+            return None
+        literal = syntax.unparen(arguments[0])
+        exits = self.literal_exits(literal) if literal is not None and literal.type == "func_literal" else None
+        if exits is None or exits <= {ExitKind.PROCESS}:
+            return exits
+        return exits if once.is_local and once.function == syntax.enclosing_function(call) else None
+
 
 
 Pending = list[tuple[int, dict]]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Mapping
 
+from tree_sitter import Node
+
 from cudalint import fixpoint, syntax
 from cudalint.cfg.build import ExitOracle, build_cfg
 from cudalint.cfg.graph import CFG, ExitKind
@@ -30,6 +32,8 @@ class PackageCFGs:
         self.imported_exits = imported_exits or {}
         self.failures: dict[Unit, str] = {}
         self.no_return: dict[Symbol, frozenset[ExitKind] | None] = {}
+        self._literal_exits: dict[Node, frozenset[ExitKind] | None] = {}
+        self._literals: dict[Node, Unit] | None = None
         self.graphs = _LazyGraphs(self, node_budget)
         self._variants: dict[Symbol, list[Unit]] = {}
         for unit in package.units:
@@ -50,7 +54,7 @@ class PackageCFGs:
         if not self.analysable(unit):
             return None
         try:
-            graph = build_cfg(unit, ExitOracle(self.package.resolution, self.exits_of_function, self.imported_exits))
+            graph = build_cfg(unit, self._oracle())
         except NestingTooDeep:
             self.failures[unit] = f"nests deeper than {MAX_NESTING} levels"
             return None
@@ -62,6 +66,28 @@ class PackageCFGs:
             if outer is not None and not outer.created or (outer is not None and _in_dead_code(unit, outer)):
                 graph.created = False
         return graph
+
+    def _oracle(self) -> ExitOracle:
+        return ExitOracle(self.package.resolution, self.exits_of_function, self.imported_exits, self.exits_of_literal)
+
+    def exits_of_literal(self, literal: Node) -> frozenset[ExitKind] | None:
+        """How a function literal's body ends, None if it may return. Its
+        graph is built for this answer alone: the cached graphs of literals
+        ask their enclosing function's graph, which is being built."""
+        if literal not in self._literal_exits:
+            if self._literals is None:
+                self._literals = {unit.node: unit for unit in self.package.units if unit.kind is UnitKind.LITERAL}
+            unit = self._literals.get(literal)
+            self._literal_exits[literal] = None
+            if unit is not None and self.analysable(unit):
+                try:
+                    graph = build_cfg(unit, self._oracle())
+                except (NestingTooDeep, RecursionError):
+                    graph = None
+                if graph is not None and not graph.exit_reachable(ExitKind.RETURN):
+                    self._literal_exits[literal] = frozenset(
+                        k for k in ExitKind if k is not ExitKind.RETURN and graph.exit_reachable(k))
+        return self._literal_exits[literal]
 
     def exits_of_function(self, symbol: Symbol) -> frozenset[ExitKind] | None:
         """None if a call of this package function may return; otherwise how

@@ -42,6 +42,7 @@ from cudalint.analyses.finalizers.guards import Guards
 from cudalint.analyses.finalizers.model import Form, Guard, GuardKind, Registration, Release
 from cudalint.analyses.finalizers.registrations import Registrations
 from cudalint.analyses.finalizers.releases import Summaries
+from cudalint.analyses.owners import OWNERS
 from cudalint.analyses.status import STATUS, StatusSemantics
 from cudalint.framework import Analysis, Pass
 from cudalint.gotypes import Paths
@@ -137,7 +138,7 @@ def find_finalizers(p: Pass) -> Finalizers:
         return result
     access_paths = AccessPaths(p.package, calls)
     guards = Guards(calls, status, access_paths)
-    summaries = Summaries(p.package, p.cfgs, calls, access_paths, guards)
+    summaries = Summaries(p.package, p.cfgs, calls, access_paths, guards, p.result_of(OWNERS))
     registrations = Registrations(summaries)
     result.registrations = registrations.find()
     if not any(r.releases for r in result.registrations):
@@ -164,4 +165,4 @@ def find_finalizers(p: Pass) -> Finalizers:
     return result
 
 
-FINALIZERS: Analysis[Finalizers] = Analysis("finalizers", __doc__ or "", find_finalizers, requires=(CALLS, STATUS))
+FINALIZERS: Analysis[Finalizers] = Analysis("finalizers", __doc__ or "", find_finalizers, requires=(CALLS, STATUS, OWNERS))

@@ -14,6 +14,7 @@ from cudalint.analyses.calls import CalleeKind, CallIndex
 from cudalint.analyses.finalizers.access import AccessPaths
 from cudalint.analyses.finalizers.guards import Guards
 from cudalint.analyses.finalizers.model import Access, Guard, GuardKind, Release
+from cudalint.analyses.owners import Owners
 from cudalint.cfg import CFG, PackageCFGs
 from cudalint.functions import LiteralUse, Package, Unit, UnitKind
 from cudalint.scope import Symbol
@@ -29,8 +30,11 @@ _RUNS_WITH_PARENT = frozenset({LiteralUse.CALLED, LiteralUse.DEFERRED, LiteralUs
 class Summaries:
     """The release summaries of one package's functions, solved callees first."""
 
-    def __init__(self, package: Package, cfgs: PackageCFGs, calls: CallIndex, access_paths: AccessPaths, guards: Guards):
+    def __init__(
+        self, package: Package, cfgs: PackageCFGs, calls: CallIndex, access_paths: AccessPaths, guards: Guards, owners: Owners,
+    ):
         self.package = package
+        self.owners = owners
         self.cfgs = cfgs
         self.calls = calls
         self.resolution = package.resolution
@@ -110,7 +114,13 @@ class Summaries:
                 return []  # a literal of this function: handled with the literals
             receiver = syntax.method_operand(call)
             return self._through(unit, call, callee.target, receiver, arguments)
-        return []
+        out = []
+        for handle, family, resource in self.owners.module_releases(call):
+            # `w.ptr.Free()` with `ptr gpu.DevicePtr`, `gpu.Free(w.ptr)`: another package's release.
+            where = self.access_paths.access(handle)
+            if where is not None:
+                out.append(Release(unit, call, call, unit, syntax.text(function), resource, family, where.root, where.root_type, where.path))
+        return out
 
     def _api_release(self, unit: Unit, call: Node, api) -> list[Release]:
         function = syntax.unparen(call.child_by_field_name("function"))

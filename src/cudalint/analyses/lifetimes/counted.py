@@ -78,8 +78,12 @@ def is_counted(origin: Origin | None) -> bool:
 
 
 class Counted:
-    def __init__(self, calls: CallIndex, uses: VariableUses, status: StatusSemantics, imported: Imported, nils: NilLocals):
+    def __init__(
+        self, calls: CallIndex, uses: VariableUses, status: StatusSemantics, imported: Imported, nils: NilLocals,
+        never_returns: Callable[[Unit], bool],
+    ):
         self._calls = calls
+        self._never_returns = never_returns  # a release in a function that then exits is no caller's
         self._nils = nils
         self._imported = imported  # the facts of a function of another package of the module
         self._status = status
@@ -105,7 +109,7 @@ class Counted:
                     state.deferred_release is None or not graph.has_path(origin.node, state.deferred_release)
                 ):
                     record.retaken.append((n,))
-                if call == origin.call or self._acquires(call, name):
+                if call == origin.call or self._takes(call, name):
                     raise LeftControl
                 note_gated_call(self._calls.call(call), origin, state, n, call, record)
                 function = syntax.unparen(call.child_by_field_name("function"))
@@ -118,13 +122,13 @@ class Counted:
                     continue
                 if self._call_releases(call, name):
                     state = release(origin, state, n, _statement_of(call) == "defer_statement", record, None)
-                elif self._unseen(call) and state.phase is Phase.HELD:
+                elif _unseen(self._calls, call) and state.phase is Phase.HELD:
                     record.transferred += 1  # a method the analysis cannot see into may release it: silence
                     raise LeftControl
-            for literal in _literals(root):
+            for literal in syntax.outermost(root, "func_literal"):
                 unit = self._calls.literal(literal)
                 if unit is not None and unit.body is not None and state.phase is Phase.HELD and any(
-                    self._unseen(call) for call in syntax.calls_in(unit.body)
+                    _unseen(self._calls, call) for call in syntax.calls_in(unit.body)
                 ):
                     record.transferred += 1
                     raise LeftControl
@@ -168,13 +172,13 @@ class Counted:
         """`releases`, reading the package's callees from the memo."""
         if unit.body is None:
             return False
-        calls = [node for node in syntax.walk(unit.body) if node.type == "call_expression"]
+        calls = _all_calls(unit.body)
         if any(self._takes(call, name) for call in calls):
             return False  # it takes its own count (Init ... defer Shutdown): balanced, no release of the caller's
         for call in calls:
             callee = self._calls.callee(call)
             if callee.kind is CalleeKind.LOCAL and callee.target is not None:
-                if memo.get(callee.target, False):
+                if memo.get(callee.target, False) and not self._never_returns(callee.target):
                     return True
             elif self._call_releases(call, name, local=False):
                 return True
@@ -194,7 +198,7 @@ class Counted:
             return False  # a function of the package, or a literal of the body: read from the memo, or walked
         target = callee.target
         if callee.kind is CalleeKind.LOCAL and target is not None:
-            return self.releases(target, name)
+            return self.releases(target, name) and not self._never_returns(target)
         function = syntax.unparen(call.child_by_field_name("function"))
         if function is not None and function.type == "identifier":
             bound = self._calls.unit_of(self._calls.package.resolution.symbol(function))
@@ -223,42 +227,6 @@ class Counted:
                 if resource.name == name for role in resource.release
             )
         return self._release_names[name]
-
-    def _unseen(self, call: Node) -> bool:
-        """A call the analysis cannot see into that may release a count: a
-        function value, or a method of a value whose type is no standard
-        library's (an interface of the module: `defer provider.Cleanup()`,
-        `nvmlprovider.Client().Cleanup()`). Functions of other packages
-        (loggers) and methods of the standard library's types are not."""
-        callee = self._calls.callee(call)
-        if callee.kind is CalleeKind.VALUE:
-            # `wrapErr(...)` of `wrapErr := func(...) error {...}`: the literal is seen.
-            bound = self._calls.unit_of(callee.symbol) if callee.symbol is not None and callee.symbol.is_local else None
-            return bound is None or bound.kind is not UnitKind.LITERAL or bound.stored_in is not callee.symbol or not _only_called(bound)
-        if callee.kind is not CalleeKind.UNKNOWN:
-            return False
-        function = syntax.unparen(call.child_by_field_name("function"))
-        if function is None or function.type != "selector_expression":
-            return False
-        operand = syntax.unparen(function.child_by_field_name("operand"))
-        if operand is None:
-            return False
-        if operand.type == "call_expression":
-            inner = self._calls.callee(operand)
-            if inner.kind in (CalleeKind.LOCAL, CalleeKind.MODULE, CalleeKind.VALUE):
-                return True
-            fact = self._calls.call(operand)
-            return inner.kind is CalleeKind.UNKNOWN and fact is not None and _outside_std(fact.import_path)
-        if operand.type != "identifier":
-            return False  # a field, an index: its type is not known here, no guess
-        resolution = self._calls.package.resolution
-        symbol = resolution.symbol(operand)
-        if symbol is None or symbol.kind is not SymbolKind.VAR:
-            return False  # a package's function, a type's method expression
-        typed = imported_type(resolution, symbol)
-        if typed is not None:
-            return _outside_std(typed[0])
-        return symbol.type_node is not None and named_type(symbol.type_node) is not None and self._calls.local_type(symbol) is not None
 
     def _acquires(self, call: Node, name: str) -> bool:
         """A call that takes a count of the kind: the API's, or an
@@ -361,11 +329,14 @@ class Counted:
                     return True  # a sentinel error of the package
                 return self._tested_failing(statement, origin, text, failure)
             if last.type == "call_expression":
-                # `return wrapErr("init", err)` where err failed: wrapping a
-                # non-nil error gives one.
+                # `return wrapErr("init", err)` where err failed, `return
+                # check("copy", st)` where the status st did: an error made of
+                # a failure is one.
                 for argument in syntax.children(last.child_by_field_name("arguments")):
                     argument = syntax.unparen(argument)
-                    if argument is not None and argument.type == "identifier" and self._tested_failing(statement, origin, syntax.text(argument), failure):
+                    if argument is not None and argument.type == "identifier" and any(
+                        self._tested_failing(statement, origin, syntax.text(argument), tested) for tested in (failure, "status")
+                    ):
                         return True
             return None
         if self._is_success(origin, last):
@@ -578,6 +549,43 @@ class Counted:
         )
 
 
+def _unseen(calls: CallIndex, call: Node) -> bool:
+    """A call the analysis cannot see into that may release a count: a
+    function value, or a method of a value whose type is no standard
+    library's (an interface of the module: `defer provider.Cleanup()`,
+    `nvmlprovider.Client().Cleanup()`). Functions of other packages
+    (loggers) and methods of the standard library's types are not."""
+    callee = calls.callee(call)
+    if callee.kind is CalleeKind.VALUE:
+        # `wrapErr(...)` of `wrapErr := func(...) error {...}`: the literal is seen.
+        bound = calls.unit_of(callee.symbol) if callee.symbol is not None and callee.symbol.is_local else None
+        return bound is None or bound.kind is not UnitKind.LITERAL or bound.stored_in is not callee.symbol or not _only_called(bound)
+    if callee.kind is not CalleeKind.UNKNOWN:
+        return False
+    function = syntax.unparen(call.child_by_field_name("function"))
+    if function is None or function.type != "selector_expression":
+        return False
+    operand = syntax.unparen(function.child_by_field_name("operand"))
+    if operand is None:
+        return False
+    if operand.type == "call_expression":
+        inner = calls.callee(operand)
+        if inner.kind in (CalleeKind.LOCAL, CalleeKind.MODULE, CalleeKind.VALUE):
+            return True
+        fact = calls.call(operand)
+        return inner.kind is CalleeKind.UNKNOWN and fact is not None and _outside_std(fact.import_path)
+    if operand.type != "identifier":
+        return False  # a field, an index: its type is not known here, no guess
+    resolution = calls.package.resolution
+    symbol = resolution.symbol(operand)
+    if symbol is None or symbol.kind is not SymbolKind.VAR:
+        return False  # a package's function, a type's method expression
+    typed = imported_type(resolution, symbol)
+    if typed is not None:
+        return _outside_std(typed[0])
+    return symbol.type_node is not None and named_type(symbol.type_node) is not None and calls.local_type(symbol) is not None
+
+
 def ends_test(unit: Unit, kind: ExitKind) -> bool:
     """A test (or subtest, or helper of one) that stops (`t.Skip`,
     `t.Fatal`: its goroutine exits) with a count it took: no caller was
@@ -693,10 +701,15 @@ def _overwrites(uses: VariableUses, graph: CFG, n: int, state: State) -> bool:
 
 
 def _in_body(calls: CallIndex, unit: Unit, found: Callable[[Node], bool]) -> bool:
-    """A call of `unit`'s body, or of a local function it calls, is `found`."""
-    made = list(syntax.calls_in(unit.body)) if unit.body is not None else []
+    """A call of `unit`'s body (its func literals' too: `defer func() {
+    lib.Shutdown() }()`), or of a local function it calls, is `found`."""
+    made = _all_calls(unit.body)
     targets = [t for c in made if (t := calls.callee(c).target) is not None and t.body is not None]
-    return any(found(c) for c in made) or any(found(c) for t in targets for c in syntax.calls_in(t.body))
+    return any(found(c) for c in made) or any(found(c) for t in targets for c in _all_calls(t.body))
+
+
+def _all_calls(body: Node | None) -> list[Node]:
+    return [node for node in syntax.walk(body) if node.type == "call_expression"] if body is not None else []
 
 
 def _statement_of(call: Node | None) -> str:
@@ -720,19 +733,6 @@ def _only_called(literal: Unit) -> bool:
         if call is None or call.type != "call_expression" or call.child_by_field_name("function") != node or syntax.statement_of_call(call) == "go_statement":
             return False
     return True
-
-
-def _literals(root: Node) -> list[Node]:
-    """The func literals a piece of syntax creates (not those inside them)."""
-    found = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type == "func_literal":
-            found.append(node)
-            continue
-        stack.extend(node.children)
-    return found
 
 
 def nil_when_failed(unit: Unit, index: int) -> bool:

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tree_sitter import Node
+
 from cudalint import fixpoint, syntax
-from cudalint.analyses.calls import CallIndex
+from cudalint.analyses.calls import CalleeKind, CallIndex
 from cudalint.analyses.lifetimes.outcomes import Effect, Summary
 from cudalint.analyses.lifetimes.facts import ResourceEffects
 from cudalint.analyses.lifetimes.states import Phase, State, WalkRecord
@@ -63,6 +65,7 @@ class Effects:
         self._summaries: dict[tuple[Unit, Symbol], Summary] = {}
         self._in_progress: set[tuple[Unit, Symbol]] = set()
         self._by_parameter: dict[Unit, tuple[Summary, ...]] = {}
+        self._spreading: set[Unit] = set()
 
     def effect(self, unit: Unit, symbol: Symbol) -> Effect:
         """What `unit` does with the value of `symbol` it starts with (a
@@ -117,12 +120,28 @@ class Effects:
             # function that keeps the slice (`append(pending, addrs...)`) or
             # releases anything (`for _, a := range addrs { C.cudaFree(...) }`)
             # may keep or free each.
-            if self._releases_element(unit, params[-1].name) or _kept_whole(unit, params[-1].name):
-                return Effect.RETAINS
+            if unit in self._spreading:
+                return Effect.RETAINS  # a cycle of functions spreading the slice on
+            self._spreading.add(unit)
+            try:
+                if self._releases_element(unit, params[-1].name) or _kept_whole(unit, params[-1].name, self._lends_spread):
+                    return Effect.RETAINS
+            finally:
+                self._spreading.discard(unit)
             return Effect.BORROWS
         if index >= len(params):
             return Effect.RETAINS
         return self.effect(unit, params[index])
+
+    def _lends_spread(self, call: Node, index: int) -> bool:
+        """Whether a call given a slice spread at `index` (`f.Launch(cfg,
+        s, args...)`) only lends what it holds: a function of the package or
+        module whose variadic numbers are lent."""
+        callee = self._calls.callee(call)
+        if callee.kind is CalleeKind.LOCAL and callee.target is not None:
+            return self.effect_of_argument(callee.target, index) is Effect.BORROWS
+        summary = self.imported(callee.imported) if callee.kind is CalleeKind.MODULE else None
+        return summary is not None and summary.variadic and summary.effect_at(index) == Effect.BORROWS.value
 
     def _releases_element(self, unit: Unit, name: str) -> bool:
         """Whether an API release call of the function is given an element
@@ -162,13 +181,16 @@ class Effects:
         return summary
 
 
-def _kept_whole(unit: Unit, name: str) -> bool:
-    """Whether the body hands the slice on whole: spread into a call
-    (`append(pending, name...)`), assigned, listed in a literal or returned
-    (reading its elements, ranging over it or copying from it keeps nothing)."""
+def _kept_whole(unit: Unit, name: str, lends_spread: Callable[[Node, int], bool]) -> bool:
+    """Whether the body hands the slice on whole: spread into a call that
+    may keep it (`append(pending, name...)`, not a launcher that lends its
+    numbers), assigned, listed in a literal or returned (reading its
+    elements, ranging over it or copying from it keeps nothing)."""
     for node in syntax.walk(unit.body) if unit.body is not None else ():
         if node.type == "variadic_argument" and syntax.text(node) == f"{name}...":
-            return True
+            call = node.parent.parent if node.parent is not None else None
+            if call is None or call.type != "call_expression" or not lends_spread(call, len(syntax.children(node.parent)) - 1):
+                return True
         if node.type == "identifier" and syntax.text(node) == name and node.parent is not None and node.parent.type in (
             "expression_list", "literal_element", "keyed_element", "return_statement",
         ):

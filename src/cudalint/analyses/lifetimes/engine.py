@@ -16,6 +16,7 @@ notification), never analysed in silence or in gigabytes.
 from __future__ import annotations
 
 import re
+from functools import partial
 from collections.abc import Callable
 
 from tree_sitter import Node
@@ -66,7 +67,7 @@ class Engine:
         closures = Closures(calls, uses, self._effects)
         self._resources = VariableResources(calls, owners)
         nils = NilLocals(calls)
-        counted = Counted(calls, uses, status, self._effects.imported, nils)
+        counted = Counted(calls, uses, status, self._effects.imported, nils, partial(_never_returns, cfgs))
         self._walker = Walker(calls, uses, status, self._resources, self._effects, closures, counted, nils)
         self._hand_outs = HandOuts(
             calls, owners, self.lifetimes, self._analysing.__contains__, self._effects.hands_out, self._releases_captured(uses),
@@ -353,3 +354,7 @@ _VERBS = re.compile(r"Create|New|Alloc|Make|Open|Init|Destroy|Delete|Free|Releas
 def _stem(name: str) -> str:
     """A function's name without its verbs: what it makes or frees (`Group`)."""
     return _VERBS.sub("", name)
+
+
+def _never_returns(cfgs: PackageCFGs, unit: Unit) -> bool:
+    return unit.kind is UnitKind.FUNCTION and unit.symbol is not None and cfgs.exits_of_function(unit.symbol) is not None

@@ -23,7 +23,7 @@ from cudalint.analyses.lifetimes.counted import hand_out_status
 from cudalint.analyses.call_kinds import CalleeKind, value_parent
 from cudalint.analyses.lifetimes.carriers import carriers_of, runs
 from cudalint.analyses.lifetimes.origins import Lifetimes
-from cudalint.analyses.lifetimes.outcomes import RECEIVER_HANDOUT, Origin
+from cudalint.analyses.lifetimes.outcomes import OUT_HANDOUT, RECEIVER_HANDOUT, Origin
 from cudalint.analyses.owners import Owners, owned_resource, owner_type
 from cudalint.analyses.status import StatusSource
 from cudalint.functions import Unit, UnitKind
@@ -108,6 +108,10 @@ class HandOuts:
                     handed.append((_as_cleanup(origin, unit, cleanup), cleanup))
                 continue
             if origin in lost:
+                continue
+            parameter = _out_parameter(unit, origin, self._calls)
+            if parameter is not None:
+                handed.append((origin, OUT_HANDOUT - parameter))
                 continue
             handle = origin.handle
             cleanup = self._returned_literal(unit, lambda literal: self._releases_captured(literal, handle)) if handle else None
@@ -526,3 +530,35 @@ def _as_cleanup(origin: Origin, unit: Unit, index: int) -> Origin:
     held = origin.resource.owns or origin.resource
     resource = replace(held, any_use_releases=True, owns=None, callable_when_failed=callable_when_failed)
     return replace(origin, resource=resource)
+
+
+def _out_parameter(unit: Unit, origin: Origin, calls: CallIndex) -> int | None:
+    """The pointer parameter an API call stores its handle through
+    (`C.cudaMalloc(p, n)` in `func devAlloc(p *unsafe.Pointer, n int)`):
+    the caller's variable holds it, where the function reports success as
+    an error or as the API's own status, returned as it came."""
+    if not origin.role.is_out or origin.api is None or origin.call is None:
+        return None
+    arguments = syntax.children(origin.call.child_by_field_name("arguments"))
+    argument = unwrap(arguments[origin.role.index], calls) if origin.role.index < len(arguments) else None
+    if argument is None or argument.type != "identifier":
+        return None
+    symbol = unit.resolution.symbol(argument)
+    if symbol is None or symbol not in unit.params or symbol.type_node is None or symbol.type_node.type != "pointer_type":
+        return None
+    if not unit.returns_error and not _returns_status_of(unit, origin):
+        return None
+    return unit.params.index(symbol)
+
+
+def _returns_status_of(unit: Unit, origin: Origin) -> bool:
+    """`func devAlloc(...) C.cudaError_t { return C.cudaMalloc(p, n) }`: its
+    one result is the acquiring call's status, returned as it came."""
+    status = origin.api.status if origin.api is not None else None
+    result = unit.node.child_by_field_name("result")
+    if status is None or status.kind != "code" or result is None or unit.result_count != 1 or unit.body is None:
+        return False
+    if not syntax.text(result).endswith(status.type):
+        return False
+    returned = [syntax.returned(statement) for statement in syntax.return_statements(unit.body)]
+    return bool(returned) and all(len(values) == 1 and values[0] == origin.call for values in returned)

@@ -24,7 +24,7 @@ from cudalint.analyses.calls import CalleeKind, CallIndex, unwrap
 from cudalint.analyses.lifetimes.flags import set_in
 from cudalint.analyses.lifetimes.counted import hand_out_status, nil_when_failed
 from cudalint.analyses.lifetimes.effects import Effects
-from cudalint.analyses.lifetimes.outcomes import RECEIVER_HANDOUT, Effect, Origin, UnitLifetimes
+from cudalint.analyses.lifetimes.outcomes import RECEIVER_HANDOUT, Effect, Origin, UnitLifetimes, out_parameter
 from cudalint.analyses.lifetimes.states import Phase, State
 from cudalint.analyses.owners import Owners, owned_resource
 from cudalint.analyses.uses import appended_to, calls_parameter, literal_holder, local_collection, local_holder
@@ -96,6 +96,8 @@ class Origins:
                 if inner.role.handle == "none" and index < 0 and _kept_by_own_receiver(call, unit, target, self._calls):
                     continue  # `b.ensureInit()` in a method of b, which records the count on b: b's
                 status = ERROR_STATUS if target.returns_error else status_beside(success_beside(target, index, self._calls))
+                if out_parameter(index) is not None and not target.returns_error:
+                    status = replace(inner.api.status, result="first")  # its own status, returned as it came
                 beside_failure = inner in self._lifetimes(target).returned_failing
                 if beside_failure:
                     status = None  # `return d, fmt.Errorf(...)`: held whether it failed or not
@@ -236,7 +238,10 @@ class Origins:
         if role.is_out:
             argument = self._address_held(argument)
             if argument.type != "unary_expression" or syntax.text(argument.child_by_field_name("operator")) != "&":
-                return None  # stored through a pointer the caller gave: handed over at once
+                # Stored through a pointer the caller gave: handed over at once
+                # (to the caller, where that pointer is a parameter).
+                symbol = self._calls.package.resolution.symbol(argument) if argument.type == "identifier" else None
+                return (replace(origin, handle=symbol.name), None, None) if symbol is not None and symbol.role is Role.PARAM else None
             target = unwrap(argument.child_by_field_name("operand"), self._calls)
         else:
             target = argument
@@ -491,6 +496,8 @@ def _handle_role(index: int) -> str:
     """Where a hand-out of that index puts the handle at the caller's call."""
     if index == RECEIVER_HANDOUT:
         return "receiver"
+    if (parameter := out_parameter(index)) is not None:
+        return f"out{parameter}"
     return "none" if index < 0 else f"result{index}"
 
 

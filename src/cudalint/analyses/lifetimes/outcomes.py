@@ -24,6 +24,16 @@ from cudalint.scope import Symbol
 # variable holds what the method acquired.
 RECEIVER_HANDOUT = -2
 
+# The hand-out "index" of a function that acquires through its pointer
+# parameter k (`func devAlloc(p *unsafe.Pointer, n int) error` calling
+# `C.cudaMalloc(p, ...)`) is OUT_HANDOUT - k: its caller's `&d` holds it.
+OUT_HANDOUT = -10
+
+
+def out_parameter(index: int) -> int | None:
+    """The pointer parameter an out hand-out fills, None for another index."""
+    return OUT_HANDOUT - index if index <= OUT_HANDOUT else None
+
 
 class Effect(str, Enum):
     """What a function does with a handle passed to one of its parameters."""
