@@ -4,7 +4,7 @@ file's imports (a cgo preamble does not hide them), the others by scans."""
 from __future__ import annotations
 
 from cudalint.module import imports
-from cudalint.prefilter import file_matches, may_match
+from cudalint.prefilter import all_of, file_matches, may_match
 
 _NVML = b'"github.com/NVIDIA/go-nvml/pkg/nvml"'
 _NEEDLES = (_NVML, b'/dcgm"', b'"C"', b"LockOSThread")
@@ -55,3 +55,22 @@ def test_the_imports_given_by_the_caller_are_used() -> None:
 def test_byte_needles_are_still_scanned() -> None:
     assert file_matches(b"package a\n\nfunc f() { runtime.LockOSThread() }\n", _NEEDLES)
     assert file_matches(_CGO_PREAMBLE.replace(b"nvml", b"x"), _NEEDLES)  # import "C"
+
+
+def test_the_cgo_needle_is_an_import_of_c_and_not_any_quoted_c() -> None:
+    table = b'package a\n\nvar letters = [3]string{"A", "B", "C"}\n\nconst label = `LABEL label.C="C"`\n'
+    grouped = b'package a\n\n// #include <stdlib.h>\nimport (\n\t"fmt"\n\t"C" // cgo\n)\n'
+    assert not file_matches(table, (b'"C"',))
+    assert file_matches(grouped, (b'"C"',))
+    assert file_matches(b'package a\n\n// #include <stdlib.h>\nimport "C"\r\n', (b'"C"',))
+
+
+def test_a_needle_of_several_parts_needs_every_part() -> None:
+    """reflect's `.Pointer()` gives a uintptr only a file converting with
+    unsafe.Pointer can turn back (CL501)."""
+    needles = (all_of(b".Pointer()", b"unsafe.Pointer("),)
+    compared = b'package a\n\nfunc same(f, g any) bool {\n\treturn reflect.ValueOf(f).Pointer() == reflect.ValueOf(g).Pointer()\n}\n'
+    converted = compared.replace(b"return reflect", b"_ = unsafe.Pointer(reflect.ValueOf(f).Pointer())\n\treturn reflect")
+    assert not file_matches(compared, needles)
+    assert file_matches(converted, needles)
+    assert file_matches(converted, needles + (b"LockOSThread",))

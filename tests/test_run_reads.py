@@ -155,18 +155,27 @@ def test_a_damaged_index_is_an_empty_one(module: Path, tmp_path: Path, counted) 
     assert sorted(reads) == sorted(module.rglob("*.go")), "an index that fails its checksum vouches for nothing"
 
 
-def test_a_dependency_outside_the_run_is_read_and_summarised_once(module: Path, counted, monkeypatch) -> None:
+@pytest.fixture()
+def summarised(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The packages whose facts are made, for their importers or from a
+    job of their own, in the runs that follow in this process."""
     import cudalint.driver.dependencies as dependencies
+    import cudalint.driver.package as package
 
-    reads, parses = counted
-    summarised: list[str] = []
+    made: list[str] = []
     real = dependencies.export_facts
 
     def counting(run, analyses):
-        summarised.append(run.package.name)
+        made.append(run.package.name)
         return real(run, analyses)
 
-    monkeypatch.setattr(dependencies, "export_facts", counting)
+    for stage in (dependencies, package):
+        monkeypatch.setattr(stage, "export_facts", counting)
+    return made
+
+
+def test_a_dependency_outside_the_run_is_read_and_summarised_once(module: Path, counted, summarised) -> None:
+    reads, parses = counted
     users = [f"./module/user{index}" for index in range(3)]
     result = check(users, base=module, jobs=1)
     assert sum(1 for f in _findings(result) if f[2] == "CL101") == 3, "each importer sees what gpu hands out"
@@ -255,3 +264,59 @@ def test_a_described_result_type_makes_an_importer_analysed(module: Path) -> Non
     result = check(["./module/names"], base=module, jobs=1)
     assert result.files_analysed == 1
     assert [(f[0], f[2]) for f in _findings(result)] == [("module/names/names.go", "CL302")]
+
+
+def _package(base: Path, name: str, text: str) -> None:
+    (base / name).mkdir()
+    (base / name / f"{name}.go").write_text(text)
+
+
+def test_an_importer_is_analysed_for_a_wrapper_only_where_it_names_it(module: Path) -> None:
+    """Facts reach a package from every package below it. `top` imports only
+    `mid`, which imports gpu: gpu.Alloc's fact reaches top, which cannot
+    call it (on moby a test package that never named a thread-locking
+    helper three imports down was analysed for it, 96 files). A package
+    that imports gpu without naming a wrapper is skipped too; one that
+    names it is analysed."""
+    base = module / "module"
+    _package(base, "mid", (
+        "package mid\n\nimport \"example.com/fixtures/module/gpu\"\n\n"
+        "func Use(n int) error {\n\tp, err := gpu.Alloc(n)\n\tif err != nil {\n\t\treturn err\n\t}\n\treturn gpu.Free(p)\n}\n\n"
+        "func Width() int {\n\treturn 4\n}\n"
+    ))
+    _package(base, "top", (
+        "package top\n\nimport \"example.com/fixtures/module/mid\"\n\n"
+        "func Twice() int {\n\treturn 2 * mid.Width()\n}\n"
+    ))
+    _package(base, "named", (
+        "package named\n\nimport \"example.com/fixtures/module/gpu\"\n\n"
+        "// Keeper keeps a pointer, and hands out or releases nothing.\n"
+        "var Keeper = gpu.Keep\n"
+    ))
+    top = check(["./module/top"], base=module, jobs=1)
+    assert (top.files_analysed, top.files_skipped) == (0, 1)
+    named = check(["./module/named"], base=module, jobs=1)
+    assert (named.files_analysed, named.files_skipped) == (0, 1)
+    user = check(["./module/user0"], base=module, jobs=1)
+    assert (user.files_analysed, user.files_skipped) == (1, 0)
+    assert [f[2] for f in _findings(user)] == ["CL101"]
+
+
+def test_a_dependency_that_only_a_local_rule_looks_at_is_not_summarised(module: Path, summarised) -> None:
+    """A package whose only needle is a conversion (CL501's `uintptr(unsafe.Pointer(`)
+    exports nothing an importer's rules need: it is analysed where the run
+    reports on it, and not summarised for an importer."""
+    base = module / "module"
+    _package(base, "conv", (
+        "package conv\n\nimport \"unsafe\"\n\n"
+        "func Addr(b []byte) uintptr {\n\treturn uintptr(unsafe.Pointer(&b[0]))\n}\n"
+    ))
+    _package(base, "plainuser", (
+        "package plainuser\n\nimport \"example.com/fixtures/module/conv\"\n\n"
+        "func Where(b []byte) uintptr {\n\treturn conv.Addr(b)\n}\n"
+    ))
+    result = check(["./module/plainuser"], base=module, jobs=1)
+    assert (result.files_analysed, result.files_skipped) == (0, 1)
+    assert "conv" not in summarised
+    own = check(["./module/conv"], base=module, jobs=1)
+    assert own.files_analysed == 1

@@ -59,6 +59,10 @@ class Rule:
     check: Callable[[Pass], None] | None = None
     requires: tuple[Analysis, ...] = ()
     needles: Callable[[Knowledge], frozenset[bytes]] | None = None
+    # Whether its needles name what only the package's own code can show (a
+    # finalizer, a conversion): a dependency that holds one exports nothing
+    # an importer's rules need, so the plan does not summarise it for them.
+    local_needles: bool = False
     # One finding per (file, span) whatever its messages: a release that can
     # be a second release is one defect however many earlier releases can
     # precede it (the report keeps the first message in sorted order).

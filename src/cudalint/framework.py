@@ -150,10 +150,24 @@ class ImportedFacts:
             combined._facts.setdefault(import_path, {}).update(objects)
         return combined
 
-    def concern_callers(self) -> bool:
+    def concern_callers(self, sources: Iterable[bytes], imports: Callable[[bytes], Iterable[str]]) -> bool:
         """Whether some fact received can make a finding in code that calls
-        no API itself: the wrapper is the API there."""
-        return any(fact.concerns_callers() for objects in self._facts.values() for facts in objects.values() for fact in facts.values())
+        no API itself (the wrapper is the API there): a fact about an object
+        of a package the code imports, whose name it spells. Facts reach a
+        package from every package below it; one that imports a wrapper of
+        `netns.Setup` calls the wrapper, whose own facts say so."""
+        concerned: dict[str, set[str]] = {}
+        for import_path, objects in self._facts.items():
+            for name, facts in objects.items():
+                if any(fact.concerns_callers() for fact in facts.values()):
+                    concerned.setdefault(import_path, set()).add(name.rpartition(".")[2])
+        if not concerned:
+            return False
+        for data in sources:
+            names = {name for path in imports(data) for name in concerned.get(path, ())}
+            if names and re.search(rb"\b(?:%s)\b" % b"|".join(re.escape(name.encode()) for name in sorted(names)), data):
+                return True
+        return False
 
     def packages(self) -> frozenset[str]:
         """The import paths that exported at least one fact."""

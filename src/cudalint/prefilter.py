@@ -34,12 +34,22 @@ def imports_of(knowledge: Knowledge, wanted: Callable[[Family], bool]) -> frozen
     return described | knowledge.named_bindings.needles(wanted) | libraries | embedding
 
 
-def needles_for(rules: Iterable[Rule], knowledge: Knowledge, enabled: frozenset[str]) -> tuple[bytes, ...]:
+def needles_for(
+    rules: Iterable[Rule], knowledge: Knowledge, enabled: frozenset[str], *, for_importers: bool = False,
+) -> tuple[bytes, ...]:
+    """The enabled rules' needles; `for_importers`: only those that can
+    make a package's summary matter to the packages importing it."""
     found: set[bytes] = set()
     for rule in rules:
-        if rule.id in enabled and rule.needles is not None:
+        if rule.id in enabled and rule.needles is not None and not (for_importers and rule.local_needles):
             found |= rule.needles(knowledge)
     return tuple(sorted(found))
+
+
+def all_of(*parts: bytes) -> bytes:
+    """A needle that a file holds only if it holds every part (`.Pointer()`
+    counts for CL501 only in a file that imports unsafe)."""
+    return b"\0".join(parts)
 
 
 def may_match(contents: Iterable[bytes], needles: tuple[bytes, ...]) -> bool:
@@ -66,12 +76,15 @@ class _Plan:
     imports: frozenset[str]
     import_suffixes: tuple[str, ...]
     scans: tuple[bytes | re.Pattern[bytes], ...]
+    every: tuple[tuple[bytes, ...], ...]  # the parts of `all_of` needles
 
 
 def _holds(data: bytes, plan: _Plan, imported: Iterable[str] | None = None) -> bool:
     for scan in plan.scans:
         if scan in data if isinstance(scan, bytes) else scan.search(data):
             return True
+    if any(all(part in data for part in parts) for parts in plan.every):
+        return True
     if plan.imports or plan.import_suffixes:
         for path in imports(data) if imported is None else imported:
             if path in plan.imports or path.endswith(plan.import_suffixes):
@@ -85,6 +98,12 @@ def _import_needle(needle: bytes) -> bool:
     return needle != b'"C"' and needle[:1] in (b'"', b"/") and needle.endswith(b'"') and bool(body) and b'"' not in body
 
 
+# `import "C"`, or `"C"` on a line of its own in an import block: a scan
+# (a cgo preamble may hide the imports from a quick reading), but of the
+# import, not of any `"C"` (a string in a test table, a Dockerfile label).
+_CGO_IMPORT = re.compile(rb'(?m)^[ \t]*(?:import[ \t]*)?"C"[ \t]*(?://.*|/\*.*)?\r?$')
+
+
 @functools.lru_cache(maxsize=16)
 def _plan(needles: tuple[bytes, ...]) -> _Plan:
     """A needle that holds another is dropped (`UnlockOSThread` holds
@@ -94,13 +113,18 @@ def _plan(needles: tuple[bytes, ...]) -> _Plan:
     was a scan per needle of nearly every file (`li`, `cu` and `C.` are in
     most Go files), 0.6 s of moby's 80 MB where one expression takes 0.1 s.
     Each scan is a needle or the expression of a group."""
+    every = tuple(tuple(needle.split(b"\0")) for needle in needles if b"\0" in needle)
+    needles = tuple(needle for needle in needles if b"\0" not in needle)
     paths = [needle for needle in needles if _import_needle(needle)]
     exact = frozenset(os.fsdecode(n[1:-1]) for n in paths if n.startswith(b'"'))
     suffixes = tuple(sorted(os.fsdecode(n[:-1]) for n in paths if n.startswith(b"/")))
     scanned = [needle for needle in needles if needle not in paths]
     kept = sorted({n for n in scanned if not any(o != n and o in n for o in scanned)})
     groups: dict[bytes, list[bytes]] = {}
+    cgo = b'"C"' in kept
     for needle in kept:
+        if needle == b'"C"':
+            continue
         groups.setdefault(needle[:2], []).append(needle)
     scans: list[bytes | re.Pattern[bytes]] = []
     for _, group in sorted(groups.items()):
@@ -108,4 +132,4 @@ def _plan(needles: tuple[bytes, ...]) -> _Plan:
             scans.extend(group)
         else:
             scans.append(re.compile(b"|".join(re.escape(needle) for needle in group)))
-    return _Plan(exact, suffixes, tuple(scans))
+    return _Plan(exact, suffixes, tuple(scans) + ((_CGO_IMPORT,) if cgo else ()), every)

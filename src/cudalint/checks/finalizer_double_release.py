@@ -8,6 +8,7 @@ from cudalint.analyses.finalizers import FINALIZERS, Registration
 from cudalint.catalog import Level, Rule
 from cudalint.framework import Pass, Ref
 from cudalint.functions import Unit
+from cudalint.prefilter import imports_of
 
 
 def place(registration: Registration, unit: Unit, node: Node, name: str, label: str, refs: dict[str, Ref]) -> str:
@@ -158,5 +159,7 @@ RULE = Rule(
     since="0.2.0",
     check=check,
     requires=(FINALIZERS,),
-    needles=lambda knowledge: frozenset({b"SetFinalizer"}),
+    # A finalizer matters where it releases a resource: the package reaches
+    # an API (or calls a dependency's wrapper of one, analysed for that).
+    needles=lambda knowledge: imports_of(knowledge, lambda family: bool(family.resources)),
 )

@@ -164,4 +164,5 @@ RULE = Rule(
     check=check,
     requires=(CALLS,),
     needles=lambda knowledge: frozenset({b"unsafe.Pointer"}),
+    local_needles=True,
 )

@@ -101,4 +101,5 @@ RULE = Rule(
     tags=("correctness", "memory-safety"),
     check=check,
     needles=lambda knowledge: frozenset({b"SliceHeader", b"StringHeader"}),
+    local_needles=True,
 )

@@ -9,6 +9,7 @@ from cudalint.analyses.calls import CALLS
 from cudalint.analyses.provenance import PROVENANCE, Provenance
 from cudalint.catalog import Level, Rule
 from cudalint.framework import Pass, Ref
+from cudalint.prefilter import all_of
 from cudalint.scope import Resolution, SymbolKind
 
 
@@ -110,5 +111,10 @@ RULE = Rule(
     tags=("correctness", "memory-safety"),
     check=check,
     requires=(CALLS, PROVENANCE),
-    needles=lambda knowledge: frozenset({b"uintptr(unsafe.Pointer(", b"UnsafeAddr()", b".Pointer()"}),
+    # reflect's Pointer and UnsafeAddr give a uintptr that only a file
+    # converting with unsafe.Pointer can turn back.
+    needles=lambda knowledge: frozenset({
+        b"uintptr(unsafe.Pointer(", all_of(b"UnsafeAddr()", b"unsafe.Pointer("), all_of(b".Pointer()", b"unsafe.Pointer("),
+    }),
+    local_needles=True,
 )

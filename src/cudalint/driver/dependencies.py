@@ -133,6 +133,7 @@ def plan(
     files_of: dict[Path, list[Path]] = {paths[0].parent: paths for paths in directories}
     relevant: dict[Path, bool] = {}
     matches: dict[Path, bool] = {}
+    feeds: dict[Path, bool] = {}  # whether its own summary can matter to its importers
     # Outside the module only what can make a fact counts (fact_needles_of).
     outside: set[Path] = set()
 
@@ -145,10 +146,11 @@ def plan(
         if directory not in imports:
             found = contents(directory)
             if directory in outside and not any(facts.fact_matches for facts in found):
-                matches[directory] = False
+                matches[directory] = feeds[directory] = False
                 imports[directory] = []  # read only as deep as the API
                 return []
             matches[directory] = any(facts.fact_matches if directory in outside else facts.matches for facts in found)
+            feeds[directory] = any(facts.fact_matches if directory in outside else facts.feeds for facts in found)
             imported = list(dict.fromkeys(path for facts in found for path in facts.imports))
             inside = in_module_imports(directory, modules.of(directory), imported)
             beyond = [d for d in modules.outside_imports(main, directory, imported, described) if d not in inside]
@@ -160,7 +162,7 @@ def plan(
         """A dependency can hand something out only if it, or a package it
         imports, calls something the rules look for."""
         if directory not in relevant:
-            relevant[directory] = matches.get(directory, False) or any(
+            relevant[directory] = feeds.get(directory, False) or any(
                 matters(d, stack | {directory}) for d in imports.get(directory, ()) if d not in stack
             )
         return relevant[directory]

@@ -46,13 +46,27 @@ class FileFacts:
     imports: tuple[str, ...]
     matches: bool  # the prefilter's verdict for a package of the run
     fact_matches: bool  # its verdict for a dependency outside the run
+    feeds: bool  # its verdict for a dependency of the module: its summary can matter
 
 
-def facts_of(data: bytes, needles: tuple[bytes, ...], fact_needles: tuple[bytes, ...]) -> FileFacts:
+@dataclass(frozen=True)
+class Needles:
+    """The prefilter's three needle sets: what a package of the run must
+    hold to be analysed, what a package of the module must hold for its
+    importers to need its summary (not the needles of rules that look only
+    at the package's own code: a finalizer, a conversion), and what a
+    dependency outside the module must hold."""
+
+    run: tuple[bytes, ...]
+    importers: tuple[bytes, ...]
+    outside: tuple[bytes, ...]
+
+
+def facts_of(data: bytes, needles: Needles) -> FileFacts:
     imported = tuple(imports(data))
     return FileFacts(
-        hashlib.sha256(data).digest(), len(data), imported,
-        prefilter.file_matches(data, needles, imported), prefilter.file_matches(data, fact_needles, imported),
+        hashlib.sha256(data).digest(), len(data), imported, prefilter.file_matches(data, needles.run, imported),
+        prefilter.file_matches(data, needles.outside, imported), prefilter.file_matches(data, needles.importers, imported),
     )
 
 
@@ -63,13 +77,12 @@ class FileIndex:
     file that could not be."""
 
     def __init__(
-        self, base: Path, needles: tuple[bytes, ...], fact_needles: tuple[bytes, ...],
+        self, base: Path, needles: Needles,
         reads: dict[Path, SourceFile | Notification], cache: ResultCache | None = None,
         overlay: Mapping[Path, bytes] | None = None,
     ) -> None:
         self.base = base
         self.needles = needles
-        self.fact_needles = fact_needles
         self.reads = reads
         self.overlay = overlay
         self._cache = cache
@@ -91,17 +104,18 @@ class FileIndex:
         status = self._status(path)
         entry = self._kept.get(os.fspath(path)) if status is not None else None
         if entry is not None and entry[0] == status:
-            found = FileFacts(bytes.fromhex(entry[1]), entry[2], tuple(entry[3]), entry[4], entry[5])
+            found = FileFacts(bytes.fromhex(entry[1]), entry[2], tuple(entry[3]), entry[4], entry[5], entry[6])
         else:
             read = self.reads.get(path)
             if read is None:
                 read = self.reads[path] = read_source(path, display_path(path, self.base), self.overlay)
             if not isinstance(read, SourceFile):
                 return None
-            found = facts_of(read.data, self.needles, self.fact_needles)
+            found = facts_of(read.data, self.needles)
             if status is not None and self._cache is not None:
                 self._kept[os.fspath(path)] = [
                     status, found.digest.hex(), found.size, list(found.imports), found.matches, found.fact_matches,
+                    found.feeds,
                 ]
                 self._changed = True
         self.known[path] = found
@@ -155,9 +169,9 @@ def _load(cache: ResultCache) -> dict[str, list]:
 
 def _well_formed(entry: object) -> bool:
     return (
-        isinstance(entry, list) and len(entry) == 6
+        isinstance(entry, list) and len(entry) == 7
         and isinstance(entry[0], list) and len(entry[0]) == 4 and all(type(n) is int for n in entry[0])
         and isinstance(entry[1], str) and _DIGEST.fullmatch(entry[1]) is not None
         and type(entry[2]) is int and isinstance(entry[3], list) and all(isinstance(i, str) for i in entry[3])
-        and type(entry[4]) is bool and type(entry[5]) is bool
+        and type(entry[4]) is bool and type(entry[5]) is bool and type(entry[6]) is bool
     )

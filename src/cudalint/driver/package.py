@@ -27,7 +27,7 @@ from cudalint.findings import Finding, Notification, NotificationKind, Result, a
 from cudalint.framework import AnalysisFailure, ImportedFacts, ObjectFact, PackageRun, Pass, export_facts, requirements, start_run
 from cudalint.functions import SYNTAX_ERROR, Package, collect_packages
 from cudalint.knowledge import Knowledge
-from cudalint.module import Modules
+from cudalint.module import Modules, imports
 from cudalint.parse import ParsedFile, parse
 from cudalint.source import SourceFile, display_path, read_source
 
@@ -132,7 +132,7 @@ def analyze_directory(
     imported = context.dependencies.imported_by(dependencies) if dependencies else ImportedFacts()
     # A package that calls a dependency's wrapper is analysed even where no
     # API name occurs in it: the wrapper is the API there.
-    wraps = imported.concern_callers()
+    wraps = imported.concern_callers((s.data for s in sources), imports)
     own = paths[0].parent
     module = context.modules.of(own)
     import_path = module.import_path(own) if module is not None else None

@@ -16,7 +16,7 @@ from cudalint import prefilter, suppressions
 from cudalint.checks import CHECKS
 from cudalint.discover import printable
 from cudalint.driver.dependencies import Node, fact_needles_of, plan
-from cudalint.driver.files import FileIndex
+from cudalint.driver.files import FileIndex, Needles
 from cudalint.driver.keys import open_cache
 from cudalint.driver.package import Context
 from cudalint.driver.pool import Pool, default_jobs, prestart, stop_server
@@ -46,8 +46,11 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
     # the keys are made of their digests.
     reads: dict[Path, SourceFile | Notification] = {}
     file_index = FileIndex(
-        settings.base, needles, fact_needles_of(knowledge.fully_described, knowledge.c_call_prefixes), reads, cache,
-        settings.overlay,
+        settings.base, Needles(
+            needles, prefilter.needles_for(CHECKS, knowledge, settings.enabled, for_importers=True),
+            fact_needles_of(knowledge.fully_described, knowledge.c_call_prefixes),
+        ),
+        reads, cache, settings.overlay,
     )
     # More workers than CPUs only cost memory.
     jobs = max(1, min(settings.jobs, default_jobs()))
