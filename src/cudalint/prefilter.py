@@ -77,6 +77,7 @@ class _Plan:
     import_suffixes: tuple[str, ...]
     scans: tuple[bytes | re.Pattern[bytes], ...]
     every: tuple[tuple[bytes, ...], ...]  # the parts of `all_of` needles
+    cgo: bool  # `"C"`: an import of C
 
 
 def _holds(data: bytes, plan: _Plan, imported: Iterable[str] | None = None) -> bool:
@@ -84,6 +85,8 @@ def _holds(data: bytes, plan: _Plan, imported: Iterable[str] | None = None) -> b
         if scan in data if isinstance(scan, bytes) else scan.search(data):
             return True
     if any(all(part in data for part in parts) for parts in plan.every):
+        return True
+    if plan.cgo and b'"C"' in data and _CGO_IMPORT.search(data):
         return True
     if plan.imports or plan.import_suffixes:
         for path in imports(data) if imported is None else imported:
@@ -132,4 +135,4 @@ def _plan(needles: tuple[bytes, ...]) -> _Plan:
             scans.extend(group)
         else:
             scans.append(re.compile(b"|".join(re.escape(needle) for needle in group)))
-    return _Plan(exact, suffixes, tuple(scans) + ((_CGO_IMPORT,) if cgo else ()), every)
+    return _Plan(exact, suffixes, tuple(scans), every, cgo)

@@ -64,9 +64,10 @@ class Needles:
 
 def facts_of(data: bytes, needles: Needles) -> FileFacts:
     imported = tuple(imports(data))
+    matches = prefilter.file_matches(data, needles.run, imported)
     return FileFacts(
-        hashlib.sha256(data).digest(), len(data), imported, prefilter.file_matches(data, needles.run, imported),
-        prefilter.file_matches(data, needles.outside, imported), prefilter.file_matches(data, needles.importers, imported),
+        hashlib.sha256(data).digest(), len(data), imported, matches, prefilter.file_matches(data, needles.outside, imported),
+        matches and prefilter.file_matches(data, needles.importers, imported),  # (its needles are some of the run's)
     )
 
 
