@@ -181,9 +181,12 @@ class LockStates:
         Test entry points (`TestX`, `BenchmarkX`) are exported functions too,
         as DESIGN.md has them: a test that calls the package's constructor
         unlocked says nothing the constructor's other callers do not, and one
-        finding per test (140 on one service) buries the ones in `main`."""
+        finding per test (140 on one service) buries the ones in `main`.
+        A literal called in place or deferred runs in its function's
+        goroutine, on its function's thread: at the edge with it."""
         if unit.kind is UnitKind.LITERAL:
-            return False
+            parent = unit.parent
+            return unit.use in (LiteralUse.CALLED, LiteralUse.DEFERRED) and parent is not None and self.callers_own_the_thread(parent)
         if not (unit.kind is UnitKind.METHOD or self._callable_outside(unit)):
             return False
         return not self.contexts.call_sites.get(unit)
