@@ -83,6 +83,7 @@ def test_cudaGetLastError_is_a_discardable_status_call() -> None:
         ({"family": "f", "description": "x", "import": "g.io/nv", "results": {"nv.Open": "Dev"}}, "must be qualified"),
         ({"family": "f", "description": "x", "import": "g.io/nv", "results": {"nv.Open": "nv.dev"}}, "expected an exported type of the package as nv.Type"),
         ({"family": "f", "description": "x", "import": "g.io/nv", "results": {"nv.Open": "nv.A.B"}}, "expected an exported type"),
+        ({"family": "f", "description": "x", "import": "g.io/nv", "results": {"nv.List": "[]nv.dev"}}, "not '[]nv.dev'"),
         ({"family": "f", "description": "x", "import": "g.io/nv", "results": ["nv.Open"]}, "[results]: expected a table"),
         ({"family": "f", "description": "x", "import": "g.io/nv", "interfaces": ["Lib"]}, "must be qualified with the family's package name 'nv'"),
         ({"family": "f", "description": "x", "import": "g.io/nv", "interfaces": ["nv.lib"]}, "interfaces: expected an exported type"),
@@ -132,6 +133,10 @@ def test_result_types_make_methods_known() -> None:
     assert knowledge.result_type(path, "DeviceGetHandleByIndex") == "Device"
     assert knowledge.result_type(path, "Device.GetGpuInstanceById") == "GpuInstance"
     assert knowledge.result_type(path, "DeviceGetCount") is None
+    # A slice of handles: its elements have the type, the slice has none.
+    assert knowledge.result_type(path, "GpuInstance.GetComputeInstances", elements=True) == "ComputeInstance"
+    assert knowledge.result_type(path, "GpuInstance.GetComputeInstances") is None
+    assert knowledge.result_type(path, "DeviceGetHandleByIndex", elements=True) is None
     assert {"Device", "GpuInstance", "EventSet"} <= knowledge.method_types[path]
     name = knowledge.lookup(path, "Device.GetName")
     assert name is not None and name.status is not None and name.status.type == "nvml.Return"

@@ -69,7 +69,7 @@ class Knowledge:
             for family in self.families:
                 names = [role.call for resource in family.resources for role in resource.acquire + resource.release + resource.transfer]
                 names += list(family.status_match) + list(family.thread_bound)
-                names += [f"{type_name}.Method" for _, type_name in family.result_types]
+                names += [f"{type_name.removeprefix('[]')}.Method" for _, type_name in family.result_types]
                 names += [f"{type_name}.Method" for type_name in family.interfaces]
                 for name in names:
                     parts = name.split(".")
@@ -133,13 +133,15 @@ class Knowledge:
         """The import paths of the packages whose types embed described ones."""
         return frozenset(embedding.import_path for family in self.families for embedding in family.embedded_by)
 
-    def result_type(self, import_path: str, name: str) -> str | None:
+    def result_type(self, import_path: str, name: str, *, elements: bool = False) -> str | None:
         """The type (its name within its package: "Device") of the first
-        result of the call `name` of that package, where the knowledge says it."""
+        result of the call `name` of that package, where the knowledge says
+        it; `elements`: of the elements of a first result that is a slice
+        (`[]nvml.ComputeInstance`)."""
         for family in self.families:
             if family.import_path == import_path:
                 for call, type_name in family.result_types:
-                    if call == f"{family.qualifier}.{family.forwarded(name)}":
+                    if call == f"{family.qualifier}.{family.forwarded(name)}" and type_name.startswith("[]") == elements:
                         return type_name.split(".", 1)[1]
         return None
 
@@ -543,10 +545,12 @@ def _results(source: str, doc: dict, qualifier: str) -> tuple[tuple[str, str], .
     for call, type_name in table.items():
         where = f"[results].{call!r}"
         (call,) = _qualified(source, where, (call,), qualifier)
-        (type_name,) = _qualified(source, where, (_string(source, where, type_name),), qualifier)
+        written = _string(source, where, type_name)
+        slice_of = written.startswith("[]")  # `[]pkg.Type`: a slice of the type (`gi.GetComputeInstances(&info)`)
+        (type_name,) = _qualified(source, where, (written.removeprefix("[]"),), qualifier)
         if type_name.count(".") != 1 or not type_name.split(".")[1][:1].isupper():
-            raise _fail(source, where, f"expected an exported type of the package as {qualifier}.Type, not {type_name!r}")
-        found.append((call, type_name))
+            raise _fail(source, where, f"expected an exported type of the package as {qualifier}.Type or []{qualifier}.Type, not {written!r}")
+        found.append((call, "[]" * slice_of + type_name))
     return tuple(found)
 
 

@@ -88,7 +88,9 @@ class CallIndex:
         self.types = TypeOracle(
             self.package, self._units_by_symbol.get,
             lambda call, index: module_call_typed(self, call, index) or (api_result_type(self, call) if index == 0 else None),
-            lambda call, index: module_call_typed(self, call, index, elements=True),
+            lambda call, index: module_call_typed(self, call, index, elements=True) or (
+                api_result_type(self, call, elements=True) if index == 0 else None
+            ),
             self.knowledge.interface_types,
         )
 

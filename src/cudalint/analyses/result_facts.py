@@ -100,13 +100,17 @@ def module_call_typed(facts: Any, call: Node | None, index: int, elements: bool 
     return result_type_in(typed, function[0], index, elements) if typed is not None else None
 
 
-def api_result_type(facts: Any, call: Node) -> tuple[str, str] | None:
+def api_result_type(facts: Any, call: Node, elements: bool = False) -> tuple[str, str] | None:
     """(import path, type) of the first result of a classified call whose
     result type the knowledge gives (`nvml.DeviceGetHandleByIndex(i)`, and
-    a method of such a value: `device.GetGpuInstanceById(id)`)."""
+    a method of such a value: `device.GetGpuInstanceById(id)`); `elements`:
+    of its elements, where it is a slice (`gi.GetComputeInstances(&info)`)."""
     fact = facts.qualified(call)
     if fact is None:
         return None
+    if elements:
+        type_name = facts.knowledge.result_type(fact.import_path, fact.name, elements=True)
+        return (fact.import_path, type_name) if type_name is not None else None
     if described_type_conversion(facts.knowledge, fact, call):
         return fact.import_path, fact.name  # `nvml.Device(d)`: d as the binding's Device
     if fact.import_path in facts.package.named_bindings and fact.api is not None:
