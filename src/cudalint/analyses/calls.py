@@ -22,6 +22,7 @@ import bisect
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import islice
 
 from tree_sitter import Node
@@ -85,14 +86,8 @@ class CallIndex:
     types: TypeOracle = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.types = TypeOracle(
-            self.package, self._units_by_symbol.get,
-            lambda call, index: module_call_typed(self, call, index) or (api_result_type(self, call) if index == 0 else None),
-            lambda call, index: module_call_typed(self, call, index, elements=True) or (
-                api_result_type(self, call, elements=True) if index == 0 else None
-            ),
-            self.knowledge.interface_types,
-        )
+        typed = partial(_result_typed, self)
+        self.types = TypeOracle(self.package, self._units_by_symbol.get, typed, partial(typed, elements=True), self.knowledge.interface_types)
 
     def record(self, fact: CallFact) -> None:
         """Classify a call: a call the knowledge describes joins the calls
@@ -555,6 +550,12 @@ class CallIndex:
         return None
 
 
+
+
+def _result_typed(calls: CallIndex, call: Node, index: int, elements: bool = False) -> tuple[str, str] | None:
+    """(import path, type) of a call's result `index`, or of its elements, as
+    another package's facts or the knowledge say."""
+    return module_call_typed(calls, call, index, elements=elements) or (api_result_type(calls, call, elements) if index == 0 else None)
 
 def _qualified_call(node: Node, package: Package, knowledge: Knowledge) -> CallFact | None:
     function = syntax.called(node)

@@ -19,6 +19,7 @@ from cudalint.analyses.calls import CallIndex
 from cudalint.analyses.lifetimes.closures import Closures
 from cudalint.analyses.lifetimes.counted import Counted, ends_test, error_variable, is_counted, testify_asserts
 from cudalint.analyses.lifetimes.flags import flag_guarded
+from cudalint.analyses.lifetimes.feasible import skips_a_ranged_collection
 from cudalint.analyses.lifetimes.origins import Origins
 from cudalint.analyses.lifetimes.outcomes import (
     DoubleRelease, GatedCallAfterRelease, Leak, Lost, Mismatch, Origin, Overwrite, UnitLifetimes, UseAfterRelease,
@@ -119,6 +120,8 @@ class Collector:
         if origin.resource.outlives:
             self._collect_outliving(graph, origin, record, result)
             return
+        if origin.call is not None:
+            record.held_exits = [held for held in record.held_exits if not skips_a_ranged_collection(graph, origin.call, held[2])]
         if record.held_exits:
             exit_node, kind, path = record.held_exits[0]
             leak = self._leak(graph, origin, kind, path)
