@@ -25,8 +25,9 @@ from cudalint.analyses.call_kinds import value_parent
 from cudalint.analyses.calls import CALLS, Callee, CalleeKind, CallIndex, viewed_pointer
 from cudalint.framework import Analysis
 from cudalint.functions import Unit
+from cudalint.gotypes import imported_type
 from cudalint.knowledge import CallRole, ResourceSpec
-from cudalint.scope import Role, Symbol, SymbolKind
+from cudalint.scope import Resolution, Role, Symbol, SymbolKind
 
 # cgo's spelling of a C function passed as a pointer: `(*[0]byte)(C.onDone)`.
 _CALLBACK = re.compile(r"^\(\s*\*\s*\[0\]byte\s*\)\s*\(\s*C\.\w+\s*\)$")
@@ -149,7 +150,7 @@ class VariableUses:
         if literal is not None:
             unit = self._literal_units.get(literal)
             if unit is not None and symbol.function != literal and not _declared_inside(symbol, literal):
-                return Use(UseKind.CAPTURE, symbol, identifier, unit=unit, deferred=_is_deferred_literal(literal))
+                return Use(UseKind.CAPTURE, symbol, identifier, unit=unit, deferred=_is_deferred_literal(literal, self.resolution))
         child, parent = identifier, identifier.parent
         while parent is not None:
             kind = parent.type
@@ -675,11 +676,29 @@ def _declared_inside(symbol: Symbol, literal: Node) -> bool:
     return declared is not None and literal.start_byte <= declared.start_byte < literal.end_byte
 
 
-def _is_deferred_literal(literal: Node) -> bool:
+def _is_deferred_literal(literal: Node, resolution: Resolution) -> bool:
+    """`defer func() {...}()`, or a test's `t.Cleanup(func() {...})`, which
+    runs when the test ends (after its defers, and after `t.Fatal` too)."""
     parent = literal.parent
     while parent is not None and parent.type == "parenthesized_expression":
         parent = parent.parent
+    if parent is not None and parent.type == "argument_list":
+        return registers_cleanup(parent.parent, resolution)
     return parent is not None and parent.type == "call_expression" and syntax.statement_of_call(parent) == "defer_statement"
+
+
+def registers_cleanup(call: Node | None, resolution: Resolution) -> bool:
+    """`t.Cleanup(func() {...})` on a *testing.T (B, F, or a testing.TB): a
+    statement registering one literal with a test's cleanups."""
+    if call is None or call.type != "call_expression" or syntax.statement_of_call(call) != "expression_statement":
+        return False
+    function = syntax.unparen(call.child_by_field_name("function"))
+    arguments = syntax.children(call.child_by_field_name("arguments"))
+    return (
+        function is not None and function.type == "selector_expression" and syntax.text(function.child_by_field_name("field")) == "Cleanup"
+        and len(arguments) == 1 and syntax.unparen(arguments[0]).type == "func_literal"
+        and (imported_type(resolution, resolution.symbol(function.child_by_field_name("operand"))) or ("", ""))[0] == "testing"
+    )
 
 
 

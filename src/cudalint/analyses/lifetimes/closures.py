@@ -18,7 +18,7 @@ from cudalint.analyses.calls import CallIndex
 from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.outcomes import Effect, Origin
 from cudalint.analyses.lifetimes.states import LeftControl, Phase, State, WalkRecord, release
-from cudalint.analyses.uses import Use, UseKind, VariableUses
+from cudalint.analyses.uses import Use, UseKind, VariableUses, registers_cleanup
 from cudalint.cfg import CFG, NodeKind
 from cudalint.functions import LiteralUse, Unit
 from cudalint.scope import Symbol
@@ -36,10 +36,17 @@ class Closures:
         self._defer_nodes: dict[Unit, list[int]] = {}
 
     def defers(self, graph: CFG) -> list[int]:
-        """The function's defer statements (its nodes), in node order."""
+        """The function's defer statements (its nodes), in node order, and a
+        test's `t.Cleanup(func() {...})`, which runs when the test ends."""
         found = self._defer_nodes.get(graph.unit)
         if found is None:
-            found = self._defer_nodes[graph.unit] = [n for n in graph.statement_nodes() if graph.kind(n) is NodeKind.DEFER]
+            resolution = self._calls.package.resolution
+            found = self._defer_nodes[graph.unit] = [
+                n for n in graph.statement_nodes() if graph.kind(n) is NodeKind.DEFER or (
+                    (statement := graph.ast(n)) is not None and statement.type == "expression_statement"
+                    and registers_cleanup(syntax.unparen(statement.named_children[0]), resolution)
+                )
+            ]
         return found
 
     def closure_release(self, state: State, literal: Unit, symbol: Symbol, defer_node: int) -> State:
