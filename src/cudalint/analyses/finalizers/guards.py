@@ -62,11 +62,35 @@ class Guards:
             for assignment in assignments:
                 for location in self._assigned(assignment, root, path):
                     clears.setdefault(location, set()).add(statement)
+            if ast.type == "expression_statement":
+                for location in self._cleared_by_method(syntax.unparen(ast.named_children[0]), root, path):
+                    clears.setdefault(location, set()).add(statement)
         failed = self._failure_edges(unit, graph, at)
         return {
             location for location, nodes in clears.items()
             if not (_reaches(graph, graph.entry, {n}, nodes) and _reaches(graph, n, {graph.exits[ExitKind.RETURN]}, nodes, failed))
         }
+
+    def _cleared_by_method(self, call: Node | None, root: Symbol, path: tuple[str, ...]) -> list[tuple[str, ...]]:
+        """`m.meta.reset()` where reset's body starts by clearing a field of
+        its receiver (`r.engines = nil`, not under a condition): that field
+        of `m.meta` is cleared here."""
+        target = self.calls.local_target(call) if call is not None and call.type == "call_expression" else None
+        operand = syntax.method_operand(call) if target is not None else None
+        where = self.access_paths.access(operand) if operand is not None else None
+        if target is None or target.receiver is None or where is None or where.root is not root:
+            return []
+        found = []
+        for statement in syntax.statements(target.body):
+            left = syntax.expressions(statement.child_by_field_name("left")) if statement.type == "assignment_statement" else []
+            right = syntax.expressions(statement.child_by_field_name("right")) if left else []
+            for target_node, value in zip(left, right) if len(left) == len(right) else ():
+                fields = syntax.text(target_node).split(".")
+                if fields[0] == target.receiver.name and len(fields) > 1 and syntax.text(value) in ("nil", "0"):
+                    location = where.path + tuple(fields[1:])
+                    if location == path[: len(location)]:
+                        found.append(location)
+        return found
 
     def _failure_edges(self, unit: Unit, graph: CFG, release: Node) -> set[tuple[int, int]]:
         """(source, target) of the edges on which the status of the release
