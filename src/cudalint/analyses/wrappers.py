@@ -287,6 +287,11 @@ class StatusWrappers:
             nested = self.of(callee.target) if callee.target is not unit else None
             if nested is not None and not nested.raw:
                 return nested
+            index = _wrapped_error_parameter(callee.target)
+            if index is not None and index < len(arguments) and callee.target is not unit:
+                # `return wrap("destroy", dcgm.FieldGroupDestroy(h))`: a helper of
+                # the package that wraps the error it is given.
+                return self._derived(unit, arguments[index], depth + 1)
             return self.converted(expression) or self._converted_raw(unit, expression)
         wrapped = self._imported(callee.imported) if callee.kind is CalleeKind.MODULE else None
         if wrapped is not None:
@@ -381,6 +386,26 @@ class StatusWrappers:
         inner = self.calls.status_call(value)
         return inner if inner is not None and inner.status is not None and inner.status.kind != "error" else None
 
+
+
+def _wrapped_error_parameter(unit: Unit) -> int | None:
+    """The index of the one `error` parameter of a function returning one
+    `error` made of it: nil where it is nil, and otherwise a value naming it
+    (`if err == nil { return nil }; return &Error{Op: op, Err: err}`)."""
+    errors = [i for i, p in enumerate(unit.params) if p.type_node is not None and syntax.text(p.type_node) == "error"]
+    result = unit.node.child_by_field_name("result")
+    if len(errors) != 1 or result is None or syntax.text(result) not in ("error", "(error)") or unit.body is None:
+        return None
+    name = unit.params[errors[0]].name
+    for statement in syntax.return_statements(unit.body):
+        values = syntax.returned(statement)
+        if len(values) != 1:
+            return None
+        if syntax.text(values[0]) != "nil" and not any(
+            node.type == "identifier" and syntax.text(node) == name for node in syntax.walk(values[0])
+        ):
+            return None
+    return errors[0]
 
 def failure_tested(condition: Node | None, nil: bool = False) -> list[Node]:
     """The identifiers a condition tests as failed by how the success value

@@ -227,9 +227,15 @@ class Walker:
             ):
                 # context.WithCancel's cancel: calling it, deferring it or
                 # handing it on all dispose of it (appending it to a local
-                # slice keeps it there: the slice is then followed).
+                # slice keeps it there: the slice is then followed). A call
+                # of a function giving a count back releases it here, and a
+                # second call gives back another (go-dcgm's cleanup; a
+                # context's cancel does nothing the second time).
                 if use.deferred:
                     state = replace(state, deferred_release=n)
+                    continue
+                if use.kind is UseKind.CALLED and not use.spawned and any(role.handle == "none" for role in resource.release):
+                    state = release(origin, state, n, False, record, None)
                     continue
                 record.transferred += 1
                 raise LeftControl
@@ -463,11 +469,12 @@ class Walker:
                 return state
             if (
                 kind is UseKind.RETURN and origin is not None and self._counted.fails(graph, origin, ExitKind.RETURN, n) is True
-                and not self._sentinel(graph.ast(n))
+                and not self._sentinel(graph.ast(n)) and use.symbol not in state.closure_released
             ):
                 # `return d, fmt.Errorf(...)`: handed out beside a failure, so
                 # its callers hold it where the call failed too (beside a
-                # sentinel, `return d, errPartial`, it may be a partial success).
+                # sentinel, `return d, errPartial`, it may be a partial success;
+                # a deferred `if err != nil { destroy(d) }` releases it first).
                 record.returned_failing = True
             record.transferred += 1
             raise LeftControl
