@@ -104,7 +104,8 @@ class Collector:
                 if handle in acquired or (symbol, n) in seen:
                     continue
                 seen.add((symbol, n))
-                state = State(Phase.RELEASED, frozenset({symbol}), released_at=n, fields=fields)
+                kind = use.role[0].name if use.role is not None else None
+                state = State(Phase.RELEASED, frozenset({symbol}), released_at=n, fields=fields, released_kind=kind)
                 record = self._walker.walk(graph, None, n, state, summary=False)
                 for node, first, by_defer in record.double_releases:
                     result.double_releases.append(DoubleRelease(None, node, first, by_defer, handle))

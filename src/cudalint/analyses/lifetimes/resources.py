@@ -11,8 +11,10 @@ release.
 
 from __future__ import annotations
 
+from tree_sitter import Node
+
 from cudalint import syntax
-from cudalint.analyses.calls import CallIndex
+from cudalint.analyses.calls import CalleeKind, CallIndex
 from cudalint.analyses.lifetimes.outcomes import Origin
 from cudalint.analyses.owners import Owners, owned_resource
 from cudalint.gotypes import imported_type, named_type
@@ -56,9 +58,25 @@ class VariableResources:
             found.extend(resource for resource, _ in fact.api.roles("acquire"))
         return found
 
-    def releases_by_method(self, symbol: Symbol, method: str, origin: Origin | None) -> bool:
-        """Whether calling `method` on the variable releases what it holds."""
-        return any(resource.release_method(method) is not None for resource in self.of(symbol, origin))
+    def releases_by_method(self, symbol: Symbol, method: str, origin: Origin | None, call: Node | None = None) -> bool:
+        """Whether calling `method` on the variable releases what it holds,
+        also through a conversion to an owning type (`DevicePtr(p).Free()`
+        with p the uintptr a helper returned)."""
+        return any(resource.release_method(method) is not None for resource in self.of(symbol, origin)) or (
+            call is not None and self._converted_owner_releases(call, method)
+        )
+
+    def _converted_owner_releases(self, call: Node, method: str) -> bool:
+        converted = syntax.method_operand(call)
+        if converted is None or converted.type != "call_expression" or self._calls.callee(converted).kind is not CalleeKind.CONVERSION:
+            return False
+        function = syntax.unparen(converted.child_by_field_name("function"))
+        if function is not None and function.type == "selector_expression":
+            path = self._calls.package.resolution.package_of(syntax.unparen(function.child_by_field_name("operand")))
+            owned = self._owners.elsewhere(path, syntax.text(function.child_by_field_name("field"))) if path is not None else None
+            return owned is not None and bool(owned.owns) and method in owned.methods
+        owner = self._owners.of(self._calls.types.type_of(converted))
+        return owner is not None and method in owner.methods
 
     def releases_idempotently(self, symbol: Symbol, method: str, origin: Origin | None) -> bool:
         """Whether `method` releases what the variable holds and a second call

@@ -52,6 +52,7 @@ class State:
     # closure still sees the value and releases it at exit.
     captured_release: bool = False
     released_at: int | None = None  # the node that released it
+    released_kind: str | None = None  # the resource it gave back there, where the release said
     # Of `names`, the local slices it was appended to (`bufs = append(bufs, d)`).
     collections: frozenset[Symbol] = frozenset()
     # Of `names`, the local structs that hold it in a field (`o.name = cs`),
@@ -120,9 +121,11 @@ def note_gated_call(fact, origin: Origin, state: State, n: int, call: Node, reco
         record.gated_while_held.add(call.id)
 
 
-def release(origin: Origin | None, state: State, n: int, deferred: bool, record: WalkRecord, role) -> State:
+def release(origin: Origin | None, state: State, n: int, deferred: bool, record: WalkRecord, role, kind: str | None = None) -> State:
     """Node n releases the handle, now or (deferred) at exit: a second
-    release is recorded, and so is a release of another kind of resource."""
+    release is recorded, and so is a release of another kind of resource
+    (`role`). `kind`: the resource the release gives back, where no role is
+    checked against the acquisition's."""
     if role is not None and origin is not None:
         resource, _ = role
         if resource != origin.resource and resource.name != origin.resource.name:
@@ -135,10 +138,13 @@ def release(origin: Origin | None, state: State, n: int, deferred: bool, record:
             record.double_releases.append((n, state.deferred_release, True))
             return state
         return replace(state, deferred_release=n)
+    kind = role[0].name if role is not None else kind
     if state.phase is Phase.RELEASED:
+        if kind is not None and state.released_kind is not None and kind != state.released_kind:
+            return state  # `C.cudaHostUnregister(p)` then `C.free(p)`: one pointer, two resources
         record.double_releases.append((n, state.released_at or 0, False))
         return state
-    return replace(state, phase=Phase.RELEASED, released_at=n, proxy=None)
+    return replace(state, phase=Phase.RELEASED, released_at=n, proxy=None, released_kind=kind)
 
 
 def path_to(parents: dict, key) -> tuple[int, ...]:

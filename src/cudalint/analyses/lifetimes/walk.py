@@ -452,7 +452,7 @@ class Walker:
         if kind is UseKind.METHOD:
             if self._resources.releases_idempotently(use.symbol, use.method, origin):
                 return _released_again_harmlessly(state, n, use)
-            if self._resources.releases_by_method(use.symbol, use.method, origin):
+            if self._resources.releases_by_method(use.symbol, use.method, origin, use.call):
                 return release(origin, state, n, use.deferred, record, None)
             if released and self._refills(use):
                 raise LeftControl  # `a.Free(); a.alloc()`: the value holds new memory from here on
@@ -486,7 +486,7 @@ class Walker:
         if kind is UseKind.DEREF and use.role is not None and (
             self._resources.owns(use.symbol, use.role[0], origin) or _wraps(origin, use.role[0])
         ):
-            return release(origin, state, n, use.deferred, record, None)  # `C.cudaFree(b.ptr)` of a value holding it
+            return release(origin, state, n, use.deferred, record, None, use.role[0].name)  # `C.cudaFree(b.ptr)` of a value holding it
         if kind in (UseKind.PASS_API, UseKind.DEREF):
             # A field of a value its own method released is used where it
             # is handed to the API (`C.cudaMemcpy(b.ptr, ...)`), not where
