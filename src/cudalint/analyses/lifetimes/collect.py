@@ -286,9 +286,14 @@ _FAILS_TEST = (".Fatal", ".Fatalf", ".FailNow", ".Error", ".Errorf", ".Fail")
 
 def _fatal_on_success(origin: Origin, name: str) -> bool:
     """`_, err := NewEngine(cfg)` then `if err == nil { t.Fatal("expected an
-    error") }` (or `t.Error`): the test fails where the acquisition succeeded."""
+    error") }` (or `t.Error`; also `if _, err := NewEngine(cfg); err == nil`):
+    the test fails where the acquisition succeeded."""
     for node in syntax.walk(origin.unit.body):
-        if node.type != "if_statement" or node.start_byte <= origin.call.end_byte:
+        if node.type != "if_statement":
+            continue
+        initializer = node.child_by_field_name("initializer")
+        made_here = initializer is not None and initializer.start_byte <= origin.call.start_byte < initializer.end_byte
+        if node.start_byte <= origin.call.end_byte and not made_here:
             continue
         condition = " ".join(syntax.text(node.child_by_field_name("condition")).split())
         if condition not in (f"{name} == nil", f"nil == {name}"):

@@ -27,6 +27,7 @@ from cudalint.analyses.lifetimes.closures import Closures
 from cudalint.analyses.lifetimes.collect import Collector
 from cudalint.analyses.lifetimes.counted import Counted, is_counted
 from cudalint.analyses.lifetimes.effects import Effects
+from cudalint.analyses.lifetimes.flags import flag_guarded, flag_set_between
 from cudalint.analyses.lifetimes.handouts import HandOuts
 from cudalint.analyses.lifetimes.origins import Origins
 from cudalint.analyses.lifetimes.nils import NilLocals
@@ -341,6 +342,8 @@ class Engine:
             self._collector.follow(graph, origin, result, counted)
         if any(fact.api.is_release for fact in api_facts) or unit.node in self.owners.releasing_units():
             self._collector.released_parameters(graph, result)
+        if result.double_releases and flag_guarded(unit):
+            result.double_releases = [d for d in result.double_releases if not flag_set_between(graph, d.first, d.node)]
         return result
 
     def _walk_from_entry(self, graph: CFG, state: State) -> WalkRecord:

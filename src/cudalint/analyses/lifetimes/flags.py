@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from tree_sitter import Node
 
 from cudalint import syntax
+from cudalint.cfg import CFG
 from cudalint.functions import Unit, UnitKind
 from cudalint.scope import Resolution, Role
 
@@ -61,6 +62,48 @@ def flag_guarded(unit: Unit) -> bool:
                 if part.type in ("identifier", "selector_expression"):
                     tested.add(syntax.text(part))
     return bool(set_flags & tested)
+
+
+def flag_set_between(graph: CFG, first: int, second: int) -> bool:
+    """Whether a release at `second` runs only where a flag has a value
+    that a statement on the way from the release at `first` set otherwise
+    (`released = true` after the free, `if !released { free }` later): no
+    run releases twice there."""
+    required = _required_flags(graph.ast(second))
+    if not required:
+        return False
+    for n in graph.statement_nodes():
+        setting = graph.ast(n)
+        if setting is None or setting.type != "assignment_statement":
+            continue
+        for value in ("true", "false"):
+            for target in set_true(setting, value):
+                wanted = required.get(syntax.text(target))
+                if wanted is not None and wanted != (value == "true") and graph.has_path(first, n) and graph.has_path(n, second):
+                    return True
+    return False
+
+
+def _required_flags(statement: Node | None) -> dict[str, bool]:
+    """The flags the enclosing ifs require, for a statement in their
+    consequence: each `&&` part `x` (true) or `!x` (false)."""
+    required: dict[str, bool] = {}
+    child, node = statement, statement.parent if statement is not None else None
+    while node is not None and node.type not in ("function_declaration", "method_declaration", "func_literal"):
+        if node.type == "if_statement" and child == node.child_by_field_name("consequence"):
+            parts = [node.child_by_field_name("condition")]
+            while parts:
+                part = syntax.unparen(parts.pop())
+                if part is None:
+                    continue
+                if part.type == "binary_expression" and syntax.text(part.child_by_field_name("operator")) == "&&":
+                    parts += [part.child_by_field_name("left"), part.child_by_field_name("right")]
+                elif part.type == "unary_expression" and syntax.text(part.child_by_field_name("operator")) == "!":
+                    required[syntax.text(part.child_by_field_name("operand"))] = False
+                elif part.type in ("identifier", "selector_expression"):
+                    required[syntax.text(part)] = True
+        child, node = node, node.parent
+    return required
 
 
 def held_flag(
