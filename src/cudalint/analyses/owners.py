@@ -40,6 +40,7 @@ from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
 from cudalint.framework import Analysis, FactView, Pass
 from cudalint.functions import Unit, UnitKind, exported_name
+from cudalint.gotypes import range_position
 from cudalint.knowledge import CallRole, ResourceSpec
 from cudalint.scope import Symbol, SymbolKind
 
@@ -266,6 +267,12 @@ class Owners:
                 symbol = resolution.symbol(node)
                 if symbol is None or symbol in values:
                     return symbol
+                ranged = range_position(symbol) if symbol.kind is SymbolKind.VAR and symbol.is_local else None
+                if ranged is not None and ranged[1] == 1 and ranged[0].type == "composite_literal":
+                    # `for _, p := range []unsafe.Pointer{s.keys, s.vals}`: each of s's fields.
+                    elements = syntax.element_values(ranged[0])
+                    node = unwrap(elements[0], self.facts) if elements else None
+                    continue
                 if symbol.kind is not SymbolKind.VAR or not symbol.is_local or symbol.init is None or symbol.init_index >= 0:
                     return None
                 node = unwrap(symbol.init, self.facts)

@@ -177,14 +177,14 @@ def _verdict(calls: CallIndex, uses: VariableUses, graph: CFG, m: int, symbol: S
     mine = [u for u in here if u.symbol is symbol]
     if any(u.kind not in (UseKind.WRITE, UseKind.ACQUIRE_OUT) for u in mine) or _calls_closure_reading(calls, uses, here, symbol):
         return "read"
-    if there is not None and _tested_beside(calls, there, symbol):
+    if there is not None and _tested_beside(graph.unit, there, symbol):
         return "read"
     if mine or _returned_over(graph, m, symbol):
         return "is overwritten at @overwritten before it is read"
     return None
 
 
-def _tested_beside(calls: CallIndex, leaf: Node, symbol: Symbol) -> bool:
+def _tested_beside(unit: Unit, leaf: Node, symbol: Symbol) -> bool:
     """`if e1 != C.cudaSuccess || e2 != C.cudaSuccess`: a condition that tests
     the status in a later operand reads it, also on the path where an
     earlier one decided (either failure is handled there)."""
@@ -197,8 +197,7 @@ def _tested_beside(calls: CallIndex, leaf: Node, symbol: Symbol) -> bool:
         top = top.parent
     if top is leaf:
         return False
-    resolution = calls.package.resolution
-    return any(node.type == "identifier" and resolution.symbol(node) is symbol for node in syntax.walk(top))
+    return any(node.type == "identifier" and unit.resolution.symbol(node) is symbol for node in syntax.walk(top))
 
 
 def _returned_over(graph: CFG, m: int, symbol: Symbol) -> bool:
