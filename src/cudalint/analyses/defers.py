@@ -54,6 +54,9 @@ class DeferredReleases:
         }
         by_node = {unit.node: unit for unit in package.units}
         found = {unit for unit in package.units if unit.node in calls.api_calls}
+        # A function that acquires through a wrapper may defer the release
+        # method of what it got (`defer conv.Close()` of another package's owning type).
+        acquiring = set(self._lifetimes.units_with_acquisitions())
         for parsed in package.files:
             for statement in parsed.index.defer_statements:
                 call = _deferred_call(statement)
@@ -62,8 +65,10 @@ class DeferredReleases:
                 callee = calls.callee(call)
                 function = syntax.unparen(call.child_by_field_name("function"))
                 method = syntax.text(function.child_by_field_name("field")) if function is not None and function.type == "selector_expression" else ""
+                unit = by_node.get(syntax.enclosing_function(statement))
+                if unit in acquiring:
+                    found.add(unit)
                 if callee.kind in (CalleeKind.LOCAL, CalleeKind.VALUE, CalleeKind.API, CalleeKind.MODULE) or method in release_methods:
-                    unit = by_node.get(syntax.enclosing_function(statement))
                     if unit is not None:
                         found.add(unit)
         return [unit for unit in package.units if unit in found]

@@ -151,7 +151,12 @@ class VariableUses:
             unit = self._literal_units.get(literal)
             if unit is not None and symbol.function != literal and not _declared_inside(symbol, literal):
                 return Use(UseKind.CAPTURE, symbol, identifier, unit=unit, deferred=_is_deferred_literal(literal, self.resolution))
-        child, parent = identifier, identifier.parent
+        return self._classify_from(identifier, symbol, identifier)
+
+    def _classify_from(self, identifier: Node, symbol: Symbol, start: Node) -> Use:
+        """The use of the variable that the expression `start` is (the
+        identifier, or an expression that reads its bits)."""
+        child, parent = start, start.parent
         while parent is not None:
             kind = parent.type
             if kind in ("parenthesized_expression", "type_conversion_expression", "variadic_argument"):
@@ -448,6 +453,10 @@ class VariableUses:
                 # of that pointer parameter says what it does with the value.
                 return self._argument(symbol, identifier, call, callee, index)
             return Use(UseKind.PASS_UNKNOWN, symbol, identifier, call=call, callee=callee)
+        if parent is not None and parent.type == "unary_expression" and syntax.text(parent.child_by_field_name("operator")) == "*":
+            # `*(*C.cudnnHandle_t)(unsafe.Pointer(&handle))`: handle's own bits, read as
+            # C's type (a generated binding's parameter): a use of the value itself.
+            return self._classify_from(identifier, symbol, parent)
         # `args := []unsafe.Pointer{unsafe.Pointer(&d)}`: a kernel's parameters
         # point at d, which still holds it; the array is another name for it.
         # (A handle itself in a literal, `bufs := []unsafe.Pointer{p}`, is stored:

@@ -283,6 +283,13 @@ class StatusWrappers:
             return Wrapped(fact.written, fact.is_release)
         callee = self.calls.callee(expression)
         arguments = syntax.children(expression.child_by_field_name("arguments"))
+        operand = syntax.method_operand(expression)
+        if operand is not None and callee.kind is CalleeKind.LOCAL and callee.target is not None and callee.target.returns_error:
+            # `Destroy(h).Err()`: a method of the package's status type makes
+            # the status a raw wrapper returned into an error.
+            raw = self._raw_status(unit, unwrap(operand, self.calls))
+            if raw is not None:
+                return Wrapped(raw.inner, raw.release)
         if callee.kind is CalleeKind.LOCAL and callee.target is not None:
             nested = self.of(callee.target) if callee.target is not unit else None
             if nested is not None and not nested.raw:

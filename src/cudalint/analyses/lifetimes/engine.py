@@ -222,6 +222,20 @@ class Engine:
         )
         for unit in releasing:
             found.setdefault(unit.node, unit)
+        # And those that hand a parameter to such a function of the package
+        # (`FindBestForwardAlgo(h, ...)` calling the generated
+        # `FindConvolutionForwardAlgorithm(h, ...)`), up the package's calls.
+        callers: dict[Unit, list[Unit]] = {}
+        for unit in self._calls.package.units:
+            if unit.node not in found and unit.kind is not UnitKind.LITERAL and unit.params:
+                for callee in self._calls.local_callees(unit):
+                    callers.setdefault(callee, []).append(unit)
+        pending = [unit for unit in found.values()]
+        while pending:
+            for caller in callers.pop(pending.pop(), ()):
+                if caller.node not in found:
+                    found[caller.node] = caller
+                    pending.append(caller)
         if self._releases_counts():
             # A function that only gives a count back (`func Shutdown() error
             # { return shutdown() }`): its importers' remedy names it.

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cudalint.analyses.lifetimes.outcomes import RECEIVER_HANDOUT
+from cudalint.analyses.lifetimes.outcomes import RECEIVER_HANDOUT, out_parameter
 from cudalint.analyses.lifetimes.counted import hand_out_status, nil_when_failed
 from cudalint.analyses.owners import owner_type
 from cudalint.functions import Unit, exported_name
@@ -92,6 +92,7 @@ def exported_effects(engine: Any) -> dict[str, ResourceEffects]:
             for origin, index in engine.handed_out(unit)
             if (index >= 0 and origin.role.handle != "none") or index == RECEIVER_HANDOUT or unit.returns_error
             or unit.node.child_by_field_name("result") is None or _counted_status(unit, origin, index) is not None
+            or out_parameter(index) is not None
         )
         params = tuple(engine.effect_of_argument(unit, i).value for i in range(len(unit.params)))
         counted = engine.counted_releases(unit)
@@ -116,6 +117,8 @@ def _counted_status(unit: Unit, origin: Any, index: int) -> StatusSpec | None:
 def _success(engine: Any, unit: Unit, origin: Any, index: int) -> tuple[str, ...]:
     """The values of the last result that say the handle or count was handed out."""
     status = _counted_status(unit, origin, index)
+    if status is None and out_parameter(index) is not None and not unit.returns_error:
+        status = origin.api.status  # filled through a pointer, its own status returned as it came
     return engine.success_spelled(status) if status is not None else engine.success_beside(unit, index)
 
 

@@ -22,7 +22,7 @@ from cudalint.analyses.calls import CallIndex, unwrap
 from cudalint.analyses.lifetimes.counted import hand_out_status
 from cudalint.analyses.call_kinds import CalleeKind, value_parent
 from cudalint.analyses.lifetimes.carriers import carriers_of, runs
-from cudalint.analyses.lifetimes.origins import Lifetimes
+from cudalint.analyses.lifetimes.origins import Lifetimes, pointer_parameter
 from cudalint.analyses.lifetimes.outcomes import OUT_HANDOUT, RECEIVER_HANDOUT, Origin
 from cudalint.analyses.owners import Owners, owned_resource, owner_type
 from cudalint.analyses.status import StatusSource
@@ -541,24 +541,33 @@ def _out_parameter(unit: Unit, origin: Origin, calls: CallIndex) -> int | None:
         return None
     arguments = syntax.children(origin.call.child_by_field_name("arguments"))
     argument = unwrap(arguments[origin.role.index], calls) if origin.role.index < len(arguments) else None
-    if argument is None or argument.type != "identifier":
-        return None
-    symbol = unit.resolution.symbol(argument)
+    symbol = pointer_parameter(argument, calls)
     if symbol is None or symbol not in unit.params or symbol.type_node is None or symbol.type_node.type != "pointer_type":
         return None
-    if not unit.returns_error and not _returns_status_of(unit, origin):
+    if not unit.returns_error and not returns_status_of(unit, origin, calls):
         return None
     return unit.params.index(symbol)
 
 
-def _returns_status_of(unit: Unit, origin: Origin) -> bool:
-    """`func devAlloc(...) C.cudaError_t { return C.cudaMalloc(p, n) }`: its
-    one result is the acquiring call's status, returned as it came."""
+def returns_status_of(unit: Unit, origin: Origin, calls: CallIndex) -> bool:
+    """`func devAlloc(...) C.cudaError_t { return C.cudaMalloc(p, n) }`, or a
+    generated binding's `__ret := C.cudnnCreate(chandle); __v :=
+    (Status)(__ret); return __v`: its one result is the acquiring call's
+    status, returned as it came (through locals and conversions)."""
     status = origin.api.status if origin.api is not None else None
-    result = unit.node.child_by_field_name("result")
-    if status is None or status.kind != "code" or result is None or unit.result_count != 1 or unit.body is None:
-        return False
-    if not syntax.text(result).endswith(status.type):
+    if status is None or status.kind != "code" or unit.result_count != 1 or unit.body is None:
         return False
     returned = [syntax.returned(statement) for statement in syntax.return_statements(unit.body)]
-    return bool(returned) and all(len(values) == 1 and values[0] == origin.call for values in returned)
+    return bool(returned) and all(len(values) == 1 and _value_of(values[0], calls) == origin.call for values in returned)
+
+
+def _value_of(value: Node | None, calls: CallIndex) -> Node | None:
+    """A value followed back through conversions and the locals it was
+    assigned from once (`__v := (Status)(__ret)`)."""
+    node = unwrap(value, calls)
+    for _ in range(4):
+        symbol = calls.package.resolution.symbol(node) if node is not None and node.type == "identifier" else None
+        if symbol is None or not symbol.is_local or symbol.init is None or symbol.init_index >= 0:
+            return node
+        node = unwrap(symbol.init, calls)
+    return node

@@ -28,11 +28,11 @@ from cudalint.analyses.lifetimes.outcomes import RECEIVER_HANDOUT, Effect, Origi
 from cudalint.analyses.lifetimes.states import Phase, State
 from cudalint.analyses.owners import Owners, owned_resource
 from cudalint.analyses.uses import appended_to, calls_parameter, literal_holder, local_collection, local_holder
-from cudalint.analyses.status import ERROR_STATUS, as_imported, status_beside, success_beside
+from cudalint.analyses.status import ERROR_STATUS, as_imported, status_beside, success_beside, success_spelled
 from cudalint.cfg import CFG
 from cudalint.functions import Unit, UnitKind
 from cudalint.knowledge import ApiFunction, CallRole
-from cudalint.scope import Role, Symbol, default_import_name
+from cudalint.scope import Role, Symbol, SymbolKind, default_import_name
 
 # What a function of the package hands its caller: (acquisition, result index).
 HandOuts = Callable[[Unit], list[tuple[Origin, int]]]
@@ -97,7 +97,7 @@ class Origins:
                     continue  # `b.ensureInit()` in a method of b, which records the count on b: b's
                 status = ERROR_STATUS if target.returns_error else status_beside(success_beside(target, index, self._calls))
                 if out_parameter(index) is not None and not target.returns_error:
-                    status = replace(inner.api.status, result="first")  # its own status, returned as it came
+                    status = status_beside(success_spelled(inner.api.status, self._calls))  # its own status, returned as it came
                 beside_failure = inner in self._lifetimes(target).returned_failing
                 if beside_failure:
                     status = None  # `return d, fmt.Errorf(...)`: held whether it failed or not
@@ -240,8 +240,8 @@ class Origins:
             if argument.type != "unary_expression" or syntax.text(argument.child_by_field_name("operator")) != "&":
                 # Stored through a pointer the caller gave: handed over at once
                 # (to the caller, where that pointer is a parameter).
-                symbol = self._calls.package.resolution.symbol(argument) if argument.type == "identifier" else None
-                return (replace(origin, handle=symbol.name), None, None) if symbol is not None and symbol.role is Role.PARAM else None
+                symbol = pointer_parameter(argument, self._calls)
+                return (replace(origin, handle=symbol.name), None, None) if symbol is not None else None
             target = unwrap(argument.child_by_field_name("operand"), self._calls)
         else:
             target = argument
@@ -563,3 +563,19 @@ def _forwarded_to(function: Unit, index: int) -> Iterator[tuple[Node, int]]:
             argument = syntax.unparen(argument)
             if argument is not None and argument.type == "identifier" and function.resolution.symbol(argument) is parameter:
                 yield call, position
+
+
+def pointer_parameter(argument: Node | None, calls: CallIndex) -> Symbol | None:
+    """The parameter a pointer argument is, directly or through locals made
+    of it by conversions (a generated binding's `chandle :=
+    (*C.cudnnHandle_t)(unsafe.Pointer(handle))`)."""
+    for _ in range(4):
+        if argument is None or argument.type != "identifier":
+            return None
+        symbol = calls.package.resolution.symbol(argument)
+        if symbol is None or symbol.role is Role.PARAM:
+            return symbol
+        if symbol.kind is not SymbolKind.VAR or not symbol.is_local or symbol.init is None or symbol.init_index >= 0:
+            return None
+        argument = unwrap(symbol.init, calls)
+    return None

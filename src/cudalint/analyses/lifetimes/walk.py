@@ -253,7 +253,9 @@ class Walker:
             state = self._closures.registered_before(graph, n, state)
         for use in mine:
             overwritten_field = use.kind is UseKind.DEREF and (use.symbol, use.field) in state.fields and _assigned(use)
-            if (use.kind not in (UseKind.WRITE, UseKind.ACQUIRE_OUT) and not overwritten_field) or use.symbol in aliases:
+            # The wrapper that filled the variable through `&ad` reached again (a loop): it fills it anew.
+            refilled = use.kind is UseKind.PASS_LOCAL and origin is not None and origin.role.is_out and use.call == origin.call
+            if (use.kind not in (UseKind.WRITE, UseKind.ACQUIRE_OUT) and not overwritten_field and not refilled) or use.symbol in aliases:
                 continue
             if overwritten_field:
                 state = replace(state, fields=state.fields - {(use.symbol, use.field)})
