@@ -45,10 +45,13 @@ def exported_effects(threads: Any) -> dict[str, ThreadEffects]:
             inner = threads.chain(need)[-1]
             needs_lock = inner.via or syntax.text(inner.call.child_by_field_name("function"))
         wrapper = threads.wrapper(unit)
-        if wrapper is not None and (wrapper.value == "unlock" or (wrapper.value == "lock" and threads.locks_always(unit))):
-            thread = wrapper.value
-        elif wrapper is not None and wrapper.value == "lock" and threads.locks_on_success(unit):
+        # (A lock taken through another lock-on-success call, `lk, err :=
+        # cuda.LockThread(dev)`, is held on every path by the count alone:
+        # where its error is tested, only success keeps it.)
+        if wrapper is not None and wrapper.value == "lock" and threads.locks_on_success(unit):
             thread = "lock-on-success"
+        elif wrapper is not None and (wrapper.value == "unlock" or (wrapper.value == "lock" and threads.locks_always(unit))):
+            thread = wrapper.value
         if needs_lock or thread:
             found[name] = ThreadEffects(needs_lock, thread)
     return found

@@ -177,24 +177,60 @@ def _returns_nil_error(statement: Node | None) -> bool:
 
 def _return_outcomes(flows: LockFlows, graph: CFG) -> list[tuple[Node | None, bool]]:
     """(return statement, locked when it returns) on each path from the entry,
-    with the thread unlocked at entry (deferred unlocks applied)."""
+    with the thread unlocked at entry (deferred unlocks applied). A lock
+    taken only on success (`lk, err := cuda.LockThread(dev)`) is not held on
+    the side of its error's test where the error is not nil."""
     found: list[tuple[Node | None, bool]] = []
     happenings = flows.happenings(graph.unit)
 
-    def step(n: int, state: tuple[int, int]):
-        count, deferred = state
+    def step(n: int, state: tuple[int, int, frozenset[str]]):
+        count, deferred, on_success = state
+        if on_success and (statement := graph.ast(n)) is not None:
+            # `ctx, err := cuda.CreateContext(dev)`: err says something else from here on.
+            on_success = on_success - {syntax.text(t) for left, _ in syntax.assignment_sides(statement) for t in left}
         for happening in happenings.get(n, ()):
             if flows.defers_unlock(happening):
                 deferred = min(deferred + 1, CAP)
-            else:
-                count = flows.apply(count, (happening,))
-        for successor in graph.successors(n):
+                continue
+            before = count
+            count = flows.apply(count, (happening,))
+            if count > before and (error := _error_of_lock_on_success(flows, happening)):
+                on_success = on_success | {error}
+        for edge in graph.out_edges(n):
+            successor, held, pending = edge.target, count, on_success
+            failed = _failed_error(edge.condition, edge.polarity) if edge.condition is not None else None
+            if failed is not None and failed in pending:
+                held, pending = max(held - 1, 0), pending - {failed}
             if graph.kind(successor) is not NodeKind.EXIT:
-                yield successor, (count, deferred)
+                yield successor, (held, deferred, pending)
             elif graph.exit_kind(successor) is ExitKind.RETURN:
                 statement = graph.ast(n) if graph.kind(n) is NodeKind.RETURN else None
-                found.append((statement, count - deferred > 0))
+                found.append((statement, held - deferred > 0))
 
-    for _ in graph.walk(graph.entry, (0, 0), step):
+    for _ in graph.walk(graph.entry, (0, 0, frozenset()), step):
         pass
     return found
+
+
+def _error_of_lock_on_success(flows: LockFlows, happening: Happening) -> str | None:
+    """The error variable of a call that locks only where it succeeds (an
+    imported `lock-on-success` function, or one of the package)."""
+    on_success = happening.via == "on success" or (
+        happening.event is Event.CALL and happening.target is not None and flows.locks_on_success(happening.target)
+    )
+    left = syntax.assigned_from(happening.call) if on_success else []
+    error = syntax.unparen(left[-1]) if left else None
+    return syntax.text(error) if error is not None and error.type == "identifier" and syntax.text(error) != "_" else None
+
+
+def _failed_error(condition: Node, polarity: bool | None) -> str | None:
+    """The variable an edge's condition finds a non-nil error in
+    (`err != nil` taken, `err == nil` not taken)."""
+    condition = syntax.unparen(condition)
+    if condition is None or condition.type != "binary_expression":
+        return None
+    operator = syntax.text(condition.child_by_field_name("operator"))
+    left, right = condition.child_by_field_name("left"), condition.child_by_field_name("right")
+    if syntax.text(right) != "nil" or left is None or left.type != "identifier":
+        return None
+    return syntax.text(left) if (operator == "!=" and polarity) or (operator == "==" and polarity is False) else None
