@@ -156,3 +156,21 @@ def test_a_configured_include_directory_is_read(tmp_path: Path) -> None:
     bad.write_text('c-include = ["../nowhere"]\n')
     failed = cudalint("--no-cache", "./...", cwd=project)
     assert failed.exit_code == 2 and "c-include" in failed.stderr and "no such directory" in failed.stderr
+
+
+def test_the_c_sources_of_a_package_include_cuda_and_go_free_subdirectories(tmp_path: Path) -> None:
+    """`.cu` glue beside the Go files, and in a subdirectory that holds no Go
+    (a Makefile builds it into the library the package links); not a
+    subdirectory that is a Go package of its own, nor a huge file."""
+    (tmp_path / "gpu.go").write_text("package gpu\n")
+    (tmp_path / "glue.h").write_text("void f(void);\n")
+    (tmp_path / "kernels.cu").write_text("void f(void) {}\n")
+    (tmp_path / "impl").mkdir()
+    (tmp_path / "impl" / "glue_cuda.cu").write_text("void g(void) {}\n")
+    (tmp_path / "impl" / "glue_cpu.c").write_text("void g(void) {}\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "sub.go").write_text("package sub\n")
+    (tmp_path / "sub" / "sub.c").write_text("void h(void) {}\n")
+    (tmp_path / "big.cu").write_bytes(b"// " + b"x" * (1 << 20) + b"\n")
+    names = [path.relative_to(tmp_path).as_posix() for path in cside.local_c_files(tmp_path)]
+    assert names == ["glue.h", "impl/glue_cpu.c", "impl/glue_cuda.cu", "kernels.cu"]

@@ -74,6 +74,10 @@ class CFunction:
     # Parameters whose value (or a field of it) the body stores where it
     # outlives the call: through another parameter or into a global.
     keeps: tuple[int, ...] = ()
+    # (callee, argument index, parameter index) for each parameter the body
+    # passes on as is (casts aside): `cudaMemcpyAsync(dst, src, ...)` in a
+    # helper of several calls, for what those calls do with their arguments.
+    passes: tuple[tuple[str, int, int], ...] = ()
 
 
 @dataclass
@@ -284,12 +288,31 @@ def _header(path: Path) -> CView | None:
 
 
 def local_c_files(directory: Path) -> list[Path]:
-    """The package directory's `.c` and `.h` files (what this stage reads of
-    it, and what the driver keys a package's cached result by)."""
+    """The package directory's C and CUDA sources and headers, and those of
+    its subdirectories that hold no Go (`memory/cuda_malloc.cu`, built by a
+    Makefile into the library the package links): what this stage reads of
+    it, and what the driver keys a package's cached result by. A file over
+    a megabyte is no glue code."""
+    found = []
     try:
-        return sorted(entry for entry in directory.iterdir() if entry.suffix in (".c", ".h") and entry.is_file())
+        entries = sorted(directory.iterdir())
     except OSError:
         return []
+    for entry in entries:
+        try:
+            if entry.is_file() and entry.suffix in _C_SOURCES and entry.stat().st_size <= _LARGEST_C:
+                found.append(entry)
+            elif entry.is_dir() and not entry.is_symlink() and not entry.name.startswith((".", "_")) and entry.name not in ("vendor", "testdata"):
+                inner = sorted(entry.iterdir())
+                if not any(path.suffix == ".go" for path in inner):
+                    found += [path for path in inner if path.is_file() and path.suffix in _C_SOURCES and path.stat().st_size <= _LARGEST_C]
+        except OSError:
+            continue
+    return found
+
+
+_C_SOURCES = frozenset({".c", ".h", ".cu", ".cuh"})
+_LARGEST_C = 1 << 20
 
 
 def _includes(text: bytes, directories: list[Path]) -> list[Path]:
@@ -400,6 +423,10 @@ def _collect(root: Node, view: CView) -> None:
         elif node.type in ("function_definition", "declaration"):
             function = _function(node, view.name_macros)
             if function is not None and (function.name not in view.functions or node.type == "function_definition"):
+                earlier = view.functions.get(function.name)
+                if earlier is not None and earlier.passes:
+                    # Variants of one function (a CUDA `.cu` and a CPU `.c` build): what either passes on.
+                    function = replace(function, passes=tuple(dict.fromkeys(earlier.passes + function.passes)))
                 view.functions[function.name] = function
             elif node.type == "declaration":
                 _constant(node, view)
@@ -489,7 +516,7 @@ def _function(node: Node, macros: dict[str, tuple[str, str]]) -> CFunction | Non
     function = CFunction(name, _base_name(node.child_by_field_name("type")), pointer, tuple(params))
     body = node.child_by_field_name("body") if node.type == "function_definition" else None
     if body is not None:
-        return replace(_with_wrapped(function, body), keeps=_kept_params(function.params, body))
+        return replace(_with_wrapped(function, body), keeps=_kept_params(function.params, body), passes=_passed_params(function.params, body))
     if pasted:
         # Declared only, its name pasted from another's: by convention that
         # function's variant, with its parameters (NVML_DL(nvmlShutdown)).
@@ -582,6 +609,19 @@ def _with_wrapped(function: CFunction, body: Node) -> CFunction:
         text = _text(argument)
         mapping.append(function.params.index(text) if text in function.params and text else -1)
     return CFunction(function.name, function.returns, function.pointer, function.params, names.pop(), tuple(mapping), early_success)
+
+
+def _passed_params(params: tuple[str, ...], body: Node) -> tuple[tuple[str, int, int], ...]:
+    found = []
+    for call in syntax.walk(body):
+        if call.type != "call_expression" or call.child_by_field_name("function") is None:
+            continue
+        for index, argument in enumerate((call.child_by_field_name("arguments") or call).named_children):
+            while argument.type in ("parenthesized_expression", "cast_expression"):
+                argument = argument.named_children[-1]
+            if argument.type == "identifier" and _text(argument) in params:
+                found.append((_text(call.child_by_field_name("function")), index, params.index(_text(argument))))
+    return tuple(found)
 
 
 def _kept_params(params: tuple[str, ...], body: Node) -> tuple[int, ...]:

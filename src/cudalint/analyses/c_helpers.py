@@ -8,6 +8,7 @@ name the knowledge's pattern matched."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from tree_sitter import Node
 
@@ -19,6 +20,26 @@ from cudalint.knowledge import ApiFunction, CallRole, Knowledge
 
 
 def c_helper_api(view: CView, name: str, knowledge: Knowledge, known: ApiFunction | None) -> ApiFunction | None | bool:
+    """`c_helper_api_of`, and a helper that hands a parameter to an
+    asynchronous call as its host memory (`cudaMemcpyAsync(dst, src, ...)`
+    in `AsyncCopyHostToDevice(dst, src, ...)`) is asynchronous there too."""
+    found = c_helper_api_of(view, name, knowledge, known)
+    function = view.functions.get(name)
+    if function is None or not function.passes:
+        return found
+    host = tuple(sorted({
+        parameter for callee, index, parameter in function.passes
+        if (api := knowledge.lookup("C", callee)) is not None and index in api.async_host_args
+    }))
+    if not host:
+        return found
+    if isinstance(found, ApiFunction):
+        return replace(found, async_host_args=host)
+    family = next(api.family for callee, _, _ in function.passes if (api := knowledge.lookup("C", callee)) is not None and api.async_host_args)
+    return ApiFunction(family, f"C.{name}", None, False, (), (), async_host_args=host)
+
+
+def c_helper_api_of(view: CView, name: str, knowledge: Knowledge, known: ApiFunction | None) -> ApiFunction | None | bool:
     """What the package's own C says of `C.name`: the ApiFunction of a
     helper that wraps an API call (its status, and the call's acquisitions
     and releases moved to the helper's parameters), or of a function whose
