@@ -225,15 +225,13 @@ class Engine:
         # And those that hand a parameter to such a function of the package
         # (`FindBestForwardAlgo(h, ...)` calling the generated
         # `FindConvolutionForwardAlgorithm(h, ...)`), up the package's calls.
-        callers: dict[Unit, list[Unit]] = {}
-        for unit in self._calls.package.units:
-            if unit.node not in found and unit.kind is not UnitKind.LITERAL and unit.params:
-                for callee in self._calls.local_callees(unit):
-                    callers.setdefault(callee, []).append(unit)
+        # (The calls of each found function, by its name: no body is resolved for this.)
+        by_node = {unit.node: unit for unit in self._calls.package.units}
         pending = [unit for unit in found.values()]
         while pending:
-            for caller in callers.pop(pending.pop(), ()):
-                if caller.node not in found:
+            for call in self._calls.calls_of(pending.pop()):
+                caller = by_node.get(syntax.enclosing_function(call))
+                if caller is not None and caller.node not in found and caller.kind is not UnitKind.LITERAL and caller.params:
                     found[caller.node] = caller
                     pending.append(caller)
         if self._releases_counts():
