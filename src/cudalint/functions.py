@@ -115,6 +115,14 @@ class Unit:
         return self.name.rsplit(".", 1)[0].strip("()*") if self.kind is UnitKind.METHOD else ""
 
     @property
+    def outermost(self) -> Unit:
+        """The function or method a func literal is written in (itself for one)."""
+        unit = self
+        while unit.parent is not None:
+            unit = unit.parent
+        return unit
+
+    @property
     def nested(self) -> bool:
         """A func literal inside a function, run where that function says;
         not one a package-level variable is initialised with, which its

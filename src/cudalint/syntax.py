@@ -434,6 +434,12 @@ def calls_in(root: Node) -> Iterator[Node]:
         stack.extend(reversed(node.children))
 
 
+def all_calls(root: Node | None) -> list[Node]:
+    """The calls of a piece of syntax, those in its func literals too
+    (`defer func() { lib.Shutdown() }()`), in source order."""
+    return [node for node in walk(root) if node.type == "call_expression"] if root is not None else []
+
+
 def statement_of_call(call: Node) -> str:
     """The type of the syntax that holds a call, parentheses skipped:
     "defer_statement", "go_statement", "expression_statement", ..."""

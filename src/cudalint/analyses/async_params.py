@@ -59,7 +59,7 @@ class AsyncParams:
             found: dict[Unit, AsyncHostParams] = {}
             # A call in a func literal is its function's (`doCGoCall(func() C.Res {
             # return C.AsyncCopy(dst, src, n) })` runs it with the parameters).
-            pending = [_outermost(unit) for unit in seeds]
+            pending = [unit.outermost for unit in seeds]
             while pending:
                 unit = pending.pop()
                 if unit in found:
@@ -104,7 +104,7 @@ class AsyncParams:
         if unit.body is None or not unit.params:
             return None
         found: dict[int, str] = {}
-        for call in (node for node in syntax.walk(unit.body) if node.type == "call_expression"):
+        for call in syntax.all_calls(unit.body):
             fact = self.calls.call(call)
             if fact is not None and fact.api is not None and fact.api.async_host_args:
                 indexes, via = fact.api.async_host_args, fact.written
@@ -138,12 +138,6 @@ class AsyncParams:
     def _reassigned(self, symbol) -> bool:
         """`src = pinned` before the call: what the caller gave is not what is passed."""
         return any(syntax.assignment_of(mention) is not None for mention in self.calls.references(symbol))
-
-
-def _outermost(unit: Unit) -> Unit:
-    while unit.parent is not None:
-        unit = unit.parent
-    return unit
 
 
 def _facts(p: Pass) -> dict[str, AsyncHostParams]:

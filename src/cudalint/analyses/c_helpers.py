@@ -27,16 +27,16 @@ def c_helper_api(view: CView, name: str, knowledge: Knowledge, known: ApiFunctio
     function = view.functions.get(name)
     if function is None or not function.passes:
         return found
-    host = tuple(sorted({
-        parameter for callee, index, parameter in function.passes
+    asynchronous = [
+        (parameter, api) for callee, index, parameter in function.passes
         if (api := knowledge.lookup("C", callee)) is not None and index in api.async_host_args
-    }))
-    if not host:
+    ]
+    if not asynchronous:
         return found
+    host = tuple(sorted({parameter for parameter, _ in asynchronous}))
     if isinstance(found, ApiFunction):
         return replace(found, async_host_args=host)
-    family = next(api.family for callee, _, _ in function.passes if (api := knowledge.lookup("C", callee)) is not None and api.async_host_args)
-    return ApiFunction(family, f"C.{name}", None, False, (), (), async_host_args=host)
+    return ApiFunction(asynchronous[0][1].family, f"C.{name}", None, False, (), (), async_host_args=host)
 
 
 def c_helper_api_of(view: CView, name: str, knowledge: Knowledge, known: ApiFunction | None) -> ApiFunction | None | bool:

@@ -550,8 +550,6 @@ class CallIndex:
         return None
 
 
-
-
 def _result_typed(calls: CallIndex, call: Node, index: int, elements: bool = False) -> tuple[str, str] | None:
     """(import path, type) of a call's result `index`, or of its elements, as
     another package's facts or the knowledge say."""

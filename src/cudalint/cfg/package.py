@@ -81,12 +81,9 @@ class PackageCFGs:
             self._literal_exits[literal] = None
             if unit is not None and self.analysable(unit):
                 try:
-                    graph = build_cfg(unit, self._oracle())
+                    self._literal_exits[literal] = _endings([build_cfg(unit, self._oracle())])
                 except (NestingTooDeep, RecursionError):
-                    graph = None
-                if graph is not None and not graph.exit_reachable(ExitKind.RETURN):
-                    self._literal_exits[literal] = frozenset(
-                        k for k in ExitKind if k is not ExitKind.RETURN and graph.exit_reachable(k))
+                    pass  # too deep to tell: it may return
         return self._literal_exits[literal]
 
     def exits_of_function(self, symbol: Symbol) -> frozenset[ExitKind] | None:
@@ -115,13 +112,17 @@ class PackageCFGs:
         return found
 
     def _verdict(self, symbol: Symbol) -> frozenset[ExitKind] | None:
-        variants = [self.graphs.get(unit) for unit in self._variants.get(symbol, [])]
-        if variants and all(g is not None and not g.exit_reachable(ExitKind.RETURN) for g in variants):
-            return frozenset(
-                k for k in ExitKind if k is not ExitKind.RETURN and any(g.exit_reachable(k) for g in variants)
-            )
-        return None
+        return _endings([self.graphs.get(unit) for unit in self._variants.get(symbol, [])])
 
+
+
+def _endings(graphs: list[CFG | None]) -> frozenset[ExitKind] | None:
+    """How code with these graphs (the variants of a function) ends the
+    goroutine where none of them can return; None where one can, or has no
+    graph."""
+    if graphs and all(g is not None and not g.exit_reachable(ExitKind.RETURN) for g in graphs):
+        return frozenset(k for k in ExitKind if k is not ExitKind.RETURN and any(g.exit_reachable(k) for g in graphs))
+    return None
 
 class _LazyGraphs(Mapping):
     """unit -> CFG, built when first asked for; over a bound on graph nodes,

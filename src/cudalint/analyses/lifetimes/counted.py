@@ -172,7 +172,7 @@ class Counted:
         """`releases`, reading the package's callees from the memo."""
         if unit.body is None:
             return False
-        calls = _all_calls(unit.body)
+        calls = syntax.all_calls(unit.body)
         if any(self._takes(call, name) for call in calls):
             return False  # it takes its own count (Init ... defer Shutdown): balanced, no release of the caller's
         for call in calls:
@@ -703,13 +703,10 @@ def _overwrites(uses: VariableUses, graph: CFG, n: int, state: State) -> bool:
 def _in_body(calls: CallIndex, unit: Unit, found: Callable[[Node], bool]) -> bool:
     """A call of `unit`'s body (its func literals' too: `defer func() {
     lib.Shutdown() }()`), or of a local function it calls, is `found`."""
-    made = _all_calls(unit.body)
+    made = syntax.all_calls(unit.body)
     targets = [t for c in made if (t := calls.callee(c).target) is not None and t.body is not None]
-    return any(found(c) for c in made) or any(found(c) for t in targets for c in _all_calls(t.body))
+    return any(found(c) for c in made) or any(found(c) for t in targets for c in syntax.all_calls(t.body))
 
-
-def _all_calls(body: Node | None) -> list[Node]:
-    return [node for node in syntax.walk(body) if node.type == "call_expression"] if body is not None else []
 
 
 def _statement_of(call: Node | None) -> str:

@@ -146,7 +146,7 @@ def flag_guarded_release(defer: Node | None, calls: CallIndex, call_releases: Ca
         literal = calls.literal(function)
     if literal is None or literal.kind is not UnitKind.LITERAL or literal.body is None:
         return False
-    releasing = [node for node in syntax.walk(literal.body) if node.type == "call_expression" and call_releases(node, name)]
+    releasing = [node for node in syntax.all_calls(literal.body) if call_releases(node, name)]
     return bool(releasing) and all(_under_outer_flag(node, literal, calls) for node in releasing)
 
 

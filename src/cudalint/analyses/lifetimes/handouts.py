@@ -22,7 +22,7 @@ from cudalint.analyses.calls import CallIndex, unwrap
 from cudalint.analyses.lifetimes.counted import hand_out_status
 from cudalint.analyses.call_kinds import CalleeKind, value_parent
 from cudalint.analyses.lifetimes.carriers import carriers_of, runs
-from cudalint.analyses.lifetimes.origins import Lifetimes, pointer_parameter
+from cudalint.analyses.lifetimes.origins import Lifetimes, pointer_parameter, traced_value
 from cudalint.analyses.lifetimes.outcomes import OUT_HANDOUT, RECEIVER_HANDOUT, Origin
 from cudalint.analyses.owners import Owners, owned_resource, owner_type
 from cudalint.analyses.status import StatusSource
@@ -558,16 +558,4 @@ def returns_status_of(unit: Unit, origin: Origin, calls: CallIndex) -> bool:
     if status is None or status.kind != "code" or unit.result_count != 1 or unit.body is None:
         return False
     returned = [syntax.returned(statement) for statement in syntax.return_statements(unit.body)]
-    return bool(returned) and all(len(values) == 1 and _value_of(values[0], calls) == origin.call for values in returned)
-
-
-def _value_of(value: Node | None, calls: CallIndex) -> Node | None:
-    """A value followed back through conversions and the locals it was
-    assigned from once (`__v := (Status)(__ret)`)."""
-    node = unwrap(value, calls)
-    for _ in range(4):
-        symbol = calls.package.resolution.symbol(node) if node is not None and node.type == "identifier" else None
-        if symbol is None or not symbol.is_local or symbol.init is None or symbol.init_index >= 0:
-            return node
-        node = unwrap(symbol.init, calls)
-    return node
+    return bool(returned) and all(len(values) == 1 and traced_value(values[0], calls) == origin.call for values in returned)

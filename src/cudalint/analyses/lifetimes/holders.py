@@ -44,9 +44,7 @@ def value_holds_count(unit: Unit, units: list[Unit], acquires: Callable[[Node], 
     whose values the package makes where it takes a count of the kind
     (`NewChecker` calls `nvml.Init()` and returns `&Checker{...}`): the
     method's deferred release may give that count back."""
-    while unit.parent is not None:
-        unit = unit.parent
-    owner = unit.receiver_type
+    owner = unit.outermost.receiver_type
     if not owner:
         return False
     for maker in units:

@@ -507,10 +507,7 @@ def _kept_by_own_receiver(call: Node, unit: Unit, target: Unit, calls: CallIndex
     lazy initialisation): the value holds the count, and whatever releases
     the value gives it back; the calling method neither holds nor loses it.
     Both receivers must be pointers: a value receiver's record is on a copy."""
-    method = unit
-    while method.parent is not None:
-        method = method.parent
-    receiver, own = method.receiver, target.receiver
+    receiver, own = unit.outermost.receiver, target.receiver
     operand = syntax.method_operand(call)
     if receiver is None or own is None or target.body is None or operand is None or operand.type != "identifier":
         return False
@@ -569,13 +566,18 @@ def pointer_parameter(argument: Node | None, calls: CallIndex) -> Symbol | None:
     """The parameter a pointer argument is, directly or through locals made
     of it by conversions (a generated binding's `chandle :=
     (*C.cudnnHandle_t)(unsafe.Pointer(handle))`)."""
+    value = traced_value(argument, calls)
+    symbol = calls.package.resolution.symbol(value) if value is not None and value.type == "identifier" else None
+    return symbol if symbol is not None and symbol.role is Role.PARAM else None
+
+
+def traced_value(value: Node | None, calls: CallIndex) -> Node | None:
+    """A value followed back through conversions and the locals it was
+    assigned from once (`__v := (Status)(__ret)`, `chandle := (*C.T)(p)`)."""
+    node = unwrap(value, calls)
     for _ in range(4):
-        if argument is None or argument.type != "identifier":
-            return None
-        symbol = calls.package.resolution.symbol(argument)
-        if symbol is None or symbol.role is Role.PARAM:
-            return symbol
-        if symbol.kind is not SymbolKind.VAR or not symbol.is_local or symbol.init is None or symbol.init_index >= 0:
-            return None
-        argument = unwrap(symbol.init, calls)
-    return None
+        symbol = calls.package.resolution.symbol(node) if node is not None and node.type == "identifier" else None
+        if symbol is None or symbol.kind is not SymbolKind.VAR or not symbol.is_local or symbol.init is None or symbol.init_index >= 0:
+            return node
+        node = unwrap(symbol.init, calls)
+    return node
