@@ -42,6 +42,28 @@ def test_preamble_local_header_and_c_file(tmp_path: Path) -> None:
     assert view.is_type("gpu_status") and not view.is_type("gpu_sync")
 
 
+def test_a_struct_built_from_one_calls_status_carries_that_call(tmp_path: Path) -> None:
+    """`return from_status(cudaFree(ptr), NULL);` (or the status held in a
+    local first): the call whose status the returned struct carries, with
+    its arguments' parameters; a CPU variant without it keeps the other's."""
+    (tmp_path / "impl").mkdir()
+    (tmp_path / "impl" / "r.cu").write_text(
+        "typedef struct { void *v; const char *m; } res;\n"
+        "static res from_status(int st, void *v) { res r = {v, 0}; return r; }\n"
+        "res r_free(void *ptr) { return from_status(cudaFree(ptr), 0); }\n"
+        "res r_fill(void *ptr, int n) { int st = cudaMemset(ptr, 0, n); return from_status(st, 0); }\n"
+        "res r_two(void *a, void *b) { return from_status(cudaFree(a), b ? (void *)0 : b); }\n"
+        "res r_none(void *ptr) { return from_status(0, ptr); }\n"
+    )
+    (tmp_path / "impl" / "r_cpu.c").write_text("res r_free(void *ptr) { free(ptr); return done(0); }\n")
+    view = _view(tmp_path, 'package a\n\n// #include "impl/r.h"\nimport "C"\n')
+    functions = view.functions
+    assert (functions["r_free"].carried, functions["r_free"].carried_args) == ("cudaFree", (0,))
+    assert (functions["r_fill"].carried, functions["r_fill"].carried_args) == ("cudaMemset", (0, -1, 1))
+    assert functions["r_two"].carried == "cudaFree"
+    assert functions["r_none"].carried == ""
+
+
 def test_a_preamble_separated_by_a_blank_line_is_no_preamble(tmp_path: Path) -> None:
     view = _view(tmp_path, 'package a\n\n// int helper(void);\n\nimport "C"\n')
     assert view.functions == {}

@@ -78,6 +78,13 @@ class CFunction:
     # passes on as is (casts aside): `cudaMemcpyAsync(dst, src, ...)` in a
     # helper of several calls, for what those calls do with their arguments.
     passes: tuple[tuple[str, int, int], ...] = ()
+    # For a function that returns a struct its own helper builds from an API
+    # call's status (`return kr_status(cudaFree(ptr), NULL);`, or the status
+    # held in a local first): that call, and its arguments' parameters as
+    # for `wraps`. Its releases are the function's; what it acquires lands
+    # in the struct, which is not followed.
+    carried: str = ""
+    carried_args: tuple[int, ...] = ()
 
 
 @dataclass
@@ -427,6 +434,9 @@ def _collect(root: Node, view: CView) -> None:
                 if earlier is not None and earlier.passes:
                     # Variants of one function (a CUDA `.cu` and a CPU `.c` build): what either passes on.
                     function = replace(function, passes=tuple(dict.fromkeys(earlier.passes + function.passes)))
+                if earlier is not None and earlier.carried and not function.carried:
+                    # and the API call whose status either returns in a struct (the CPU build's has none).
+                    function = replace(function, carried=earlier.carried, carried_args=earlier.carried_args)
                 view.functions[function.name] = function
             elif node.type == "declaration":
                 _constant(node, view)
@@ -602,13 +612,38 @@ def _with_wrapped(function: CFunction, body: Node) -> CFunction:
     if len(calls) == 0 or len(names) != 1:
         return function
     call = calls[0]
+    wrapped = CFunction(function.name, function.returns, function.pointer, function.params, names.pop(), _mapping(call, function.params), early_success)
+    carried = {_pointer_name(inner.child_by_field_name("function")): inner for inner in (_carried_call(body, c) for c in calls) if inner is not None}
+    if len(carried) == 1 and len(calls) == len([c for c in calls if _carried_call(body, c) is not None]):
+        name, inner = carried.popitem()
+        return replace(wrapped, carried=name, carried_args=_mapping(inner, function.params))
+    return wrapped
+
+
+def _mapping(call: Node, params: tuple[str, ...]) -> tuple[int, ...]:
+    """Per argument of a call, the index of the parameter passed there as is
+    (casts aside); -1 for anything else."""
     mapping = []
     for argument in (call.child_by_field_name("arguments") or call).named_children:
         while argument.type in ("parenthesized_expression", "cast_expression"):
             argument = argument.named_children[-1]
         text = _text(argument)
-        mapping.append(function.params.index(text) if text in function.params and text else -1)
-    return CFunction(function.name, function.returns, function.pointer, function.params, names.pop(), tuple(mapping), early_success)
+        mapping.append(params.index(text) if text in params and text else -1)
+    return tuple(mapping)
+
+
+def _carried_call(body: Node, call: Node) -> Node | None:
+    """`cudaFree(ptr)` of `kr_status(cudaFree(ptr), NULL)` or of `st =
+    cudaFree(ptr); return kr_status(st, NULL);`: the one call among a
+    returned call's arguments, where it has one."""
+    found = []
+    for argument in (call.child_by_field_name("arguments") or call).named_children:
+        value = _unwrapped(argument)
+        if value is not None and value.type == "identifier":
+            value = _assigned_call(body, _text(value))
+        if value is not None and value.type == "call_expression":
+            found.append(value)
+    return found[0] if len(found) == 1 else None
 
 
 def _passed_params(params: tuple[str, ...], body: Node) -> tuple[tuple[str, int, int], ...]:

@@ -124,11 +124,14 @@ def where_to_fix(origin: Origin) -> str:
     return "right after the acquisition"
 
 
-def wrapper_what(call: Node, inner: str, release: bool, raw: bool = False) -> str:
+def wrapper_what(call: Node, inner: str, release: bool, raw: bool = False, teardown: bool = False) -> str:
     """"the error returned by Sync (from C.cudaDeviceSynchronize inside it)";
-    "the status returned by wait (...)" for a wrapper that passes the status through."""
+    "the status returned by wait (...)" for a wrapper that passes the status
+    through; a teardown method's is said to come from what it frees."""
     name = syntax.text(call.child_by_field_name("function"))
     what = "status" if raw else "error"
+    if teardown:
+        return f"the {what} returned by {name} (which frees what its receiver holds; from {inner} inside it)"
     return f"the {what} returned by {name} (from {'the release ' if release else ''}{inner} inside it)"
 
 

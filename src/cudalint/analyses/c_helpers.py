@@ -54,6 +54,9 @@ def c_helper_api_of(view: CView, name: str, knowledge: Knowledge, known: ApiFunc
         inner = knowledge.lookup("C", view.wrapped(function))
         if inner is not None:
             return _wrapping(inner, function, f"C.{name}")
+        carried = knowledge.lookup("C", function.carried) if function.carried else None
+        if carried is not None and (api := _carrying(carried, function, f"C.{name}")) is not None:
+            return api
     returned = view.resolved_return(name)
     if returned is None:
         return False
@@ -100,6 +103,24 @@ def _wrapping(inner: ApiFunction, helper, written: str) -> ApiFunction:
         inner.family, written, status, inner.discardable,
         tuple(r for k, r, _ in roles if k == "release"), tuple(r for k, r, _ in roles if k == "acquire"),
         tuple(r for k, r, _ in roles if k == "transfer"), helper_roles=tuple(roles),
+    )
+
+
+def _carrying(inner: ApiFunction, helper, written: str) -> ApiFunction | None:
+    """A function that returns a struct built from an API call's status
+    (`return kr_status(cudaFree(ptr), NULL);`): the call's releases, moved to
+    the function's parameters. It reports no status the knowledge knows, and
+    what the call acquires is in the struct, which is not followed."""
+    roles = [
+        (kind, resource, CallRole(written, f"arg{helper.carried_args[role.index]}"))
+        for kind in ("release", "transfer") for resource, role in inner.roles(kind)
+        if not role.is_result and not role.is_out and 0 <= role.index < len(helper.carried_args) and helper.carried_args[role.index] >= 0
+    ]
+    if not roles:
+        return None
+    return ApiFunction(
+        inner.family, written, None, True,
+        tuple(r for k, r, _ in roles if k == "release"), (), tuple(r for k, r, _ in roles if k == "transfer"), helper_roles=tuple(roles),
     )
 
 

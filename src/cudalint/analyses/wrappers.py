@@ -25,6 +25,7 @@ from tree_sitter import Node
 
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallFact, CallIndex, unwrap
+from cudalint.analyses.lifetimes.walk import tears_down
 from cudalint.analyses.status import STATUS, StatusSemantics, StatusSource
 from cudalint.framework import Analysis, FactView, Pass
 from cudalint.functions import Unit, UnitKind, by_exported_name
@@ -44,6 +45,9 @@ class Wrapped:
     # C.cudaError_t`, `func sync() Result { return Result(C.cudaDeviceSynchronize()) }`),
     # not an error made of it.
     raw: bool = False
+    # A method that frees what its receiver holds, whatever status it
+    # reports (`func (r *Rank) Abort() error` returns a synchronisation's): a release.
+    teardown: bool = False
 
     def concerns_callers(self) -> bool:
         return True
@@ -179,7 +183,9 @@ class StatusWrappers:
         if not found:
             return None
         first = found[0][1]
-        return Wrapped(first.inner, all(wrapped.release for _, wrapped in found))
+        release = all(wrapped.release for _, wrapped in found)
+        teardown = not release and tears_down(self.calls, unit)
+        return Wrapped(first.inner, release or teardown, teardown=teardown)
 
     def _raw_wrapper(self, unit: Unit) -> Wrapped | None:
         """A function whose last result is a code status it passes through
@@ -274,7 +280,7 @@ class StatusWrappers:
                 # error made of a raw status (nvml.Return is an error too).
                 raw = self._raw_status(unit, unwrap(init, self.calls))
                 if raw is not None:
-                    return Wrapped(raw.inner, raw.release)
+                    return Wrapped(raw.inner, raw.release, teardown=raw.teardown)
             return self._derived(unit, init, depth + 1)
         if expression.type != "call_expression":
             return None
@@ -289,7 +295,7 @@ class StatusWrappers:
             # the status a raw wrapper returned into an error.
             raw = self._raw_status(unit, unwrap(operand, self.calls))
             if raw is not None:
-                return Wrapped(raw.inner, raw.release)
+                return Wrapped(raw.inner, raw.release, teardown=raw.teardown)
         if callee.kind is CalleeKind.LOCAL and callee.target is not None:
             nested = self.of(callee.target) if callee.target is not unit else None
             if nested is not None and not nested.raw:
@@ -332,7 +338,7 @@ class StatusWrappers:
                 if fact.api is not None and fact.status is not None and fact.status.kind != "error"
             ), None) if target is not None else None
             if source is not None and self.status.converts_at(call, index, source):
-                return Wrapped(raw.inner, raw.release)
+                return Wrapped(raw.inner, raw.release, teardown=raw.teardown)
         return None
 
     def _assigned(self, unit: Unit, symbol, depth: int) -> Wrapped | None:
@@ -380,7 +386,7 @@ class StatusWrappers:
             if symbol is not None and symbol.init is not None and symbol.function == unit.node and self._status_of(symbol):
                 raw = self._raw_status(unit, unwrap(symbol.init, self.calls))
                 if raw is not None:
-                    return Wrapped(raw.inner, raw.release)
+                    return Wrapped(raw.inner, raw.release, teardown=raw.teardown)
         return None
 
     def _api_status_in(self, value: Node | None, through_locals: bool = True) -> CallFact | None:

@@ -31,7 +31,7 @@ def check(p: Pass) -> None:
     for unit, call, wrapped in p.result_of(WRAPPERS).call_sites():
         if wrapped.release and syntax.statement_of_call(call) == "expression_statement":
             with p.isolating(unit):
-                p.report(unit, call, f"{wrapper_what(call, wrapped.inner, True, wrapped.raw)} is discarded; a release also reports errors of "
+                p.report(unit, call, f"{wrapper_what(call, wrapped.inner, True, wrapped.raw, wrapped.teardown)} is discarded; a release also reports errors of "
                          f"earlier asynchronous work: check it, or write `_ = {syntax.text(call)}` to discard it on purpose")
 
 

@@ -61,7 +61,9 @@ RULE = Rule(
     `_ = Sync()` for a status wrapper of the module (as CL301 defines them).
 
     Releases (`_ = C.cudaFree(p)`) are not reported: writing `_` is an explicit
-    decision about a release's status.
+    decision about a release's status. So is a teardown method, one that
+    frees what its receiver holds and acquires nothing (`_ = r.Abort()`),
+    whatever status it reports (a stream's synchronisation first, say).
     Nor are calls whose status is dropped on purpose to reset state
     (`_ = C.cudaGetLastError()` clears the sticky error). Package-level
     initializers (`var _ = nvml.Init()`) are checked like function bodies.

@@ -87,7 +87,7 @@ class Collector:
                 if use.deferred or not (use.kind is UseKind.RELEASE or _field_released(use) or self._walker.releases_once(use)):
                     continue
                 symbol = use.symbol
-                if use.kind in (UseKind.RELEASE, UseKind.METHOD):
+                if use.kind in (UseKind.RELEASE, UseKind.METHOD, UseKind.PASS_LOCAL):
                     fields: frozenset[tuple[Symbol, str]] = frozenset()
                     handle = symbol.name
                     target = self._uses.facts.callee(use.call).target if use.kind is UseKind.METHOD and use.call is not None else None

@@ -19,6 +19,7 @@ from cudalint.analyses.lifetimes.outcomes import Origin
 from cudalint.analyses.owners import Owners, owned_resource
 from cudalint.gotypes import imported_type, named_type
 from cudalint.knowledge import ResourceSpec
+from cudalint.functions import Unit
 from cudalint.scope import Symbol
 
 
@@ -26,6 +27,29 @@ class VariableResources:
     def __init__(self, calls: CallIndex, owners: Owners):
         self._calls = calls
         self._owners = owners
+
+    def may_release_parameter(self, unit: Unit, index: int) -> bool:
+        """Whether a function of the package may free what it is passed at
+        `index`, told from its syntax without a walk: the parameter is
+        written in the arguments of an API release, of a function of the
+        package that may free something, or of another package's function.
+        Only then is the function's summary worth its cost (a constructor of
+        many paths, handed a graph, is not summarised for nothing)."""
+        if not 0 <= index < len(unit.params) or unit.node not in self._owners.releasing_units():
+            return False
+        name = unit.params[index].name
+        for call in syntax.all_calls(unit.body):
+            arguments = call.child_by_field_name("arguments")
+            if arguments is None or not any(node.type == "identifier" and syntax.text(node) == name for node in syntax.walk(arguments)):
+                continue
+            callee = self._calls.callee(call)
+            if callee.kind is CalleeKind.API and callee.api is not None and callee.api.is_release:
+                return True
+            if callee.kind is CalleeKind.MODULE or (
+                callee.kind is CalleeKind.LOCAL and callee.target is not None and callee.target.node in self._owners.releasing_units()
+            ):
+                return True
+        return False
 
     def of(self, symbol: Symbol, origin: Origin | None = None) -> list[ResourceSpec]:
         """The resources a variable may hold: the followed origin's, or those

@@ -327,12 +327,20 @@ class Walker:
 
     def releases_once(self, use: Use) -> bool:
         """Whether a method call releases what a parameter or receiver holds
-        (`gi.Destroy()` on a GPU instance, `set.Free()`), such that what
+        (`gi.Destroy()` on a GPU instance, `set.Free()`), or a function of
+        the module releases the parameter passed to it, such that what
         follows it runs released: its status dropped, or tested by an `if`
         whose failure branch returns. A status kept in a variable may be
         retried on (`if ret == nvml.ERROR_IN_USE { ret = gi.Destroy() }`)."""
-        if use.kind is not UseKind.METHOD or use.call is None or not self._resources.releases_by_method(use.symbol, use.method, None):
+        if use.call is None:
             return False
+        if use.kind is UseKind.METHOD:
+            if not self._resources.releases_by_method(use.symbol, use.method, None):
+                return False
+        elif use.kind is not UseKind.PASS_LOCAL or use.spawned or (use.unit is not None and not self._resources.may_release_parameter(use.unit, use.index)) or (
+            self._effects.effect_of_use(use) is not Effect.RELEASES
+        ):
+            return False  # (`freeDevice(p)`, a function that releases its parameter: the same)
         parent = use.call.parent
         if parent is not None and parent.type == "expression_statement":
             return True
@@ -667,6 +675,28 @@ def receiver_fields_released(calls: CallIndex, method: Unit, depth: int = 0) -> 
         ):
             return None  # `freePtr(s.b)`, `s.sub.Free()`: what else it frees is not said here
     return frozenset(found)
+
+
+def tears_down(calls: CallIndex, method: Unit) -> bool:
+    """Whether a method frees what its receiver holds (an API release of a
+    field of it) and acquires nothing: a teardown (`func (r *Rank) Abort()
+    error`), a release whatever status it reports (a `Resize` that frees,
+    then allocates again, is none)."""
+    receiver = method.receiver
+    if receiver is None or method.body is None:
+        return False
+    frees = False
+    for call in syntax.calls_in(method.body):
+        api = calls.callee(call).api
+        if api is None:
+            continue
+        if api.roles("acquire"):
+            return False
+        arguments = syntax.children(call.child_by_field_name("arguments"))
+        for _, role in api.roles("release"):
+            value = unwrap(arguments[role.index], calls) if role.handle.startswith("arg") and role.index < len(arguments) else None
+            frees = frees or (value is not None and _receiver_field(calls, value, receiver.name) is not None)
+    return frees
 
 
 def _receiver_field(calls: CallIndex, value: Node, receiver: str, depth: int = 0) -> str | None:

@@ -175,8 +175,10 @@ class EntryContexts:
             entry = self.entry_of(unit)
             return CAP if entry is None else entry
         if happening.deferred:
+            # At the returns of the paths that registered it (an early
+            # return before the defer runs nothing of it).
             graph = self.flows.cfgs.graphs[unit]
-            at_return = states.get(graph.exits[ExitKind.RETURN], CAP)
+            at_return = self.flows.flow(unit, states.get(n, CAP), n).get(graph.exits[ExitKind.RETURN], CAP)
             later_unlocks = sum(
                 1 for m, items in self.flows.happenings(unit).items() if m != n and graph.has_path(n, m)
                 for h in items if self.flows.defers_unlock(h)

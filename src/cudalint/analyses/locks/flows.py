@@ -58,9 +58,17 @@ class LockFlows:
         events = {h.event for hs in self.happenings(unit).values() for h in hs}
         if self.locks_always(unit) or self.locks_on_success(unit):
             return Event.LOCK
-        if Event.LOCK not in events and self._locked_on_return(unit, 1) == 0:
+        if Event.LOCK not in events and self._unlocks_on_every_return(unit):
             return Event.UNLOCK
         return None
+
+    def _unlocks_on_every_return(self, unit: Unit) -> bool:
+        """Entered locked, the function returns unlocked on every path: the
+        deferred unlocks counted on the paths that registered them (`if
+        len(devs) == 0 { return errEmpty }` before `t, err := acquire(d)`
+        and `defer t.Release()` undoes nothing of its caller's)."""
+        outcomes = _return_outcomes(self, self.cfgs.graphs[unit], entry=1)
+        return bool(outcomes) and not any(locked for _, locked in outcomes)
 
     def locks_always(self, unit: Unit) -> bool:
         """A lock wrapper that returns with the thread locked on every path."""
@@ -132,21 +140,23 @@ class LockFlows:
             and happening.target is not None and self.wrapper(happening.target) is event
         )
 
-    def flow(self, unit: Unit, entry: int) -> dict[int, int]:
+    def flow(self, unit: Unit, entry: int, start: int | None = None) -> dict[int, int]:
         """The lock count held on every path before each node (a greatest
-        fixpoint: unreachable nodes keep the cap and are never reported)."""
+        fixpoint: unreachable nodes keep the cap and are never reported);
+        from `start` instead of the entry, on the paths through it."""
         graph = self.cfgs.graphs[unit]
         happenings = self.happenings(unit)
+        start = graph.entry if start is None else start
         before = {n: CAP for n in graph.nodes()}
-        before[graph.entry] = entry
-        visited = {graph.entry}
-        queue = deque([graph.entry])
+        before[start] = entry
+        visited = {start}
+        queue = deque([start])
         while queue:
             n = queue.popleft()
             after = self.apply(before[n], happenings.get(n, ()))
             for successor in graph.successors(n):
                 value = min(before[successor], after)
-                if successor == graph.entry:
+                if successor == start:
                     value = min(value, entry)
                 if value != before[successor] or successor not in visited:
                     before[successor] = value
@@ -175,9 +185,9 @@ def _returns_nil_error(statement: Node | None) -> bool:
     return bool(expressions) and syntax.text(expressions[-1]) == "nil"
 
 
-def _return_outcomes(flows: LockFlows, graph: CFG) -> list[tuple[Node | None, bool]]:
+def _return_outcomes(flows: LockFlows, graph: CFG, entry: int = 0) -> list[tuple[Node | None, bool]]:
     """(return statement, locked when it returns) on each path from the entry,
-    with the thread unlocked at entry (deferred unlocks applied). A lock
+    with the thread locked `entry` times at entry (deferred unlocks applied). A lock
     taken only on success (`lk, err := cuda.LockThread(dev)`) is not held on
     the side of its error's test where the error is not nil."""
     found: list[tuple[Node | None, bool]] = []
@@ -207,7 +217,7 @@ def _return_outcomes(flows: LockFlows, graph: CFG) -> list[tuple[Node | None, bo
                 statement = graph.ast(n) if graph.kind(n) is NodeKind.RETURN else None
                 found.append((statement, held - deferred > 0))
 
-    for _ in graph.walk(graph.entry, (0, 0, frozenset()), step):
+    for _ in graph.walk(graph.entry, (entry, 0, frozenset()), step):
         pass
     return found
 
