@@ -333,8 +333,11 @@ class TypeOracle:
         api_result: Callable[[Node, int], tuple[str, str] | None] = lambda call, index: None,
         element_result: Callable[[Node, int], tuple[str, str] | None] = lambda call, index: None,
         interfaces: frozenset[tuple[str, str]] = frozenset(),
+        field_type: Callable[[str, str, str], tuple[str, str] | None] = lambda path, name, field: None,
     ):
         self.package = package
+        # (import path, type) of a field of another package's struct, as its facts say.
+        self._field_type = field_type
         # (import path, type) of other packages' types known to be interfaces.
         self._interfaces = interfaces
         self._function_of = function_of
@@ -498,7 +501,11 @@ class TypeOracle:
         if node.type == "call_expression":
             return self._imported_result(node, 0)
         if node.type == "selector_expression":
-            return qualified_type(resolution, self.declared_type_of(node))
+            declared = qualified_type(resolution, self.declared_type_of(node))
+            if declared is None and (owner := self.imported_type_of(node.child_by_field_name("operand"), depth + 1)) is not None:
+                # `w.Launch` of a `*device.Worker`: the field's type, as device's facts say.
+                declared = self._field_type(*owner, syntax.text(node.child_by_field_name("field")))
+            return declared
         if node.type == "index_expression":
             operand = node.child_by_field_name("operand")
             return qualified_type(resolution, element_of(self._collection_type(operand))) or self._imported_elements(operand, None)

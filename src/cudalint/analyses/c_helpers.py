@@ -39,7 +39,7 @@ def c_helper_api(view: CView, name: str, knowledge: Knowledge, known: ApiFunctio
     return ApiFunction(asynchronous[0][1].family, f"C.{name}", None, False, (), (), async_host_args=host)
 
 
-def c_helper_api_of(view: CView, name: str, knowledge: Knowledge, known: ApiFunction | None) -> ApiFunction | None | bool:
+def c_helper_api_of(view: CView, name: str, knowledge: Knowledge, known: ApiFunction | None, depth: int = 0) -> ApiFunction | None | bool:
     """What the package's own C says of `C.name`: the ApiFunction of a
     helper that wraps an API call (its status, and the call's acquisitions
     and releases moved to the helper's parameters), or of a function whose
@@ -52,6 +52,10 @@ def c_helper_api_of(view: CView, name: str, knowledge: Knowledge, known: ApiFunc
         return None if view.is_type(name) else False  # `C.cudaStream_t(x)` converts
     if function.wraps:
         inner = knowledge.lookup("C", view.wrapped(function))
+        if inner is None and view.wrapped(function) in view.functions and view.wrapped(function) != name and depth < 4:
+            # `Mat Image_IMDecode(...) { ...; return Mat_New(); }`, Mat_New wrapping calloc: a helper of a helper.
+            nested = c_helper_api_of(view, view.wrapped(function), knowledge, None, depth + 1)
+            inner = nested if isinstance(nested, ApiFunction) and (nested.acquires or nested.releases) else None
         if inner is not None:
             return _wrapping(inner, function, f"C.{name}")
         carried = knowledge.lookup("C", function.carried) if function.carried else None

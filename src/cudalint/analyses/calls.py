@@ -37,7 +37,7 @@ from cudalint.analyses.type_facts import NamedType
 from cudalint.analyses.procs import loaded_procedure_calls
 from cudalint.analyses.typed_methods import api_of, index_described_methods, index_interface_statuses, promoted, unclassified
 from cudalint.analyses.call_kinds import Callee, CalleeKind, CallFact, ResultTypes, as_written, described_type_conversion
-from cudalint.analyses.result_facts import api_result_type, exported_result_types, module_call_typed, module_result_typed
+from cudalint.analyses.result_facts import api_result_type, exported_result_types, imported_field_type, module_call_typed, module_result_typed
 from cudalint.cside import CView
 from cudalint.knowledge import Knowledge
 from cudalint.scope import Symbol, SymbolKind
@@ -87,7 +87,9 @@ class CallIndex:
 
     def __post_init__(self) -> None:
         typed = partial(_result_typed, self)
-        self.types = TypeOracle(self.package, self._units_by_symbol.get, typed, partial(typed, elements=True), self.knowledge.interface_types)
+        self.types = TypeOracle(
+            self.package, self._units_by_symbol.get, typed, partial(typed, elements=True), self.knowledge.interface_types, partial(imported_field_type, self),
+        )
 
     def record(self, fact: CallFact) -> None:
         """Classify a call: a call the knowledge describes joins the calls

@@ -422,6 +422,27 @@ class Owners:
                 found = (index, owner)
         return found
 
+    def made_by_call(self, call: Node, index: int, resource: ResourceSpec) -> Owner | None:
+        """`newMat(C.Mat_New())`: the owning type of the value a function of
+        the package makes of its argument at `index` (every return returns
+        `Mat{p: p}`, `&Mat{p}` or `Mat(p)`), where that type releases
+        `resource`: the acquisition handed to it is in that value."""
+        callee = self.facts.callee(call)
+        target = callee.target if callee.kind is CalleeKind.LOCAL else None
+        if target is None or target.body is None or target.receiver is not None or not 0 <= index < len(target.params):
+            return None
+        name = target.params[index].name
+        made = set()
+        for statement in syntax.return_statements(target.body):
+            expressions = syntax.returned(statement)
+            if not expressions:
+                return None
+            made.add(self._made_of(expressions[0], name))
+        if len(made) != 1 or None in made:
+            return None
+        owner = self.of(made.pop())
+        return owner if owner is not None and (resource.owns or resource) in owner.resources else None
+
     def _made_of(self, value: Node, handle: str) -> str | None:
         """The package type of a new value made of the variable `handle`: a
         composite literal mentioning it (through `&`), a conversion of it

@@ -19,7 +19,7 @@ from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CallIndex, unwrap
 from cudalint.framework import Analysis
 from cudalint.functions import Package, UnitKind
-from cudalint.gotypes import imported_type, type_declarations
+from cudalint.gotypes import imported_type, range_position, type_declarations
 from cudalint.scope import Role, Symbol, SymbolKind
 
 _GO_POINTER_METHODS = frozenset({"UnsafeAddr", "Pointer", "UnsafePointer"})
@@ -119,6 +119,16 @@ class Provenance:
             if symbol.role in (Role.PARAM, Role.RECEIVER):
                 declared = symbol.type_node.type if symbol.type_node is not None else ""
                 return "go" if declared in ("slice_type", "array_type") else None
+            ranged = range_position(symbol)
+            if ranged is not None and ranged[1] == 1:
+                # `for _, pl := range planes` of a `planes [][]byte` parameter:
+                # its elements are Go slices as the parameter's are.
+                collection = syntax.unparen(ranged[0])
+                owner = self.resolution.symbol(collection) if collection is not None and collection.type == "identifier" else None
+                declared = owner.type_node if owner is not None and owner.role is Role.PARAM else None
+                element = declared.child_by_field_name("element") if declared is not None and declared.type in ("slice_type", "array_type") else None
+                if element is not None and element.type in ("slice_type", "array_type"):
+                    return "go"
             if symbol.type_node is not None and symbol.type_node.type not in ("pointer_type", "slice_type", "map_type", "qualified_type"):
                 return "go"  # var buf [256]byte, var h header: the variable is the storage
             values = ([symbol.init] if symbol.init is not None and symbol.init_index < 0 else []) + self.assigned_values(symbol)

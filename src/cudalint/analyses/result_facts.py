@@ -17,6 +17,7 @@ from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.analyses.call_kinds import ResultTypes, described_type_conversion
+from cudalint.analyses.type_facts import FieldTypes
 from cudalint.framework import ImportedFacts, Pass
 from cudalint.functions import UnitKind, exported_name
 from cudalint.gotypes import element_of, named_type, nth_result, qualified_type, result_types
@@ -89,6 +90,13 @@ def module_result_typed(facts: Any, symbol: Symbol | None) -> tuple[str, str] | 
     if symbol is None or symbol.init is None:
         return None
     return module_call_typed(facts, syntax.unparen(symbol.init), max(symbol.init_index, 0))
+
+
+def imported_field_type(facts: Any, import_path: str, type_name: str, field: str) -> tuple[str, str] | None:
+    """(import path, type) of an exported field of another package's struct,
+    as that package's facts give it."""
+    fields = facts.imported.fact(FieldTypes, import_path, type_name)
+    return fields.of(field) if fields is not None else None
 
 
 def module_call_typed(facts: Any, call: Node | None, index: int, elements: bool = False) -> tuple[str, str] | None:

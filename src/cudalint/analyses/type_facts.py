@@ -2,7 +2,10 @@
 C.cuvsError_t`, `type Result int32`): an importer's `cuvs.CuvsError(st)` is
 a conversion, through which a status, a handle or a pointer flows, not a
 call of an unknown function. Struct and interface types are left out: a
-conversion to one carries no status."""
+conversion to one carries no status. And the types of exported structs'
+exported fields that are named types (`Launch *kernels.Launcher` of a
+`device.Worker`): an importer's `w.Launch.AbsDiffSum(a, b, n)` is then a
+call of a method whose facts it has."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from dataclasses import dataclass
 
 from cudalint import syntax
 from cudalint.framework import Analysis, Pass
-from cudalint.gotypes import type_declarations
+from cudalint.gotypes import TypeOracle, named_type, qualified_type, type_declarations
 
 
 @dataclass(frozen=True)
@@ -34,4 +37,46 @@ def exported_named_types(p: Pass) -> dict[str, NamedType]:
 
 NAMED_TYPES: Analysis[None] = Analysis(
     "named_types", __doc__ or "", lambda p: None, facts=exported_named_types, fact_type=NamedType,
+)
+
+
+@dataclass(frozen=True)
+class FieldTypes:
+    """An exported struct's exported fields of named types: (field, import
+    path, type), pointers stripped."""
+
+    fields: tuple[tuple[str, str, str], ...]
+
+    def concerns_callers(self) -> bool:
+        return False  # it sharpens the reading of code analysed anyway
+
+    def of(self, field: str) -> tuple[str, str] | None:
+        return next(((path, name) for f, path, name in self.fields if f == field), None)
+
+
+def exported_field_types(p: Pass) -> dict[str, FieldTypes]:
+    own = p.package.import_path
+    declared = TypeOracle(p.package, lambda symbol: None)
+    found = {}
+    for name, (fields, embedded) in declared.structs().items():
+        if not name[:1].isupper():
+            continue
+        typed_fields = []
+        for field, type_node in fields.items():
+            if not field[:1].isupper() or field in embedded:
+                continue
+            typed = qualified_type(p.package.resolution, type_node)
+            local = named_type(type_node) if typed is None else None
+            if typed is None and local is not None and local[:1].isupper() and own:
+                typed = (own, local)
+            if typed is not None:
+                typed_fields.append((field, *typed))
+        if typed_fields:
+            found[name] = FieldTypes(tuple(typed_fields))
+    return found
+
+
+FIELD_TYPES: Analysis[None] = Analysis(
+    "field_types", "The types of exported structs' exported fields, for importers' method calls through them.",
+    lambda p: None, facts=exported_field_types, fact_type=FieldTypes,
 )

@@ -24,9 +24,10 @@ from cudalint.analyses.call_kinds import CalleeKind, value_parent
 from cudalint.analyses.lifetimes.carriers import carriers_of, runs
 from cudalint.analyses.lifetimes.origins import Lifetimes, pointer_parameter, traced_value
 from cudalint.analyses.lifetimes.outcomes import OUT_HANDOUT, RECEIVER_HANDOUT, Origin
-from cudalint.analyses.owners import Owners, owned_resource, owner_type
+from cudalint.analyses.owners import Owner, Owners, owned_resource, owner_type
 from cudalint.analyses.status import StatusSource
 from cudalint.functions import Unit, UnitKind
+from cudalint.knowledge import CallRole
 
 
 class HandOuts:
@@ -128,7 +129,10 @@ class HandOuts:
             # A new value of an owning type made of the handle first: the
             # conversion `DevicePtr(p)` is also the handle returned.
             succeeded = self._error_nil_where_acquired(origin)
-            constructed = self._owners.constructed(unit, origin.handle, origin.resource, succeeded) if origin.handle else None
+            constructed = (
+                self._owners.constructed(unit, origin.handle, origin.resource, succeeded) if origin.handle
+                else self._wrapped_and_returned(unit, origin)
+            )
             if constructed is not None:
                 index, owner = constructed
                 if self._owners.finalized(owner.type_name):
@@ -300,6 +304,22 @@ class HandOuts:
         """An owning type's value made here whose type has a finalizer."""
         local = origin.resource.release[0].call.startswith("_.")  # owned_resource's qualifier of the package's own types
         return local and self._owners.finalized(owner_type(origin.resource))
+
+    def _wrapped_and_returned(self, unit: Unit, origin: Origin) -> tuple[int, Owner] | None:
+        """`return newMat(C.Mat_New())` (gocv's constructors): the acquiring
+        call handed straight to a function of the package that makes a value
+        of an owning type of it, returned (with a nil error after it)."""
+        if not origin.role.is_result:
+            return None
+        child, parent = value_parent(origin.call, self._calls.callee)
+        if parent is None or parent.type != "argument_list" or parent.parent is None:
+            return None
+        outer = parent.parent
+        owner = self._owners.made_by_call(outer, [c.id for c in syntax.children(parent)].index(child.id), origin.resource)
+        if owner is None:
+            return None
+        index = self._returned_directly(unit, replace(origin, call=outer, role=CallRole(origin.role.call, "result0")))
+        return (index, owner) if index is not None else None
 
     def _returned_directly(self, unit: Unit, origin: Origin) -> int | None:
         """`return C.CString(s)`: the position of the acquiring call among
