@@ -465,6 +465,8 @@ class TypeOracle:
             made = self._made_by_call(symbol) if symbol is not None and symbol.kind is SymbolKind.VAR else None
             if made is not None:
                 return self._result_node(*made)
+        if node is not None and node.type == "composite_literal":
+            return node.child_by_field_name("type")  # `range []*Buffer{p.x, p.y}`
         return self.declared_type_of(node)
 
     def _imported_elements(self, collection: Node | None, position: int | None) -> tuple[str, str] | None:

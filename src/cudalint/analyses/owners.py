@@ -300,6 +300,9 @@ class Owners:
                         function = syntax.unparen(call.child_by_field_name("function"))
                         if function is not None and function.type == "selector_expression":
                             yield function.child_by_field_name("operand"), (resource,)
+                if not callee.api.roles("release"):
+                    for handle, _, resource in self.module_releases(call):
+                        yield handle, (resource,)
                 continue
             operand = syntax.method_operand(call)
             if callee.kind is CalleeKind.LOCAL and callee.target is not None and callee.target is not unit and callee.target.kind is not UnitKind.LITERAL:
@@ -320,7 +323,9 @@ class Owners:
         called on (`s.ptr.Free()` with `ptr gpu.DevicePtr`)."""
         facts = self.facts
         callee = facts.callee(call)
-        if callee.kind not in (CalleeKind.UNKNOWN, CalleeKind.MODULE):
+        # (An API call too: `i.ctx.Close()` of a binding the knowledge
+        # describes in part, whose own source says Close frees a `Ctx`.)
+        if callee.kind not in (CalleeKind.UNKNOWN, CalleeKind.MODULE, CalleeKind.API):
             return []
         found: list[tuple[Node, str, ResourceSpec]] = []
         arguments = syntax.children(call.child_by_field_name("arguments"))

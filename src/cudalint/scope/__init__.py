@@ -161,7 +161,7 @@ class Resolution:
         return name in self._with_error_method()
 
     def _with_error_method(self) -> frozenset[str]:
-        """The package's types with an `Error` method, found in one pass
+        """The package's types with an `Error() string` method, found in one pass
         over the top-level declarations (asked per type, a scan each was
         quadratic in a package of thousands of types)."""
         if self._error_receivers is None:
@@ -170,6 +170,8 @@ class Resolution:
                 for declaration in syntax.children(root):
                     if declaration.type != "method_declaration" or syntax.text(declaration.child_by_field_name("name")) != "Error":
                         continue
+                    if syntax.text(declaration.child_by_field_name("result")) != "string":
+                        continue  # `func (ctx *Ctx) Error() error` (gorgonia's cu) reports, it is no error type
                     receiver = declaration.child_by_field_name("receiver")
                     if receiver is not None:
                         found.add(syntax.text(receiver).replace("*", " ").split()[-1].rstrip(")"))

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.analyses.calls import CallIndex
+from cudalint.analyses.calls import CalleeKind, CallIndex
 from cudalint.analyses.lifetimes.closures import Closures
 from cudalint.analyses.lifetimes.collect import Collector
 from cudalint.analyses.lifetimes.counted import Counted, is_counted
@@ -271,11 +271,34 @@ class Engine:
         for unit in candidates.values():
             uses = self._uses.uses([unit.body])
             lent = tuple(
-                all(use.kind in (UseKind.PASS_API, UseKind.READ) for use in uses if use.symbol is param) for param in unit.params
+                all(use.kind in (UseKind.PASS_API, UseKind.READ) or self._field_lent_to_c(use) for use in uses if use.symbol is param)
+                for param in unit.params
             )
             if any(lent):
                 found.append((unit, lent))
         return found
+
+    def _field_lent_to_c(self, use) -> bool:
+        """`C.GpuResize(src.p, dst.p, ...)` (gocv): a field of the value
+        handed as is (conversions aside) to a C call that neither frees nor
+        keeps that argument: the value is lent."""
+        if use.kind is not UseKind.DEREF or not use.field or use.node.parent is None:
+            return False
+        value = use.node.parent
+        while value.parent is not None and (value.parent.type == "parenthesized_expression" or (
+            value.parent.type == "argument_list" and value.parent.parent is not None
+            and self._calls.callee(value.parent.parent).kind is CalleeKind.CONVERSION
+        )):
+            value = value.parent if value.parent.type == "parenthesized_expression" else value.parent.parent
+        arguments = value.parent
+        fact = self._calls.calls.get(arguments.parent) if arguments is not None and arguments.type == "argument_list" else None
+        if fact is None or fact.import_path != "C":
+            return False
+        index = [c.id for c in syntax.children(arguments)].index(value.id)
+        api = fact.api
+        return api is None or (
+            index not in api.kept_args and not any(role.index == index for _, role in api.roles("release") + api.roles("transfer"))
+        )
 
     def handed_out(self, unit: Unit) -> list[tuple[Origin, int]]:
         """What a function of the package hands its caller: (acquisition,

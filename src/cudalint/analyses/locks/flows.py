@@ -58,17 +58,18 @@ class LockFlows:
         events = {h.event for hs in self.happenings(unit).values() for h in hs}
         if self.locks_always(unit) or self.locks_on_success(unit):
             return Event.LOCK
-        if Event.LOCK not in events and self._unlocks_on_every_return(unit):
+        if Event.LOCK not in events and self._unlocks_on_some_return(unit):
             return Event.UNLOCK
         return None
 
-    def _unlocks_on_every_return(self, unit: Unit) -> bool:
-        """Entered locked, the function returns unlocked on every path: the
-        deferred unlocks counted on the paths that registered them (`if
+    def _unlocks_on_some_return(self, unit: Unit) -> bool:
+        """Entered locked, the function returns unlocked on some path (`if
+        p.released { return }` first is still a release), the deferred
+        unlocks counted only on the paths that registered them: `if
         len(devs) == 0 { return errEmpty }` before `t, err := acquire(d)`
-        and `defer t.Release()` undoes nothing of its caller's)."""
+        and `defer t.Release()` undoes nothing of its caller's."""
         outcomes = _return_outcomes(self, self.cfgs.graphs[unit], entry=1)
-        return bool(outcomes) and not any(locked for _, locked in outcomes)
+        return any(not locked for _, locked in outcomes)
 
     def locks_always(self, unit: Unit) -> bool:
         """A lock wrapper that returns with the thread locked on every path."""
