@@ -46,8 +46,8 @@ def check(p: Pass) -> None:
         overwritten = {o.origin for o in found.overwrites}
         values: set[tuple[int, int, str, int]] = set()
         for leak in found.leaks:
-            if leak.origin in overwritten:
-                continue  # reported once, as CL103
+            if leak.origin in overwritten and not _returns_inside_the_loop(leak, graph):
+                continue  # reported once, as CL103 (a return in the loop that drops the current one is a leak of its own)
             # One value of an owning type that holds two resources (a GPU and
             # a compute instance) is one leak of that value; a wrapper that
             # acquires the same kind in two ways (`C.calloc` or `C.malloc`) into
@@ -222,9 +222,29 @@ def _message(reads: _Reads, leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]
             f"the defer at @user uses {origin.handle} and would run after `{remedy}` added here "
             f"(the last registered runs first): release {origin.handle} at the end of that defer"
         )
+    elif graph.in_loop(origin.node):
+        advice = (
+            f"release it before this return (`{remedy.removeprefix('defer ')}`): it is acquired in a loop, "
+            f"where a deferred release would wait for the function's end"
+        )
     else:
         advice = f"add `{remedy}` {where_to_fix(origin)}"
     return f"{what} is not {verb} on {where} {place}; {advice}", refs
+
+
+def _returns_inside_the_loop(leak: Leak, graph: CFG) -> bool:
+    """Whether the return that leaks a handle overwritten each iteration is in
+    the loop that acquires it (`Sweep` returning on a failed copy): after
+    the loop, what runs there usually releases the last one under a test
+    the paths do not correlate (`if len(gpus) > 0`)."""
+    loop = leak.origin.call.parent
+    while loop is not None and loop.type not in ("for_statement", "function_declaration", "method_declaration", "func_literal"):
+        loop = loop.parent
+    exit_node = graph.ast(leak.node)
+    return (
+        leak.how is Lost.RETURN and loop is not None and loop.type == "for_statement" and exit_node is not None
+        and loop.start_byte <= exit_node.start_byte and exit_node.end_byte <= loop.end_byte
+    )
 
 
 def _earlier_user(leak: Leak, graph: CFG) -> Node | None:
@@ -245,6 +265,8 @@ def _fix(reads: _Reads, leak: Leak, graph: CFG) -> Fix | None:
         return None if leak.defer_too_early else _earlier_defer_fix(reads, leak, graph)
     if _handed_out(reads, leak):
         return _release_before_returns_fix(reads, leak, graph)
+    if graph.in_loop(origin.node):
+        return None  # a defer in the loop would hold every iteration's until the function returns (CL201)
     return _defer_fix(reads, leak)
 
 

@@ -246,7 +246,14 @@ class Walker:
             raise LeftControl
         if aliases:
             collections = frozenset(use.target for use in mine if use.collects)
-            state = replace(state, names=state.names | frozenset(aliases), collections=state.collections | collections)
+            # A deferred closure registered before that releases the alias
+            # at exit covers it too (`defer func() { start.Close() }()`, then `start = next`).
+            added = frozenset(aliases) - state.names
+            covered = self._closures.registered_before(graph, n, replace(state, names=added)) if added else state
+            state = replace(
+                state, names=state.names | frozenset(aliases), collections=state.collections | collections,
+                closure_released=state.closure_released | covered.closure_released, closure_always=state.closure_always | covered.closure_always,
+            )
         if state.collections != collected:
             # A deferred closure registered earlier that releases what the
             # slice holds (`defer func() { for _, d := range all {...} }()`).
