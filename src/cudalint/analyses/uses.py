@@ -38,6 +38,12 @@ _CALLBACK = re.compile(r"^\(\s*\*\s*\[0\]byte\s*\)\s*\(\s*C\.\w+\s*\)$")
 # the module (whose facts say what its functions do with their arguments).
 _REGISTERING = frozenset({CalleeKind.STD_BORROW, CalleeKind.UNKNOWN})
 
+def _formats(written: str) -> bool:
+    """`log.Printf("%d", b.ID)`, `fmt.Errorf(...)`: formatting and logging
+    take values to print, never a method value to run later."""
+    return written.split(".", 1)[0] in ("fmt", "log", "slog", "errors")
+
+
 class UseKind(str, Enum):
     RELEASE = "release"  # the handle argument of a release call
     TRANSFER_CALL = "transfer-call"  # the handle argument of a call that takes ownership
@@ -278,7 +284,7 @@ class VariableUses:
                 UseKind.METHOD, symbol, identifier, call=call, method=name,
                 deferred=syntax.statement_of_call(call) == "defer_statement",
             )
-        if call is not None and self.facts.callee(call).kind in _REGISTERING and not self._names_field(selector):
+        if call is not None and self.facts.callee(call).kind in _REGISTERING and not self._names_field(selector) and not _formats(self.facts.callee(call).written):
             # `t.Cleanup(b.Free)`: the method value is registered to run later,
             # as `defer b.Free()` is (what the method does decides, for a
             # type of this package or of another, as for any method call).
@@ -380,10 +386,16 @@ class VariableUses:
         return False
 
     def _names_field(self, selector: Node) -> bool:
-        """Whether `x.f` is a field of x's struct type of this package (not a method value)."""
-        type_name = self.facts.types.type_of(syntax.unparen(selector.child_by_field_name("operand")))
+        """Whether `x.f` is a field of x's struct type of this package (not a
+        method value), or, for another package's type, no method its facts
+        describe (`log.Printf("%d", b.ID)` of a `*batch.Batch`)."""
+        operand = syntax.unparen(selector.child_by_field_name("operand"))
+        field = syntax.text(selector.child_by_field_name("field"))
+        type_name = self.facts.types.type_of(operand)
         declared = self.facts.types.structs().get(type_name) if type_name is not None else None
-        return declared is not None and syntax.text(selector.child_by_field_name("field")) in declared[0]
+        if declared is None and (typed := self.facts.types.imported_type_of(operand)) is not None:
+            return not self.facts.imported.knows(typed[0], f"{typed[1]}.{field}")
+        return declared is not None and field in declared[0]
 
     def _kept_by_c(self, written: str, index: int) -> bool:
         """Whether the package's own C function stores that argument where it

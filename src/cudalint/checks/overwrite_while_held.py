@@ -20,8 +20,17 @@ def check(p: Pass) -> None:
     lifetimes = p.result_of(LIFETIMES)
 
     def visit(unit: Unit, graph: CFG) -> None:
+        # One statement, one finding: `start = next` in a loop loses what
+        # start held first and each earlier next alike; the value written to
+        # is named after the variable the statement assigns.
+        by_node: dict[int, list] = {}
         for overwrite in lifetimes.lifetimes(unit).overwrites:
-            p.report(unit, graph.ast(overwrite.node), _message(overwrite.origin), acquired=acquired_here(overwrite.origin))
+            by_node.setdefault(overwrite.node, []).append(overwrite)
+        for node, overwrites in by_node.items():
+            statement = graph.ast(node)
+            assigned = {syntax.text(target) for left, _ in syntax.assignment_sides(statement) for target in left} if statement is not None else set()
+            overwrite = next((o for o in overwrites if o.origin.handle in assigned), overwrites[0])
+            p.report(unit, statement, _message(overwrite.origin), acquired=acquired_here(overwrite.origin))
 
     p.visit_graphs(lifetimes.units_with_acquisitions(), visit)
     _check_fields(p)

@@ -67,7 +67,7 @@ class Engine:
         )
         closures = Closures(calls, uses, self._effects)
         self._resources = VariableResources(calls, owners)
-        nils = NilLocals(calls)
+        nils = NilLocals(calls, status)
         counted = Counted(calls, uses, status, self._effects.imported, nils, partial(_never_returns, cfgs))
         self._walker = Walker(calls, uses, status, self._resources, self._effects, closures, counted, nils)
         self._hand_outs = HandOuts(

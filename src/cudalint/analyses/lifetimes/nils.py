@@ -20,7 +20,11 @@ variable. The walks carry, per path, the locals known to be nil and those
 known to hold a value (`Nilness`), and cut the edges of a `x != nil` /
 `x == nil` test that the path contradicts.
 
-Only locals compared with nil in a condition of the function are tracked,
+A status kept in a local and tested twice (`if st != C.cudaSuccess { free
+}` then `if st == C.cudaSuccess { use }`) is tracked the same way: equal to
+its success value stands for nil.
+
+Only locals compared with nil (or a status with its success) in a condition of the function are tracked,
 declared in it and never mentioned in a func literal (a closure could
 assign them where the path does not show it). What a variable holds where
 a walk starts comes from a must-analysis over the paths from the
@@ -36,6 +40,7 @@ from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.analyses.calls import CallIndex
+from cudalint.analyses.status import StatusSemantics, StatusSource
 from cudalint.cfg import CFG, Edge
 from cudalint.scope import Symbol, SymbolKind
 
@@ -73,8 +78,9 @@ class NilLocals:
     """Per function: the tracked locals, what each node assigns them, and
     what is known of them where a walk starts."""
 
-    def __init__(self, calls: CallIndex) -> None:
+    def __init__(self, calls: CallIndex, status: StatusSemantics) -> None:
         self._calls = calls
+        self._status = status
         self._resolution = calls.package.resolution
         # unit -> (the graph it was made for, assignments by node, known after each node)
         self._made: dict = {}
@@ -137,9 +143,35 @@ class NilLocals:
                 symbol = self._resolution.symbol(compared[0]) if compared is not None else None
                 if symbol is not None and self._trackable(graph, symbol):
                     found[condition] = (symbol, compared[1])
+                    continue
+                compared = _value_comparison(condition)
+                symbol = self._resolution.symbol(compared[0]) if compared is not None else None
+                source = self._status_of(symbol) if symbol is not None else None
+                if source is not None and self._status.means_success(source, compared[2]) is True and self._trackable(graph, symbol, status=True):
+                    found[condition] = (symbol, compared[1])  # `st == C.cudaSuccess` stands for `err == nil`
         return found
 
-    def _trackable(self, graph: CFG, symbol: Symbol) -> bool:
+    def _status_of(self, symbol: Symbol) -> StatusSource | None:
+        """The status a local holds where it is only ever given the
+        statuses of API calls (`st := C.cudaMemcpy(...)`): compared with
+        its success value, it is tracked as an error is with nil."""
+        found = None
+        for mention in self._calls.references(symbol):
+            parent = mention.parent
+            holder = parent.parent if parent is not None and parent.type == "expression_list" else None
+            if holder is None or holder.type not in ("assignment_statement", "short_var_declaration") or holder.child_by_field_name("left") != parent:
+                continue
+            left = syntax.expressions(parent)
+            right = syntax.expressions(holder.child_by_field_name("right"))
+            if len(left) != len(right):
+                return None
+            fact = self._calls.calls.get(syntax.unparen(right[[n.id for n in left].index(mention.id)]))
+            if fact is None or fact.api is None or fact.status is None or fact.status.kind != "code":
+                return None
+            found = found or StatusSource.of(fact.api, fact.written)
+        return found
+
+    def _trackable(self, graph: CFG, symbol: Symbol, status: bool = False) -> bool:
         """An error local of the function (declared `error`, or named for
         one: `err`, `initErr`) that no func literal mentions and whose
         address is never taken (`p := &err` writes it where the path does
@@ -149,7 +181,7 @@ class NilLocals:
         if not symbol.is_local or symbol.function != unit_node:
             return False
         declared = syntax.text(symbol.type_node) if symbol.type_node is not None else ""
-        if declared != "error" and not (not declared and _ERROR_NAME.fullmatch(symbol.name)):
+        if not status and declared != "error" and not (not declared and _ERROR_NAME.fullmatch(symbol.name)):
             return False
         for mention in self._calls.references(symbol):
             literal = syntax.enclosing_function(mention)
@@ -245,6 +277,21 @@ def _nil_comparison(condition: Node) -> tuple[Node, bool] | None:
         return left, operator == "=="
     if left is not None and left.type == "nil" and right is not None and right.type == "identifier":
         return right, operator == "=="
+    return None
+
+
+def _value_comparison(condition: Node) -> tuple[Node, bool, Node] | None:
+    """`st == C.cudaSuccess` -> (st, True, C.cudaSuccess), `st != 0` -> (st, False, 0)."""
+    node = syntax.unparen(condition)
+    if node is None or node.type != "binary_expression":
+        return None
+    operator = syntax.text(node.child_by_field_name("operator"))
+    if operator not in ("==", "!="):
+        return None
+    left, right = syntax.unparen(node.child_by_field_name("left")), syntax.unparen(node.child_by_field_name("right"))
+    for variable, value in ((left, right), (right, left)):
+        if variable is not None and variable.type == "identifier" and value is not None and value.type in ("selector_expression", "int_literal", "identifier"):
+            return variable, operator == "==", value
     return None
 
 

@@ -511,7 +511,8 @@ class Walker:
             whole = kind is UseKind.DEREF and use.field and not state.fields
             # `if conn == node.Connection` after freeing it compares the
             # address: the memory is not touched.
-            if released and not (whole and use.call is None) and not (use.call is None and _compared(use) is not None):
+            read_only = whole and (use.call is None or self._calls.callee(use.call).kind not in (CalleeKind.API, CalleeKind.FAMILY))
+            if released and not read_only and not (use.call is None and _compared(use) is not None):
                 record.uses_after_release.append((n, use, state.released_at or 0))
             return state
         if kind is UseKind.ALIAS and use.target is not None:
