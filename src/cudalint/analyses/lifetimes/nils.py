@@ -266,22 +266,14 @@ class NilLocals:
 
 def _nil_comparison(condition: Node) -> tuple[Node, bool] | None:
     """`x == nil` -> (x, True), `x != nil` -> (x, False)."""
-    node = syntax.unparen(condition)
-    if node is None or node.type != "binary_expression":
-        return None
-    operator = syntax.text(node.child_by_field_name("operator"))
-    if operator not in ("==", "!="):
-        return None
-    left, right = syntax.unparen(node.child_by_field_name("left")), syntax.unparen(node.child_by_field_name("right"))
-    if right is not None and right.type == "nil" and left is not None and left.type == "identifier":
-        return left, operator == "=="
-    if left is not None and left.type == "nil" and right is not None and right.type == "identifier":
-        return right, operator == "=="
-    return None
+    compared = _value_comparison(condition, ("nil",))
+    return (compared[0], compared[1]) if compared is not None else None
 
 
-def _value_comparison(condition: Node) -> tuple[Node, bool, Node] | None:
-    """`st == C.cudaSuccess` -> (st, True, C.cudaSuccess), `st != 0` -> (st, False, 0)."""
+def _value_comparison(condition: Node, values: tuple[str, ...] = ("selector_expression", "int_literal", "identifier")) -> tuple[Node, bool, Node] | None:
+    """A local compared for equality with a value of one of these node
+    types: `st == C.cudaSuccess` -> (st, True, C.cudaSuccess), `st != 0`
+    -> (st, False, 0)."""
     node = syntax.unparen(condition)
     if node is None or node.type != "binary_expression":
         return None
@@ -290,7 +282,7 @@ def _value_comparison(condition: Node) -> tuple[Node, bool, Node] | None:
         return None
     left, right = syntax.unparen(node.child_by_field_name("left")), syntax.unparen(node.child_by_field_name("right"))
     for variable, value in ((left, right), (right, left)):
-        if variable is not None and variable.type == "identifier" and value is not None and value.type in ("selector_expression", "int_literal", "identifier"):
+        if variable is not None and variable.type == "identifier" and value is not None and value.type in values:
             return variable, operator == "==", value
     return None
 
