@@ -784,7 +784,7 @@ def index_calls(package: Package, knowledge: Knowledge, imported: ImportedFacts 
     _index_own_api(facts, package, knowledge)
     index_api_aliases(facts, package, knowledge)
     facts.c_view, c_side = c_side_calls(package, knowledge, facts.calls.get)
-    for fact in c_side + loaded_procedure_calls(package, knowledge, facts.c_view):
+    for fact in c_side + loaded_procedure_calls(package, knowledge, facts.c_view, facts.imported):
         facts.record(fact)
     return facts
 

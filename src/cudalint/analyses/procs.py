@@ -22,54 +22,27 @@ through the prefilter."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.cside import CView
 from cudalint.analyses.call_kinds import CallFact
+from cudalint.framework import Analysis, FactView, Pass
 from cudalint.functions import Package
 from cudalint.knowledge import ApiFunction, Knowledge
-from cudalint.scope import Symbol
+from cudalint.scope import Role, Symbol
 
 
-def loaded_procedure_calls(package: Package, knowledge: Knowledge, c_view: CView | None) -> list[CallFact]:
+def loaded_procedure_calls(package: Package, knowledge: Knowledge, c_view: CView | None, imported: FactView | None = None) -> list[CallFact]:
     """The `.Call(...)` of each procedure the package bound to a function of
     a C family that a shared library exports, and the calls of the package's
-    C trampolines handed such a procedure (`c_view`: the package's own C)."""
-    libraries = [library.encode() for family in knowledge.families for library in family.libraries]
-    if not libraries or not any(library in parsed.source.data for parsed in package.files for library in libraries):
-        return []
-    bound: dict[Symbol, tuple[str, ApiFunction]] = {}
-    calls_of_call: list[tuple[Node, Node]] = []
-    for parsed in package.files:
-        for node in syntax.walk(parsed.root):
-            if node.type == "literal_value":
-                # `{"nvmlShutdown", &pShutdown}` of a table of symbols to look up.
-                entry = _table_entry(node, knowledge)
-                if entry is not None:
-                    package.resolution.ensure(parsed.root, entry[0])
-                    symbol = package.resolution.symbol(entry[0])
-                    if symbol is not None:
-                        bound[symbol] = entry[1]
-                continue
-            if node.type != "call_expression":
-                continue
-            function = syntax.unparen(node.child_by_field_name("function"))
-            if function is not None and (function.type == "identifier" or (function.type == "selector_expression" and _calls_bound(function, c_view))):
-                calls_of_call.append((parsed.root, node))
-                if function.type != "identifier":
-                    continue
-            named = _named_function(node, knowledge)
-            target = (_assigned_to(node) or _registered(node)) if named is not None else None
-            if target is None:
-                continue
-            package.resolution.ensure(parsed.root, target)
-            symbol = package.resolution.symbol(target)
-            if symbol is not None:
-                bound[symbol] = named
-    found = []
+    C trampolines handed such a procedure (`c_view`: the package's own C);
+    and the calls of another package's function variables bound so
+    (`driver.MemAlloc(&d, n)`, as that package's facts say)."""
+    found = _imported_bound_calls(package, knowledge, imported) if imported is not None else []
+    bound, calls_of_call = _bindings(package, knowledge, c_view)
     for root, node in calls_of_call if bound else ():
         function = syntax.unparen(node.child_by_field_name("function"))
         arguments = syntax.children(node.child_by_field_name("arguments"))
@@ -101,7 +74,127 @@ def loaded_procedure_calls(package: Package, knowledge: Knowledge, c_view: CView
         else:
             written, blanks = (f"{variable}.Call" if variable == name else f"{variable}.Call ({name})"), "_, _, _"
         status = replace(api.status, success=("0",)) if api.status is not None else None
-        found.append(CallFact(node, "C", name, written, _bound_api(api, written, status), on_value=True, blanks=blanks))
+        # A typed function variable (`var MemAlloc func(dptr *DevicePtr, size uintptr) Result`)
+        # takes the C function's arguments in order: its roles hold as they are.
+        typed = function.type == "identifier" and _typed_function(symbol)
+        bound_api = replace(api, status=status) if typed else _bound_api(api, written, status)
+        found.append(CallFact(node, "C", name, written, bound_api, on_value=True, blanks=blanks))
+    return found
+
+
+def _bindings(package: Package, knowledge: Knowledge, c_view: CView | None) -> tuple[dict[Symbol, tuple[str, ApiFunction]], list[tuple[Node, Node]]]:
+    """The variables the package binds to C API functions by name, and the calls that may call through one."""
+    bound: dict[Symbol, tuple[str, ApiFunction]] = {}
+    calls_of_call: list[tuple[Node, Node]] = []
+    libraries = [library.encode() for family in knowledge.families for library in family.libraries]
+    if not libraries or not any(library in parsed.source.data for parsed in package.files for library in libraries):
+        return bound, calls_of_call
+    for parsed in package.files:
+        for node in syntax.walk(parsed.root):
+            if node.type == "literal_value":
+                # `{"nvmlShutdown", &pShutdown}` of a table of symbols to look up.
+                entry = _table_entry(node, knowledge)
+                if entry is not None:
+                    package.resolution.ensure(parsed.root, entry[0])
+                    symbol = package.resolution.symbol(entry[0])
+                    if symbol is not None:
+                        bound[symbol] = entry[1]
+                continue
+            if node.type != "call_expression":
+                continue
+            function = syntax.unparen(node.child_by_field_name("function"))
+            if function is not None and (function.type == "identifier" or (function.type == "selector_expression" and _calls_bound(function, c_view))):
+                calls_of_call.append((parsed.root, node))
+                if function.type != "identifier":
+                    continue
+            named = _named_function(node, knowledge)
+            target = (_assigned_to(node) or _registered(node)) if named is not None else None
+            if target is None:
+                continue
+            package.resolution.ensure(parsed.root, target)
+            symbol = package.resolution.symbol(target)
+            if symbol is not None:
+                bound[symbol] = named
+    return bound, calls_of_call
+
+
+@dataclass(frozen=True)
+class BoundFunction:
+    """The fact about an exported package-level function variable bound to
+    a C API function by name (`purego.RegisterLibFunc(&MemAlloc, lib,
+    "cuMemAlloc_v2")`): the function, and the package's exported constants
+    that stand for success (`Success Result = 0`)."""
+
+    name: str
+    zero_constants: tuple[str, ...] = ()
+
+    def concerns_callers(self) -> bool:
+        return True
+
+
+def exported_bound_functions(p: Pass) -> dict[str, BoundFunction]:
+    package = p.package
+    bound, _ = _bindings(package, p.knowledge, None)
+    return {
+        symbol.name: BoundFunction(name, _zero_constants(package, symbol))
+        for symbol, (name, _) in bound.items()
+        if symbol.name[:1].isupper() and symbol.role is Role.GLOBAL and _typed_function(symbol)
+    }
+
+
+BOUND_FUNCTIONS: Analysis[None] = Analysis(
+    "bound_functions", "Exported function variables bound to C API functions by name, for importers' calls of them.",
+    lambda p: None, facts=exported_bound_functions, fact_type=BoundFunction,
+)
+
+
+def _typed_function(symbol: Symbol) -> bool:
+    """A variable declared with a function type (`func(dptr *DevicePtr, size uintptr) Result`)."""
+    return symbol.type_node is not None and symbol.type_node.type == "function_type"
+
+
+def _zero_constants(package: Package, symbol: Symbol) -> tuple[str, ...]:
+    """The exported constants of the function's result type that are 0
+    (`Success Result = 0`): success, as the C function's 0 is."""
+    result = symbol.type_node.child_by_field_name("result") if symbol.type_node is not None else None
+    type_name = syntax.text(result) if result is not None else ""
+    found = []
+    for parsed in package.files:
+        for declaration in syntax.children(parsed.root):
+            if declaration.type != "const_declaration":
+                continue
+            for spec in syntax.children(declaration):
+                names = spec.children_by_field_name("name")
+                values = syntax.expressions(spec.child_by_field_name("value"))
+                if spec.type != "const_spec" or syntax.text(spec.child_by_field_name("type")) != type_name or len(names) != len(values):
+                    continue
+                found += [syntax.text(n) for n, v in zip(names, values) if syntax.text(v) == "0" and syntax.text(n)[:1].isupper()]
+    return tuple(found)
+
+
+def _imported_bound_calls(package: Package, knowledge: Knowledge, imported: FactView) -> list[CallFact]:
+    """`driver.MemAlloc(&d, n)`: a call of another package's function
+    variable bound to `cuMemAlloc_v2`, that function with its roles; its
+    status is success where it is 0 or the binding's constant for it
+    (`driver.Success`)."""
+    found = []
+    for parsed in package.files:
+        for node in parsed.index.qualified_calls:
+            function = syntax.unparen(node.child_by_field_name("function"))
+            operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None else None
+            if operand is None or operand.type != "identifier":
+                continue
+            package.resolution.ensure(parsed.root, node)
+            path = package.resolution.package_of(operand)
+            name = syntax.text(function.child_by_field_name("field"))
+            bound = imported.fact(BoundFunction, path, name) if path is not None else None
+            api = knowledge.lookup("C", bound.name) if bound is not None else None
+            if api is None or api.status is None:
+                continue
+            qualifier = syntax.text(operand)
+            status = replace(api.status, success=(*(f"{qualifier}.{constant}" for constant in bound.zero_constants), "0"))
+            written = f"{qualifier}.{name} ({bound.name})"
+            found.append(CallFact(node, "C", bound.name, written, replace(api, status=status), on_value=True))
     return found
 
 

@@ -11,6 +11,7 @@ from cudalint import syntax
 from cudalint.analyses.call_kinds import argument_of
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex
 from cudalint.analyses.lifetimes import LIFETIMES, Engine, Leak, Lost, Origin
+from cudalint.analyses.procs import BoundFunction
 from cudalint.analyses.uses import USES, UseKind, VariableUses
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG, NodeKind
@@ -126,7 +127,25 @@ def _remedy(reads: _Reads, origin: Origin) -> str:
             method = reads.lifetimes.releasing_method(receiver.removeprefix("(*").removesuffix(")"), acquirer)
             if method is not None:
                 return f"defer {origin.written.rsplit('.', 1)[0]}.{method}({origin.handle or 'x'})"
-    return _c_helper_release(reads, origin) or release_statement(origin)
+    return _c_helper_release(reads, origin) or _bound_release(reads, origin) or release_statement(origin)
+
+
+def _bound_release(reads: _Reads, origin: Origin) -> str | None:
+    """For what another package's bound function variable acquired
+    (`boundlib.MemAlloc(&d, n)`, cuMemAlloc_v2), the variable that package
+    bound to the release (`boundlib.MemFree`)."""
+    fact = reads.calls.call(origin.call) if origin.call.type == "call_expression" else None
+    function = syntax.unparen(origin.call.child_by_field_name("function")) if fact is not None and fact.on_value else None
+    operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None and function.type == "selector_expression" else None
+    path = reads.calls.package.resolution.package_of(operand) if operand is not None and operand.type == "identifier" else None
+    if path is None:
+        return None
+    releases = {role.call.removeprefix("C.") for role in origin.resource.release if role.handle.startswith("arg")}
+    for name in reads.calls.imported.objects(path):
+        bound = reads.calls.imported.fact(BoundFunction, path, name)
+        if bound is not None and bound.name in releases:
+            return f"defer {syntax.text(operand)}.{name}({origin.handle or 'x'})"
+    return None
 
 
 def _c_helper_release(reads: _Reads, origin: Origin) -> str | None:
