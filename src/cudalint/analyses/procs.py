@@ -22,7 +22,9 @@ through the prefilter."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from tree_sitter import Node
 
@@ -82,12 +84,18 @@ def loaded_procedure_calls(package: Package, knowledge: Knowledge, c_view: CView
     return found
 
 
+@lru_cache(maxsize=4)
+def _libraries(names: tuple[str, ...]) -> re.Pattern[bytes] | None:
+    """One pattern for the shared libraries' names (a file is searched once)."""
+    return re.compile(b"|".join(re.escape(name.encode()) for name in names)) if names else None
+
+
 def _bindings(package: Package, knowledge: Knowledge, c_view: CView | None) -> tuple[dict[Symbol, tuple[str, ApiFunction]], list[tuple[Node, Node]]]:
     """The variables the package binds to C API functions by name, and the calls that may call through one."""
     bound: dict[Symbol, tuple[str, ApiFunction]] = {}
     calls_of_call: list[tuple[Node, Node]] = []
-    libraries = [library.encode() for family in knowledge.families for library in family.libraries]
-    if not libraries or not any(library in parsed.source.data for parsed in package.files for library in libraries):
+    named = _libraries(tuple(library for family in knowledge.families for library in family.libraries))
+    if named is None or not any(named.search(parsed.source.data) for parsed in package.files):
         return bound, calls_of_call
     for parsed in package.files:
         for node in syntax.walk(parsed.root):
@@ -177,8 +185,14 @@ def _imported_bound_calls(package: Package, knowledge: Knowledge, imported: Fact
     variable bound to `cuMemAlloc_v2`, that function with its roles; its
     status is success where it is 0 or the binding's constant for it
     (`driver.Success`)."""
-    found = []
+    found: list[CallFact] = []
+    binding = {
+        path for path in imported.packages()
+        if any(imported.fact(BoundFunction, path, name) is not None for name in imported.objects(path))
+    }
     for parsed in package.files:
+        if not binding or not any(i.path in binding for i in parsed.imports):
+            continue
         for node in parsed.index.qualified_calls:
             function = syntax.unparen(node.child_by_field_name("function"))
             operand = syntax.unparen(function.child_by_field_name("operand")) if function is not None else None

@@ -86,6 +86,7 @@ class NilLocals:
         self._made: dict = {}
         # The tracked tests of every function made: condition -> (local, whether `== nil`).
         self._tests: dict[Node, tuple[Symbol, bool]] = {}
+        self._statuses: dict[Symbol, StatusSource | None] = {}
 
     def _of(self, graph: CFG) -> tuple[dict[int, Assignments], dict[int, Nilness]]:
         made = self._made.get(graph.unit)
@@ -155,6 +156,11 @@ class NilLocals:
         """The status a local holds where it is only ever given the
         statuses of API calls (`st := C.cudaMemcpy(...)`): compared with
         its success value, it is tracked as an error is with nil."""
+        if symbol not in self._statuses:
+            self._statuses[symbol] = self._given_status(symbol) if symbol.is_local else None
+        return self._statuses[symbol]
+
+    def _given_status(self, symbol: Symbol) -> StatusSource | None:
         found = None
         for mention in self._calls.references(symbol):
             parent = mention.parent
