@@ -156,6 +156,20 @@ BOUND_FUNCTIONS: Analysis[None] = Analysis(
 )
 
 
+def bound_status_types(package: Package, knowledge: Knowledge) -> dict[str, str]:
+    """The package's own types that its bound function variables return for
+    a C family's status (`type Result int32` of `var MemAlloc func(...)
+    Result` bound to cuMemAlloc_v2): each, as that status is written
+    (`C.CUresult`), so that a converter taking one (`func Check(r Result)
+    error`) converts the family's status."""
+    found = {}
+    for symbol, (_, api) in _bindings(package, knowledge, None)[0].items():
+        result = symbol.type_node.child_by_field_name("result") if _typed_function(symbol) else None
+        if result is not None and result.type == "type_identifier" and api.status is not None and api.status.kind == "code":
+            found[syntax.text(result)] = f"C.{api.status.type}"
+    return found
+
+
 def _typed_function(symbol: Symbol) -> bool:
     """A variable declared with a function type (`func(dptr *DevicePtr, size uintptr) Result`)."""
     return symbol.type_node is not None and symbol.type_node.type == "function_type"

@@ -23,6 +23,7 @@ from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallFact, CallIndex, unwrap
+from cudalint.analyses.procs import bound_status_types
 from cudalint.cfg import NodeKind, PackageCFGs
 from cudalint.framework import Analysis, FactView, Pass
 from cudalint.functions import Unit, UnitKind, exported_name
@@ -545,6 +546,7 @@ def _exported_converters(p: Pass) -> dict[str, Converter]:
             continue
         if declared is None:
             declared = {type_name: syntax.text(body) for type_name, body in type_declarations(p.package).items()}
+            declared.update(bound_status_types(p.package, p.knowledge))  # purego's `Result`: the C family's status
         # Read off the declaration: resolving every exported function's
         # parameters would cost a scope analysis of each (a fifth of moby's run).
         for index, written in enumerate(_parameter_types(unit)):
