@@ -23,6 +23,7 @@ through the prefilter."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -97,6 +98,7 @@ def _bindings(package: Package, knowledge: Knowledge, c_view: CView | None) -> t
     named = _libraries(tuple(library for family in knowledge.families for library in family.libraries))
     if named is None or not any(named.search(parsed.source.data) for parsed in package.files):
         return bound, calls_of_call
+    constants = _string_constants(package)
     for parsed in package.files:
         for node in syntax.walk(parsed.root):
             if node.type == "literal_value":
@@ -115,7 +117,7 @@ def _bindings(package: Package, knowledge: Knowledge, c_view: CView | None) -> t
                 calls_of_call.append((parsed.root, node))
                 if function.type != "identifier":
                     continue
-            named = _named_function(node, knowledge)
+            named = _named_function(node, knowledge, constants)
             target = (_assigned_to(node) or _registered(node)) if named is not None else None
             if target is None:
                 continue
@@ -180,7 +182,13 @@ def _zero_constants(package: Package, symbol: Symbol) -> tuple[str, ...]:
     (`Success Result = 0`): success, as the C function's 0 is."""
     result = symbol.type_node.child_by_field_name("result") if symbol.type_node is not None else None
     type_name = syntax.text(result) if result is not None else ""
-    found = []
+    return tuple(
+        name for name, declared, value in _constant_specs(package) if declared == type_name and syntax.text(value) == "0" and name[:1].isupper()
+    )
+
+
+def _constant_specs(package: Package) -> Iterator[tuple[str, str, Node]]:
+    """(name, declared type as written, value) of each package-level constant given a value."""
     for parsed in package.files:
         for declaration in syntax.children(parsed.root):
             if declaration.type != "const_declaration":
@@ -188,10 +196,9 @@ def _zero_constants(package: Package, symbol: Symbol) -> tuple[str, ...]:
             for spec in syntax.children(declaration):
                 names = spec.children_by_field_name("name")
                 values = syntax.expressions(spec.child_by_field_name("value"))
-                if spec.type != "const_spec" or syntax.text(spec.child_by_field_name("type")) != type_name or len(names) != len(values):
-                    continue
-                found += [syntax.text(n) for n, v in zip(names, values) if syntax.text(v) == "0" and syntax.text(n)[:1].isupper()]
-    return tuple(found)
+                if spec.type == "const_spec" and len(names) == len(values):
+                    declared = syntax.text(spec.child_by_field_name("type"))
+                    yield from ((syntax.text(n), declared, v) for n, v in zip(names, values))
 
 
 def _imported_bound_calls(package: Package, knowledge: Knowledge, imported: FactView) -> list[CallFact]:
@@ -263,13 +270,23 @@ def _called_parameter(c_view: CView | None, name: str) -> int:
     return function.params.index(function.wraps)
 
 
-def _named_function(call: Node, knowledge: Knowledge) -> tuple[str, ApiFunction] | None:
+def _named_function(call: Node, knowledge: Knowledge, constants: dict[str, Node]) -> tuple[str, ApiFunction] | None:
     """The C API function the call's first string argument names, where a
-    shared library of its family exports it (`dll.NewProc("nvmlInit_v2")`)."""
+    shared library of its family exports it (`dll.NewProc("nvmlInit_v2")`),
+    also through a string constant of the package (`purego.RegisterLibFunc(&nvmlInit_v2,
+    lib, sym_nvmlInit_v2)` with `const sym_nvmlInit_v2 = "nvmlInit_v2"`)."""
     for argument in syntax.children(call.child_by_field_name("arguments")):
+        if argument.type == "identifier" and syntax.text(argument) in constants:
+            argument = constants[syntax.text(argument)]
         if argument.type == "interpreted_string_literal":
             return _loadable(argument, knowledge)
     return None
+
+
+def _string_constants(package: Package) -> dict[str, Node]:
+    """The package's constants given a string literal, by name (the names
+    of a loader's `sym_` tables)."""
+    return {name: value for name, _, value in _constant_specs(package) if value.type == "interpreted_string_literal"}
 
 
 def _loadable(literal: Node, knowledge: Knowledge) -> tuple[str, ApiFunction] | None:
