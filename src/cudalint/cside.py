@@ -613,8 +613,9 @@ def _with_wrapped(function: CFunction, body: Node) -> CFunction:
         return function
     call = calls[0]
     wrapped = CFunction(function.name, function.returns, function.pointer, function.params, names.pop(), _mapping(call, function.params), early_success)
-    carried = {_pointer_name(inner.child_by_field_name("function")): inner for inner in (_carried_call(body, c) for c in calls) if inner is not None}
-    if len(carried) == 1 and len(calls) == len([c for c in calls if _carried_call(body, c) is not None]):
+    inners = [_carried_call(body, c) for c in calls]
+    carried = {_pointer_name(inner.child_by_field_name("function")): inner for inner in inners if inner is not None}
+    if len(carried) == 1 and None not in inners:
         name, inner = carried.popitem()
         return replace(wrapped, carried=name, carried_args=_mapping(inner, function.params))
     return wrapped
@@ -625,9 +626,7 @@ def _mapping(call: Node, params: tuple[str, ...]) -> tuple[int, ...]:
     (casts aside); -1 for anything else."""
     mapping = []
     for argument in (call.child_by_field_name("arguments") or call).named_children:
-        while argument.type in ("parenthesized_expression", "cast_expression"):
-            argument = argument.named_children[-1]
-        text = _text(argument)
+        text = _text(_unwrapped(argument))
         mapping.append(params.index(text) if text in params and text else -1)
     return tuple(mapping)
 
@@ -652,9 +651,8 @@ def _passed_params(params: tuple[str, ...], body: Node) -> tuple[tuple[str, int,
         if call.type != "call_expression" or call.child_by_field_name("function") is None:
             continue
         for index, argument in enumerate((call.child_by_field_name("arguments") or call).named_children):
-            while argument.type in ("parenthesized_expression", "cast_expression"):
-                argument = argument.named_children[-1]
-            if argument.type == "identifier" and _text(argument) in params:
+            argument = _unwrapped(argument)
+            if argument is not None and argument.type == "identifier" and _text(argument) in params:
                 found.append((_text(call.child_by_field_name("function")), index, params.index(_text(argument))))
     return tuple(found)
 

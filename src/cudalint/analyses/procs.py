@@ -144,6 +144,8 @@ class BoundFunction:
 
 def exported_bound_functions(p: Pass) -> dict[str, BoundFunction]:
     package = p.package
+    if not _declares_function_variables(package):
+        return {}  # (no need to look for bindings: the calls' index did, and this is every package)
     bound, _ = _bindings(package, p.knowledge, None)
     return {
         symbol.name: BoundFunction(name, _zero_constants(package, symbol))
@@ -164,12 +166,21 @@ def bound_status_types(package: Package, knowledge: Knowledge) -> dict[str, str]
     Result` bound to cuMemAlloc_v2): each, as that status is written
     (`C.CUresult`), so that a converter taking one (`func Check(r Result)
     error`) converts the family's status."""
-    found = {}
+    found: dict[str, str] = {}
+    if not _declares_function_variables(package):
+        return found
     for symbol, (_, api) in _bindings(package, knowledge, None)[0].items():
-        result = symbol.type_node.child_by_field_name("result") if _typed_function(symbol) else None
+        result = _function_result(symbol)
         if result is not None and result.type == "type_identifier" and api.status is not None and api.status.kind == "code":
             found[syntax.text(result)] = f"C.{api.status.type}"
     return found
+
+
+def _declares_function_variables(package: Package) -> bool:
+    """Whether the package declares a variable of a function type at its top
+    level (`var MemAlloc func(...) Result`): only such a package can bind
+    one for its importers."""
+    return any(_typed_function(symbol) for symbol in package.resolution.package_symbols.values())
 
 
 def _typed_function(symbol: Symbol) -> bool:
@@ -177,10 +188,15 @@ def _typed_function(symbol: Symbol) -> bool:
     return symbol.type_node is not None and symbol.type_node.type == "function_type"
 
 
+def _function_result(symbol: Symbol) -> Node | None:
+    """The result type a variable of a function type is declared with (`Result`)."""
+    return symbol.type_node.child_by_field_name("result") if _typed_function(symbol) else None
+
+
 def _zero_constants(package: Package, symbol: Symbol) -> tuple[str, ...]:
     """The exported constants of the function's result type that are 0
     (`Success Result = 0`): success, as the C function's 0 is."""
-    result = symbol.type_node.child_by_field_name("result") if symbol.type_node is not None else None
+    result = _function_result(symbol)
     type_name = syntax.text(result) if result is not None else ""
     return tuple(
         name for name, declared, value in _constant_specs(package) if declared == type_name and syntax.text(value) == "0" and name[:1].isupper()

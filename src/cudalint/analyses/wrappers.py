@@ -19,7 +19,7 @@ theirs.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tree_sitter import Node
 
@@ -280,7 +280,7 @@ class StatusWrappers:
                 # error made of a raw status (nvml.Return is an error too).
                 raw = self._raw_status(unit, unwrap(init, self.calls))
                 if raw is not None:
-                    return Wrapped(raw.inner, raw.release, teardown=raw.teardown)
+                    return replace(raw, raw=False)
             return self._derived(unit, init, depth + 1)
         if expression.type != "call_expression":
             return None
@@ -295,7 +295,7 @@ class StatusWrappers:
             # the status a raw wrapper returned into an error.
             raw = self._raw_status(unit, unwrap(operand, self.calls))
             if raw is not None:
-                return Wrapped(raw.inner, raw.release, teardown=raw.teardown)
+                return replace(raw, raw=False)
         if callee.kind is CalleeKind.LOCAL and callee.target is not None:
             nested = self.of(callee.target) if callee.target is not unit else None
             if nested is not None and not nested.raw:
@@ -338,7 +338,7 @@ class StatusWrappers:
                 if fact.api is not None and fact.status is not None and fact.status.kind != "error"
             ), None) if target is not None else None
             if source is not None and self.status.converts_at(call, index, source):
-                return Wrapped(raw.inner, raw.release, teardown=raw.teardown)
+                return replace(raw, raw=False)
         return None
 
     def _assigned(self, unit: Unit, symbol, depth: int) -> Wrapped | None:
@@ -386,7 +386,7 @@ class StatusWrappers:
             if symbol is not None and symbol.init is not None and symbol.function == unit.node and self._status_of(symbol):
                 raw = self._raw_status(unit, unwrap(symbol.init, self.calls))
                 if raw is not None:
-                    return Wrapped(raw.inner, raw.release, teardown=raw.teardown)
+                    return replace(raw, raw=False)
         return None
 
     def _api_status_in(self, value: Node | None, through_locals: bool = True) -> CallFact | None:

@@ -22,7 +22,8 @@ from collections.abc import Callable
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.analyses.calls import CalleeKind, CallIndex
+from cudalint.analyses.calls import CallIndex
+from cudalint.analyses.call_kinds import value_parent
 from cudalint.analyses.lifetimes.closures import Closures
 from cudalint.analyses.lifetimes.collect import Collector
 from cudalint.analyses.lifetimes.counted import Counted, is_counted
@@ -284,13 +285,7 @@ class Engine:
         keeps that argument: the value is lent."""
         if use.kind is not UseKind.DEREF or not use.field or use.node.parent is None:
             return False
-        value = use.node.parent
-        while value.parent is not None and (value.parent.type == "parenthesized_expression" or (
-            value.parent.type == "argument_list" and value.parent.parent is not None
-            and self._calls.callee(value.parent.parent).kind is CalleeKind.CONVERSION
-        )):
-            value = value.parent if value.parent.type == "parenthesized_expression" else value.parent.parent
-        arguments = value.parent
+        value, arguments = value_parent(use.node.parent, self._calls.callee)
         fact = self._calls.calls.get(arguments.parent) if arguments is not None and arguments.type == "argument_list" else None
         if fact is None or fact.import_path != "C":
             return False
