@@ -38,6 +38,7 @@ _CALLBACK = re.compile(r"^\(\s*\*\s*\[0\]byte\s*\)\s*\(\s*C\.\w+\s*\)$")
 # the module (whose facts say what its functions do with their arguments).
 _REGISTERING = frozenset({CalleeKind.STD_BORROW, CalleeKind.UNKNOWN})
 
+
 def _formats(written: str) -> bool:
     """`log.Printf("%d", b.ID)`, `fmt.Errorf(...)`: formatting and logging
     take values to print, never a method value to run later."""

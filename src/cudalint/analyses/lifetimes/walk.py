@@ -663,10 +663,7 @@ def receiver_fields_released(calls: CallIndex, method: Unit, depth: int = 0) -> 
     for call in syntax.calls_in(method.body):
         callee = calls.callee(call)
         if callee.api is not None and callee.api.roles("release"):
-            arguments = syntax.children(call.child_by_field_name("arguments"))
-            for _, role in callee.api.roles("release"):
-                value = unwrap(arguments[role.index], calls) if role.handle.startswith("arg") and role.index < len(arguments) else None
-                field = _receiver_field(calls, value, receiver.name) if value is not None else None
+            for field in _fields_released(calls, call, callee.api, receiver.name):
                 if field is None:
                     return None
                 found.add(field)
@@ -700,11 +697,19 @@ def tears_down(calls: CallIndex, method: Unit) -> bool:
             continue
         if api.roles("acquire"):
             return False
-        arguments = syntax.children(call.child_by_field_name("arguments"))
-        for _, role in api.roles("release"):
-            value = unwrap(arguments[role.index], calls) if role.handle.startswith("arg") and role.index < len(arguments) else None
-            frees = frees or (value is not None and _receiver_field(calls, value, receiver.name) is not None)
+        frees = frees or any(field is not None for field in _fields_released(calls, call, api, receiver.name))
     return frees
+
+
+def _fields_released(calls: CallIndex, call: Node, api, receiver: str) -> list[str | None]:
+    """Per release role of an API call, the receiver's field it frees (None
+    for a value that is none of them, or no argument: `w.set.Free()`)."""
+    arguments = syntax.children(call.child_by_field_name("arguments"))
+    found = []
+    for _, role in api.roles("release"):
+        value = unwrap(arguments[role.index], calls) if role.handle.startswith("arg") and role.index < len(arguments) else None
+        found.append(_receiver_field(calls, value, receiver) if value is not None else None)
+    return found
 
 
 def _receiver_field(calls: CallIndex, value: Node, receiver: str, depth: int = 0) -> str | None:
