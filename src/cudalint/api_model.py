@@ -117,6 +117,11 @@ class ResourceSpec:
     # A count (handle none) every other status call of its family needs held
     # (nvmlInit for NVML's calls): one of them after the release on every path is CL104.
     gates_family: bool = False
+    # Go calls neither its acquire nor its release: only the body of a C or
+    # C++ glue function does (`new`, `delete`). A function handing one out
+    # bare gives its caller nothing it could release; a value of an owning
+    # type of it is released through that type's method.
+    glue_only: bool = False
 
     @property
     def handleless(self) -> bool:

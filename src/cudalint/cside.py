@@ -85,6 +85,9 @@ class CFunction:
     # in the struct, which is not followed.
     carried: str = ""
     carried_args: tuple[int, ...] = ()
+    # The parameters' base types (`GpuMat` of `GpuMat m`), to tell which
+    # of several releasing helpers takes what another made.
+    param_types: tuple[str, ...] = ()
 
 
 @dataclass
@@ -295,7 +298,7 @@ def _header(path: Path) -> CView | None:
 
 
 def local_c_files(directory: Path) -> list[Path]:
-    """The package directory's C and CUDA sources and headers, and those of
+    """The package directory's C, C++ and CUDA sources and headers, and those of
     its subdirectories that hold no Go (`memory/cuda_malloc.cu`, built by a
     Makefile into the library the package links): what this stage reads of
     it, and what the driver keys a package's cached result by. A file over
@@ -318,7 +321,7 @@ def local_c_files(directory: Path) -> list[Path]:
     return found
 
 
-_C_SOURCES = frozenset({".c", ".h", ".cu", ".cuh"})
+_C_SOURCES = frozenset({".c", ".h", ".cu", ".cuh", ".cpp", ".cc", ".cxx", ".hpp", ".hh"})
 _LARGEST_C = 1 << 20
 
 
@@ -515,7 +518,7 @@ def _function(node: Node, macros: dict[str, tuple[str, str]]) -> CFunction | Non
     name, pasted = (_text(name_node), "") if name_node is not None and name_node.type == "identifier" else _pasted_name(name_node, macros)
     if not name:
         return None
-    params = []
+    params, types = [], []
     for parameter in (declarator.child_by_field_name("parameters") or node).named_children:
         if parameter.type != "parameter_declaration":
             continue
@@ -523,10 +526,12 @@ def _function(node: Node, macros: dict[str, tuple[str, str]]) -> CFunction | Non
         while inner is not None and inner.type in ("pointer_declarator", "array_declarator"):
             inner = inner.child_by_field_name("declarator")
         params.append(_text(inner) if inner is not None and inner.type == "identifier" else "")
-    function = CFunction(name, _base_name(node.child_by_field_name("type")), pointer, tuple(params))
+        types.append(_base_name(parameter.child_by_field_name("type")))
+    function = CFunction(name, _base_name(node.child_by_field_name("type")), pointer, tuple(params), param_types=tuple(types))
     body = node.child_by_field_name("body") if node.type == "function_definition" else None
     if body is not None:
-        return replace(_with_wrapped(function, body), keeps=_kept_params(function.params, body), passes=_passed_params(function.params, body))
+        wrapped = _cxx_lifetime(function, body) or _with_wrapped(function, body)
+        return replace(wrapped, keeps=_kept_params(function.params, body), passes=_passed_params(function.params, body))
     if pasted:
         # Declared only, its name pasted from another's: by convention that
         # function's variant, with its parameters (NVML_DL(nvmlShutdown)).
@@ -612,7 +617,7 @@ def _with_wrapped(function: CFunction, body: Node) -> CFunction:
     if len(calls) == 0 or len(names) != 1:
         return function
     call = calls[0]
-    wrapped = CFunction(function.name, function.returns, function.pointer, function.params, names.pop(), _mapping(call, function.params), early_success)
+    wrapped = replace(function, wraps=names.pop(), wrapped_args=_mapping(call, function.params), succeeds_without_call=early_success)
     inners = [_carried_call(body, c) for c in calls]
     carried = {_pointer_name(inner.child_by_field_name("function")): inner for inner in inners if inner is not None}
     if len(carried) == 1 and None not in inners:
@@ -711,6 +716,32 @@ def _root_name(node: Node | None) -> str:
         else:
             node = node.named_children[-1] if node.named_children else None
     return _text(node) if node is not None and node.type == "identifier" else ""
+
+
+def _cxx_lifetime(function: CFunction, body: Node) -> CFunction | None:
+    """A binding's C++ glue, which the C grammar reads only in part (its
+    statements, read as text): a function whose every return makes a C++
+    object (`GpuMat GpuMat_New() { return new cv::cuda::GpuMat(); }`) wraps
+    `new`; a void function that deletes its parameter (`void
+    GpuMat_Close(GpuMat m) { delete m; }`, also through a cast) wraps
+    `delete` of it. The knowledge names both (the C++ object of cgo.toml)."""
+    returns = [_text(node) for node in syntax.walk(body) if node.type == "return_statement"]
+    if returns and function.returns != "void" and all(_NEW.match(text) for text in returns):
+        return replace(function, wraps="new", wrapped_args=())
+    if any(text.strip() not in ("return;", "return") for text in returns) or function.returns != "void" or function.pointer:
+        return None
+    deleted = {
+        match.group(1) for statement in body.named_children
+        if (match := _DELETE.match(_text(statement))) is not None
+    }
+    if len(deleted) == 1 and (name := deleted.pop()) in function.params:
+        return replace(function, wraps="delete", wrapped_args=(function.params.index(name),))
+    return None
+
+
+_NEW = re.compile(r"return\s+new\b")
+# `delete m;`, `delete[] m;`, `delete static_cast<T *>(m);`, `delete (T *)m;`
+_DELETE = re.compile(r"delete\s*(?:\[\s*\])?\s*(?:\w+_cast\s*<[^;]*>\s*|\([^;()]*\)\s*)?\(?\s*(\w+)\s*\)?\s*;")
 
 
 def _frees_parameter(body: Node, params: tuple[str, ...]) -> Node | None:

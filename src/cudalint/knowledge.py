@@ -380,7 +380,7 @@ _STATUS_KEYS = {"type", "success", "failure", "result", "kind"}
 _STATUS_CALL_KEYS = {"match", "except", "discardable"}
 _RESOURCE_KEYS = {
     "name", "acquire", "release", "transfer", "moves", "any_use_releases", "device_memory", "host_side", "needs_context",
-    "outlives", "zero_release_noop", "gates_family",
+    "outlives", "zero_release_noop", "gates_family", "glue_only",
 }
 _ROLE_KEYS = {"call", "handle", "when", "address"}
 
@@ -609,6 +609,7 @@ def _resource(source: str, where: str, item: Any, qualifier: str) -> ResourceSpe
     outlives = _flag(source, f"{where}.outlives", item.get("outlives", False))
     zero_release_noop = _flag(source, f"{where}.zero_release_noop", item.get("zero_release_noop", False))
     gates_family = _flag(source, f"{where}.gates_family", item.get("gates_family", False))
+    glue_only = _flag(source, f"{where}.glue_only", item.get("glue_only", False))
     acquire = _roles(source, f"{where}.acquire", item.get("acquire"), qualifier)
     release = _roles(source, f"{where}.release", item.get("release"), qualifier) if not any_use or "release" in item else ()
     transfer = _roles(source, f"{where}.transfer", item.get("transfer"), qualifier) if "transfer" in item else ()
@@ -629,7 +630,7 @@ def _resource(source: str, where: str, item: Any, qualifier: str) -> ResourceSpe
     return ResourceSpec(
         _string(source, f"{where}.name", item.get("name")), acquire, release, transfer, any_use, device_memory,
         host_side=host_side, needs_context=needs_context, outlives=outlives, moves=moves,
-        zero_release_noop=zero_release_noop, gates_family=gates_family,
+        zero_release_noop=zero_release_noop, gates_family=gates_family, glue_only=glue_only,
     )
 
 

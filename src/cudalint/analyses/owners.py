@@ -133,8 +133,14 @@ class Owners:
                 if released and not self._refills(method):
                     found[method.name.rsplit(".", 1)[-1]] = released
             resources = tuple(dict.fromkeys(r for released in found.values() for r in released))
+            # A release of the zero value that does nothing (`delete` of a null
+            # pointer, `free(NULL)`) makes clearing the field enough (gocv's
+            # `C.Mat_Close(m.p); m.p = nil`).
             idempotent = tuple(sorted(
-                method.name.rsplit(".", 1)[-1] for method in methods if method.name.rsplit(".", 1)[-1] in found and _clears_handle(method)
+                name for method in methods if (name := method.name.rsplit(".", 1)[-1]) in found and (
+                    _clears_handle(method)
+                    or (all((r.owns or r).zero_release_noop for r in found[name]) and _cleared_fields(method))
+                )
             ))
             # Methods that touch no GPU, or return at once once a release raised
             # a flag they test (`if e.closed { return }` after `Close` set it)
@@ -448,6 +454,12 @@ class Owners:
         owner = self.of(made.pop())
         return owner if owner is not None and (resource.owns or resource) in owner.resources else None
 
+    def made_as_literal(self, literal: Node, resource: ResourceSpec) -> Owner | None:
+        """The owning type of a composite literal (`Stream{p: C.Stream_New()}`)
+        where that type releases `resource`."""
+        owner = self.of(_literal_type(literal))
+        return owner if owner is not None and (resource.owns or resource) in owner.resources else None
+
     def _made_of(self, value: Node, handle: str) -> str | None:
         """The package type of a new value made of the variable `handle`: a
         composite literal mentioning it (through `&`), a conversion of it
@@ -540,23 +552,30 @@ def _clears_handle(method: Unit) -> bool:
     body, receiver = method.body, method.receiver
     if body is None or receiver is None:
         return False
-    tested, cleared = set(), set()
+    tested = set()
     for node in syntax.walk(body):
         if node.type == "binary_expression" and syntax.text(node.child_by_field_name("operator")) in ("==", "!="):
             sides = (node.child_by_field_name("left"), node.child_by_field_name("right"))
             if any(syntax.text(side) in ("nil", "0") for side in sides):
                 tested.update(_receiver_field(side, receiver.name) for side in sides)
-        elif node.type == "assignment_statement":
-            left = syntax.expressions(node.child_by_field_name("left"))
-            right = syntax.expressions(node.child_by_field_name("right"))
-            for target, value in zip(left, right) if len(left) == len(right) else ():
-                if syntax.text(value) in ("nil", "0"):
-                    cleared.add(_receiver_field(target, receiver.name))
         elif node.type == "call_expression":
             function = syntax.text(node.child_by_field_name("function"))
             if function.startswith(f"{receiver.name}.") and function.endswith(".Do") and function.count(".") == 2:
                 return True  # `b.once.Do(func() {...})`
-    return bool((tested & cleared) - {None}) or bool(_flags_guarding(method) & _flags_raised(method))
+    return bool(tested & _cleared_fields(method)) or bool(_flags_guarding(method) & _flags_raised(method))
+
+
+def _cleared_fields(method: Unit) -> set[str]:
+    """The receiver's fields the method sets to nil (or 0)."""
+    cleared = set()
+    for node in syntax.walk(method.body) if method.body is not None and method.receiver is not None else ():
+        if node.type == "assignment_statement":
+            left = syntax.expressions(node.child_by_field_name("left"))
+            right = syntax.expressions(node.child_by_field_name("right"))
+            for target, value in zip(left, right) if len(left) == len(right) else ():
+                if syntax.text(value) in ("nil", "0"):
+                    cleared.add(_receiver_field(target, method.receiver.name))
+    return cleared - {None}
 
 
 def _flags_guarding(method: Unit) -> set[tuple[str, str]]:

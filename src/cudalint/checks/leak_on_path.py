@@ -14,6 +14,7 @@ from cudalint.analyses.lifetimes import LIFETIMES, Engine, Leak, Lost, Origin
 from cudalint.analyses.procs import BoundFunction
 from cudalint.analyses.uses import USES, UseKind, VariableUses
 from cudalint.catalog import Level, Rule
+from cudalint.cside import CFunction
 from cudalint.cfg import CFG, NodeKind
 from cudalint.fixes.placement import after_success_check, indent_of, insert_after, insert_before, move_defer, statement_of
 from cudalint.prefilter import imports_of
@@ -157,8 +158,18 @@ def _c_helper_release(reads: _Reads, origin: Origin) -> str | None:
         return None
     released = origin.resource.release[0].call.rpartition(".")[2]
     helpers = [name for name, function in view.functions.items() if function.wraps and view.wrapped(function) == released]
+    if len(helpers) > 1:
+        # Of several (`Mat_Close`, `GpuMat_Close`), the one taking what the acquiring helper returns.
+        made = view.functions.get(origin.innermost.written.removeprefix("C.").split(" ", 1)[0])
+        helpers = [name for name in helpers if made is not None and _takes(view.functions[name], made.returns)]
     statement = release_statement(origin)
     return statement.replace(f"C.{released}(", f"C.{helpers[0]}(") if len(helpers) == 1 else None
+
+
+def _takes(helper: CFunction, type_name: str) -> bool:
+    """Whether the releasing helper releases a parameter of this type."""
+    index = helper.wrapped_args[0] if helper.wrapped_args else -1
+    return 0 <= index < len(helper.param_types) and helper.param_types[index] == type_name
 
 
 def _message(reads: _Reads, leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]]:

@@ -53,10 +53,12 @@ def _check_fields(p: Pass, reported: list[Node]) -> None:
 
 def _message(holder: str, origin: Origin, release_call: str, release_resource: ResourceSpec, held: ResourceSpec | None = None) -> str:
     held = held or origin.resource
+    # A C++ object is deleted in C++: by a glue function, which Go calls.
+    fix = "a glue function that `delete`s it" if held.glue_only else spelled(origin, held.first_release)
     return (
         f"{holder} holds {held.name} from {origin.written} (@acquired) but is "
         f"released with {spelled(origin, release_call)}, which releases "
-        f"{release_resource.name}; use {spelled(origin, held.first_release)}"
+        f"{release_resource.name}; use {fix}"
     )
 
 

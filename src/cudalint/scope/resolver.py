@@ -52,6 +52,9 @@ class Resolver:
         self.package_scope = package_scope
         self.nesting = Nesting()
         self.cgo: Symbol | None = None  # the `import "C"` of the file being resolved
+        # The function's `var x T` locals declared without a value, given one
+        # when the function is resolved if a single assignment writes them.
+        self.unset: list[Symbol] = []
 
     # -- declarations -------------------------------------------------------
 
@@ -116,7 +119,11 @@ class Resolver:
         self.declare_parameters(scope, node.child_by_field_name("result"), Role.RESULT)
         body = node.child_by_field_name("body")
         if body is not None:
+            outer_unset, self.unset = self.unset, []
             self.statements(syntax.statements(body), scope)
+            if self.unset:
+                _initialise_assigned_once(body, self.unset, self.res.refs)
+            self.unset = outer_unset
 
     def statements(self, statements: list[Node], scope: Scope) -> None:
         for statement in statements:
@@ -156,7 +163,9 @@ class Resolver:
         self.expression(type_node, scope)
         for index, name in enumerate(names):
             init, init_index = _initializer(names, values, index)
-            self.declare(scope, name, kind, Role.LOCAL, type_node=type_node, init=init, init_index=init_index)
+            symbol = self.declare(scope, name, kind, Role.LOCAL, type_node=type_node, init=init, init_index=init_index)
+            if symbol is not None and kind is SymbolKind.VAR and not values and scope.function is not None:
+                self.unset.append(symbol)
 
     def s_type_declaration(self, node: Node, scope: Scope) -> None:
         for spec in syntax.children(node):
@@ -349,6 +358,43 @@ def _keys_are_expressions(keyed_element: Node) -> bool:
     return literal_type is not None and literal_type.type in (
         "map_type", "array_type", "slice_type", "implicit_length_array_type",
     )
+
+
+def _initialise_assigned_once(body: Node, unset: list[Symbol], refs: dict[Node, Symbol]) -> None:
+    """`var result C.nvmlReturn_t` ... `result = C.nvmlDeviceGetTemperature(...)`:
+    a local declared without a value and written by one assignment of the
+    function (not of a literal in it), and by nothing else (no `&result`, no
+    `++`, no second assignment), holds that assignment's value wherever it
+    holds one: it is initialised from it, as `result := ...` would be."""
+    candidates = {id(symbol): symbol for symbol in unset}
+    writes: dict[int, list[tuple[Node, list[Node], list[Node], int] | None]] = {}
+    for node in syntax.walk(body):
+        kind = node.type
+        if kind in ("assignment_statement", "short_var_declaration"):
+            left = syntax.expressions(node.child_by_field_name("left"))
+            right = syntax.expressions(node.child_by_field_name("right"))
+            plain = kind == "short_var_declaration" or syntax.text(node.child_by_field_name("operator")) == "="
+            for index, target in enumerate(left):
+                symbol = refs.get(target) if target.type == "identifier" else None
+                if symbol is not None and id(symbol) in candidates:
+                    in_place = plain and syntax.enclosing_function(node) == symbol.function
+                    writes.setdefault(id(symbol), []).append((node, left, right, index) if in_place else None)
+        elif kind in ("inc_statement", "dec_statement", "unary_expression", "range_clause"):
+            operand = node.named_children[0] if kind != "unary_expression" else node.child_by_field_name("operand")
+            if kind == "unary_expression" and syntax.text(node.child_by_field_name("operator")) != "&":
+                continue
+            if kind == "range_clause":
+                operand = node.child_by_field_name("left")
+            for target in syntax.expressions(operand) if kind == "range_clause" else [syntax.unparen(operand)]:
+                symbol = refs.get(target) if target is not None and target.type == "identifier" else None
+                if symbol is not None and id(symbol) in candidates:
+                    writes.setdefault(id(symbol), []).append(None)
+    for key, found in writes.items():
+        if len(found) == 1 and found[0] is not None:
+            _, left, right, index = found[0]
+            init, init_index = _initializer(left, right, index)
+            if init is not None:
+                candidates[key].init, candidates[key].init_index = init, init_index
 
 
 def _initializer(left: list[Node], right: list[Node], index: int) -> tuple[Node | None, int]:

@@ -28,6 +28,7 @@ from cudalint.analyses.lifetimes.states import Phase, State, WalkRecord
 from cudalint.analyses.lifetimes.walk import Walker, receiver_fields_released
 from cudalint.analyses.uses import UseKind, VariableUses
 from cudalint.cfg import CFG, ExitKind
+from cudalint.functions import Unit
 from cudalint.scope import Role, Symbol
 
 
@@ -87,6 +88,8 @@ class Collector:
                 if use.deferred or not (use.kind is UseKind.RELEASE or _field_released(use) or self._walker.releases_once(use)):
                     continue
                 symbol = use.symbol
+                if _declared_inside(symbol, graph.unit):
+                    continue  # a literal's own variable: its walk, not this function's, follows it
                 if use.kind in (UseKind.RELEASE, UseKind.METHOD, UseKind.PASS_LOCAL):
                     fields: frozenset[tuple[Symbol, str]] = frozenset()
                     handle = symbol.name
@@ -236,6 +239,13 @@ class Collector:
                     other = n
                     early = graph.reachable(n) and not graph.has_path(origin.node, n)
         return Leak(origin, how, last, graph.line(last), path, other_defer=other, defer_too_early=early)
+
+
+def _declared_inside(symbol: Symbol, unit: Unit) -> bool:
+    """Whether the variable belongs to a func literal inside the function
+    (released by a literal called in place, each call makes its own)."""
+    function = symbol.function
+    return function is not None and function.id != unit.node.id and unit.node.start_byte <= function.start_byte < unit.node.end_byte
 
 
 def _unique(items, key=lambda item: item):

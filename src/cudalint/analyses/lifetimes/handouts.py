@@ -151,6 +151,8 @@ class HandOuts:
                 )
                 if index is not None and _kept_elsewhere(unit, origin.handle):
                     continue  # also held by a closure or a structure the function fills: not the caller's alone
+                if origin.resource.glue_only and origin.resource.owns is None:
+                    continue  # a bare C++ object: nothing its caller could call deletes it
             if index is None or (origin.resource.owns is not None and origin.captured is None and self._finalized(origin)):
                 continue
             # A value of an owning type that holds two acquisitions (`new(Timer)`
@@ -312,11 +314,17 @@ class HandOuts:
         if not origin.role.is_result:
             return None
         child, parent = value_parent(origin.call, self._calls.callee)
-        if parent is None or parent.type != "argument_list" or parent.parent is None:
+        if parent is not None and parent.type == "literal_element":
+            # `return Stream{p: C.Stream_New()}`: made into a literal of an owning type.
+            literal = _literal_around(parent)
+            owner = self._owners.made_as_literal(literal, origin.resource) if literal is not None else None
+            outer = literal.parent if literal is not None and _is_address_of(literal.parent) else literal
+        elif parent is not None and parent.type == "argument_list" and parent.parent is not None:
+            outer = parent.parent
+            owner = self._owners.made_by_call(outer, [c.id for c in syntax.children(parent)].index(child.id), origin.resource)
+        else:
             return None
-        outer = parent.parent
-        owner = self._owners.made_by_call(outer, [c.id for c in syntax.children(parent)].index(child.id), origin.resource)
-        if owner is None:
+        if owner is None or outer is None:
             return None
         index = self._returned_directly(unit, replace(origin, call=outer, role=CallRole(origin.role.call, "result0")))
         return (index, owner) if index is not None else None
@@ -336,6 +344,21 @@ class HandOuts:
         if index is None or (unit.returns_error and (index == len(values) - 1 or syntax.text(values[-1]) != "nil")):
             return None
         return index
+
+
+def _literal_around(element: Node) -> Node | None:
+    """The composite literal a literal element is a field value of."""
+    node = element.parent
+    if node is not None and node.type == "keyed_element":
+        if node.child_by_field_name("value") is None or node.child_by_field_name("value").id != element.id:
+            return None  # the key
+        node = node.parent
+    node = node.parent if node is not None and node.type == "literal_value" else None
+    return node if node is not None and node.type == "composite_literal" else None
+
+
+def _is_address_of(node: Node | None) -> bool:
+    return node is not None and node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&"
 
 
 def _returned_at(
