@@ -88,6 +88,9 @@ class CFunction:
     # The parameters' base types (`GpuMat` of `GpuMat m`), to tell which
     # of several releasing helpers takes what another made.
     param_types: tuple[str, ...] = ()
+    # The parameter the body `free`s, as is or through a local cast of it
+    # (`struct container *c = (struct container *)p; ... free(c);`); -1: none.
+    frees: int = -1
 
 
 @dataclass
@@ -531,7 +534,10 @@ def _function(node: Node, macros: dict[str, tuple[str, str]]) -> CFunction | Non
     body = node.child_by_field_name("body") if node.type == "function_definition" else None
     if body is not None:
         wrapped = _cxx_lifetime(function, body) or _with_wrapped(function, body)
-        return replace(wrapped, keeps=_kept_params(function.params, body), passes=_passed_params(function.params, body))
+        return replace(
+            wrapped, keeps=_kept_params(function.params, body), passes=_passed_params(function.params, body),
+            frees=_freed_parameter(function.params, body),
+        )
     if pasted:
         # Declared only, its name pasted from another's: by convention that
         # function's variant, with its parameters (NVML_DL(nvmlShutdown)).
@@ -742,6 +748,23 @@ def _cxx_lifetime(function: CFunction, body: Node) -> CFunction | None:
 _NEW = re.compile(r"return\s+new\b")
 # `delete m;`, `delete[] m;`, `delete static_cast<T *>(m);`, `delete (T *)m;`
 _DELETE = re.compile(r"delete\s*(?:\[\s*\])?\s*(?:\w+_cast\s*<[^;]*>\s*|\([^;()]*\)\s*)?\(?\s*(\w+)\s*\)?\s*;")
+
+
+def _freed_parameter(params: tuple[str, ...], body: Node) -> int:
+    """The parameter `free`d by the body, as is or through a local that a
+    cast of it initialises; -1 for none or several."""
+    aliases = {name: name for name in params if name}
+    for node in syntax.walk(body):
+        if node.type == "init_declarator":
+            value = _unwrapped(node.child_by_field_name("value"))
+            if value is not None and value.type == "identifier" and _text(value) in aliases:
+                aliases[_declared_text(node.child_by_field_name("declarator"))] = aliases[_text(value)]
+    freed = {
+        aliases[argument] for node in syntax.walk(body)
+        if node.type == "call_expression" and _text(node.child_by_field_name("function")) == "free"
+        and (argument := _text(_unwrapped(next(iter((node.child_by_field_name("arguments") or node).named_children), None)))) in aliases
+    }
+    return params.index(freed.pop()) if len(freed) == 1 else -1
 
 
 def _frees_parameter(body: Node, params: tuple[str, ...]) -> Node | None:

@@ -56,11 +56,20 @@ def c_helper_api_of(view: CView, name: str, knowledge: Knowledge, known: ApiFunc
             # `Mat Image_IMDecode(...) { ...; return Mat_New(); }`, Mat_New wrapping calloc: a helper of a helper.
             nested = c_helper_api_of(view, view.wrapped(function), knowledge, None, depth + 1)
             inner = nested if isinstance(nested, ApiFunction) and (nested.acquires or nested.releases) else None
+        if inner is not None and known is not None and (known.acquires or known.releases) and inner.family is not known.family:
+            return False  # the knowledge describes the function (FAISS's own `new`/`delete` glue): it wins
         if inner is not None:
             return _wrapping(inner, function, f"C.{name}")
         carried = knowledge.lookup("C", function.carried) if function.carried else None
         if carried is not None and (api := _carrying(carried, function, f"C.{name}")) is not None:
             return api
+    freed = _freed_through(view, function)
+    plain = function.returns == "void" or function.returns in _PLAIN_C_TYPES
+    if freed >= 0 and plain and not function.pointer and (free := knowledge.lookup("C", "free")) is not None and not (
+        known is not None and known.status is not None
+    ):
+        # `int free_mem(void *c) { freeMem(c); ... }`, freeMem freeing it: a release with no status.
+        return replace(_wrapping(free, replace(function, wrapped_args=(freed,)), f"C.{name}"), status=None)
     returned = view.resolved_return(name)
     if returned is None:
         return False
@@ -77,6 +86,18 @@ def c_helper_api_of(view: CView, name: str, knowledge: Knowledge, known: ApiFunc
     if known is not None and known.status is not None and not known.releases and not known.acquires:
         return None  # e.g. a helper named like the API that returns void
     return False
+
+
+def _freed_through(view: CView, function) -> int:
+    """The parameter a function of the glue frees: itself, or by passing
+    it to one that does (one call deep)."""
+    if function.frees >= 0:
+        return function.frees
+    for callee, index, parameter in function.passes:
+        inner = view.functions.get(callee)
+        if inner is not None and inner is not function and inner.frees == index:
+            return parameter
+    return -1
 
 
 # A status of one of these types says nothing of its family: every C
