@@ -196,3 +196,34 @@ def test_the_c_sources_of_a_package_include_cuda_and_go_free_subdirectories(tmp_
     (tmp_path / "big.cu").write_bytes(b"// " + b"x" * (1 << 20) + b"\n")
     names = [path.relative_to(tmp_path).as_posix() for path in cside.local_c_files(tmp_path)]
     assert names == ["glue.h", "impl/glue_cpu.c", "impl/glue_cuda.cu", "kernels.cu"]
+
+
+def test_cxx_glue_is_read_one_definition_at_a_time(tmp_path: Path) -> None:
+    """A template the C grammar cannot recover from hides nothing after
+    it: each definition of a `.cpp` file is parsed on its own, inside
+    extern "C" and namespace blocks too; braces in comments, strings and
+    preprocessor lines do not count. `return new T` (directly or through
+    the one local made by new) wraps new, deleting a parameter (through a
+    cast too) wraps delete; several locals, or a non-new value, wrap nothing."""
+    (tmp_path / "glue.cpp").write_text(
+        '#include "glue.h"\n'
+        "#define OPEN {\n"
+        "std::vector<std::map<int, std::string>> table; // { not a body\n"
+        "template <typename T> static T twice(T v) { return v + v; }\n"
+        'extern "C" {\n'
+        "struct ByteArray Frame_Bytes(Frame f) {\n"
+        "    return ByteArray {reinterpret_cast<char*>(f->data), static_cast<int>(f->size())};\n}\n"
+        'Frame Frame_New(int n) { const char *s = "}"; return new FrameImpl(n); }\n'
+        "Frame Frame_Built(int n) {\n    FrameImpl *f = new FrameImpl(n);\n    f->fill();\n    return f;\n}\n"
+        "void Frame_Close(Frame f) { delete static_cast<FrameImpl *>(f); }\n"
+        "Frame Frame_Either(int n) { FrameImpl *a = new FrameImpl(n); FrameImpl *b = new FrameImpl(n); return n ? a : b; }\n"
+        "int Frame_Rows(Frame f) { return static_cast<FrameImpl *>(f)->rows; }\n"
+        "}\n"
+        "namespace glue { void Queue_Close(Queue q) { delete[] q; } }\n"
+    )
+    functions = _view(tmp_path, 'package a\n\n// #include "glue.h"\nimport "C"\n').functions
+    assert (functions["Frame_New"].wraps, functions["Frame_Built"].wraps) == ("new", "new")
+    assert (functions["Frame_Close"].wraps, functions["Frame_Close"].wrapped_args) == ("delete", (0,))
+    assert (functions["Queue_Close"].wraps, functions["Queue_Close"].wrapped_args) == ("delete", (0,))
+    assert functions["Frame_Either"].wraps == "" and functions["Frame_Rows"].wraps == ""
+    assert "twice" not in functions or functions["twice"].wraps == ""

@@ -206,3 +206,32 @@ def test_a_binding_in_the_module_cache_is_read_from_its_source(tmp_path: Path, m
     notes = [n for n in check(["./..."], base=root).notifications if n.kind is NotificationKind.DEPENDENCIES]
     assert len(notes) == 1 and notes[0].level == "note"
     assert "no source on this machine for 1 imported module" in notes[0].message and "example.com/GPUBind" in notes[0].message
+
+
+_CXXGLUE = Path(__file__).parent / "fixtures" / "resources" / "cxxglue"
+
+
+def test_a_cxx_glue_binding_in_the_module_cache_is_summarised(tmp_path: Path, monkeypatch) -> None:
+    """A binding whose Go files name no API and whose C++ glue makes the
+    objects its types own (`return new FrameImpl(...)`, gocv's shape) is
+    summarised from the module cache all the same: its importer's leak is
+    found. Without the glue's `new` it would be no binding of anything."""
+    module = tmp_path / "gopath" / "pkg" / "mod" / "example.com" / "cxxglue@v0.3.0"
+    _write(module / "go.mod", "module example.com/cxxglue\n")
+    for name in ("cxxglue.go", "cxxglue.h", "cxxglue.cpp"):
+        _write(module / name, (_CXXGLUE / name).read_text(encoding="utf-8"))
+    root = tmp_path / "svc-module"
+    _write(root / "go.mod", "module example.com/svc\n\ngo 1.21\n\nrequire example.com/cxxglue v0.3.0\n")
+    _write(root / "svc" / "svc.go", (
+        "package svc\n\nimport \"example.com/cxxglue\"\n\n"
+        "func rows(n int) bool {\n\tf := cxxglue.NewFrame(n, n)\n\tif f.Empty() {\n\t\treturn false\n\t}\n"
+        "\tf.Close()\n\treturn true\n}\n"
+    ))
+    monkeypatch.delenv("GOMODCACHE", raising=False)
+    monkeypatch.delenv("GOFLAGS", raising=False)
+    monkeypatch.setenv("GOWORK", "off")
+    monkeypatch.setenv("GOPATH", str(tmp_path / "gopath"))
+    assert _leaks(root) == [("svc/svc.go", 6, "CL101")]
+    glue = module / "cxxglue.cpp"
+    glue.write_text(glue.read_text(encoding="utf-8").replace("return new", "return make_new"), encoding="utf-8")
+    assert _leaks(root) == []

@@ -33,6 +33,7 @@ from pathlib import Path
 from tree_sitter import Language, Node, Parser
 
 from cudalint import syntax
+from cudalint.cxx import cxx_definitions, cxx_lifetime, makes_objects
 from cudalint.parse import ParsedFile
 
 # A header or C file larger than this is not read (generated tables, amalgamations).
@@ -193,6 +194,7 @@ def view_of(files: list[ParsedFile], directory: Path, configured: tuple[Path, ..
     if not sources:
         return view
     read: set[Path] = set()
+    cxx: set[int] = set()  # the indices of C++ sources among `sources`
     pending = local_c_files(directory)
     for text in list(sources):
         pending.extend(_includes(text, include_dirs))
@@ -209,10 +211,15 @@ def view_of(files: list[ParsedFile], directory: Path, configured: tuple[Path, ..
         if data is None:
             continue
         sources.append(data)
+        if path.suffix in _CXX_FILES:
+            cxx.add(len(sources) - 1)
         pending.extend(_includes(data, [path.parent, *include_dirs]))
     view.name_macros = _name_macros(sources)
-    for text in sources:
-        _collect(_parser().parse(text).root_node, view)
+    for index, text in enumerate(sources):
+        # C++ the C grammar cannot recover from (a template early in the
+        # file) would hide every function after it: each on its own.
+        for chunk in (cxx_definitions(text) if index in cxx else [text]):
+            _collect(_parser().parse(chunk).root_node, view)
     system = _system_view(sources, system_dirs + list(configured) + [d for d in CUDA_INCLUDE_DIRS if d.is_dir()])
     for name, function in system.functions.items():
         view.functions.setdefault(name, function)
@@ -324,6 +331,17 @@ def local_c_files(directory: Path) -> list[Path]:
     return found
 
 
+def glue_makes_objects(directory: Path) -> bool:
+    """Whether the package's C++ glue returns objects it makes with `new`
+    (what its Go types then own)."""
+    for path in local_c_files(directory):
+        if path.suffix in _CXX_SOURCES and (data := read_c(path)) is not None and makes_objects(data):
+            return True
+    return False
+
+
+_CXX_SOURCES = frozenset({".cpp", ".cc", ".cxx", ".cu"})
+_CXX_FILES = frozenset({".cpp", ".cc", ".cxx"})
 _C_SOURCES = frozenset({".c", ".h", ".cu", ".cuh", ".cpp", ".cc", ".cxx", ".hpp", ".hh"})
 _LARGEST_C = 1 << 20
 
@@ -533,7 +551,7 @@ def _function(node: Node, macros: dict[str, tuple[str, str]]) -> CFunction | Non
     function = CFunction(name, _base_name(node.child_by_field_name("type")), pointer, tuple(params), param_types=tuple(types))
     body = node.child_by_field_name("body") if node.type == "function_definition" else None
     if body is not None:
-        wrapped = _cxx_lifetime(function, body) or _with_wrapped(function, body)
+        wrapped = cxx_lifetime(function, body) or _with_wrapped(function, body)
         return replace(
             wrapped, keeps=_kept_params(function.params, body), passes=_passed_params(function.params, body),
             frees=_freed_parameter(function.params, body),
@@ -722,32 +740,6 @@ def _root_name(node: Node | None) -> str:
         else:
             node = node.named_children[-1] if node.named_children else None
     return _text(node) if node is not None and node.type == "identifier" else ""
-
-
-def _cxx_lifetime(function: CFunction, body: Node) -> CFunction | None:
-    """A binding's C++ glue, which the C grammar reads only in part (its
-    statements, read as text): a function whose every return makes a C++
-    object (`GpuMat GpuMat_New() { return new cv::cuda::GpuMat(); }`) wraps
-    `new`; a void function that deletes its parameter (`void
-    GpuMat_Close(GpuMat m) { delete m; }`, also through a cast) wraps
-    `delete` of it. The knowledge names both (the C++ object of cgo.toml)."""
-    returns = [_text(node) for node in syntax.walk(body) if node.type == "return_statement"]
-    if returns and function.returns != "void" and all(_NEW.match(text) for text in returns):
-        return replace(function, wraps="new", wrapped_args=())
-    if any(text.strip() not in ("return;", "return") for text in returns) or function.returns != "void" or function.pointer:
-        return None
-    deleted = {
-        match.group(1) for statement in body.named_children
-        if (match := _DELETE.match(_text(statement))) is not None
-    }
-    if len(deleted) == 1 and (name := deleted.pop()) in function.params:
-        return replace(function, wraps="delete", wrapped_args=(function.params.index(name),))
-    return None
-
-
-_NEW = re.compile(r"return\s+new\b")
-# `delete m;`, `delete[] m;`, `delete static_cast<T *>(m);`, `delete (T *)m;`
-_DELETE = re.compile(r"delete\s*(?:\[\s*\])?\s*(?:\w+_cast\s*<[^;]*>\s*|\([^;()]*\)\s*)?\(?\s*(\w+)\s*\)?\s*;")
 
 
 def _freed_parameter(params: tuple[str, ...], body: Node) -> int:

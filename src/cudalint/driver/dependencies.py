@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cudalint.checks import FACT_ANALYSES
+from cudalint.cside import glue_makes_objects
 from cudalint.discover import package_files
 from cudalint.framework import ImportedFacts, ObjectFact, export_facts, start_run
 from cudalint.functions import collect_packages
@@ -145,12 +146,17 @@ def plan(
     def scan(directory: Path, main: Path) -> list[Path]:
         if directory not in imports:
             found = contents(directory)
-            if directory in outside and not any(facts.fact_matches for facts in found):
+            # A binding whose C++ glue makes the objects its Go types own
+            # (gocv's `return new cv::Mat();`) names no API in its Go files.
+            glue = directory in outside and not any(facts.fact_matches for facts in found) and any(
+                "C" in facts.imports for facts in found
+            ) and glue_makes_objects(directory)
+            if directory in outside and not glue and not any(facts.fact_matches for facts in found):
                 matches[directory] = feeds[directory] = False
                 imports[directory] = []  # read only as deep as the API
                 return []
-            matches[directory] = any(facts.fact_matches if directory in outside else facts.matches for facts in found)
-            feeds[directory] = any(facts.fact_matches if directory in outside else facts.feeds for facts in found)
+            matches[directory] = glue or any(facts.fact_matches if directory in outside else facts.matches for facts in found)
+            feeds[directory] = glue or any(facts.fact_matches if directory in outside else facts.feeds for facts in found)
             imported = list(dict.fromkeys(path for facts in found for path in facts.imports))
             inside = in_module_imports(directory, modules.of(directory), imported)
             beyond = [d for d in modules.outside_imports(main, directory, imported, described) if d not in inside]

@@ -1,0 +1,128 @@
+"""The C++ of a binding's glue (gocv's `.cpp` files), read with the C
+grammar: cut into one definition at a time, so that a construct it cannot
+recover from hides nothing after it, and the two lifetimes a glue function
+body says of its C++ objects (`return new T(...)`, `delete p;`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Protocol, TypeVar
+
+from tree_sitter import Node
+
+from cudalint import syntax
+
+
+class _Signature(Protocol):
+    returns: str
+    pointer: bool
+    params: tuple[str, ...]
+
+
+F = TypeVar("F", bound=_Signature)
+
+
+def _text(node: Node | None) -> str:
+    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
+
+
+def makes_objects(text: bytes) -> bool:
+    """Whether C++ source returns an object it makes with `new`."""
+    return _RETURNS_NEW.search(text) is not None
+
+
+_RETURNS_NEW = re.compile(rb"\breturn\s+new\b")
+
+
+def cxx_definitions(text: bytes) -> list[bytes]:
+    """A C++ file cut into its top-level definitions (the text since the
+    previous one, through the braces of its body), looking into `extern "C"`
+    and namespace blocks; comments, strings and preprocessor lines are
+    stepped over so that their braces do not count."""
+    chunks: list[bytes] = []
+    start, depth, position, size = 0, 0, 0, len(text)
+    containers: list[int] = []  # the depths at which an extern "C" or namespace block opened
+    while position < size:
+        byte = text[position:position + 1]
+        if text.startswith(b"//", position) or (byte == b"#" and not text[text.rfind(b"\n", 0, position) + 1:position].strip()):
+            end = position
+            while True:  # to the end of the line, and of its continuations
+                end = text.find(b"\n", end)
+                if end < 0 or text[end - 1:end] != b"\\":
+                    break
+                end += 1
+            position = size if end < 0 else end + 1
+            continue
+        if text.startswith(b"/*", position):
+            end = text.find(b"*/", position + 2)
+            position = size if end < 0 else end + 2
+            continue
+        if byte in (b'"', b"'"):
+            end = position + 1
+            while end < size and text[end:end + 1] != byte:
+                end += 2 if text[end:end + 1] == b"\\" else 1
+            position = end + 1
+            continue
+        if byte == b"{":
+            if depth == 0 or (containers and depth == containers[-1]):
+                head = text[start:position]
+                if re.search(rb'extern\s*"C"\s*$|\bnamespace\b[\w:\s]*$', head):
+                    containers.append(depth + 1)
+                    start = position + 1
+                elif depth == (containers[-1] if containers else 0):
+                    start = _statement_start(text, start, position)
+            depth += 1
+        elif byte == b"}":
+            depth -= 1
+            if containers and depth == containers[-1] - 1:
+                containers.pop()
+                start = position + 1
+            elif depth == (containers[-1] if containers else 0):
+                chunks.append(text[start:position + 1])
+                start = position + 1
+        elif byte == b";" and depth == (containers[-1] if containers else 0):
+            start = position + 1  # a declaration: no body to keep
+        position += 1
+    return chunks or [text]
+
+
+def _statement_start(text: bytes, start: int, brace: int) -> int:
+    """Where the definition whose body opens at `brace` begins: after the
+    last preprocessor line or blank line before it."""
+    line = text.rfind(b"\n#", start, brace)
+    if line >= 0:
+        end = text.find(b"\n", line + 1)
+        return end + 1 if 0 <= end < brace else start
+    return start
+
+
+def cxx_lifetime(function: F, body: Node) -> F | None:
+    """A binding's C++ glue, which the C grammar reads only in part (its
+    statements, read as text): a function whose every return makes a C++
+    object (`GpuMat GpuMat_New() { return new cv::cuda::GpuMat(); }`) wraps
+    `new`; a void function that deletes its parameter (`void
+    GpuMat_Close(GpuMat m) { delete m; }`, also through a cast) wraps
+    `delete` of it. The knowledge names both (the C++ object of cgo.toml)."""
+    returns = [_text(node) for node in syntax.walk(body) if node.type == "return_statement"]
+    made = {match.group(1).encode() for match in map(_RETURNED_NAME.match, returns) if match is not None}
+    body_text = body.text or b""
+    # `return new T(...)`, or `T *v = new T(...); ...; return v;` (one local, made by new once).
+    made_by_new = len(made) == 1 and len(re.findall(rb"\b" + re.escape(next(iter(made))) + rb"\s*=\s*new\b", body_text)) == 1
+    if returns and function.returns != "void" and all(_NEW.match(text) or (made_by_new and _RETURNED_NAME.match(text)) for text in returns):
+        return replace(function, wraps="new", wrapped_args=())
+    if any(text.strip() not in ("return;", "return") for text in returns) or function.returns != "void" or function.pointer:
+        return None
+    deleted = {
+        match.group(1) for statement in body.named_children
+        if (match := _DELETE.match(_text(statement))) is not None
+    }
+    if len(deleted) == 1 and (name := deleted.pop()) in function.params:
+        return replace(function, wraps="delete", wrapped_args=(function.params.index(name),))
+    return None
+
+
+_NEW = re.compile(r"return\s+new\b")
+_RETURNED_NAME = re.compile(r"return\s+\(?\s*([A-Za-z_]\w*)\s*\)?\s*;")
+# `delete m;`, `delete[] m;`, `delete static_cast<T *>(m);`, `delete (T *)m;`
+_DELETE = re.compile(r"delete\s*(?:\[\s*\])?\s*(?:\w+_cast\s*<[^;]*>\s*|\([^;()]*\)\s*)?\(?\s*(\w+)\s*\)?\s*;")
