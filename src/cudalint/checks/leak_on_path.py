@@ -185,6 +185,12 @@ def _message(reads: _Reads, leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]
     if exit_span is not None:
         refs["exit"] = Ref(exit_span, f"{origin.handle or 'it'} is still held here")
     exit_at = "@exit" if exit_span is not None else f"line {leak.line}"
+    if origin.resource.glue_only and "C.delete(" in remedy:
+        # Go cannot delete a C++ object, and no function of the glue does.
+        return (
+            f"{what} is not {verb} on the path to {exit_at}; no function of the C++ glue deletes it: "
+            f"add one (`delete p;` in a function of the glue) and defer its call {where_to_fix(origin)}"
+        ), refs
     if leak.failing and (origin.role.handle == "none" or origin.resource.outlives):
         where = "the goroutine exit" if leak.how is Lost.GOEXIT else "the failing return"
         call = remedy.removeprefix("defer ")
