@@ -417,10 +417,11 @@ class Owners:
         DevicePtr`, stands for what that type owns)."""
         resource = resource.owns or resource
         found: tuple[int, Owner] | None = None
+        holders = _field_holders(unit.body, handle) if unit.body is not None else set()
         for statement in syntax.return_statements(unit.body):
             expressions = syntax.returned(statement)
             for index, value in enumerate(expressions):
-                made = self._made_of(value, handle)
+                made = self._made_of(value, handle, holders)
                 if made is None:
                     continue
                 owner = self.of(made)
@@ -460,12 +461,17 @@ class Owners:
         owner = self.of(_literal_type(literal))
         return owner if owner is not None and (resource.owns or resource) in owner.resources else None
 
-    def _made_of(self, value: Node, handle: str) -> str | None:
+    def _made_of(self, value: Node, handle: str, holders: set[str] | frozenset[str] = frozenset()) -> str | None:
         """The package type of a new value made of the variable `handle`: a
         composite literal mentioning it (through `&`), a conversion of it
         (`DevicePtr(p)`, `DevicePtr(uintptr(p))`), or a variable declared
         with one of those."""
         node = syntax.unparen(value)
+        # `t := &Array{}` (or `new(Array)`) and then `t.stream = s`: the handle
+        # is a field of the new value returned.
+        into_field = node is not None and node.type == "identifier" and (
+            handle.startswith(syntax.text(node) + ".") or syntax.text(node) in holders
+        )
         if node is not None and node.type == "identifier":
             symbol = self.facts.package.resolution.symbol(node)
             node = syntax.unparen(symbol.init) if symbol is not None and symbol.init_index < 0 else None
@@ -474,7 +480,10 @@ class Owners:
         if node is None:
             return None
         if node.type == "composite_literal":
-            return _literal_type(node) if _mentions(node, handle) else None
+            return _literal_type(node) if into_field or _mentions(node, handle) else None
+        if into_field and node.type == "call_expression" and syntax.text(node.child_by_field_name("function")) == "new":
+            arguments = syntax.children(node.child_by_field_name("arguments"))
+            return syntax.text(arguments[0]) if len(arguments) == 1 and arguments[0].type == "type_identifier" else None
         if node.type == "call_expression":
             function = syntax.unparen(node.child_by_field_name("function"))
             if function is None or function.type != "identifier" or self.facts.callee(node).kind is not CalleeKind.CONVERSION:
@@ -485,6 +494,20 @@ class Owners:
                 return None
             return syntax.text(function) if syntax.text(converted) == handle else None
         return None
+
+
+def _field_holders(body: Node, handle: str) -> set[str]:
+    """The variables a field of which is given the handle (`l.stream = s`)."""
+    found = set()
+    for node in syntax.walk(body):
+        if node.type == "assignment_statement" and syntax.text(node.child_by_field_name("operator")) == "=":
+            left = syntax.expressions(node.child_by_field_name("left"))
+            right = syntax.expressions(node.child_by_field_name("right"))
+            for target, value in zip(left, right) if len(left) == len(right) else ():
+                operand = target.child_by_field_name("operand") if target.type == "selector_expression" else None
+                if operand is not None and operand.type == "identifier" and syntax.text(syntax.unparen(value)) == handle:
+                    found.add(syntax.text(operand))
+    return found
 
 
 def _refilled_fields(unit: Unit, facts: CallIndex) -> set[str]:
