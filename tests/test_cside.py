@@ -218,6 +218,7 @@ def test_cxx_glue_is_read_one_definition_at_a_time(tmp_path: Path) -> None:
         "void Frame_Close(Frame f) { delete static_cast<FrameImpl *>(f); }\n"
         "Frame Frame_Either(int n) { FrameImpl *a = new FrameImpl(n); FrameImpl *b = new FrameImpl(n); return n ? a : b; }\n"
         "int Frame_Rows(Frame f) { return static_cast<FrameImpl *>(f)->rows; }\n"
+        "Frames Frame_List(int n) { Frames frames; frames.frames = new Frame[n]; return frames; }\n"
         "}\n"
         "namespace glue { void Queue_Close(Queue q) { delete[] q; } }\n"
     )
@@ -226,4 +227,5 @@ def test_cxx_glue_is_read_one_definition_at_a_time(tmp_path: Path) -> None:
     assert (functions["Frame_Close"].wraps, functions["Frame_Close"].wrapped_args) == ("delete", (0,))
     assert (functions["Queue_Close"].wraps, functions["Queue_Close"].wrapped_args) == ("delete", (0,))
     assert functions["Frame_Either"].wraps == "" and functions["Frame_Rows"].wraps == ""
+    assert functions["Frame_List"].wraps == ""  # a struct returned, with new in its field
     assert "twice" not in functions or functions["twice"].wraps == ""

@@ -108,7 +108,7 @@ def cxx_lifetime(function: F, body: Node) -> F | None:
     made = {match.group(1).encode() for match in map(_RETURNED_NAME.match, returns) if match is not None}
     body_text = body.text or b""
     # `return new T(...)`, or `T *v = new T(...); ...; return v;` (one local, made by new once).
-    made_by_new = len(made) == 1 and len(re.findall(rb"\b" + re.escape(next(iter(made))) + rb"\s*=\s*new\b", body_text)) == 1
+    made_by_new = len(made) == 1 and len(re.findall(rb"(?<![\w.>])" + re.escape(next(iter(made))) + rb"\s*=\s*new\b", body_text)) == 1
     if returns and function.returns != "void" and all(_NEW.match(text) or (made_by_new and _RETURNED_NAME.match(text)) for text in returns):
         return replace(function, wraps="new", wrapped_args=())
     if any(text.strip() not in ("return;", "return") for text in returns) or function.returns != "void" or function.pointer:

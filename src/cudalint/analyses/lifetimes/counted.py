@@ -41,7 +41,7 @@ from tree_sitter import Node
 
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CalleeKind, CallIndex
-from cudalint.analyses.lifetimes.flags import flag_guarded_release, held_flag, set_true
+from cudalint.analyses.lifetimes.flags import flag_guarded_release, held_flag, package_flag, set_true
 from cudalint.analyses.lifetimes.holders import released_untaken, value_holds_count
 from cudalint.analyses.lifetimes.nils import NilLocals
 from cudalint.analyses.lifetimes.outcomes import EarlyRelease, Origin
@@ -421,10 +421,8 @@ class Counted:
         for n in graph.statement_nodes():
             if n == origin.node or not graph.has_path(origin.node, n):
                 continue
-            for target in set_true(graph.ast(n)):
-                symbol = resolution.symbol(target) if target.type == "identifier" else None
-                if symbol is not None and symbol.kind is SymbolKind.VAR and not symbol.is_local:
-                    return True
+            if any(package_flag(target, resolution) for target in set_true(graph.ast(n))):
+                return True
         return False
 
     def recorded_on(self, graph: CFG, path: tuple[int, ...], name: str) -> bool:

@@ -12,7 +12,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.cfg import CFG
 from cudalint.functions import Unit, UnitKind
-from cudalint.scope import Resolution, Role
+from cudalint.scope import Resolution, Role, SymbolKind
 
 if TYPE_CHECKING:
     from cudalint.analyses.calls import CallIndex
@@ -34,6 +34,25 @@ def set_in(body: Node, value: str = "true") -> list[Node]:
         target for statement in syntax.walk(body, into_functions=False) if statement.type == "assignment_statement"
         for target in set_true(statement, value)
     ]
+
+
+def package_flag(target: Node, resolution: Resolution) -> bool:
+    """Whether a flag set true is the package's: a package-level variable
+    (`initDone`), or a field of an entry of a package-level registry
+    (`entry.retained` with `entry, ok := registry.m[id]`)."""
+    if target.type == "selector_expression":
+        root = _root_identifier(target)
+        symbol = resolution.symbol(root) if root is not None else None
+        target = _root_identifier(symbol.init) if symbol is not None and symbol.is_local and symbol.init is not None else None
+    symbol = resolution.symbol(target) if target is not None and target.type == "identifier" else None
+    return symbol is not None and symbol.kind is SymbolKind.VAR and not symbol.is_local
+
+
+def _root_identifier(node: Node | None) -> Node | None:
+    """`registry` of `registry.m[id]`, `&registry.entries[i]`, `e.flag`."""
+    while node is not None and node.type in ("selector_expression", "index_expression", "unary_expression", "parenthesized_expression"):
+        node = node.named_children[0] if node.named_children else None
+    return node if node is not None and node.type == "identifier" else None
 
 
 def flag_guarded(unit: Unit) -> bool:
