@@ -44,7 +44,7 @@ from cudalint.framework import FactView
 from cudalint.functions import Unit, UnitKind, exported_name
 from cudalint.gotypes import named_type
 from cudalint.knowledge import ResourceSpec, StatusSpec
-from cudalint.scope import Symbol
+from cudalint.scope import Role, Symbol
 
 # Path states one function's lifetimes may visit, over all its origins and
 # the summaries they need: beyond it the function is reported as too complex
@@ -272,12 +272,32 @@ class Engine:
         for unit in candidates.values():
             uses = self._uses.uses([unit.body])
             lent = tuple(
-                all(use.kind in (UseKind.PASS_API, UseKind.READ) or self._field_lent_to_c(use) for use in uses if use.symbol is param)
+                all(
+                    use.kind in (UseKind.PASS_API, UseKind.READ) or self._field_lent_to_c(use) or self._only_read(use)
+                    for use in uses if use.symbol is param
+                )
                 for param in unit.params
             )
             if any(lent):
                 found.append((unit, lent))
         return found
+
+    def _only_read(self, use, depth: int = 0) -> bool:
+        """`if v.p != nil` (a field compared), `if !pv.IsNil()` or
+        `f.Empty()` (a method of the package that only reads its receiver,
+        or lends it to C in turn): reads of a value lent to C."""
+        if use.kind is UseKind.DEREF and use.field and use.node.parent is not None:
+            parent = use.node.parent.parent
+            return parent is not None and parent.type == "binary_expression" and syntax.text(
+                parent.child_by_field_name("operator")
+            ) in ("==", "!=")
+        if use.kind is UseKind.METHOD and use.call is not None and depth < 2:
+            target = self._calls.callee(use.call).target
+            return target is not None and target.body is not None and all(
+                inner.kind in (UseKind.PASS_API, UseKind.READ) or self._field_lent_to_c(inner) or self._only_read(inner, depth + 1)
+                for inner in self._uses.uses([target.body]) if inner.symbol.role is Role.RECEIVER
+            )
+        return False
 
     def _field_lent_to_c(self, use) -> bool:
         """`C.GpuResize(src.p, dst.p, ...)` (gocv): a field of the value
