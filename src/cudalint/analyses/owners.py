@@ -467,6 +467,8 @@ class Owners:
         (`DevicePtr(p)`, `DevicePtr(uintptr(p))`), or a variable declared
         with one of those."""
         node = syntax.unparen(value)
+        if node is not None and node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
+            node = syntax.unparen(node.child_by_field_name("operand"))  # `return &fd`
         # `t := &Array{}` (or `new(Array)`) and then `t.stream = s`: the handle
         # is a field of the new value returned.
         into_field = node is not None and node.type == "identifier" and (

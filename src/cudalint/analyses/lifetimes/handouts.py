@@ -156,11 +156,13 @@ class HandOuts:
             if index is None or (origin.resource.owns is not None and origin.captured is None and self._finalized(origin)):
                 continue
             # A value of an owning type that holds two acquisitions (`new(Timer)`
-            # with both events made into its fields) is one value handed out.
-            if origin.handle and origin.resource.owns is not None:
-                if (origin.handle, index) in held:
+            # with both events made into its fields, a literal made of two
+            # calls) is one value handed out.
+            holder = origin.handle or (f"<{origin.resource.name}>" if constructed is not None else "")
+            if holder and origin.resource.owns is not None:
+                if (holder, index) in held:
                     continue
-                held.add((origin.handle, index))
+                held.add((holder, index))
             handed.append((origin, index))
         filled = self._receiver_filled(unit, found.origins)
         if filled is not None:
