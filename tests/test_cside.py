@@ -229,3 +229,25 @@ def test_cxx_glue_is_read_one_definition_at_a_time(tmp_path: Path) -> None:
     assert functions["Frame_Either"].wraps == "" and functions["Frame_Rows"].wraps == ""
     assert functions["Frame_List"].wraps == ""  # a struct returned, with new in its field
     assert "twice" not in functions or functions["twice"].wraps == ""
+
+
+def test_cxx_reading_survives_what_it_misreads_and_spares_singletons(tmp_path: Path) -> None:
+    """A digit separator, an apostrophe in prose under `#if 0` and a stray
+    brace cost nothing after them; a singleton (a global given new once)
+    or an object the glue also keeps is no object made for the caller; in
+    C, `new` is an ordinary name."""
+    (tmp_path / "glue.cpp").write_text(
+        "static const long kBig = 1'000;\n"
+        "#if 0\nit's prose\n#endif\n"
+        "}\n"
+        "static Palette g_palette;\n"
+        "Palette Palette_Shared(void) { if (!g_palette) g_palette = new PaletteImpl(); return g_palette; }\n"
+        "Net Net_Load(const char *p) { NetImpl *n = new NetImpl(p); g_nets.push_back(n); return n; }\n"
+        "Frame Frame_New(int n) { FrameImpl *f = new FrameImpl(n); f->fill(); return f; }\n"
+        "void Frame_Close(Frame f) { delete f; }\n"
+    )
+    (tmp_path / "buf.c").write_text("Buf *Buf_New(void) { Buf *new = calloc(1, sizeof *new); return new; }\n")
+    functions = _view(tmp_path, 'package a\n\n// #include "glue.h"\nimport "C"\n').functions
+    assert (functions["Frame_New"].wraps, functions["Frame_Close"].wraps) == ("new", "delete")
+    assert functions["Palette_Shared"].wraps != "new" and functions["Net_Load"].wraps != "new"
+    assert functions["Buf_New"].wraps == "calloc"

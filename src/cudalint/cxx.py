@@ -32,35 +32,48 @@ def makes_objects(text: bytes) -> bool:
     return _RETURNS_NEW.search(text) is not None
 
 
-_RETURNS_NEW = re.compile(rb"\breturn\s+new\b")
+_RETURNS_NEW = re.compile(rb"\breturn\s+new\b\s*[\w:(]")
 
 
 def cxx_definitions(text: bytes) -> list[bytes]:
     """A C++ file cut into its top-level definitions (the text since the
     previous one, through the braces of its body), looking into `extern "C"`
-    and namespace blocks; comments, strings and preprocessor lines are
-    stepped over so that their braces do not count."""
+    and namespace blocks; comments, strings, character literals and
+    preprocessor lines are stepped over so that their braces do not count.
+    A stray `}` starts over at the top level, and whatever follows the last
+    definition is kept: one construct the scan misreads costs that
+    definition, not the rest of the file."""
     chunks: list[bytes] = []
     start, depth, position, size = 0, 0, 0, len(text)
     containers: list[int] = []  # the depths at which an extern "C" or namespace block opened
+    line_start = True  # only blanks since the last newline: a `#` there is a directive
     while position < size:
         byte = text[position:position + 1]
-        if text.startswith(b"//", position) or (byte == b"#" and not text[text.rfind(b"\n", 0, position) + 1:position].strip()):
+        if text.startswith(b"//", position) or (byte == b"#" and line_start):
             end = position
             while True:  # to the end of the line, and of its continuations
                 end = text.find(b"\n", end)
                 if end < 0 or text[end - 1:end] != b"\\":
                     break
                 end += 1
-            position = size if end < 0 else end + 1
+            position, line_start = (size if end < 0 else end + 1), True
             continue
+        if byte == b"\n":
+            line_start = True
+            position += 1
+            continue
+        if not byte.isspace():
+            line_start = False
         if text.startswith(b"/*", position):
             end = text.find(b"*/", position + 2)
             position = size if end < 0 else end + 2
             continue
+        if byte == b"'" and text[position - 1:position].isalnum() and text[position + 1:position + 2].isalnum():
+            position += 1  # a digit separator (`1'000`)
+            continue
         if byte in (b'"', b"'"):
-            end = position + 1
-            while end < size and text[end:end + 1] != byte:
+            end = position + 1  # to the closing quote, or the end of the line
+            while end < size and text[end:end + 1] not in (byte, b"\n"):
                 end += 2 if text[end:end + 1] == b"\\" else 1
             position = end + 1
             continue
@@ -75,7 +88,9 @@ def cxx_definitions(text: bytes) -> list[bytes]:
             depth += 1
         elif byte == b"}":
             depth -= 1
-            if containers and depth == containers[-1] - 1:
+            if depth < 0:
+                depth, containers, start = 0, [], position + 1  # unbalanced: start over at the top level
+            elif containers and depth == containers[-1] - 1:
                 containers.pop()
                 start = position + 1
             elif depth == (containers[-1] if containers else 0):
@@ -84,6 +99,8 @@ def cxx_definitions(text: bytes) -> list[bytes]:
         elif byte == b";" and depth == (containers[-1] if containers else 0):
             start = position + 1  # a declaration: no body to keep
         position += 1
+    if text[start:].strip():
+        chunks.append(text[start:])
     return chunks or [text]
 
 
@@ -104,11 +121,16 @@ def cxx_lifetime(function: F, body: Node) -> F | None:
     `new`; a void function that deletes its parameter (`void
     GpuMat_Close(GpuMat m) { delete m; }`, also through a cast) wraps
     `delete` of it. The knowledge names both (the C++ object of cgo.toml)."""
-    returns = [_text(node) for node in syntax.walk(body) if node.type == "return_statement"]
-    made = {match.group(1).encode() for match in map(_RETURNED_NAME.match, returns) if match is not None}
     body_text = body.text or b""
+    # Each return as written up to its `;` (the C grammar may end the
+    # statement at `new`, leaving the type to a statement of its own).
+    returns = [
+        body_text[node.start_byte - body.start_byte:].split(b";", 1)[0].decode("utf-8", "replace") + ";"
+        for node in syntax.walk(body) if node.type == "return_statement"
+    ]
+    made = {match.group(1).encode() for match in map(_RETURNED_NAME.match, returns) if match is not None}
     # `return new T(...)`, or `T *v = new T(...); ...; return v;` (one local, made by new once).
-    made_by_new = len(made) == 1 and len(re.findall(rb"(?<![\w.>])" + re.escape(next(iter(made))) + rb"\s*=\s*new\b", body_text)) == 1
+    made_by_new = len(made) == 1 and _made_here_by_new(next(iter(made)), body_text)
     if returns and function.returns != "void" and all(_NEW.match(text) or (made_by_new and _RETURNED_NAME.match(text)) for text in returns):
         return replace(function, wraps="new", wrapped_args=())
     if any(text.strip() not in ("return;", "return") for text in returns) or function.returns != "void" or function.pointer:
@@ -122,7 +144,18 @@ def cxx_lifetime(function: F, body: Node) -> F | None:
     return None
 
 
-_NEW = re.compile(r"return\s+new\b")
+def _made_here_by_new(name: bytes, body: bytes) -> bool:
+    """`T *v = new T(...)` (or `Net v = new ...`, `auto v`), once, with v handed to
+    nothing but the return (not `g_nets.push_back(v)`, not `g = v`): the
+    object is the caller's. A global assigned new (`if (!g) g = new P();`,
+    a singleton) is not."""
+    word = re.escape(name)
+    declared = re.findall(rb"(?:\*\s*|[\w>]\s+)" + word + rb"\s*=\s*new\b\s*[\w:(]", body)
+    handed = re.search(rb"[(,=]\s*" + word + rb"\s*[,);]", body)
+    return len(declared) == 1 and handed is None
+
+
+_NEW = re.compile(r"return\s+new\b\s*[\w:(]")
 _RETURNED_NAME = re.compile(r"return\s+\(?\s*([A-Za-z_]\w*)\s*\)?\s*;")
 # `delete m;`, `delete[] m;`, `delete static_cast<T *>(m);`, `delete (T *)m;`
 _DELETE = re.compile(r"delete\s*(?:\[\s*\])?\s*(?:\w+_cast\s*<[^;]*>\s*|\([^;()]*\)\s*)?\(?\s*(\w+)\s*\)?\s*;")

@@ -139,7 +139,7 @@ class Owners:
             idempotent = tuple(sorted(
                 name for method in methods if (name := method.name.rsplit(".", 1)[-1]) in found and (
                     _clears_handle(method)
-                    or (all((r.owns or r).zero_release_noop for r in found[name]) and _cleared_fields(method))
+                    or (all((r.owns or r).zero_release_noop for r in found[name]) and _cleared_fields(method) & _fields_passed(method, self.facts))
                 )
             ))
             # Methods that touch no GPU, or return at once once a release raised
@@ -588,6 +588,16 @@ def _clears_handle(method: Unit) -> bool:
             if function.startswith(f"{receiver.name}.") and function.endswith(".Do") and function.count(".") == 2:
                 return True  # `b.once.Do(func() {...})`
     return bool(tested & _cleared_fields(method)) or bool(_flags_guarding(method) & _flags_raised(method))
+
+
+def _fields_passed(method: Unit, facts: CallIndex) -> set[str]:
+    """The receiver's fields the method hands to a call (`C.Mat_Close(m.p)`):
+    the handles its release takes, among them."""
+    found = set()
+    for call in syntax.calls_in(method.body) if method.body is not None and method.receiver is not None else ():
+        for argument in syntax.children(call.child_by_field_name("arguments")):
+            found.add(_receiver_field(unwrap(argument, facts), method.receiver.name))
+    return found - {None}
 
 
 def _cleared_fields(method: Unit) -> set[str]:

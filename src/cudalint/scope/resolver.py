@@ -379,13 +379,13 @@ def _initialise_assigned_once(body: Node, unset: list[Symbol], refs: dict[Node, 
                 if symbol is not None and id(symbol) in candidates:
                     in_place = plain and syntax.enclosing_function(node) == symbol.function
                     writes.setdefault(id(symbol), []).append((node, left, right, index) if in_place else None)
-        elif kind in ("inc_statement", "dec_statement", "unary_expression", "range_clause"):
+        elif kind in ("inc_statement", "dec_statement", "unary_expression", "range_clause", "receive_statement"):
             operand = node.named_children[0] if kind != "unary_expression" else node.child_by_field_name("operand")
             if kind == "unary_expression" and syntax.text(node.child_by_field_name("operator")) != "&":
                 continue
-            if kind == "range_clause":
-                operand = node.child_by_field_name("left")
-            for target in syntax.expressions(operand) if kind == "range_clause" else [syntax.unparen(operand)]:
+            if kind in ("range_clause", "receive_statement"):
+                operand = node.child_by_field_name("left")  # `for i = range`, `case st = <-ch:`
+            for target in syntax.expressions(operand) if kind in ("range_clause", "receive_statement") else [syntax.unparen(operand)]:
                 symbol = refs.get(target) if target is not None and target.type == "identifier" else None
                 if symbol is not None and id(symbol) in candidates:
                     writes.setdefault(id(symbol), []).append(None)
