@@ -23,10 +23,6 @@ class _Signature(Protocol):
 F = TypeVar("F", bound=_Signature)
 
 
-def _text(node: Node | None) -> str:
-    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
-
-
 def makes_objects(text: bytes) -> bool:
     """Whether C++ source returns an object it makes with `new`."""
     return _RETURNS_NEW.search(text) is not None
@@ -137,7 +133,7 @@ def cxx_lifetime(function: F, body: Node) -> F | None:
         return None
     deleted = {
         match.group(1) for statement in body.named_children
-        if (match := _DELETE.match(_text(statement))) is not None
+        if (match := _DELETE.match(syntax.text(statement))) is not None
     }
     if len(deleted) == 1 and (name := deleted.pop()) in function.params:
         return replace(function, wraps="delete", wrapped_args=(function.params.index(name),))

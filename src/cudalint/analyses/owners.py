@@ -502,9 +502,7 @@ def _field_holders(body: Node, handle: str) -> set[str]:
     """The variables a field of which is given the handle (`l.stream = s`)."""
     found = set()
     for node in syntax.walk(body):
-        if node.type == "assignment_statement" and syntax.text(node.child_by_field_name("operator")) == "=":
-            left = syntax.expressions(node.child_by_field_name("left"))
-            right = syntax.expressions(node.child_by_field_name("right"))
+        for left, right in syntax.assignment_sides(node):
             for target, value in zip(left, right) if len(left) == len(right) else ():
                 operand = target.child_by_field_name("operand") if target.type == "selector_expression" else None
                 if operand is not None and operand.type == "identifier" and syntax.text(syntax.unparen(value)) == handle:
