@@ -193,3 +193,92 @@ def test_a_subpackage_whose_own_subpackages_import_another_project_is_still_the_
         module = modules.of(directory)
         assert module is not None and module.root == root and module.path == "github.com/o/gocudnn", directory
     assert modules.import_path(root / "xtra") == "github.com/o/gocudnn/xtra"
+
+
+def test_a_gopath_projects_vendored_binding_is_read_from_its_vendor_directory(tmp_path: Path) -> None:
+    """A project of the dep/glide era (no go.mod) that vendors its own fork
+    of an NVML binding: the go command took the import from vendor/, so its
+    summary comes from there, and the command's dropped and overwritten
+    errors are the binding's statuses (CL301, CL303). The fork's path is one
+    no knowledge file names."""
+    root = tmp_path / "beat"
+    binding = root / "vendor" / "github.com" / "someone" / "nvmlfork"
+    _write(binding / "bindings.go", """package nvmlfork
+
+/*
+#include <nvml.h>
+
+void *nvmlHandle;
+*/
+import "C"
+
+import "errors"
+
+var errNotLoaded = errors.New("nvml not loaded")
+
+// Device is a GPU.
+type Device struct {
+	dev C.nvmlDevice_t
+}
+
+func check(r C.nvmlReturn_t) error {
+	if r == C.NVML_SUCCESS {
+		return nil
+	}
+	return errors.New("nvml failed")
+}
+
+// Temperature reads the core temperature.
+func (d Device) Temperature() (uint, error) {
+	if C.nvmlHandle == nil {
+		return 0, errNotLoaded
+	}
+	var t C.uint
+	r := C.nvmlDeviceGetTemperature(d.dev, C.NVML_TEMPERATURE_GPU, &t)
+	return uint(t), check(r)
+}
+""")
+    _write(root / "beater" / "beater.go", """package beater
+
+import (
+	"github.com/acme/beat/config"
+	"github.com/someone/nvmlfork"
+)
+
+// Poll reads one device.
+func Poll(dev nvmlfork.Device) uint {
+	dev.Temperature()
+	return config.Interval
+}
+
+// Sample keeps the first error only.
+func Sample(dev nvmlfork.Device) (uint, error) {
+	var err error
+	t, tmperr := dev.Temperature()
+	if err != nil {
+		err = tmperr
+	}
+	u, tmperr := dev.Temperature()
+	if tmperr != nil {
+		return 0, tmperr
+	}
+	return t + u, err
+}
+""")
+    _write(root / "config" / "config.go", "package config\n\n// Interval is the poll period.\nvar Interval uint = 10\n")
+    _main_importing(root, "github.com/acme/beat/beater")
+    assert Modules().import_path(binding) == "github.com/someone/nvmlfork"
+    run = cudalint("--no-cache", "--format", "json", "./...", cwd=root)
+    findings = json.loads(run.stdout)["findings"]
+    assert [(f["rule"], f["path"], f["line"]) for f in findings] == [
+        ("CL301", "beater/beater.go", 10), ("CL303", "beater/beater.go", 17),
+    ]
+
+
+def test_without_a_vendor_directory_a_gopath_projects_imports_are_not_looked_for(tmp_path: Path) -> None:
+    root = tmp_path / "plain"
+    _main_importing(root, "github.com/acme/plain/gpu", "github.com/someone/nvmlfork")
+    _write(root / "gpu" / "gpu.go", "package gpu\n")
+    modules = Modules()
+    assert modules.of(root) is not None and modules.resolver(root) is None
+    assert modules.import_path(root / "gpu") == "github.com/acme/plain/gpu"

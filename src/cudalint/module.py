@@ -107,11 +107,24 @@ class Modules:
         package under the module's vendor/ goes by the path below it."""
         module = self.of(directory)
         if module is None:
-            return None
+            # A project written for GOPATH: its vendor/ lies above the
+            # packages it holds, whose own imports say nothing of it.
+            above = self._vendoring_root(directory)
+            return "/".join(directory.relative_to(above / "vendor").parts) if above is not None else None
         parts = directory.relative_to(module.root).parts if directory.is_relative_to(module.root) else ()
         if len(parts) > 1 and parts[0] == "vendor":
             return "/".join(parts[1:])
         return module.import_path(directory)
+
+    def _vendoring_root(self, directory: Path) -> Path | None:
+        """The directory whose vendor/ holds this one, where its project
+        (no go.mod) resolves imports through it."""
+        parts = directory.parts
+        if "vendor" not in parts[:-1]:
+            return None
+        above = Path(*parts[:len(parts) - 1 - parts[::-1].index("vendor")])
+        resolver = self.resolver(above) if self.of(above) is not None else None
+        return above if resolver is not None and resolver.main.root == above else None
 
     def resolver(self, directory: Path) -> Resolver | None:
         """How imports outside the module of this directory resolve (its
@@ -119,9 +132,26 @@ class Modules:
         module = self.of(directory)
         if module is None:
             return None
+        if not (module.root / "go.mod").is_file():
+            return self._gopath_resolver(module, directory)
         if module.root not in self._resolvers:
             self._resolvers[module.root] = Resolver.for_module(module.root / "go.mod", self._settings)
         return self._resolvers[module.root]
+
+    def _gopath_resolver(self, module: Module, directory: Path) -> Resolver | None:
+        """For a project written for GOPATH, the vendor/ nearest above the
+        directory within the project: the go command of that era looked
+        there first (dep, glide and govendor wrote one at the checkout's
+        root, which may lie below the root the imports imply)."""
+        for candidate in (directory, *directory.parents):
+            if not candidate.is_relative_to(module.root):
+                return None
+            if candidate not in self._resolvers:
+                path = module.import_path(candidate) if candidate != module.root else module.path
+                self._resolvers[candidate] = Resolver.for_gopath(candidate, path or "", self._settings)
+            if self._resolvers[candidate] is not None:
+                return self._resolvers[candidate]
+        return None
 
     def outside_imports(self, main: Path, directory: Path, imported: Iterable[str], described: frozenset[str]) -> list[Path]:
         """The directories of the packages outside the module of `main` (the

@@ -227,6 +227,19 @@ class Resolver:
             resolver._vendor = vendor
         return resolver
 
+    @classmethod
+    def for_gopath(cls, root: Path, module: str, settings: Settings | None = None) -> Resolver | None:
+        """For a project written for GOPATH (no go.mod; `module` the path its
+        own imports imply), its vendor/ directory: the go command of that era
+        took every import it holds from there (dep, glide and govendor wrote
+        it). None where it has none: such a project's dependencies came from a
+        GOPATH this machine does not have."""
+        if not module or not (root / "vendor").is_dir():
+            return None
+        resolver = cls(ModFile(root, module), settings or Settings.from_environment())
+        resolver._vendoring = True
+        return resolver
+
     def locate(self, import_path: str) -> Located | None:
         """The directory of an imported package outside the main module;
         None for the standard library, cgo, the main module's own packages

@@ -85,6 +85,9 @@ class Use:
     method: str = ""  # METHOD
     deferred: bool = False  # in `defer f(...)`: happens when the function returns
     spawned: bool = False  # in `go f(...)`
+    # ALIAS: the target holds pointers to the variable, not the handle
+    # (`args := []unsafe.Pointer{unsafe.Pointer(&d)}`, a kernel's parameters).
+    pointer: bool = False
 
 
 def _is_tracked(symbol: Symbol | None) -> bool:
@@ -476,7 +479,11 @@ class VariableUses:
         # its elements are not followed.)
         collection = literal_collection(parent, self.resolution) if parent is not None else None
         if collection is not None and collection is not symbol:
-            return Use(UseKind.ALIAS, symbol, identifier, target=collection)
+            return Use(UseKind.ALIAS, symbol, identifier, target=collection, pointer=True)
+        if parent is not None and _lent_literal(parent):
+            # `LaunchKernel(fn, ..., []unsafe.Pointer{unsafe.Pointer(&d)})`: the
+            # call reads d's value through the pointer, d still holds it.
+            return Use(UseKind.READ, symbol, identifier)
         return Use(UseKind.STORE, symbol, identifier)
 
     def _list_member(self, symbol: Symbol, identifier: Node, child: Node, expression_list: Node) -> Use:
@@ -597,6 +604,19 @@ def literal_collection(element: Node, resolution) -> Symbol | None:
     if symbol is None or symbol.kind is not SymbolKind.VAR or symbol.role is not Role.LOCAL:
         return None
     return symbol
+
+
+def _lent_literal(element: Node) -> bool:
+    """An unkeyed element of a slice or array literal written as a call's
+    argument (not a `go` or `defer` statement's, which may run later)."""
+    if element.type != "literal_element" or element.parent is None:
+        return False
+    literal = element.parent.parent
+    kind = literal.child_by_field_name("type") if literal is not None and literal.type == "composite_literal" else None
+    arguments = literal.parent if kind is not None and kind.type in _COLLECTION_TYPES else None
+    if arguments is None or arguments.type != "argument_list" or arguments.parent is None:
+        return False
+    return syntax.statement_of_call(arguments.parent) not in ("go_statement", "defer_statement")
 
 
 def literal_holder(element: Node, resolution) -> tuple[Symbol, str] | None:

@@ -55,6 +55,10 @@ class State:
     released_kind: str | None = None  # the resource it gave back there, where the release said
     # Of `names`, the local slices it was appended to (`bufs = append(bufs, d)`).
     collections: frozenset[Symbol] = frozenset()
+    # Of `names`, the local slices of pointers to its variable (a kernel's
+    # parameters): handing one to a call lends the variable, it does not
+    # give the handle away.
+    pointers: frozenset[Symbol] = frozenset()
     # Of `names`, the local structs that hold it in a field (`o.name = cs`),
     # with that field: only a release or use of that field is one of it.
     fields: frozenset[tuple[Symbol, str]] = frozenset()

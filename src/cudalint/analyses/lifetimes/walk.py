@@ -496,7 +496,7 @@ class Walker:
             record.transferred += 1
             raise LeftControl
         if kind in (UseKind.STORE, UseKind.PASS_UNKNOWN):
-            if released:
+            if released or (kind is UseKind.PASS_UNKNOWN and use.symbol in state.pointers):
                 return state
             record.transferred += 1
             raise LeftControl
@@ -517,6 +517,8 @@ class Walker:
             return state
         if kind is UseKind.ALIAS and use.target is not None:
             aliases.add(use.target)
+            if use.pointer:
+                return replace(state, pointers=state.pointers | {use.target})
             if use.field:
                 return replace(state, fields=state.fields | {(use.target, use.field)})
             return state
