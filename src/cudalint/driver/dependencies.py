@@ -173,7 +173,46 @@ def plan(
             )
         return relevant[directory]
 
+    below: dict[Path, list[Path] | None] = {}  # a directory's imports, transitively, bottom-up (None: a cycle)
+
+    def beneath(directory: Path, main: Path, stack: set[Path]) -> list[Path] | None:
+        """The post-order of a depth-first walk of the imports from the
+        directory, once per directory: Go's imports form no cycle, so the
+        walk from a package an importer reaches is that walk with what the
+        importer saw before left out (a cycle, from a misread layout, or a
+        chain deeper than half the bound makes the caller walk step by step).
+        Which directory's module resolves the imports does not matter here:
+        `scan` reads a directory's imports once, from the first to ask."""
+        if directory in below:
+            return below[directory]
+        if directory in stack or len(stack) >= MAX_IMPORT_DEPTH // 2:
+            return None
+        stack.add(directory)
+        order: list[Path] = []
+        seen = {directory}
+        for dependency in scan(directory, main):
+            if dependency in seen:
+                continue
+            nested = beneath(dependency, main, stack)
+            if nested is None:
+                stack.discard(directory)
+                below[directory] = None
+                return None
+            for found in (*nested, dependency):
+                if found not in seen:
+                    seen.add(found)
+                    order.append(found)
+        stack.discard(directory)
+        below[directory] = order
+        return order
+
     def dependencies_of(own: Path, main: Path) -> list[Path]:
+        order = beneath(own, main, set())
+        if order is None:
+            order = walked(own, main)
+        return [directory for directory in order if matters(directory)]
+
+    def walked(own: Path, main: Path) -> list[Path]:
         order: list[Path] = []
         seen = {own}
 
@@ -185,7 +224,7 @@ def plan(
                     order.append(dependency)
 
         visit(own, 0)
-        return [directory for directory in order if matters(directory)]
+        return order
 
     nodes = [Node(paths[0].parent, paths, True, dependencies_of(paths[0].parent, paths[0].parent)) for paths in directories]
     for node in nodes:
