@@ -31,6 +31,11 @@ def text(node: Node | None) -> str:
     return node.text.decode("utf-8", "replace")
 
 
+def is_address_of(node: Node | None) -> bool:
+    """`&x`: the operand's address, which lets a callee write the operand."""
+    return node is not None and node.type == "unary_expression" and text(node.child_by_field_name("operator")) == "&"
+
+
 def children(node: Node) -> list[Node]:
     """Named children without comments."""
     return [c for c in node.named_children if c.type not in _EXTRAS]

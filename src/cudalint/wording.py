@@ -79,7 +79,7 @@ def release_statement(origin: Origin) -> str:
         taken = origin.innermost.call
         arguments = syntax.children(taken.child_by_field_name("arguments")) if taken.type == "call_expression" else []
         per_device = any(
-            argument.type == "unary_expression" and syntax.text(argument.child_by_field_name("operator")) == "&"
+            syntax.is_address_of(argument)
             for argument in map(syntax.unparen, arguments)
         )
         return f"defer {call}(...)" if per_device else f"defer {call}()"

@@ -451,7 +451,7 @@ class CallIndex:
                 continue
             holder = reference.parent.parent if reference.parent.type == "expression_list" else None
             assigned = holder is not None and holder.type == "assignment_statement" and holder.child_by_field_name("left") == reference.parent
-            taken = reference.parent.type == "unary_expression" and syntax.text(reference.parent.child_by_field_name("operator")) == "&"
+            taken = syntax.is_address_of(reference.parent)
             if (assigned or taken) and not self._in_test_file(reference):
                 return True
         return False
@@ -690,7 +690,7 @@ def unwrap(node: Node | None, facts: CallIndex, views: bool = True) -> Node | No
             node = syntax.unparen(node.child_by_field_name("operand"))
         elif node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "*":
             inner = unwrap(node.child_by_field_name("operand"), facts)
-            if inner is None or inner.type != "unary_expression" or syntax.text(inner.child_by_field_name("operator")) != "&":
+            if not syntax.is_address_of(inner):
                 return node
             node = syntax.unparen(inner.child_by_field_name("operand"))
         elif node.type == "call_expression" and facts.callee(node).kind is CalleeKind.LOCAL and (read := facts.accessed(node)) is not None:
@@ -705,7 +705,7 @@ def unwrap(node: Node | None, facts: CallIndex, views: bool = True) -> Node | No
 def _inside(node: Node | None) -> Node | None:
     """The variable whose memory an address points into: `&h.device.s[0]`
     and `&h.host[0]` are inside h; `h` is h."""
-    if node is not None and node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
+    if syntax.is_address_of(node):
         node = syntax.unparen(node.child_by_field_name("operand"))
         while node is not None and node.type in ("index_expression", "selector_expression"):
             node = syntax.unparen(node.child_by_field_name("operand"))

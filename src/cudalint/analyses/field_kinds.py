@@ -214,7 +214,7 @@ class FieldKinds:
         if not 0 <= index < len(arguments):
             return None
         pointer = syntax.unparen(arguments[index])
-        if pointer is None or pointer.type != "unary_expression" or syntax.text(pointer.child_by_field_name("operator")) != "&":
+        if not syntax.is_address_of(pointer):
             return None
         target = syntax.unparen(pointer.child_by_field_name("operand"))
         return target if target is not None and target.type == "selector_expression" else None

@@ -467,7 +467,7 @@ class Owners:
         (`DevicePtr(p)`, `DevicePtr(uintptr(p))`), or a variable declared
         with one of those."""
         node = syntax.unparen(value)
-        if node is not None and node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
+        if syntax.is_address_of(node):
             node = syntax.unparen(node.child_by_field_name("operand"))  # `return &fd`
         # `t := &Array{}` (or `new(Array)`) and then `t.stream = s`: the handle
         # is a field of the new value returned.
@@ -477,7 +477,7 @@ class Owners:
         if node is not None and node.type == "identifier":
             symbol = self.facts.package.resolution.symbol(node)
             node = syntax.unparen(symbol.init) if symbol is not None and symbol.init_index < 0 else None
-        if node is not None and node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
+        if syntax.is_address_of(node):
             node = syntax.unparen(node.child_by_field_name("operand"))
         if node is None:
             return None
@@ -525,7 +525,7 @@ def _refilled_fields(unit: Unit, facts: CallIndex) -> set[str]:
             for target, value in zip(left, right) if len(left) == len(right) else ():
                 if target.type == "selector_expression":
                     assigned.append((syntax.text(target), value))
-        elif node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
+        elif syntax.is_address_of(node):
             operand = syntax.unparen(node.child_by_field_name("operand"))
             if operand is not None and node.parent is not None and node.parent.type == "argument_list":
                 out_arguments.add(syntax.text(operand))

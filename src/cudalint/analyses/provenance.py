@@ -53,7 +53,7 @@ class Provenance:
         node = unwrap(expression, self.calls, views=False)
         if node is None or depth > 6:
             return False
-        if node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
+        if syntax.is_address_of(node):
             operand = syntax.unparen(node.child_by_field_name("operand"))
             if operand is not None and operand.type == "identifier":
                 symbol = self.resolution.symbol(operand)
@@ -92,7 +92,7 @@ class Provenance:
             return "c" if self._views_a_pointer(node) else "go"  # []byte(s) copies
         if node.type in ("composite_literal", "interpreted_string_literal", "raw_string_literal"):
             return "go"
-        if node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
+        if syntax.is_address_of(node):
             inner = syntax.unparen(node.child_by_field_name("operand"))
             return "go" if inner is not None and inner.type == "composite_literal" else None
         if node.type == "call_expression":

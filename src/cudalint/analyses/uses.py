@@ -412,7 +412,7 @@ class VariableUses:
     def _element_address_kept(self, element: Node) -> Symbol | None:
         """The local given `&xs[i]` (`pass = &argv[0]`), through conversions."""
         unary = element.parent
-        if unary is None or unary.type != "unary_expression" or syntax.text(unary.child_by_field_name("operator")) != "&":
+        if not syntax.is_address_of(unary):
             return None
         return self._result_variable(unary)
 
@@ -635,7 +635,7 @@ def literal_holder(element: Node, resolution) -> tuple[Symbol, str] | None:
     if len(names) != 1 or names[0].type != "identifier" or kind is None or kind.type in _COLLECTION_TYPES + ("map_type",):
         return None  # a struct's field, not a map's key
     child, parent = literal, literal.parent
-    if parent is not None and parent.type == "unary_expression" and syntax.text(parent.child_by_field_name("operator")) == "&":
+    if syntax.is_address_of(parent):
         child, parent = parent, parent.parent
     if parent is None or parent.type != "expression_list" or parent.parent is None or parent.parent.type != "short_var_declaration":
         return None
@@ -671,7 +671,7 @@ def _made_here(symbol: Symbol, calls: CallIndex) -> bool:
     init = syntax.unparen(symbol.init)
     if init is None:
         return symbol.type_node is not None and symbol.type_node.type in ("type_identifier", "qualified_type", "struct_type", "generic_type")
-    if init.type == "unary_expression" and syntax.text(init.child_by_field_name("operator")) == "&":
+    if syntax.is_address_of(init):
         init = syntax.unparen(init.child_by_field_name("operand"))
     if init is not None and init.type == "call_expression":
         if syntax.text(init.child_by_field_name("function")) == "new":

@@ -104,7 +104,7 @@ def _backing_variable(node: Node | None) -> Node | None:
     a variable or a field (`&t.shape[0]`): the variable or the field selector."""
     if node is None:
         return None
-    if node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
+    if syntax.is_address_of(node):
         operand = syntax.unparen(node.child_by_field_name("operand"))
         if operand is not None and operand.type == "index_expression":
             operand = syntax.unparen(operand.child_by_field_name("operand"))

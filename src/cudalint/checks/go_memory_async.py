@@ -86,7 +86,7 @@ def _memory_variable(calls: CallIndex, expression: Node) -> Node | None:
     """The variable whose memory an expression addresses: `host` of
     `unsafe.Pointer(&host[0])`, `&host`, `unsafe.SliceData(host)`."""
     node = unwrap(expression, calls)
-    if node is not None and node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
+    if syntax.is_address_of(node):
         node = node.child_by_field_name("operand")
     root = root_variable(node)
     return root if root is not None and root.type == "identifier" else None

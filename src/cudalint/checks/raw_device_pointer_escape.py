@@ -97,7 +97,7 @@ def _out_target(calls: CallIndex, call: Node, role: CallRole) -> Node | None:
     if role.index >= len(arguments):
         return None
     argument = unwrap(arguments[role.index], calls)
-    if argument is None or argument.type != "unary_expression" or syntax.text(argument.child_by_field_name("operator")) != "&":
+    if not syntax.is_address_of(argument):
         return None
     target = syntax.unparen(argument.child_by_field_name("operand"))
     return target if target is not None and target.type == "identifier" else None

@@ -127,7 +127,7 @@ class ExplicitReleases:
                 for call in registrations
             )
         init = unwrap(root.init, self.summaries.calls) if root.init is not None and root.init_index < 0 else None
-        while init is not None and init.type == "unary_expression" and syntax.text(init.child_by_field_name("operator")) == "&":
+        while syntax.is_address_of(init):
             init = unwrap(init.child_by_field_name("operand"), self.summaries.calls)
         if init is not None and init.type == "composite_literal":
             return False

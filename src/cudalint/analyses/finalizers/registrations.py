@@ -45,7 +45,7 @@ class Registrations:
             if obj_symbol is None:
                 continue
             obj = unwrap(arguments[0], self.summaries.calls)
-            while obj is not None and obj.type == "unary_expression" and syntax.text(obj.child_by_field_name("operator")) == "&":
+            while syntax.is_address_of(obj):
                 obj = unwrap(obj.child_by_field_name("operand"), self.summaries.calls)
             # A finalizer taking `interface{}` frees what its type switch's
             # clause of the registered object's type frees.
@@ -77,7 +77,7 @@ class Registrations:
             found |= {path for kind, root, path in self.summaries.guards.marks(current) if kind is GuardKind.SET and root is symbol}
             current = current.parent
         init = unwrap(symbol.init, self.summaries.calls) if symbol.init is not None and symbol.init_index < 0 else None
-        while init is not None and init.type == "unary_expression" and syntax.text(init.child_by_field_name("operator")) == "&":
+        while syntax.is_address_of(init):
             init = unwrap(init.child_by_field_name("operand"), self.summaries.calls)
         if init is not None and init.type == "composite_literal":
             body = init.child_by_field_name("body")

@@ -320,7 +320,7 @@ class HandOuts:
             # `return Stream{p: C.Stream_New()}`: made into a literal of an owning type.
             literal = _literal_around(parent)
             owner = self._owners.made_as_literal(literal, origin.resource) if literal is not None else None
-            outer = literal.parent if literal is not None and _is_address_of(literal.parent) else literal
+            outer = literal.parent if literal is not None and syntax.is_address_of(literal.parent) else literal
         elif parent is not None and parent.type == "argument_list" and parent.parent is not None:
             outer = parent.parent
             owner = self._owners.made_by_call(outer, [c.id for c in syntax.children(parent)].index(child.id), origin.resource)
@@ -357,10 +357,6 @@ def _literal_around(element: Node) -> Node | None:
         node = node.parent
     node = node.parent if node is not None and node.type == "literal_value" else None
     return node if node is not None and node.type == "composite_literal" else None
-
-
-def _is_address_of(node: Node | None) -> bool:
-    return node is not None and node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&"
 
 
 def _returned_at(
@@ -420,7 +416,7 @@ def _out_into_receiver(origin: Origin, receiver: str, calls: CallIndex) -> bool:
         return False
     arguments = syntax.children(origin.call.child_by_field_name("arguments"))
     argument = unwrap(arguments[origin.role.index], calls) if origin.role.index < len(arguments) else None
-    if argument is None or argument.type != "unary_expression" or syntax.text(argument.child_by_field_name("operator")) != "&":
+    if not syntax.is_address_of(argument):
         return False
     field = syntax.unparen(argument.child_by_field_name("operand"))
     return field is not None and field.type == "selector_expression" and syntax.text(field.child_by_field_name("operand")) == receiver
@@ -504,7 +500,7 @@ def _is_variable(node, handle: str, address: bool) -> bool:
     """The variable itself, its address (a value of an owning type), or a
     value of a Go type made around it (`GroupHandle{h}`, `&Buffer{ptr: p,
     size: n}`): a wrapped handle is the resource."""
-    if node is not None and node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
+    if syntax.is_address_of(node):
         operand = syntax.unparen(node.child_by_field_name("operand"))
         if address or (operand is not None and operand.type == "composite_literal"):
             node = operand

@@ -196,7 +196,7 @@ class NilLocals:
             parent = mention.parent
             while parent is not None and parent.type == "parenthesized_expression":
                 parent = parent.parent
-            if parent is not None and parent.type == "unary_expression" and syntax.text(parent.child_by_field_name("operator")) == "&":
+            if syntax.is_address_of(parent):
                 return False
         return True
 
@@ -257,7 +257,7 @@ class NilLocals:
             symbol = self._resolution.symbol(node)
             init = symbol.init if symbol is not None and not symbol.is_local and symbol.kind is SymbolKind.VAR else None
             return False if init is not None and init.type == "call_expression" and self._value(init) is False else None
-        if node.type == "unary_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
+        if syntax.is_address_of(node):
             return False
         if node.type == "call_expression":
             arguments = syntax.children(node.child_by_field_name("arguments"))

@@ -237,7 +237,7 @@ class Origins:
             return None
         if role.is_out:
             argument = self._address_held(argument)
-            if argument.type != "unary_expression" or syntax.text(argument.child_by_field_name("operator")) != "&":
+            if not syntax.is_address_of(argument):
                 # Stored through a pointer the caller gave: handed over at once
                 # (to the caller, where that pointer is a parameter).
                 symbol = pointer_parameter(argument, self._calls)
@@ -307,7 +307,7 @@ class Origins:
         if symbol is None or not symbol.is_local or symbol.init is None or symbol.init_index >= 0:
             return argument
         held = unwrap(symbol.init, self._calls)
-        if held is None or held.type != "unary_expression" or syntax.text(held.child_by_field_name("operator")) != "&":
+        if not syntax.is_address_of(held):
             return argument
         for reference in self._calls.references(symbol):
             holder = reference.parent.parent if reference.parent is not None and reference.parent.type == "expression_list" else None
@@ -532,7 +532,7 @@ def _filled_local(call: Node, unit: Unit, calls: CallIndex) -> Symbol | None:
     # `new(Scratch)`; a value a constructor made already holds its resource
     # (`e := newEngine()` then `e.grow(n)` replaces a buffer it owns).
     init = syntax.unparen(symbol.init) if symbol.init is not None and symbol.init_index < 0 else None
-    if init is not None and init.type == "unary_expression" and syntax.text(init.child_by_field_name("operator")) == "&":
+    if syntax.is_address_of(init):
         init = syntax.unparen(init.child_by_field_name("operand"))
     if symbol.init is not None and not (
         init is not None and (init.type == "composite_literal" or syntax.is_call_of(init, "new"))

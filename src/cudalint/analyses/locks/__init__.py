@@ -148,7 +148,7 @@ class LockStates:
                 and parent.parent.child_by_field_name("left") == parent
             ):
                 return False
-            if parent is not None and parent.type == "unary_expression" and syntax.text(parent.child_by_field_name("operator")) == "&":
+            if syntax.is_address_of(parent):
                 return False
         return True
 
