@@ -19,6 +19,10 @@ class StatusSpec:
     # Every value that means failure, where the status has so few that a
     # comparison with one is a full test (cuVS: CUVS_ERROR = 0, CUVS_SUCCESS = 1).
     failure: tuple[str, ...] = ()
+    # kind "field": the status is a struct a glue function returns, and
+    # success is this pointer field of it being NULL (`KernelResult {void
+    # *res; const char *err;}`, tested `r.err == nil`); found by analysis.
+    field: str = ""
 
     def result_index(self, result_count: int) -> int:
         return 0 if self.result == "first" else result_count - 1

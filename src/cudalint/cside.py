@@ -33,6 +33,7 @@ from pathlib import Path
 from tree_sitter import Language, Node, Parser
 
 from cudalint import syntax
+from cudalint.cresult import into_result, result_fields
 from cudalint.cxx import cxx_definitions, cxx_lifetime, makes_objects
 from cudalint.parse import ParsedFile
 
@@ -92,6 +93,9 @@ class CFunction:
     # The parameter the body `free`s, as is or through a local cast of it
     # (`struct container *c = (struct container *)p; ... free(c);`); -1: none.
     frees: int = -1
+    # (callee, argument index) of the calls whose out-argument lands in the
+    # struct the function returns (cresult.py).
+    into_result: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -113,6 +117,8 @@ class CView:
     # macro -> (prefix, suffix), so that `NVML_DL(nvmlInit)(void)` declares
     # nvmlInit_dl.
     name_macros: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # Result structs (cresult.py): type name -> (its message field, its payload field or "").
+    result_structs: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def wrapped(self, function: CFunction) -> str:
         """The API a helper wraps: the call it returns, or the symbol a
@@ -461,6 +467,8 @@ def _collect(root: Node, view: CView) -> None:
                 if earlier is not None and earlier.carried and not function.carried:
                     # and the API call whose status either returns in a struct (the CPU build's has none).
                     function = replace(function, carried=earlier.carried, carried_args=earlier.carried_args)
+                if earlier is not None and earlier.into_result and not function.into_result:
+                    function = replace(function, into_result=earlier.into_result)  # (the CPU build's mallocs)
                 view.functions[function.name] = function
             elif node.type == "declaration":
                 _constant(node, view)
@@ -502,6 +510,8 @@ def _typedef(node: Node, view: CView) -> None:
             # the typedef's own name is the type's name.
             target = _base_name(base) or _text(declarator)
             view.typedefs[_text(declarator)] = target + ("*" if pointer else "")
+            if not pointer and (fields := result_fields(base)) is not None:
+                view.result_structs[_text(declarator)] = fields
 
 
 def _base_name(node: Node | None) -> str:
@@ -555,6 +565,7 @@ def _function(node: Node, macros: dict[str, tuple[str, str]]) -> CFunction | Non
         return replace(
             wrapped, keeps=_kept_params(function.params, body), passes=_passed_params(function.params, body),
             frees=_freed_parameter(function.params, body),
+            into_result=into_result(body) if function.returns != "void" and not function.pointer else (),
         )
     if pasted:
         # Declared only, its name pasted from another's: by convention that

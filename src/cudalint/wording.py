@@ -153,6 +153,8 @@ def success_hint(fact: CallFact) -> str:
     assert status is not None
     if status.kind == "error":
         return "check that it is nil and handle the failure"
+    if status.kind == "field":
+        return f"check that its {status.field} is nil and handle the failure"
     return f"compare it with {first_success_as_written(fact)} and handle the failure"
 
 

@@ -16,7 +16,7 @@ from cudalint import syntax
 from cudalint.analyses.call_kinds import CallFact
 from cudalint.cside import CView, view_of
 from cudalint.functions import Package
-from cudalint.knowledge import ApiFunction, CallRole, Knowledge
+from cudalint.knowledge import ApiFunction, CallRole, Knowledge, StatusSpec
 
 
 def c_helper_api(view: CView, name: str, knowledge: Knowledge, known: ApiFunction | None) -> ApiFunction | None | bool:
@@ -50,6 +50,9 @@ def c_helper_api_of(view: CView, name: str, knowledge: Knowledge, known: ApiFunc
     function = view.functions.get(name)
     if function is None:
         return None if view.is_type(name) else False  # `C.cudaStream_t(x)` converts
+    resulting = _resulting(view, function, knowledge, f"C.{name}") if known is None or not (known.acquires or known.releases) else None
+    if resulting is not None:
+        return resulting
     if function.wraps:
         inner = knowledge.lookup("C", view.wrapped(function))
         if inner is None and view.wrapped(function) in view.functions and view.wrapped(function) != name and depth < 4:
@@ -146,6 +149,38 @@ def _carrying(inner: ApiFunction, helper, written: str) -> ApiFunction | None:
     return ApiFunction(
         inner.family, written, None, True,
         tuple(r for k, r, _ in roles if k == "release"), (), tuple(r for k, r, _ in roles if k == "transfer"), helper_roles=tuple(roles),
+    )
+
+
+def _resulting(view: CView, function, knowledge: Knowledge, written: str) -> ApiFunction | None:
+    """A function returning a result struct (cresult.py) whose body calls a
+    described API: its status is the struct (success: the message field is
+    NULL), the acquisitions landing in the struct are its own with the
+    struct as the handle, and the releases of the call whose status it
+    carries are its own, moved to its parameters."""
+    returned = view.resolved_return(function.name)
+    field = next((view.result_structs[t][0] for t in returned[0] if t in view.result_structs), "") if returned is not None else ""
+    if not field or returned is None or returned[1]:
+        return None
+    acquired = []
+    for callee, index in function.into_result:
+        inner = knowledge.lookup("C", view.loaded.get(callee, callee))
+        acquired += [
+            (inner.family, resource) for resource, role in (inner.roles("acquire") if inner is not None else ())
+            if role.is_out and role.index == index
+        ]
+    carried = knowledge.lookup("C", view.loaded.get(function.carried, function.carried)) if function.carried else None
+    moved = _carrying(carried, function, written) if carried is not None else None
+    family = acquired[0][0] if acquired else carried.family if carried is not None else None
+    if family is None:
+        return None
+    roles = [("acquire", resource, CallRole(written, "result0")) for _, resource in acquired]
+    roles += list(moved.helper_roles) if moved is not None else []
+    status = StatusSpec(returned[0][0], ("nil",), "first", "field", field=field)
+    return ApiFunction(
+        family, written, status, False,
+        tuple(r for k, r, _ in roles if k == "release"), tuple(r for k, r, _ in roles if k == "acquire"),
+        tuple(r for k, r, _ in roles if k == "transfer"), helper_roles=tuple(roles),
     )
 
 

@@ -419,6 +419,7 @@ class StatusSemantics:
             return converted is not None and converted.type == "identifier" and resolution.symbol(converted) is status
 
         def roles(subject: Node) -> Subject | None:
+            subject = struct_status_operand(source, subject) or subject
             return Subject.STATUS if subject.type == "identifier" and is_status(resolution.symbol(subject)) else None
 
         def step(n: int, outcome: Outcome | None):
@@ -453,6 +454,17 @@ class StatusSemantics:
                 if outcome is not Outcome.FAILURE:
                     return False
         return seen_nil and seen_error
+
+
+def struct_status_operand(source: StatusSource | None, subject: Node) -> Node | None:
+    """`r` of `r.err`, where the status is a result struct (kind "field")
+    whose message field is err: testing that field is testing the status."""
+    status = source.status if source is not None else None
+    if status is None or status.kind != "field" or subject.type != "selector_expression":
+        return None
+    if syntax.text(subject.child_by_field_name("field")) != status.field:
+        return None
+    return syntax.unparen(subject.child_by_field_name("operand"))
 
 
 def _converted_parameter(unit: Unit, index: int) -> Symbol | None:

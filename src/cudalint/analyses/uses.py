@@ -26,7 +26,7 @@ from cudalint.analyses.calls import CALLS, Callee, CalleeKind, CallIndex, viewed
 from cudalint.framework import Analysis
 from cudalint.functions import Unit
 from cudalint.gotypes import imported_type
-from cudalint.knowledge import CallRole, ResourceSpec
+from cudalint.knowledge import CallRole, ResourceSpec, StatusSpec
 from cudalint.scope import Resolution, Role, Symbol, SymbolKind
 
 # cgo's spelling of a C function passed as a pointer: `(*[0]byte)(C.onDone)`.
@@ -162,6 +162,18 @@ class VariableUses:
             if unit is not None and symbol.function != literal and not _declared_inside(symbol, literal):
                 return Use(UseKind.CAPTURE, symbol, identifier, unit=unit, deferred=_is_deferred_literal(literal, self.resolution))
         return self._classify_from(identifier, symbol, identifier)
+
+    def as_payload(self, use: Use, status: StatusSpec | None) -> Use:
+        """A use of `r.res`, where r is a result struct (its status of kind
+        "field", its other field the message), as the use of r itself: the
+        payload is the handle."""
+        selector = use.node.parent
+        if (
+            status is None or status.kind != "field" or use.kind is not UseKind.DEREF or not use.field or use.field == status.field
+            or selector is None or selector.type != "selector_expression"
+        ):
+            return use
+        return self._classify_from(use.node, use.symbol, selector)
 
     def _classify_from(self, identifier: Node, symbol: Symbol, start: Node) -> Use:
         """The use of the variable that the expression `start` is (the

@@ -154,15 +154,20 @@ def _c_helper_release(reads: _Reads, origin: Origin) -> str | None:
     wraps nvmlInit), the one helper that wraps its release: the API itself
     may be reached only through dlsym, so `C.nvmlShutdown()` would not build."""
     view = reads.calls.c_view
-    if view is None or not origin.api.helper_roles or not origin.resource.release:
+    if view is None or not (origin.api.helper_roles or origin.innermost.api.helper_roles) or not origin.resource.release:
         return None
     released = origin.resource.release[0].call.rpartition(".")[2]
+    made = view.functions.get(origin.innermost.written.removeprefix("C.").split(" ", 1)[0])
     helpers = [name for name, function in view.functions.items() if function.wraps and view.wrapped(function) == released]
     if len(helpers) > 1:
         # Of several (`Mat_Close`, `GpuMat_Close`), the one taking what the acquiring helper returns.
-        made = view.functions.get(origin.innermost.written.removeprefix("C.").split(" ", 1)[0])
         helpers = [name for name in helpers if made is not None and _takes(view.functions[name], made.returns)]
+    # `DeviceFree(void *p) { return kr_status(cudaFree(p), NULL); }`: a result struct's release.
+    helpers = helpers or [name for name, function in view.functions.items() if function.carried == released]
     statement = release_statement(origin)
+    payload = view.result_structs.get(made.returns, ("", ""))[1] if made is not None and origin.api.helper_roles else ""
+    if payload and origin.handle:
+        statement = statement.replace(f"({origin.handle})", f"({origin.handle}.{payload})")  # `C.DeviceFree(r.res)`
     return statement.replace(f"C.{released}(", f"C.{helpers[0]}(") if len(helpers) == 1 else None
 
 

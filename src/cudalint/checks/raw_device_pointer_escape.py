@@ -8,7 +8,7 @@ from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
 from cudalint.analyses.lifetimes import LIFETIMES
 from cudalint.analyses.owners import OWNERS, Owners
-from cudalint.analyses.uses import USES, Use, UseKind
+from cudalint.analyses.uses import USES, UseKind
 from cudalint.catalog import Level, Rule
 from cudalint.prefilter import imports_of
 from cudalint.fixes.placement import statement_of
@@ -64,7 +64,10 @@ def check(p: Pass) -> None:
                     continue
                 for use in uses.uses(graph.evaluated(n)):
                     origin = next((o for o in origins if o.handle == use.symbol.name and use.symbol.function == unit.node), None)
-                    where = _bare_escape(p, calls, owners, unit, use) if origin is not None else None
+                    whole = uses.as_payload(use, origin.status) if origin is not None else use
+                    # `return r.res, nil`: a result struct's payload is the pointer that leaves.
+                    value = use.node.parent if whole is not use else use.node
+                    where = _escape_of(p, calls, owners, unit, value, whole.kind is UseKind.RETURN) if origin is not None else None
                     if where is not None:
                         reported.add(n)
                         _report(p, unit, graph.ast(n), origin.written, origin.call, where)
@@ -101,10 +104,6 @@ def _out_target(calls: CallIndex, call: Node, role: CallRole) -> Node | None:
         return None
     target = syntax.unparen(argument.child_by_field_name("operand"))
     return target if target is not None and target.type == "identifier" else None
-
-
-def _bare_escape(p: Pass, calls: CallIndex, owners: Owners, unit: Unit, use: Use) -> str | None:
-    return _escape_of(p, calls, owners, unit, use.node, use.kind is UseKind.RETURN)
 
 
 def _escape_of(p: Pass, calls: CallIndex, owners: Owners, unit: Unit, value: Node, returned: bool) -> str | None:

@@ -63,6 +63,15 @@ class HandOuts:
         fixpoint.solve([unit], self._calls.local_callees, self._hand_outs, self._handing, lambda _: [], rounds=0)
         return self._handing[unit]
 
+    def _returned_as(self, origin: Origin) -> str:
+        """How a return spells the handle: its variable, or a result
+        struct's payload field (`return r.res, nil`)."""
+        status, view = origin.status, self._calls.c_view
+        if status is None or status.kind != "field" or view is None:
+            return origin.handle
+        payload = view.result_structs.get(status.type, ("", ""))[1]
+        return f"{origin.handle}.{payload}" if payload else origin.handle
+
     def units_with_acquisitions(self) -> list[Unit]:
         """The functions that acquire something: by an API call, or by a
         call of a function of the package that hands a resource out."""
@@ -145,7 +154,7 @@ class HandOuts:
             else:
                 index = (
                     _returned_at(
-                        unit, origin.handle, self._calls, origin.resource.owns is not None, succeeded,
+                        unit, self._returned_as(origin), self._calls, origin.resource.owns is not None, succeeded,
                         beside_failure=origin in found.returned_failing,
                     ) if origin.handle else self._returned_directly(unit, origin)
                 )
@@ -510,7 +519,7 @@ def _is_variable(node, handle: str, address: bool) -> bool:
         if syntax.text(node.child_by_field_name("type")).startswith("C."):
             return False  # a C struct of arguments (`&C.CUDA_HOST_NODE_PARAMS{...}`) owns nothing
         return any(_is_variable(value, handle, False) for value in syntax.element_values(node))
-    return node is not None and node.type == "identifier" and syntax.text(node) == handle
+    return node is not None and node.type in ("identifier", "selector_expression") and syntax.text(node) == handle
 
 
 def _kept_elsewhere(unit: Unit, handle: str) -> bool:

@@ -469,7 +469,10 @@ class Origins:
                     index = status.result_index(len(left))
                 else:
                     index = len(left) - 1
-                if not 0 <= index < len(left) or (current is origin.call and origin.role.is_result and index == origin.role.index):
+                if not 0 <= index < len(left) or (
+                    current is origin.call and origin.role.is_result and index == origin.role.index
+                    and (status is None or status.kind != "field")  # (a result struct is both)
+                ):
                     return None
                 target = syntax.unparen(left[index])
                 if target is None or target.type != "identifier" or syntax.text(target) == "_":

@@ -35,7 +35,7 @@ from cudalint.analyses.owners import acquires_into_receiver
 from cudalint.knowledge import ResourceSpec
 from cudalint.analyses.lifetimes.resources import VariableResources
 from cudalint.analyses.lifetimes.states import LeftControl, PathBudgetExceeded, Phase, State, WalkRecord, path_to, release
-from cudalint.analyses.status import Outcome, Roles, StatusSemantics, StatusSource, Subject
+from cudalint.analyses.status import Outcome, Roles, StatusSemantics, StatusSource, Subject, struct_status_operand
 from cudalint.analyses.uses import Use, UseKind, VariableUses
 from cudalint.cfg import CFG, Edge, ExitKind, NodeKind
 from cudalint.functions import Unit
@@ -134,6 +134,8 @@ class Walker:
                 state = replace(state, nils=known)
         if state.phase is not Phase.HELD:
             return state
+        if _equal_to_earlier_value(self._calls, edge, state):
+            return None
         outcome = self.outcome(origin, state, edge)
         if outcome is Outcome.FAILURE:
             return None
@@ -146,18 +148,19 @@ class Walker:
         handle compared with nil) tested, success, failure or nothing."""
         source = _source(origin)
         if edge.condition is not None:
-            return self._status.test(source, self._roles(state), edge.condition, bool(edge.polarity))
+            return self._status.test(source, self._roles(state, source), edge.condition, bool(edge.polarity))
         if edge.tests_case:
-            return self._status.case(source, self._roles(state), edge.tag, edge.case, bool(edge.polarity))
+            return self._status.case(source, self._roles(state, source), edge.tag, edge.case, bool(edge.polarity))
         return None
 
-    def _roles(self, state: State) -> Roles:
+    def _roles(self, state: State, source: StatusSource | None) -> Roles:
         """What an expression tested on a path is to the walk: the status
-        (the proxy: the status variable, or an error made of it), or the
-        handle (compared with nil)."""
+        (the proxy: the status variable, or an error made of it; `r.err` of
+        a result struct r), or the handle (compared with nil)."""
         resolution = self._calls.package.resolution
 
         def roles(subject: Node) -> Subject | None:
+            subject = struct_status_operand(source, subject) or subject
             proxy = state.proxy
             if proxy is not None and (
                 (isinstance(proxy, Node) and subject == proxy)
@@ -198,6 +201,8 @@ class Walker:
         """Apply what node n does to the handle: reads first (the right-hand
         side is evaluated before the assignment), then copies, then writes."""
         uses = self._uses.uses(graph.evaluated(n))
+        if origin is not None and origin.status is not None and origin.status.kind == "field":
+            uses = [self._uses.as_payload(use, origin.status) for use in uses]  # `r.res` of a result struct r
         kind = graph.kind(n)
         if origin is not None and origin.role.handle == "none":
             # `ret := nvml.Init(); if err := check(ret); ...`: the status moves to err here too.
@@ -323,7 +328,7 @@ class Walker:
         node n: the error a converter made of the status (`err :=
         check(st)`), or none where the status variable is written again."""
         if isinstance(state.proxy, Symbol) and origin is not None:
-            converted = self._converted(graph, origin, state.proxy, n)
+            converted = _converted(self._calls, self._status, graph, origin, state.proxy, n)
             if converted is not None:
                 return replace(state, proxy=converted)
         if isinstance(state.proxy, Symbol) and any(
@@ -428,33 +433,6 @@ class Walker:
         index = [c.id for c in syntax.children(call.child_by_field_name("arguments"))].index(argument.id)
         return not any(role.index == index for _, role in callee.api.roles("release") + callee.api.roles("transfer")) and index not in callee.api.kept_args
 
-    def _converted(self, graph: CFG, origin: Origin, proxy: Symbol, n: int) -> Symbol | None:
-        """`err = errorString(st)` where errorString is a converter of the
-        package, or `err := Result(st)`, a conversion to the package's own
-        status type: from here on, err says whether the acquisition succeeded."""
-        statement = graph.ast(n)
-        if statement is None or graph.kind(n) is not NodeKind.STMT:
-            return None
-        resolution = self._calls.package.resolution
-        for left, right in syntax.assignment_sides(statement):
-            if len(right) != 1 or not left:
-                continue
-            call = syntax.unparen(right[0])
-            if call is None or call.type != "call_expression":
-                continue
-            arguments = syntax.children(call.child_by_field_name("arguments"))
-            index = next((i for i, a in enumerate(arguments) if a.type == "identifier" and resolution.symbol(a) is proxy), None)
-            callee = self._calls.callee(call)
-            target = syntax.unparen(left[-1])
-            if index is None or target is None or target.type != "identifier" or syntax.text(target) == "_":
-                continue
-            if callee.kind is CalleeKind.CONVERSION and len(arguments) == 1 and len(left) == 1:
-                return resolution.symbol(target)
-            source = _source(origin)
-            if source is not None and self._status.converts_at(call, index, source):
-                return resolution.symbol(target)
-        return None
-
     def _read(
         self, graph: CFG, origin: Origin | None, state: State, n: int, use: Use, record: WalkRecord, aliases: set, applied: set,
     ) -> State:
@@ -523,6 +501,12 @@ class Walker:
                 return replace(state, fields=state.fields | {(use.target, use.field)})
             return state
         if kind is UseKind.PASS_LOCAL and (use.unit is not None or use.callee is not None):
+            source = _source(origin)
+            if source is not None and source.status is not None and source.status.kind == "field" and use.call is not None and (
+                use.node.parent is not None and use.node.parent.type == "argument_list"  # r itself, not r.res
+                and self._status.converts_at(use.call, use.index, source)
+            ):
+                return state  # `resultError(op, r)` reads the result struct's status; what it frees is the message
             effect = self._effects.effect_of_use(use)
             if effect is Effect.RELEASES:
                 return release(origin, state, n, use.deferred, record, None)
@@ -539,6 +523,57 @@ class Walker:
             applied.add(key)
             return self._closures.literal(origin, state, n, use.unit, use.symbol, record)
         return state
+
+
+def _equal_to_earlier_value(calls: CallIndex, edge: Edge, state: State) -> bool:
+    """The side of `cur == x` (or `cur != x`) where they are equal, cur
+    holding what this function acquired and x a parameter it never
+    writes: what the function made is never a value its caller passed
+    in (`if cur != x { cur.Close() }` after `cur = next`)."""
+    condition = syntax.unparen(edge.condition)
+    if condition is None or condition.type != "binary_expression":
+        return False
+    operator = syntax.text(condition.child_by_field_name("operator"))
+    if operator not in ("==", "!=") or (operator == "==") != bool(edge.polarity):
+        return False
+    resolution = calls.package.resolution
+    sides = [syntax.unparen(condition.child_by_field_name(side)) for side in ("left", "right")]
+    symbols = [resolution.symbol(side) if side is not None and side.type == "identifier" else None for side in sides]
+    for mine, other in (symbols, symbols[::-1]):
+        if mine in state.names and other is not None and other not in state.names and other.role in (Role.PARAM, Role.RECEIVER):
+            return not any(
+                syntax.assignment_of(reference) is not None or syntax.is_address_of(reference.parent)
+                for reference in calls.references(other)
+            )
+    return False
+
+
+def _converted(calls: CallIndex, status: StatusSemantics, graph: CFG, origin: Origin, proxy: Symbol, n: int) -> Symbol | None:
+    """`err = errorString(st)` where errorString is a converter of the
+    package, or `err := Result(st)`, a conversion to the package's own
+    status type: from here on, err says whether the acquisition succeeded."""
+    statement = graph.ast(n)
+    if statement is None or graph.kind(n) is not NodeKind.STMT:
+        return None
+    resolution = calls.package.resolution
+    for left, right in syntax.assignment_sides(statement):
+        if len(right) != 1 or not left:
+            continue
+        call = syntax.unparen(right[0])
+        if call is None or call.type != "call_expression":
+            continue
+        arguments = syntax.children(call.child_by_field_name("arguments"))
+        index = next((i for i, a in enumerate(arguments) if a.type == "identifier" and resolution.symbol(a) is proxy), None)
+        callee = calls.callee(call)
+        target = syntax.unparen(left[-1])
+        if index is None or target is None or target.type != "identifier" or syntax.text(target) == "_":
+            continue
+        if callee.kind is CalleeKind.CONVERSION and len(arguments) == 1 and len(left) == 1:
+            return resolution.symbol(target)
+        source = _source(origin)
+        if source is not None and status.converts_at(call, index, source):
+            return resolution.symbol(target)
+    return None
 
 
 def _released_again_harmlessly(state: State, n: int, use: Use) -> State:

@@ -1,0 +1,86 @@
+"""Glue that returns a result struct: `typedef struct { void *res; const char
+*err; } KernelResult;`, each entry point of a C library returning one
+(`KernelResult DeviceAllocate(size_t n)`), the error a message that is NULL
+where the call succeeded and the produced object in the other field.
+
+Such a struct is the call's status (success: its message field is NULL), and
+where the body's acquisition lands in what it returns (`cudaMalloc(&p, n);
+return make_result(st, p);`, `cudaMalloc(&r.res, n); return r;`) the struct
+is also the handle: the Go caller holds what `r.res` points to once
+`r.err == nil`. What is read here is syntax only; cside.py records it and
+analyses/c_helpers.py makes API functions of it.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from cudalint import syntax
+
+
+def result_fields(struct: Node | None) -> tuple[str, str] | None:
+    """(message, payload) of a result struct: its one `char *` field, and
+    its other pointer field where it has one only ("" where several); None
+    for a struct without a body, or with no such message and payload."""
+    body = struct.child_by_field_name("body") if struct is not None and struct.type == "struct_specifier" else None
+    if body is None:
+        return None
+    messages, payloads = [], []
+    for declaration in body.named_children:
+        if declaration.type != "field_declaration":
+            continue
+        base = syntax.text(declaration.child_by_field_name("type"))
+        for declarator in declaration.children_by_field_name("declarator"):
+            inner = declarator.child_by_field_name("declarator") if declarator.type == "pointer_declarator" else None
+            if inner is not None and inner.type == "field_identifier":
+                (messages if base == "char" else payloads).append(syntax.text(inner))
+    if len(messages) != 1 or not payloads:
+        return None
+    return messages[0], payloads[0] if len(payloads) == 1 else ""
+
+
+def into_result(body: Node) -> tuple[tuple[str, int], ...]:
+    """(callee, argument index) of each call whose out-argument is, or is
+    carried into, what the function returns: `&p` where p is returned or
+    passed to the returned call (`return kr_status(st, st == 0 ? p : NULL)`),
+    `&r.res` where r is returned."""
+    landed: set[str] = set()
+    for node in syntax.walk(body):
+        if node.type != "return_statement" or not node.named_children:
+            continue
+        value = _unwrapped(node.named_children[0])
+        if value is not None and value.type == "identifier":
+            landed.add(syntax.text(value))
+        elif value is not None and value.type == "call_expression" and (arguments := value.child_by_field_name("arguments")) is not None:
+            landed.update(syntax.text(n) for n in syntax.walk(arguments) if n.type == "identifier")
+    found: list[tuple[str, int]] = []
+    for call in syntax.walk(body):
+        if call.type != "call_expression" or call.child_by_field_name("function") is None or _returned(call):
+            continue  # (`return ok(&dummy_stream);` hands out a static, filled by no call)
+        for index, argument in enumerate((call.child_by_field_name("arguments") or call).named_children):
+            target = _address_root(_unwrapped(argument))
+            if target in landed:
+                found.append((syntax.text(call.child_by_field_name("function")), index))
+    return tuple(found)
+
+
+def _returned(node: Node) -> bool:
+    while node.parent is not None and node.type not in ("return_statement", "compound_statement"):
+        node = node.parent
+    return node.type == "return_statement"
+
+
+def _address_root(node: Node | None) -> str:
+    """`p` of `&p`, `r` of `&r.res` (C's `&`: a pointer_expression)."""
+    if node is None or node.type != "pointer_expression" or syntax.text(node.child_by_field_name("operator")) != "&":
+        return ""
+    operand = _unwrapped(node.child_by_field_name("argument"))
+    while operand is not None and operand.type == "field_expression":
+        operand = _unwrapped(operand.child_by_field_name("argument"))
+    return syntax.text(operand) if operand is not None and operand.type == "identifier" else ""
+
+
+def _unwrapped(value: Node | None) -> Node | None:
+    while value is not None and value.type in ("parenthesized_expression", "cast_expression"):
+        value = value.named_children[-1] if value.named_children else None
+    return value
