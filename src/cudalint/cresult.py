@@ -39,11 +39,14 @@ def result_fields(struct: Node | None) -> tuple[str, str] | None:
     return messages[0], payloads[0] if len(payloads) == 1 else ""
 
 
-def into_result(body: Node) -> tuple[tuple[str, int], ...]:
+def into_result(body: Node, pointer: bool = False) -> tuple[tuple[str, int], ...]:
     """(callee, argument index) of each call whose out-argument is, or is
     carried into, what the function returns: `&p` where p is returned or
     passed to the returned call (`return kr_status(st, st == 0 ? p : NULL)`),
-    `&r.res` where r is returned."""
+    `&r.res` where r is returned. For a function returning a pointer
+    (`void *gpu_malloc(size_t n) { void *p = NULL; CHECK(cudaMalloc(&p, n));
+    return p; }`), only a local of its own filled whole: `&j->buf` of a
+    struct it returns is memory the struct's own release frees."""
     landed: set[str] = set()
     for node in syntax.walk(body):
         if node.type != "return_statement" or not node.named_children:
@@ -51,17 +54,34 @@ def into_result(body: Node) -> tuple[tuple[str, int], ...]:
         value = _unwrapped(node.named_children[0])
         if value is not None and value.type == "identifier":
             landed.add(syntax.text(value))
-        elif value is not None and value.type == "call_expression" and (arguments := value.child_by_field_name("arguments")) is not None:
+        elif not pointer and value is not None and value.type == "call_expression" and (
+            arguments := value.child_by_field_name("arguments")
+        ) is not None:
             landed.update(syntax.text(n) for n in syntax.walk(arguments) if n.type == "identifier")
+    if pointer:
+        landed &= _locals(body)
     found: list[tuple[str, int]] = []
     for call in syntax.walk(body):
         if call.type != "call_expression" or call.child_by_field_name("function") is None or _returned(call):
             continue  # (`return ok(&dummy_stream);` hands out a static, filled by no call)
         for index, argument in enumerate((call.child_by_field_name("arguments") or call).named_children):
-            target = _address_root(_unwrapped(argument))
+            target = _address_root(_unwrapped(argument), whole=pointer)
             if target in landed:
                 found.append((syntax.text(call.child_by_field_name("function")), index))
     return tuple(found)
+
+
+def _locals(body: Node) -> set[str]:
+    """The variables the body declares (`void *p = NULL;`, `float *d;`)."""
+    found = set()
+    for node in syntax.walk(body):
+        if node.type == "declaration":
+            for declarator in node.children_by_field_name("declarator"):
+                while declarator is not None and declarator.type in ("init_declarator", "pointer_declarator"):
+                    declarator = declarator.child_by_field_name("declarator")
+                if declarator is not None and declarator.type == "identifier":
+                    found.add(syntax.text(declarator))
+    return found
 
 
 def _returned(node: Node) -> bool:
@@ -70,12 +90,13 @@ def _returned(node: Node) -> bool:
     return node.type == "return_statement"
 
 
-def _address_root(node: Node | None) -> str:
-    """`p` of `&p`, `r` of `&r.res` (C's `&`: a pointer_expression)."""
+def _address_root(node: Node | None, whole: bool = False) -> str:
+    """`p` of `&p`, `r` of `&r.res` (C's `&`: a pointer_expression; with
+    `whole`, of the variable itself only)."""
     if node is None or node.type != "pointer_expression" or syntax.text(node.child_by_field_name("operator")) != "&":
         return ""
     operand = _unwrapped(node.child_by_field_name("argument"))
-    while operand is not None and operand.type == "field_expression":
+    while not whole and operand is not None and operand.type == "field_expression":
         operand = _unwrapped(operand.child_by_field_name("argument"))
     return syntax.text(operand) if operand is not None and operand.type == "identifier" else ""
 

@@ -565,7 +565,7 @@ def _function(node: Node, macros: dict[str, tuple[str, str]]) -> CFunction | Non
         return replace(
             wrapped, keeps=_kept_params(function.params, body), passes=_passed_params(function.params, body),
             frees=_freed_parameter(function.params, body),
-            into_result=into_result(body) if function.returns != "void" and not function.pointer else (),
+            into_result=into_result(body, function.pointer) if function.returns != "void" or function.pointer else (),
         )
     if pasted:
         # Declared only, its name pasted from another's: by convention that

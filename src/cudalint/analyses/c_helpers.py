@@ -66,6 +66,9 @@ def c_helper_api_of(view: CView, name: str, knowledge: Knowledge, known: ApiFunc
         carried = knowledge.lookup("C", function.carried) if function.carried else None
         if carried is not None and (api := _carrying(carried, function, f"C.{name}")) is not None:
             return api
+    made = _made_and_returned(view, function, knowledge, f"C.{name}") if known is None or not (known.acquires or known.releases) else None
+    if made is not None:
+        return made
     freed = _freed_through(view, function)
     plain = function.returns == "void" or function.returns in _PLAIN_C_TYPES
     if freed >= 0 and plain and not function.pointer and (free := knowledge.lookup("C", "free")) is not None and not (
@@ -162,13 +165,7 @@ def _resulting(view: CView, function, knowledge: Knowledge, written: str) -> Api
     field = next((view.result_structs[t][0] for t in returned[0] if t in view.result_structs), "") if returned is not None else ""
     if not field or returned is None or returned[1]:
         return None
-    acquired = []
-    for callee, index in function.into_result:
-        inner = knowledge.lookup("C", view.loaded.get(callee, callee))
-        acquired += [
-            (inner.family, resource) for resource, role in (inner.roles("acquire") if inner is not None else ())
-            if role.is_out and role.index == index
-        ]
+    acquired = _landed(view, function, knowledge)
     carried = knowledge.lookup("C", view.loaded.get(function.carried, function.carried)) if function.carried else None
     moved = _carrying(carried, function, written) if carried is not None else None
     family = acquired[0][0] if acquired else carried.family if carried is not None else None
@@ -182,6 +179,30 @@ def _resulting(view: CView, function, knowledge: Knowledge, written: str) -> Api
         tuple(r for k, r, _ in roles if k == "release"), tuple(r for k, r, _ in roles if k == "acquire"),
         tuple(r for k, r, _ in roles if k == "transfer"), helper_roles=tuple(roles),
     )
+
+
+def _made_and_returned(view: CView, function, knowledge: Knowledge, written: str) -> ApiFunction | None:
+    """`void *gpu_malloc(size_t n) { void *p = NULL; CHECK(cudaMalloc(&p, n));
+    return p; }`: a function returning the pointer a described call filled
+    acquires what that call does, the pointer its handle (NULL where it
+    failed: no status)."""
+    acquired = _landed(view, function, knowledge) if function.pointer else []
+    if not acquired:
+        return None
+    roles = tuple(("acquire", resource, CallRole(written, "result0")) for _, resource in acquired)
+    return ApiFunction(acquired[0][0], written, None, False, (), tuple(r for _, r, _ in roles), helper_roles=roles)
+
+
+def _landed(view: CView, function, knowledge: Knowledge) -> list:
+    """(family, resource) of what the described calls of `into_result` acquire there."""
+    acquired = []
+    for callee, index in function.into_result:
+        inner = knowledge.lookup("C", view.loaded.get(callee, callee))
+        acquired += [
+            (inner.family, resource) for resource, role in (inner.roles("acquire") if inner is not None else ())
+            if role.is_out and role.index == index
+        ]
+    return acquired
 
 
 def c_side_calls(package: Package, knowledge: Knowledge, known: Callable[[Node], CallFact | None]) -> tuple[CView | None, list[CallFact]]:

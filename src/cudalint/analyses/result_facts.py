@@ -31,6 +31,11 @@ def exported_result_types(p: Pass) -> dict[str, ResultTypes]:
     them is a type some method of which the analyses above this one export
     facts about (else importers have nothing to look up through it)."""
     typed = {name.split(".", 1)[0] for name in p.exported_objects() if "." in name}
+    # Types with a method that releases a field through the C side (an
+    # owning type: `func (b DeviceBuffer) Free() { C.dev_free(b.ptr) }`),
+    # whose facts other analyses export after this one: importers type a
+    # variable by them (a deferred literal's `d.Free()` releases it).
+    typed |= {unit.receiver_type for unit in p.package.units if unit.kind is UnitKind.METHOD and _calls_c(unit)}
     described = p.knowledge.method_types
     found = {}
     for unit in p.package.units:
@@ -60,6 +65,12 @@ def exported_result_types(p: Pass) -> dict[str, ResultTypes]:
         if any(result.removeprefix("[]") in typed or " " in result for result in results):
             found[exported_name(unit)] = ResultTypes(tuple(results))
     return found
+
+
+def _calls_c(unit) -> bool:
+    return unit.body is not None and any(
+        syntax.text(syntax.unparen(call.child_by_field_name("function"))).startswith("C.") for call in syntax.calls_in(unit.body)
+    )
 
 
 def result_entries(imported: ImportedFacts, path: str) -> Iterator[str]:

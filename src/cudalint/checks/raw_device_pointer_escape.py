@@ -54,7 +54,7 @@ def check(p: Pass) -> None:
             cleaned = {o.handle for o, _ in lifetimes.handed_out(unit) if o.resource.any_use_releases}
             origins = [
                 o for o in lifetimes.lifetimes(unit).origins
-                if o.resource.device_memory and o.handle and o.via is None and o.handle not in cleaned
+                if o.resource.device_memory and o.handle and o.via is None and o.handle not in cleaned and not _kept_by_receiver(unit, o.handle)
             ]
             if not origins:
                 continue
@@ -84,6 +84,23 @@ def check(p: Pass) -> None:
                     if bare and n not in reported:
                         reported.add(n)
                         _report(p, unit, statement, origin.written, origin.call, f"returned as the named result {origin.handle}")
+
+
+def _kept_by_receiver(unit: Unit, handle: str) -> bool:
+    """`b.scratch = ptr; return ptr, nil`: the method's receiver keeps the
+    pointer (and frees it), so what leaves is a view of what it owns."""
+    receiver = unit.receiver
+    if receiver is None or unit.body is None:
+        return False
+    for statement in syntax.walk(unit.body):
+        for targets, values in syntax.assignment_sides(statement):
+            for target, value in zip(targets, values) if len(targets) == len(values) else ():
+                root = target
+                while root is not None and root.type == "selector_expression":
+                    root = syntax.unparen(root.child_by_field_name("operand"))
+                if target is not root and syntax.text(root) == receiver.name and syntax.text(syntax.unparen(value)) == handle:
+                    return True
+    return False
 
 
 def _report(p: Pass, unit: Unit, node: Node, written: str, acquired: Node, where: str) -> None:

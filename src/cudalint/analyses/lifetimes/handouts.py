@@ -63,14 +63,13 @@ class HandOuts:
         fixpoint.solve([unit], self._calls.local_callees, self._hand_outs, self._handing, lambda _: [], rounds=0)
         return self._handing[unit]
 
-    def _returned_as(self, origin: Origin) -> str:
-        """How a return spells the handle: its variable, or a result
-        struct's payload field (`return r.res, nil`)."""
+    def _payload(self, origin: Origin) -> str:
+        """The field of a result struct that stands for the handle (`return
+        r.res, nil` hands it out); "" for any other acquisition."""
         status, view = origin.status, self._calls.c_view
         if status is None or status.kind != "field" or view is None:
-            return origin.handle
-        payload = view.result_structs.get(status.type, ("", ""))[1]
-        return f"{origin.handle}.{payload}" if payload else origin.handle
+            return ""
+        return view.result_structs.get(status.type, ("", ""))[1]
 
     def units_with_acquisitions(self) -> list[Unit]:
         """The functions that acquire something: by an API call, or by a
@@ -152,10 +151,11 @@ class HandOuts:
                     origin.resource.owns or origin.resource, owner.type_name, owner.methods, owner.idempotent, owner.inert,
                 ))
             else:
+                payload = self._payload(origin)
                 index = (
                     _returned_at(
-                        unit, self._returned_as(origin), self._calls, origin.resource.owns is not None, succeeded,
-                        beside_failure=origin in found.returned_failing,
+                        unit, f"{origin.handle}.{payload}" if payload else origin.handle, self._calls,
+                        origin.resource.owns is not None, succeeded, beside_failure=origin in found.returned_failing, payload=bool(payload),
                     ) if origin.handle else self._returned_directly(unit, origin)
                 )
                 if index is not None and _kept_elsewhere(unit, origin.handle):
@@ -370,7 +370,7 @@ def _literal_around(element: Node) -> Node | None:
 
 def _returned_at(
     unit: Unit, handle: str, calls: CallIndex, owning: bool = False, succeeded: Callable[[Node], bool] = lambda _: False,
-    beside_failure: bool = False,
+    beside_failure: bool = False, payload: bool = False,
 ) -> int | None:
     """The result position at which the function returns the variable
     `handle` itself, or converted (`return Handle(h), nil`: a named type is
@@ -378,7 +378,8 @@ def _returned_at(
     (`return &ctx`), if every return that returns it does so there with a
     nil error (when the last result is an error), or, `beside_failure`,
     with a nil error or a failure (`return d, fmt.Errorf(...)`: its callers
-    then hold it either way); None otherwise."""
+    then hold it either way); None otherwise. `payload`: handle is a result
+    struct's payload field (`r.value`)."""
     index = None
     returns_error = unit.returns_error
     named = _named_results_holding(unit, handle, calls, owning)
@@ -392,7 +393,7 @@ def _returned_at(
             index = positions[0] if positions else index
             continue
         expressions = syntax.expressions(values)
-        positions = [i for i, e in enumerate(expressions) if _is_variable(unwrap(e, calls), handle, owning)]
+        positions = [i for i, e in enumerate(expressions) if _is_variable(unwrap(e, calls), handle, owning, payload)]
         if not positions:
             continue
         if len(positions) > 1 or (index is not None and positions[0] != index):
@@ -505,7 +506,7 @@ def _named_results_holding(unit: Unit, handle: str, calls: CallIndex, owning: bo
     return [i for i, name in enumerate(names) if name in holding]
 
 
-def _is_variable(node, handle: str, address: bool) -> bool:
+def _is_variable(node, handle: str, address: bool, payload: bool = False) -> bool:
     """The variable itself, its address (a value of an owning type), or a
     value of a Go type made around it (`GroupHandle{h}`, `&Buffer{ptr: p,
     size: n}`): a wrapped handle is the resource."""
@@ -519,7 +520,9 @@ def _is_variable(node, handle: str, address: bool) -> bool:
         if syntax.text(node.child_by_field_name("type")).startswith("C."):
             return False  # a C struct of arguments (`&C.CUDA_HOST_NODE_PARAMS{...}`) owns nothing
         return any(_is_variable(value, handle, False) for value in syntax.element_values(node))
-    return node is not None and node.type in ("identifier", "selector_expression") and syntax.text(node) == handle
+    if payload:  # a result struct's payload field, spelled `r.value`
+        return node is not None and node.type == "selector_expression" and syntax.text(node) == handle
+    return node is not None and node.type == "identifier" and syntax.text(node) == handle
 
 
 def _kept_elsewhere(unit: Unit, handle: str) -> bool:
