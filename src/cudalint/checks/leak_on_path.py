@@ -250,6 +250,11 @@ def _message(reads: _Reads, leak: Leak, graph: CFG) -> tuple[str, dict[str, Ref]
             advice = f"the defer at @defer ran before the acquisition and released the old value: move it to right {fix_place}"
         else:
             advice = f"the defer at @defer is not registered on this path: move it to right {fix_place}"
+    elif leak.kept_by:
+        advice = (
+            f"release it before this return (`{remedy.removeprefix('defer ')}`): {leak.kept_by} keeps it "
+            f"where it succeeds, so a deferred release would free what it keeps"
+        )
     elif _handed_out(reads, leak):
         # A constructor: a defer would release what it returns on success.
         release = _immediate_release(reads, origin) or remedy.removeprefix("defer ")

@@ -113,7 +113,7 @@ class Closures:
                         state = self.closure_release(state, literal, symbol, n)
                     elif effect is Effect.RELEASES:
                         state = release(origin, state, n, False, record, None)
-                    elif effect is Effect.RETAINS and state.phase is Phase.HELD:
+                    elif effect in (Effect.RETAINS, Effect.KEEPS_ON_SUCCESS) and state.phase is Phase.HELD:
                         record.transferred += 1
                         raise LeftControl
             elif use.kind in _ESCAPES:

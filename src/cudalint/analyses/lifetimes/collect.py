@@ -138,6 +138,7 @@ class Collector:
             )
             result.leaks.append(replace(
                 leak, held_at=held_at, released_through_held=bool(record.released_after & set(held_at)), on_failure=on_failure,
+                kept_by=record.kept_by,
             ))
         elif record.lost_in_scope:
             node, line, path = record.lost_in_scope[0]

@@ -175,6 +175,7 @@ class Effects:
             releases_on_some_path=walk.released_exits > 0,
             releases_on_every_path=walk.released_exits > 0 and not held and not walk.transferred,
             hands_over=walk.transferred > 0,
+            hands_over_only_on_success=walk.transferred > 0 and walk.kept_on_success == walk.transferred and unit.returns_error,
         )
         if memo:
             self._summaries[key] = summary

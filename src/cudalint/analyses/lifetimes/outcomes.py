@@ -41,6 +41,9 @@ class Effect(str, Enum):
     RELEASES = "releases"
     RETAINS = "retains"
     BORROWS = "borrows"
+    # Kept only where the function succeeds (stored in the value it returns
+    # with a nil error): where it fails, the caller still holds the handle.
+    KEEPS_ON_SUCCESS = "keeps-on-success"
 
 
 @dataclass(frozen=True)
@@ -50,11 +53,14 @@ class Summary:
     releases_on_some_path: bool
     releases_on_every_path: bool
     hands_over: bool  # returned, stored, passed on, on some path
+    hands_over_only_on_success: bool = False  # only at returns that report success
 
     @property
     def effect(self) -> Effect:
         if self.releases_on_every_path and not self.hands_over:
             return Effect.RELEASES
+        if self.hands_over and self.hands_over_only_on_success and not self.releases_on_some_path:
+            return Effect.KEEPS_ON_SUCCESS
         if self.hands_over or self.releases_on_some_path:
             return Effect.RETAINS
         return Effect.BORROWS
@@ -134,6 +140,9 @@ class Leak:
     # A handle lost on a return that reports a failure (a non-nil error):
     # on the paths where the function succeeds it may still hand it on.
     on_failure: bool = False
+    # A call that keeps it where it succeeds, as written (`NewBlas`): a
+    # deferred release would free what that call keeps.
+    kept_by: str = ""
     # A count kept by a function a framework calls again and again (a
     # collector's Collect, an HTTP handler): what it is called on.
     per_call: str = ""

@@ -64,6 +64,14 @@ class State:
     fields: frozenset[tuple[Symbol, str]] = frozenset()
     # The function's error locals known nil or not on this path (`var err error`).
     nils: Nilness = NOTHING_KNOWN
+    # The node of a call that keeps the handle only where it succeeds (`b,
+    # err := NewBlas(s)`, which stores s in the Blas it returns), whose error
+    # the proxy now is: on the success side of its test the handle is the callee's.
+    pending_at: int | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.pending_at is not None
 
     @property
     def covered(self) -> bool:
@@ -85,6 +93,8 @@ class WalkRecord:
     released_exits: int = 0
     released_after: set[int] = field(default_factory=set)  # the statements those exits leave from
     transferred: int = 0
+    # Of those, at a return that reports success (`return &Blas{stream: s}, nil`).
+    kept_on_success: int = 0
     lost_in_scope: list[tuple[int, int, tuple[int, ...]]] = field(default_factory=list)  # (node, line, path)
     overwrites: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)
     double_releases: list[tuple[int, int, bool]] = field(default_factory=list)  # (second, first, by defer)
@@ -100,6 +110,9 @@ class WalkRecord:
     # Returned beside a failure (`return d, fmt.Errorf(...)`): its callers
     # hold it where the call failed too.
     returned_failing: bool = False
+    # The call that keeps the handle where it succeeds (`NewBlas` of `b, err
+    # := NewBlas(s)`), as written: a deferred release would free what it keeps.
+    kept_by: str = ""
 
 
 class PathBudgetExceeded(Exception):

@@ -31,6 +31,7 @@ from cudalint.analyses.lifetimes.counted import Counted
 from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.nils import NilLocals
 from cudalint.analyses.lifetimes.outcomes import Effect, Origin
+from cudalint.analyses.lifetimes.sides import converted_status, equal_to_earlier_value, error_of, transferred
 from cudalint.analyses.owners import acquires_into_receiver
 from cudalint.knowledge import ResourceSpec
 from cudalint.analyses.lifetimes.resources import VariableResources
@@ -134,9 +135,15 @@ class Walker:
                 state = replace(state, nils=known)
         if state.phase is not Phase.HELD:
             return state
-        if _equal_to_earlier_value(self._calls, edge, state):
+        if equal_to_earlier_value(self._calls, edge, state):
             return None
         outcome = self.outcome(origin, state, edge)
+        if state.pending:
+            # The call that keeps the handle where it succeeds: on that side
+            # it is the callee's; where it failed, still this function's.
+            if outcome is Outcome.SUCCESS:
+                return None
+            return replace(state, proxy=None, pending_at=None) if outcome is Outcome.FAILURE else state
         if outcome is Outcome.FAILURE:
             return None
         if outcome is Outcome.SUCCESS:
@@ -328,12 +335,16 @@ class Walker:
         node n: the error a converter made of the status (`err :=
         check(st)`), or none where the status variable is written again."""
         if isinstance(state.proxy, Symbol) and origin is not None:
-            converted = _converted(self._calls, self._status, graph, origin, state.proxy, n)
+            converted = converted_status(self._calls, self._status, graph, origin, state.proxy, n)
             if converted is not None:
                 return replace(state, proxy=converted)
         if isinstance(state.proxy, Symbol) and any(
             u.symbol is state.proxy and u.kind is UseKind.WRITE for u in uses
         ):
+            if state.pending_at == n:
+                return state  # (the call's own assignment of it)
+            if state.pending:
+                raise LeftControl  # the error that said whether it was kept is gone
             state = replace(state, proxy=None)
         return state
 
@@ -471,13 +482,11 @@ class Walker:
                 # sentinel, `return d, errPartial`, it may be a partial success;
                 # a deferred `if err != nil { destroy(d) }` releases it first).
                 record.returned_failing = True
-            record.transferred += 1
-            raise LeftControl
+            transferred(record, graph, n)
         if kind in (UseKind.STORE, UseKind.PASS_UNKNOWN):
             if released or (kind is UseKind.PASS_UNKNOWN and use.symbol in state.pointers):
                 return state
-            record.transferred += 1
-            raise LeftControl
+            transferred(record, graph, n)
         if kind is UseKind.DEREF and use.role is not None and (
             self._resources.owns(use.symbol, use.role[0], origin) or _wraps(origin, use.role[0])
         ):
@@ -510,7 +519,12 @@ class Walker:
             effect = self._effects.effect_of_use(use)
             if effect is Effect.RELEASES:
                 return release(origin, state, n, use.deferred, record, None)
-            if effect is Effect.RETAINS and not released:
+            if effect is Effect.KEEPS_ON_SUCCESS and not released and state.proxy is None and use.call is not None:
+                error = error_of(self._calls, use.call)
+                if error is not None:
+                    record.kept_by = syntax.text(syntax.unparen(use.call.child_by_field_name("function")))
+                    return replace(state, proxy=error, pending_at=n)  # kept where `err` says the call succeeded
+            if effect in (Effect.RETAINS, Effect.KEEPS_ON_SUCCESS) and not released:
                 record.transferred += 1
                 raise LeftControl
             if effect is Effect.BORROWS and released:
@@ -523,57 +537,6 @@ class Walker:
             applied.add(key)
             return self._closures.literal(origin, state, n, use.unit, use.symbol, record)
         return state
-
-
-def _equal_to_earlier_value(calls: CallIndex, edge: Edge, state: State) -> bool:
-    """The side of `cur == x` (or `cur != x`) where they are equal, cur
-    holding what this function acquired and x a parameter it never
-    writes: what the function made is never a value its caller passed
-    in (`if cur != x { cur.Close() }` after `cur = next`)."""
-    condition = syntax.unparen(edge.condition)
-    if condition is None or condition.type != "binary_expression":
-        return False
-    operator = syntax.text(condition.child_by_field_name("operator"))
-    if operator not in ("==", "!=") or (operator == "==") != bool(edge.polarity):
-        return False
-    resolution = calls.package.resolution
-    sides = [syntax.unparen(condition.child_by_field_name(side)) for side in ("left", "right")]
-    symbols = [resolution.symbol(side) if side is not None and side.type == "identifier" else None for side in sides]
-    for mine, other in (symbols, symbols[::-1]):
-        if mine in state.names and other is not None and other not in state.names and other.role in (Role.PARAM, Role.RECEIVER):
-            return not any(
-                syntax.assignment_of(reference) is not None or syntax.is_address_of(reference.parent)
-                for reference in calls.references(other)
-            )
-    return False
-
-
-def _converted(calls: CallIndex, status: StatusSemantics, graph: CFG, origin: Origin, proxy: Symbol, n: int) -> Symbol | None:
-    """`err = errorString(st)` where errorString is a converter of the
-    package, or `err := Result(st)`, a conversion to the package's own
-    status type: from here on, err says whether the acquisition succeeded."""
-    statement = graph.ast(n)
-    if statement is None or graph.kind(n) is not NodeKind.STMT:
-        return None
-    resolution = calls.package.resolution
-    for left, right in syntax.assignment_sides(statement):
-        if len(right) != 1 or not left:
-            continue
-        call = syntax.unparen(right[0])
-        if call is None or call.type != "call_expression":
-            continue
-        arguments = syntax.children(call.child_by_field_name("arguments"))
-        index = next((i for i, a in enumerate(arguments) if a.type == "identifier" and resolution.symbol(a) is proxy), None)
-        callee = calls.callee(call)
-        target = syntax.unparen(left[-1])
-        if index is None or target is None or target.type != "identifier" or syntax.text(target) == "_":
-            continue
-        if callee.kind is CalleeKind.CONVERSION and len(arguments) == 1 and len(left) == 1:
-            return resolution.symbol(target)
-        source = _source(origin)
-        if source is not None and status.converts_at(call, index, source):
-            return resolution.symbol(target)
-    return None
 
 
 def _released_again_harmlessly(state: State, n: int, use: Use) -> State:
@@ -603,6 +566,9 @@ def _assigned(use: Use) -> bool:
 
 def _at_exit(record: WalkRecord, state: State, kind: ExitKind, parents, previous, exit_node: int) -> None:
     if kind not in (ExitKind.RETURN, ExitKind.GOEXIT):
+        return
+    if state.pending:
+        record.transferred += 1  # its error never tested: it may have been kept
         return
     if state.phase is not Phase.RELEASED and not state.covered:
         record.held_exits.append((exit_node, kind, path_to(parents, previous) + (exit_node,)))
