@@ -555,6 +555,11 @@ RULE = Rule(
     A handle appended to a local slice (`bufs = append(bufs, d)`, also a
     cleanup function in a `[]func()`) is held by the slice: a return that
     drops the slice after a later step failed leaks every earlier element.
+    A function of the module that keeps the handle only in the value it
+    returns with a nil error (`return &Queue{stream: s}, nil`) takes it only
+    where it succeeds: `q, err := NewQueue(s)` then `if err != nil { return
+    err }` leaks s. A kernel's parameter array (`[]unsafe.Pointer{unsafe.Pointer(&d)}`)
+    lends d to the launch; d still holds the memory.
 
     It is held only after its status says success: in
     `if st := C.cudaMalloc(&d, n); st != C.cudaSuccess { return err }` the

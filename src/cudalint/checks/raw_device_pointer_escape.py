@@ -202,8 +202,13 @@ RULE = Rule(
     `Close` method), is the fix, not a finding, and so is a named type its
     package releases (`type DevPtr uintptr` with `Free`, or a `Free(p
     DevPtr)` function) or a pointer returned beside the function that frees
-    it (`return p, func() { C.cudaFree(p) }, nil`); a local map is no escape, and
-    neither is a func literal returning it to the function that made it.
+    it (`return p, func() { C.cudaFree(p) }, nil`), or a pointer a method also
+    keeps in its receiver (`s.scratch = d; return d, nil`: a view of what the
+    receiver owns); a local map is no escape, and neither is a func literal
+    returning it to the function that made it. The payload of a C result
+    struct (`return r.value, nil` of `r := C.gpu_alloc(n)`) and the pointer
+    a C function returns after filling it (`void *p; cudaMalloc(&p, n);
+    return p;`) are that device memory too.
     What a callee does with a pointer it receives is the callee's business.
 
     ## Why is this bad?
