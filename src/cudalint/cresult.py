@@ -105,3 +105,23 @@ def _unwrapped(value: Node | None) -> Node | None:
     while value is not None and value.type in ("parenthesized_expression", "cast_expression"):
         value = value.named_children[-1] if value.named_children else None
     return value
+
+
+def null_test(body: Node, params: tuple[str, ...]) -> int:
+    """The parameter a function returns the NULL-ness of, as its one
+    statement (`return p == NULL;`, `return !p;`): Go tests a pointer the
+    glue made through it (`C.is_null(h) != 0`); -1 for any other body."""
+    statements = [child for child in body.named_children if child.type != "comment"]
+    if len(statements) != 1 or statements[0].type != "return_statement" or not statements[0].named_children:
+        return -1
+    value = _unwrapped(statements[0].named_children[0])
+    operand = None
+    if value is not None and value.type == "unary_expression" and syntax.text(value.child_by_field_name("operator")) == "!":
+        operand = value.child_by_field_name("argument")
+    elif value is not None and value.type == "binary_expression" and syntax.text(value.child_by_field_name("operator")) == "==":
+        left, right = (_unwrapped(value.child_by_field_name(side)) for side in ("left", "right"))
+        for candidate, other in ((left, right), (right, left)):
+            if other is not None and syntax.text(other) in ("NULL", "0", "nullptr"):
+                operand = candidate
+    name = syntax.text(_unwrapped(operand)) if operand is not None else ""
+    return params.index(name) if name and name in params else -1

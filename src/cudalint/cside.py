@@ -33,7 +33,7 @@ from pathlib import Path
 from tree_sitter import Language, Node, Parser
 
 from cudalint import syntax
-from cudalint.cresult import into_result, result_fields
+from cudalint.cresult import into_result, null_test, result_fields
 from cudalint.cxx import cxx_definitions, cxx_lifetime, makes_objects
 from cudalint.parse import ParsedFile
 
@@ -96,6 +96,9 @@ class CFunction:
     # (callee, argument index) of the calls whose out-argument lands in the
     # struct the function returns (cresult.py).
     into_result: tuple[tuple[str, int], ...] = ()
+    # The parameter whose being NULL the function returns (`int is_null(void
+    # *p) { return p == NULL; }`); -1: none.
+    null_test: int = -1
 
 
 @dataclass
@@ -566,6 +569,7 @@ def _function(node: Node, macros: dict[str, tuple[str, str]]) -> CFunction | Non
             wrapped, keeps=_kept_params(function.params, body), passes=_passed_params(function.params, body),
             frees=_freed_parameter(function.params, body),
             into_result=into_result(body, function.pointer) if function.returns != "void" or function.pointer else (),
+            null_test=null_test(body, function.params),
         )
     if pasted:
         # Declared only, its name pasted from another's: by convention that

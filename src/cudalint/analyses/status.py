@@ -51,6 +51,7 @@ class Subject(str, Enum):
 
     STATUS = "status"  # the status itself (or an error made of it)
     HANDLE = "handle"  # the handle the call produced (nil: nothing acquired)
+    NULL_TEST = "null-test"  # a C helper saying whether the handle is NULL (`C.is_null(h)`)
 
 
 # subject -> its role in the question, or None for an unrelated expression.
@@ -240,6 +241,8 @@ class StatusSemantics:
             return None
         if role is Subject.HANDLE and other_text in ("nil", "0"):
             return False  # the handle itself is nil (`p == nil`, `uintptr(p) == 0`, `d == 0`): nothing was acquired
+        if role is Subject.NULL_TEST and other_text in ("0", "1", "false", "true"):
+            return other_text in ("0", "false")  # `C.is_null(h) == 0`: h is not NULL, it was acquired
         return None
 
     def case(self, source: StatusSource | None, roles: Roles, tag: Node | None, clause: Node, polarity: bool) -> Outcome | None:

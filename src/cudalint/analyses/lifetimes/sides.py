@@ -86,3 +86,19 @@ def error_of(calls: CallIndex, call: Node) -> Symbol | None:
     if last is None or last.type != "identifier" or syntax.text(last) == "_":
         return None
     return calls.package.resolution.symbol(last)
+
+
+def null_tested(calls: CallIndex, subject: Node) -> Node | None:
+    """h of `C.is_null(h)`, a C function of the package that returns whether
+    its argument is NULL."""
+    if subject.type != "call_expression" or calls.c_view is None:
+        return None
+    function = syntax.unparen(subject.child_by_field_name("function"))
+    if function is None or function.type != "selector_expression" or syntax.text(function.child_by_field_name("operand")) != "C":
+        return None
+    helper = calls.c_view.functions.get(syntax.text(function.child_by_field_name("field")))
+    arguments = syntax.children(subject.child_by_field_name("arguments"))
+    if helper is None or not 0 <= helper.null_test < len(arguments):
+        return None
+    argument = syntax.unparen(arguments[helper.null_test])
+    return argument if argument is not None and argument.type == "identifier" else None

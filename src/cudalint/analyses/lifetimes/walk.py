@@ -31,7 +31,7 @@ from cudalint.analyses.lifetimes.counted import Counted
 from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.nils import NilLocals
 from cudalint.analyses.lifetimes.outcomes import Effect, Origin
-from cudalint.analyses.lifetimes.sides import converted_status, equal_to_earlier_value, error_of, transferred
+from cudalint.analyses.lifetimes.sides import converted_status, equal_to_earlier_value, error_of, null_tested, transferred
 from cudalint.analyses.owners import acquires_into_receiver
 from cudalint.knowledge import ResourceSpec
 from cudalint.analyses.lifetimes.resources import VariableResources
@@ -178,6 +178,8 @@ class Walker:
                 return Subject.HANDLE
             if (pointed := _pointer_of(subject)) is not None and resolution.symbol(pointed) in state.names:
                 return Subject.HANDLE  # `d.AsUnsafePointer() != nil`: the handle's own pointer tested
+            if (tested := null_tested(self._calls, subject)) is not None and resolution.symbol(tested) in state.names:
+                return Subject.NULL_TEST
             return None
 
         return roles
