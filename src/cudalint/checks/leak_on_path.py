@@ -603,7 +603,8 @@ RULE = Rule(
     the function gave one back on every path (`nvml.Shutdown()` then
     `nvml.Init()`: a re-initialisation) replaces it and is not reported,
     nor is one the function records in a package-level flag (`initDone =
-    true`): the package keeps it until whoever reads the flag gives it back.
+    true`) or reference count (`refCount++`): the package keeps it until
+    whoever reads the flag (or counts down to zero) gives it back.
 
     A resource that outlives the process by design (a MIG GPU or compute
     instance, `outlives = true` in its knowledge file) is kept wherever the

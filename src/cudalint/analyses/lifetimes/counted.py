@@ -41,7 +41,7 @@ from tree_sitter import Node
 
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CalleeKind, CallIndex
-from cudalint.analyses.lifetimes.flags import flag_guarded_release, held_flag, package_flag, set_true
+from cudalint.analyses.lifetimes.flags import counted_up, flag_guarded_release, held_flag, package_flag, set_true
 from cudalint.analyses.lifetimes.holders import released_untaken, value_holds_count
 from cudalint.analyses.lifetimes.nils import NilLocals
 from cudalint.analyses.lifetimes.outcomes import EarlyRelease, Origin
@@ -413,15 +413,17 @@ class Counted:
 
     def recorded(self, graph: CFG, origin: Origin) -> bool:
         """Whether a path after the acquisition records it in a package-level
-        flag (`initDone = true`): the count is the package's then, held
-        until whoever reads the flag gives it back (`ShutdownNVML`), and a
-        later call does not take another; its callers neither hold it nor
-        lose it on their failing returns."""
+        flag (`initDone = true`) or reference count (`nvmlRefCount++`): the
+        count is the package's then, held until whoever reads the flag (or
+        counts down to zero) gives it back, and a later call does not take
+        another; its callers neither hold it nor lose it on their failing
+        returns."""
         resolution = self._calls.package.resolution
         for n in graph.statement_nodes():
             if n == origin.node or not graph.has_path(origin.node, n):
                 continue
-            if any(package_flag(target, resolution) for target in set_true(graph.ast(n))):
+            statement = graph.ast(n)
+            if any(package_flag(target, resolution) for target in set_true(statement) + counted_up(statement)):
                 return True
         return False
 

@@ -27,6 +27,18 @@ def set_true(statement: Node | None, value: str = "true") -> list[Node]:
     return [target for target, assigned in zip(left, right) if syntax.text(assigned) == value]
 
 
+def counted_up(statement: Node | None) -> list[Node]:
+    """The variable a statement counts up by one (`refs++`, `refs += 1`): a
+    reference count, where it is the package's (`package_flag`)."""
+    if statement is not None and statement.type == "inc_statement" and statement.named_children:
+        return [statement.named_children[0]]
+    if statement is not None and statement.type == "assignment_statement" and syntax.text(statement.child_by_field_name("operator")) == "+=":
+        left = syntax.expressions(statement.child_by_field_name("left"))
+        right = syntax.expressions(statement.child_by_field_name("right"))
+        return left if len(left) == 1 and len(right) == 1 and syntax.text(right[0]) == "1" else []
+    return []
+
+
 def set_in(body: Node, value: str = "true") -> list[Node]:
     """The targets the assignments of a body (not of its func literals) set
     to `true` (or to `value`)."""
