@@ -25,6 +25,7 @@ macros are not expanded (a helper defined through one is not seen), and
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -321,23 +322,32 @@ def local_c_files(directory: Path) -> list[Path]:
     its subdirectories that hold no Go (`memory/cuda_malloc.cu`, built by a
     Makefile into the library the package links): what this stage reads of
     it, and what the driver keys a package's cached result by. A file over
-    a megabyte is no glue code."""
-    found = []
-    try:
-        entries = sorted(directory.iterdir())
-    except OSError:
-        return []
-    for entry in entries:
+    a megabyte is no glue code. (Asked of every package of every run, warm
+    ones too: a file's name is looked at before anything is asked of it.)"""
+    found: list[Path] = []
+    for entry in _entries(directory):
         try:
-            if entry.is_file() and entry.suffix in _C_SOURCES and entry.stat().st_size <= _LARGEST_C:
-                found.append(entry)
-            elif entry.is_dir() and not entry.is_symlink() and not entry.name.startswith((".", "_")) and entry.name not in ("vendor", "testdata"):
-                inner = sorted(entry.iterdir())
-                if not any(path.suffix == ".go" for path in inner):
-                    found += [path for path in inner if path.is_file() and path.suffix in _C_SOURCES and path.stat().st_size <= _LARGEST_C]
+            if os.path.splitext(entry.name)[1] in _C_SOURCES and entry.is_file():
+                if entry.stat().st_size <= _LARGEST_C:
+                    found.append(Path(entry.path))
+            elif entry.is_dir(follow_symlinks=False) and not entry.name.startswith((".", "_")) and entry.name not in ("vendor", "testdata"):
+                inner = _entries(Path(entry.path))
+                if not any(item.name.endswith(".go") for item in inner):
+                    found += [
+                        Path(item.path) for item in inner
+                        if os.path.splitext(item.name)[1] in _C_SOURCES and item.is_file() and item.stat().st_size <= _LARGEST_C
+                    ]
         except OSError:
             continue
     return found
+
+
+def _entries(directory: Path) -> list[os.DirEntry]:
+    try:
+        with os.scandir(directory) as scan:
+            return sorted(scan, key=lambda entry: entry.name)
+    except OSError:
+        return []
 
 
 def glue_makes_objects(directory: Path) -> bool:
