@@ -35,7 +35,8 @@ def exported_result_types(p: Pass) -> dict[str, ResultTypes]:
     # owning type: `func (b DeviceBuffer) Free() { C.dev_free(b.ptr) }`),
     # whose facts other analyses export after this one: importers type a
     # variable by them (a deferred literal's `d.Free()` releases it).
-    typed |= {unit.receiver_type for unit in p.package.units if unit.kind is UnitKind.METHOD and _calls_c(unit)}
+    if any(imported.path == "C" for parsed in p.package.files for imported in parsed.imports):
+        typed |= {unit.receiver_type for unit in p.package.units if unit.kind is UnitKind.METHOD and _calls_c(unit)}
     described = p.knowledge.method_types
     found = {}
     for unit in p.package.units:
