@@ -6,6 +6,8 @@ counts as kept on success."""
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from tree_sitter import Node
 
 from cudalint import syntax
@@ -68,9 +70,10 @@ def converted_status(calls: CallIndex, status: StatusSemantics, graph: CFG, orig
     return None
 
 
-def transferred(record: WalkRecord, graph: CFG, n: int) -> None:
-    """The handle leaves the function's control at node n; counted as kept
-    where n returns success (`return &Blas{stream: s}, nil`)."""
+def hand_over(record: WalkRecord, graph: CFG, n: int) -> NoReturn:
+    """The handle leaves the function's control at node n (the walk of this
+    path ends: LeftControl), counted as kept where n returns success
+    (`return &Blas{stream: s}, nil`)."""
     record.transferred += 1
     if graph.kind(n) is NodeKind.RETURN and graph.unit.returns_error:
         returned = syntax.returned(graph.ast(n))

@@ -31,7 +31,7 @@ from cudalint.analyses.lifetimes.counted import Counted
 from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.nils import NilLocals
 from cudalint.analyses.lifetimes.outcomes import Effect, Origin
-from cudalint.analyses.lifetimes.sides import converted_status, equal_to_earlier_value, error_of, null_tested, transferred
+from cudalint.analyses.lifetimes.sides import converted_status, equal_to_earlier_value, error_of, hand_over, null_tested
 from cudalint.analyses.owners import acquires_into_receiver
 from cudalint.knowledge import ResourceSpec
 from cudalint.analyses.lifetimes.resources import VariableResources
@@ -484,11 +484,11 @@ class Walker:
                 # sentinel, `return d, errPartial`, it may be a partial success;
                 # a deferred `if err != nil { destroy(d) }` releases it first).
                 record.returned_failing = True
-            transferred(record, graph, n)
+            hand_over(record, graph, n)
         if kind in (UseKind.STORE, UseKind.PASS_UNKNOWN):
             if released or (kind is UseKind.PASS_UNKNOWN and use.symbol in state.pointers):
                 return state
-            transferred(record, graph, n)
+            hand_over(record, graph, n)
         if kind is UseKind.DEREF and use.role is not None and (
             self._resources.owns(use.symbol, use.role[0], origin) or _wraps(origin, use.role[0])
         ):
