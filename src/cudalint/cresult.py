@@ -13,6 +13,8 @@ analyses/c_helpers.py makes API functions of it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tree_sitter import Node
 
 from cudalint import syntax
@@ -39,14 +41,16 @@ def result_fields(struct: Node | None) -> tuple[str, str] | None:
     return messages[0], payloads[0] if len(payloads) == 1 else ""
 
 
-def into_result(body: Node, pointer: bool = False) -> tuple[tuple[str, int], ...]:
+def into_result(body: Node, pointer: bool = False, kept: Callable[[set[str]], bool] = lambda _: False) -> tuple[tuple[str, int], ...]:
     """(callee, argument index) of each call whose out-argument is, or is
     carried into, what the function returns: `&p` where p is returned or
     passed to the returned call (`return kr_status(st, st == 0 ? p : NULL)`),
     `&r.res` where r is returned. For a function returning a pointer
     (`void *gpu_malloc(size_t n) { void *p = NULL; CHECK(cudaMalloc(&p, n));
     return p; }`), only a local of its own filled whole: `&j->buf` of a
-    struct it returns is memory the struct's own release frees."""
+    struct it returns is memory the struct's own release frees, and none
+    where the pointer is also `kept` where it outlives the call (`registry[i]
+    = p; return p;`: the caller borrows it)."""
     landed: set[str] = set()
     for node in syntax.walk(body):
         if node.type != "return_statement" or not node.named_children:
@@ -60,6 +64,8 @@ def into_result(body: Node, pointer: bool = False) -> tuple[tuple[str, int], ...
             landed.update(syntax.text(n) for n in syntax.walk(arguments) if n.type == "identifier")
     if pointer:
         landed &= _locals(body)
+        if landed and kept(landed):
+            return ()
     found: list[tuple[str, int]] = []
     for call in syntax.walk(body):
         if call.type != "call_expression" or call.child_by_field_name("function") is None or _returned(call):

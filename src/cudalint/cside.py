@@ -578,7 +578,8 @@ def _function(node: Node, macros: dict[str, tuple[str, str]]) -> CFunction | Non
         return replace(
             wrapped, keeps=_kept_params(function.params, body), passes=_passed_params(function.params, body),
             frees=_freed_parameter(function.params, body),
-            into_result=into_result(body, function.pointer) if function.returns != "void" or function.pointer else (),
+            into_result=into_result(body, function.pointer, lambda names: bool(_stored_away(body, names, set(function.params))))
+            if function.returns != "void" or function.pointer else (),
             null_test=null_test(body, function.params),
         )
     if pasted:
