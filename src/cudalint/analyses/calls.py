@@ -538,8 +538,8 @@ class CallIndex:
         seen = {type_name}
         level = [type_name]
         while level:
-            for name in level:
-                for unit in self._methods.get(method, []):
+            for name in level:  # (by type: a scan of every method so named was quadratic in a ring of types)
+                for unit in self.methods_of_type(name):
                     if unit.name in (f"{name}.{method}", f"(*{name}).{method}"):
                         return unit
             following = []
