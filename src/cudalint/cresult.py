@@ -55,7 +55,7 @@ def into_result(body: Node, pointer: bool = False, kept: Callable[[set[str]], bo
     for node in syntax.walk(body):
         if node.type != "return_statement" or not node.named_children:
             continue
-        value = _unwrapped(node.named_children[0])
+        value = unwrapped(node.named_children[0])
         if value is not None and value.type == "identifier":
             landed.add(syntax.text(value))
         elif not pointer and value is not None and value.type == "call_expression" and (
@@ -63,7 +63,7 @@ def into_result(body: Node, pointer: bool = False, kept: Callable[[set[str]], bo
         ) is not None:
             landed.update(syntax.text(n) for n in syntax.walk(arguments) if n.type == "identifier")
     if pointer:
-        landed &= _locals(body)
+        landed &= declared_locals(body)
         if landed and kept(landed):
             return ()
     found: list[tuple[str, int]] = []
@@ -71,22 +71,25 @@ def into_result(body: Node, pointer: bool = False, kept: Callable[[set[str]], bo
         if call.type != "call_expression" or call.child_by_field_name("function") is None or _returned(call):
             continue  # (`return ok(&dummy_stream);` hands out a static, filled by no call)
         for index, argument in enumerate((call.child_by_field_name("arguments") or call).named_children):
-            target = _address_root(_unwrapped(argument), whole=pointer)
+            target = _address_root(unwrapped(argument), whole=pointer)
             if target in landed:
                 found.append((syntax.text(call.child_by_field_name("function")), index))
     return tuple(found)
 
 
-def _locals(body: Node) -> set[str]:
+def declared_locals(body: Node) -> set[str]:
     """The variables the body declares (`void *p = NULL;`, `float *d;`)."""
-    found = set()
-    for node in syntax.walk(body):
-        if node.type == "declaration":
-            for declarator in node.children_by_field_name("declarator"):
-                while declarator is not None and declarator.type in ("init_declarator", "pointer_declarator"):
-                    declarator = declarator.child_by_field_name("declarator")
-                if declarator is not None and declarator.type == "identifier":
-                    found.add(syntax.text(declarator))
+    return {syntax.text(name) for node in syntax.walk(body) if node.type == "declaration" for name in declared_names(node)}
+
+
+def declared_names(declaration: Node) -> list[Node]:
+    """Every name a C declaration declares (`float s = 0, v;`: s and v)."""
+    found = []
+    for declarator in declaration.children_by_field_name("declarator"):
+        while declarator is not None and declarator.type != "identifier":
+            declarator = declarator.child_by_field_name("declarator")
+        if declarator is not None:
+            found.append(declarator)
     return found
 
 
@@ -101,13 +104,14 @@ def _address_root(node: Node | None, whole: bool = False) -> str:
     `whole`, of the variable itself only)."""
     if node is None or node.type != "pointer_expression" or syntax.text(node.child_by_field_name("operator")) != "&":
         return ""
-    operand = _unwrapped(node.child_by_field_name("argument"))
+    operand = unwrapped(node.child_by_field_name("argument"))
     while not whole and operand is not None and operand.type == "field_expression":
-        operand = _unwrapped(operand.child_by_field_name("argument"))
+        operand = unwrapped(operand.child_by_field_name("argument"))
     return syntax.text(operand) if operand is not None and operand.type == "identifier" else ""
 
 
-def _unwrapped(value: Node | None) -> Node | None:
+def unwrapped(value: Node | None) -> Node | None:
+    """A C expression without the parentheses and casts around it."""
     while value is not None and value.type in ("parenthesized_expression", "cast_expression"):
         value = value.named_children[-1] if value.named_children else None
     return value
@@ -120,14 +124,14 @@ def null_test(body: Node, params: tuple[str, ...]) -> int:
     statements = [child for child in body.named_children if child.type != "comment"]
     if len(statements) != 1 or statements[0].type != "return_statement" or not statements[0].named_children:
         return -1
-    value = _unwrapped(statements[0].named_children[0])
+    value = unwrapped(statements[0].named_children[0])
     operand = None
     if value is not None and value.type == "unary_expression" and syntax.text(value.child_by_field_name("operator")) == "!":
         operand = value.child_by_field_name("argument")
     elif value is not None and value.type == "binary_expression" and syntax.text(value.child_by_field_name("operator")) == "==":
-        left, right = (_unwrapped(value.child_by_field_name(side)) for side in ("left", "right"))
+        left, right = (unwrapped(value.child_by_field_name(side)) for side in ("left", "right"))
         for candidate, other in ((left, right), (right, left)):
             if other is not None and syntax.text(other) in ("NULL", "0", "nullptr"):
                 operand = candidate
-    name = syntax.text(_unwrapped(operand)) if operand is not None else ""
+    name = syntax.text(unwrapped(operand)) if operand is not None else ""
     return params.index(name) if name and name in params else -1

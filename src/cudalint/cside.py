@@ -34,7 +34,7 @@ from pathlib import Path
 from tree_sitter import Language, Node, Parser
 
 from cudalint import syntax
-from cudalint.cresult import into_result, null_test, result_fields
+from cudalint.cresult import declared_locals, into_result, null_test, result_fields, unwrapped
 from cudalint.cxx import cxx_definitions, cxx_lifetime, makes_objects
 from cudalint.parse import ParsedFile
 
@@ -145,6 +145,12 @@ class CView:
                 break
             names.append(target)
         return tuple(names), pointer
+
+    def payload(self, type_name: str) -> str:
+        """The field of a result struct that stands for the handle it
+        carries (`value` of `{void *value; const char *message;}`); "" for
+        another type, or a struct with several."""
+        return self.result_structs.get(type_name, ("", ""))[1]
 
     def is_type(self, name: str) -> bool:
         return name in self.typedefs
@@ -404,11 +410,11 @@ def _assigned_call(body: Node, name: str) -> Node | None:
             values.append(node.child_by_field_name("value"))
         elif node.type == "assignment_expression" and _text(node.child_by_field_name("left")) == name:
             values.append(node.child_by_field_name("right"))
-    calls = [_unwrapped(value) for value in values]
+    calls = [unwrapped(value) for value in values]
     if not calls or any(call is None or call.type != "call_expression" for call in calls):
         return None
     if len(calls) > 1 and not any(
-        node.type == "return_statement" and _text(_unwrapped(next(iter(node.named_children), None))) == name
+        node.type == "return_statement" and _text(unwrapped(next(iter(node.named_children), None))) == name
         and calls[0].end_byte < node.start_byte < calls[1].start_byte
         for node in syntax.walk(body)
     ):
@@ -608,19 +614,13 @@ def _only_call(body: Node) -> Node | None:
     return call if call.type == "call_expression" else None
 
 
-def _unwrapped(value: Node | None) -> Node | None:
-    while value is not None and value.type in ("parenthesized_expression", "cast_expression"):
-        value = value.named_children[-1] if value.named_children else None
-    return value
-
-
 def _is_constant(value: Node | None) -> bool:
     """A status constant (`NVML_SUCCESS`, `0`, `CUDA_ERROR_NOT_FOUND`), `NULL`
     (a pointer-returning helper's failure), or a choice between two (`dlclose(h) ? NVML_ERROR_UNKNOWN : NVML_SUCCESS`)."""
     if value is None:
         return False
     if value.type == "conditional_expression":
-        return all(_is_constant(_unwrapped(value.child_by_field_name(field))) for field in ("consequence", "alternative"))
+        return all(_is_constant(unwrapped(value.child_by_field_name(field))) for field in ("consequence", "alternative"))
     return value.type in ("number_literal", "null") or (value.type == "identifier" and _CONSTANT_NAME.fullmatch(_text(value)) is not None)
 
 
@@ -645,7 +645,7 @@ def _with_wrapped(function: CFunction, body: Node) -> CFunction:
     while stack:
         node = stack.pop()
         if node.type == "return_statement":
-            value = _unwrapped(next(iter(node.named_children), None))
+            value = unwrapped(next(iter(node.named_children), None))
             if value is None and function.returns == "void" and not function.pointer:
                 continue  # `return;` of a void function
             if _is_constant(value):
@@ -681,7 +681,7 @@ def _mapping(call: Node, params: tuple[str, ...]) -> tuple[int, ...]:
     (casts aside); -1 for anything else."""
     mapping = []
     for argument in (call.child_by_field_name("arguments") or call).named_children:
-        text = _text(_unwrapped(argument))
+        text = _text(unwrapped(argument))
         mapping.append(params.index(text) if text in params and text else -1)
     return tuple(mapping)
 
@@ -692,7 +692,7 @@ def _carried_call(body: Node, call: Node) -> Node | None:
     returned call's arguments, where it has one."""
     found = []
     for argument in (call.child_by_field_name("arguments") or call).named_children:
-        value = _unwrapped(argument)
+        value = unwrapped(argument)
         if value is not None and value.type == "identifier":
             value = _assigned_call(body, _text(value))
         if value is not None and value.type == "call_expression":
@@ -706,7 +706,7 @@ def _passed_params(params: tuple[str, ...], body: Node) -> tuple[tuple[str, int,
         if call.type != "call_expression" or call.child_by_field_name("function") is None:
             continue
         for index, argument in enumerate((call.child_by_field_name("arguments") or call).named_children):
-            argument = _unwrapped(argument)
+            argument = unwrapped(argument)
             if argument is not None and argument.type == "identifier" and _text(argument) in params:
                 found.append((_text(call.child_by_field_name("function")), index, params.index(_text(argument))))
     return tuple(found)
@@ -725,12 +725,12 @@ def _stored_away(body: Node, names: set[str] | tuple[str, ...], params: set[str]
     pointer itself, or a pointer field of a struct parameter
     (`dst->name = src.name`, not `dst[i] = src[i]`, a value read through
     it), into memory a parameter points to or into a global."""
-    locals_ = {_text(name) for d in syntax.walk(body) if d.type == "declaration" for name in _declared_names(d)}
+    locals_ = declared_locals(body)
     stored = set()
     for node in syntax.walk(body):
         if node.type != "assignment_expression":
             continue
-        value = _unwrapped(node.child_by_field_name("right"))
+        value = unwrapped(node.child_by_field_name("right"))
         if value is not None and value.type == "field_expression" and _text(value.child_by_field_name("operator")) == ".":
             value = value.child_by_field_name("argument")  # a field of a struct passed by value
         source = _text(value) if value is not None and value.type == "identifier" else ""
@@ -744,17 +744,6 @@ def _stored_away(body: Node, names: set[str] | tuple[str, ...], params: set[str]
         if (target in params and through) or (target not in params and target not in locals_ and target):
             stored.add(source)
     return stored
-
-
-def _declared_names(declaration: Node) -> list[Node]:
-    """Every name a declaration declares (`float s = 0, v;`: s and v)."""
-    found = []
-    for declarator in declaration.children_by_field_name("declarator"):
-        while declarator is not None and declarator.type != "identifier":
-            declarator = declarator.child_by_field_name("declarator")
-        if declarator is not None:
-            found.append(declarator)
-    return found
 
 
 def _root_name(node: Node | None) -> str:
@@ -774,13 +763,13 @@ def _freed_parameter(params: tuple[str, ...], body: Node) -> int:
     aliases = {name: name for name in params if name}
     for node in syntax.walk(body):
         if node.type == "init_declarator":
-            value = _unwrapped(node.child_by_field_name("value"))
+            value = unwrapped(node.child_by_field_name("value"))
             if value is not None and value.type == "identifier" and _text(value) in aliases:
                 aliases[_declared_text(node.child_by_field_name("declarator"))] = aliases[_text(value)]
     freed = {
         aliases[argument] for node in syntax.walk(body)
         if node.type == "call_expression" and _text(node.child_by_field_name("function")) == "free"
-        and (argument := _text(_unwrapped(next(iter((node.child_by_field_name("arguments") or node).named_children), None)))) in aliases
+        and (argument := _text(unwrapped(next(iter((node.child_by_field_name("arguments") or node).named_children), None)))) in aliases
     }
     return params.index(freed.pop()) if len(freed) == 1 else -1
 
@@ -791,6 +780,6 @@ def _frees_parameter(body: Node, params: tuple[str, ...]) -> Node | None:
     found = [
         node for node in syntax.walk(body)
         if node.type == "call_expression" and _text(node.child_by_field_name("function")) == "free"
-        and _text(_unwrapped(next(iter((node.child_by_field_name("arguments") or node).named_children), None))) in params
+        and _text(unwrapped(next(iter((node.child_by_field_name("arguments") or node).named_children), None))) in params
     ]
     return found[0] if len(found) == 1 else None

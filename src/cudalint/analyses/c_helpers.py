@@ -50,7 +50,8 @@ def c_helper_api_of(view: CView, name: str, knowledge: Knowledge, known: ApiFunc
     function = view.functions.get(name)
     if function is None:
         return None if view.is_type(name) else False  # `C.cudaStream_t(x)` converts
-    resulting = _resulting(view, function, knowledge, f"C.{name}") if known is None or not (known.acquires or known.releases) else None
+    unpaired = known is None or not (known.acquires or known.releases)  # the knowledge pairs nothing here
+    resulting = _resulting(view, function, knowledge, f"C.{name}") if unpaired else None
     if resulting is not None:
         return resulting
     if function.wraps:
@@ -66,7 +67,7 @@ def c_helper_api_of(view: CView, name: str, knowledge: Knowledge, known: ApiFunc
         carried = knowledge.lookup("C", function.carried) if function.carried else None
         if carried is not None and (api := _carrying(carried, function, f"C.{name}")) is not None:
             return api
-    made = _made_and_returned(view, function, knowledge, f"C.{name}") if known is None or not (known.acquires or known.releases) else None
+    made = _made_and_returned(view, function, knowledge, f"C.{name}") if unpaired else None
     if made is not None:
         return made
     freed = _freed_through(view, function)
@@ -130,11 +131,7 @@ def _wrapping(inner: ApiFunction, helper, written: str) -> ApiFunction:
                 prefix = "out" if role.is_out else "arg"
                 roles.append((kind, resource, CallRole(written, f"{prefix}{helper.wrapped_args[index]}")))
     status = None if helper.returns == "void" and not helper.pointer else inner.status
-    return ApiFunction(
-        inner.family, written, status, inner.discardable,
-        tuple(r for k, r, _ in roles if k == "release"), tuple(r for k, r, _ in roles if k == "acquire"),
-        tuple(r for k, r, _ in roles if k == "transfer"), helper_roles=tuple(roles),
-    )
+    return _api_of_roles(inner.family, written, status, inner.discardable, roles)
 
 
 def _carrying(inner: ApiFunction, helper, written: str) -> ApiFunction | None:
@@ -149,10 +146,7 @@ def _carrying(inner: ApiFunction, helper, written: str) -> ApiFunction | None:
     ]
     if not roles:
         return None
-    return ApiFunction(
-        inner.family, written, None, True,
-        tuple(r for k, r, _ in roles if k == "release"), (), tuple(r for k, r, _ in roles if k == "transfer"), helper_roles=tuple(roles),
-    )
+    return _api_of_roles(inner.family, written, None, True, roles)
 
 
 def _resulting(view: CView, function, knowledge: Knowledge, written: str) -> ApiFunction | None:
@@ -173,12 +167,7 @@ def _resulting(view: CView, function, knowledge: Knowledge, written: str) -> Api
         return None
     roles = [("acquire", resource, CallRole(written, "result0")) for _, resource in acquired]
     roles += list(moved.helper_roles) if moved is not None else []
-    status = StatusSpec(returned[0][0], ("nil",), "first", "field", field=field)
-    return ApiFunction(
-        family, written, status, False,
-        tuple(r for k, r, _ in roles if k == "release"), tuple(r for k, r, _ in roles if k == "acquire"),
-        tuple(r for k, r, _ in roles if k == "transfer"), helper_roles=tuple(roles),
-    )
+    return _api_of_roles(family, written, StatusSpec(returned[0][0], ("nil",), "first", "field", field=field), False, roles)
 
 
 def _made_and_returned(view: CView, function, knowledge: Knowledge, written: str) -> ApiFunction | None:
@@ -189,8 +178,17 @@ def _made_and_returned(view: CView, function, knowledge: Knowledge, written: str
     acquired = _landed(view, function, knowledge) if function.pointer else []
     if not acquired:
         return None
-    roles = tuple(("acquire", resource, CallRole(written, "result0")) for _, resource in acquired)
-    return ApiFunction(acquired[0][0], written, None, False, (), tuple(r for _, r, _ in roles), helper_roles=roles)
+    return _api_of_roles(acquired[0][0], written, None, False, [("acquire", resource, CallRole(written, "result0")) for _, resource in acquired])
+
+
+def _api_of_roles(family, written: str, status: StatusSpec | None, discardable: bool, roles: list) -> ApiFunction:
+    """A function of the package's C as an API function: its (kind,
+    resource, role) triples, each kind's resources in the order found."""
+    return ApiFunction(
+        family, written, status, discardable,
+        tuple(r for k, r, _ in roles if k == "release"), tuple(r for k, r, _ in roles if k == "acquire"),
+        tuple(r for k, r, _ in roles if k == "transfer"), helper_roles=tuple(roles),
+    )
 
 
 def _landed(view: CView, function, knowledge: Knowledge) -> list:

@@ -165,7 +165,7 @@ def _c_helper_release(reads: _Reads, origin: Origin) -> str | None:
     # `DeviceFree(void *p) { return kr_status(cudaFree(p), NULL); }`: a result struct's release.
     helpers = helpers or [name for name, function in view.functions.items() if function.carried == released]
     statement = release_statement(origin)
-    payload = view.result_structs.get(made.returns, ("", ""))[1] if made is not None and origin.api.helper_roles else ""
+    payload = view.payload(made.returns) if made is not None and origin.api.helper_roles else ""
     if payload and origin.handle:
         statement = statement.replace(f"({origin.handle})", f"({origin.handle}.{payload})")  # `C.DeviceFree(r.res)`
     return statement.replace(f"C.{released}(", f"C.{helpers[0]}(") if len(helpers) == 1 else None

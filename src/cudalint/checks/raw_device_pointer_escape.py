@@ -7,6 +7,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
 from cudalint.analyses.lifetimes import LIFETIMES
+from cudalint.analyses.lifetimes.handouts import stored_in_receiver
 from cudalint.analyses.owners import OWNERS, Owners
 from cudalint.analyses.uses import USES, UseKind
 from cudalint.catalog import Level, Rule
@@ -54,7 +55,7 @@ def check(p: Pass) -> None:
             cleaned = {o.handle for o, _ in lifetimes.handed_out(unit) if o.resource.any_use_releases}
             origins = [
                 o for o in lifetimes.lifetimes(unit).origins
-                if o.resource.device_memory and o.handle and o.via is None and o.handle not in cleaned and not _kept_by_receiver(unit, o.handle)
+                if o.resource.device_memory and o.handle and o.via is None and o.handle not in cleaned and not _kept_by_receiver(unit, o.handle, calls)
             ]
             if not origins:
                 continue
@@ -86,21 +87,10 @@ def check(p: Pass) -> None:
                         _report(p, unit, statement, origin.written, origin.call, f"returned as the named result {origin.handle}")
 
 
-def _kept_by_receiver(unit: Unit, handle: str) -> bool:
+def _kept_by_receiver(unit: Unit, handle: str, calls: CallIndex) -> bool:
     """`b.scratch = ptr; return ptr, nil`: the method's receiver keeps the
     pointer (and frees it), so what leaves is a view of what it owns."""
-    receiver = unit.receiver
-    if receiver is None or unit.body is None:
-        return False
-    for statement in syntax.walk(unit.body):
-        for targets, values in syntax.assignment_sides(statement):
-            for target, value in zip(targets, values) if len(targets) == len(values) else ():
-                root = target
-                while root is not None and root.type == "selector_expression":
-                    root = syntax.unparen(root.child_by_field_name("operand"))
-                if target is not root and syntax.text(root) == receiver.name and syntax.text(syntax.unparen(value)) == handle:
-                    return True
-    return False
+    return unit.receiver is not None and unit.body is not None and handle in stored_in_receiver(unit, unit.receiver.name, calls)
 
 
 def _report(p: Pass, unit: Unit, node: Node, written: str, acquired: Node, where: str) -> None:

@@ -69,7 +69,7 @@ class HandOuts:
         status, view = origin.status, self._calls.c_view
         if status is None or status.kind != "field" or view is None:
             return ""
-        return view.result_structs.get(status.type, ("", ""))[1]
+        return view.payload(status.type)
 
     def units_with_acquisitions(self) -> list[Unit]:
         """The functions that acquire something: by an API call, or by a
@@ -213,7 +213,7 @@ class HandOuts:
         owner = self._owners.of(unit.receiver_type)
         if owner is None or unit.name.rsplit(".", 1)[-1] in owner.methods or self._releases_receiver(unit, receiver.name):
             return None
-        stored = _stored_in_receiver(unit, receiver.name, self._calls)
+        stored = stored_in_receiver(unit, receiver.name, self._calls)
         # `C.cudaMalloc(&b.ptr, n)` into the receiver's field is no origin the
         # method follows (the struct holds it from the start): taken from the call.
         into_fields = [
@@ -404,7 +404,7 @@ def _returned_at(
     return index
 
 
-def _stored_in_receiver(unit: Unit, receiver: str, calls: CallIndex) -> set[str]:
+def stored_in_receiver(unit: Unit, receiver: str, calls: CallIndex) -> set[str]:
     """The locals the method assigns to a field of its receiver, through
     conversions and views (`d.inner = dp`, `h.device.s = unsafe.Slice((*T)(p), n)`)."""
     found = set()

@@ -64,8 +64,7 @@ def converted_status(calls: CallIndex, status: StatusSemantics, graph: CFG, orig
             continue
         if callee.kind is CalleeKind.CONVERSION and len(arguments) == 1 and len(left) == 1:
             return resolution.symbol(target)
-        source = StatusSource.of(origin.api, origin.written)
-        if source is not None and status.converts_at(call, index, source):
+        if status.converts_at(call, index, StatusSource.of(origin.api, origin.written)):
             return resolution.symbol(target)
     return None
 
