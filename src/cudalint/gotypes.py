@@ -180,6 +180,26 @@ def qualified_type(resolution: Resolution, type_node: Node | None, depth: int = 
     return imported.import_path or "", syntax.text(name)
 
 
+def struct_fields(struct: Node) -> list[Node]:
+    """The field declarations of a struct type node (not those of the
+    anonymous structs nested in it)."""
+    lists = [child for child in syntax.children(struct) if child.type == "field_declaration_list"]
+    return [member for body in lists for member in syntax.children(body) if member.type == "field_declaration"]
+
+
+def anonymous_field(struct: Node | None, field: str) -> Node | None:
+    """The type node of a field of an anonymous struct type (`struct { A, B T }`)."""
+    while struct is not None and struct.type in ("pointer_type", "parenthesized_type"):
+        inner = syntax.children(struct)
+        struct = inner[-1] if inner else None
+    if struct is None or struct.type != "struct_type":
+        return None
+    for member in struct_fields(struct):
+        if field in (syntax.text(name) for name in member.children_by_field_name("name")):
+            return member.child_by_field_name("type")
+    return None
+
+
 def nth_result(result: Node | None, index: int) -> Node | None:
     """The type node of a function's index-th result (`(T, error)`, `(a, b T)`)."""
     if result is None:
@@ -282,9 +302,7 @@ class Paths:
                         if name is None or body is None or body.type != "struct_type":
                             continue
                         fields: dict[str, str] = {}
-                        for member in syntax.walk(body):
-                            if member.type != "field_declaration":
-                                continue
+                        for member in struct_fields(body):
                             member_type = short_type(member.child_by_field_name("type"))
                             names = member.children_by_field_name("name")
                             for field_name in names:
@@ -392,12 +410,7 @@ class TypeOracle:
                     return syntax.text(function)
             return self.result_type(node)
         if node.type == "selector_expression":
-            owner = self.type_of(node.child_by_field_name("operand"), depth + 1)
-            if owner is None:
-                return None
-            fields, _ = self.structs().get(owner, ({}, []))
-            field_type = fields.get(syntax.text(node.child_by_field_name("field")))
-            return named_type(field_type) if field_type is not None else None
+            return named_type(self.selected_field(node, depth + 1))
         if node.type == "index_expression":
             return named_type(element_of(self.declared_type_of(node.child_by_field_name("operand"))))
         return None
@@ -410,13 +423,35 @@ class TypeOracle:
             return None
         if node.type == "identifier":
             symbol = self.package.resolution.symbol(node)
-            return symbol.type_node if symbol is not None and symbol.kind is SymbolKind.VAR else None
+            if symbol is None or symbol.kind is not SymbolKind.VAR:
+                return None
+            return symbol.type_node or declared_type(self.package.resolution, node)
         if node.type == "selector_expression":
-            owner = self.type_of(node.child_by_field_name("operand"))
-            fields, _ = self.structs().get(owner, ({}, [])) if owner is not None else ({}, [])
-            return fields.get(syntax.text(node.child_by_field_name("field")))
+            return self.selected_field(node)
         if node.type == "call_expression":
             return self._result_node(node, 0)
+        return None
+
+    def selected_field(self, selector: Node, depth: int = 0) -> Node | None:
+        """The type node of the field `x.f` selects: of a struct of the
+        package, also one promoted from a struct of the package it embeds
+        (`pk.DenDevice` with `type ProvingKey struct { *deviceInfo }`), or
+        of an anonymous struct (`pk.Pinned.A` with `Pinned struct { A T }`)."""
+        operand, field = selector.child_by_field_name("operand"), syntax.text(selector.child_by_field_name("field"))
+        owner = self.type_of(operand, depth)
+        if owner is not None:
+            return self.field_of(owner, field)
+        return anonymous_field(self.declared_type_of(operand) if depth < 8 else None, field)
+
+    def field_of(self, owner: str, field: str, depth: int = 0) -> Node | None:
+        """The type node of a field of a package struct, promoted fields included."""
+        fields, embedded = self.structs().get(owner, ({}, []))
+        if field in fields or depth > 4:
+            return fields.get(field)
+        for inner in embedded:
+            found = self.field_of(inner, field, depth + 1)
+            if found is not None:
+                return found
         return None
 
     def _result_node(self, call: Node, index: int) -> Node | None:
@@ -463,8 +498,9 @@ class TypeOracle:
         if node is not None and node.type == "identifier":
             symbol = self.package.resolution.symbol(node)
             made = self._made_by_call(symbol) if symbol is not None and symbol.kind is SymbolKind.VAR else None
-            if made is not None:
-                return self._result_node(*made)
+            result = self._result_node(*made) if made is not None else None
+            if result is not None:
+                return result
         if node is not None and node.type == "composite_literal":
             return node.child_by_field_name("type")  # `range []*Buffer{p.x, p.y}`
         return self.declared_type_of(node)

@@ -41,7 +41,7 @@ from tree_sitter import Node
 
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CalleeKind, CallIndex
-from cudalint.analyses.lifetimes.flags import counted_up, flag_guarded_release, held_flag, package_flag, set_true
+from cudalint.analyses.lifetimes.flags import counted_up, guarded_release, held_flag, package_flag, set_true
 from cudalint.analyses.lifetimes.holders import released_untaken, value_holds_count
 from cudalint.analyses.lifetimes.nils import NilLocals
 from cudalint.analyses.lifetimes.outcomes import EarlyRelease, Origin
@@ -527,7 +527,7 @@ class Counted:
 
     def _registers(self, graph: CFG, origin: Origin, state: State, n: int, name: str) -> bool:
         if is_counted(origin):
-            return self._defer_releases(graph, n, name) and not flag_guarded_release(graph.ast(n), self._calls, self._call_releases, name)
+            return self._defer_releases(graph, n, name) and not guarded_release(graph.ast(n), origin.call, self._calls, self._call_releases, name)
         # A release handed out as a function (any use releases it): `defer
         # cleanup()`; a release of the handle (`defer dcgm.DestroyGroup(g)`)
         # or a release method of its value (`defer b.Free()`), which the

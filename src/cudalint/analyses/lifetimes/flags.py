@@ -164,11 +164,16 @@ def held_flag(
     )
 
 
-def flag_guarded_release(defer: Node | None, calls: CallIndex, call_releases: Callable[[Node, str], bool], name: str) -> bool:
+def guarded_release(
+    defer: Node | None, acquiring: Node | None, calls: CallIndex, call_releases: Callable[[Node, str], bool], name: str,
+) -> bool:
     """`defer shutDown()` (or `defer func() {...}()`) whose literal gives the
-    count back only under a flag of the function around it (`if nvmlFound {
-    nvml.Shutdown() }`, the flag set once the init succeeded): the code says
-    itself whether a count was taken, so a failing init releases nothing."""
+    count back only where the code says a count was taken, so that a failing
+    acquisition releases nothing: under a flag of the function around it
+    (`if nvmlFound { nvml.Shutdown() }`, the flag set once the init
+    succeeded), or under `if v != nil` of a value the acquiring call returned
+    (`l, err := NewLabeler(n)` then `defer func() { if l != nil {
+    l.Shutdown() } }()`: a failing constructor returns nil)."""
     function = syntax.statement_callee(defer)
     if function is not None and function.type == "identifier":
         symbol = calls.package.resolution.symbol(function)
@@ -178,7 +183,40 @@ def flag_guarded_release(defer: Node | None, calls: CallIndex, call_releases: Ca
     if literal is None or literal.kind is not UnitKind.LITERAL or literal.body is None:
         return False
     releasing = [node for node in syntax.all_calls(literal.body) if call_releases(node, name)]
-    return bool(releasing) and all(_under_outer_flag(node, literal, calls) for node in releasing)
+    results = _results_held(acquiring)
+    return bool(releasing) and all(
+        _under_outer_flag(node, literal, calls) or _under_nil_test(node, literal, results) for node in releasing
+    )
+
+
+def _results_held(call: Node | None) -> set[str]:
+    """The variables a call's non-error results are given (`l` of `l, err := NewLabeler(n)`)."""
+    holder = call.parent if call is not None else None
+    statement = holder.parent if holder is not None and holder.type == "expression_list" else None
+    if statement is None or statement.type not in ("assignment_statement", "short_var_declaration"):
+        return set()
+    names = [syntax.text(target) for target in syntax.expressions(statement.child_by_field_name("left")) if target.type == "identifier"]
+    return set(names[:-1] if len(names) > 1 else names) - {"_"}
+
+
+def _under_nil_test(node: Node, literal: Unit, results: set[str]) -> bool:
+    """In the consequence of `if v != nil` (or `if v != nil && ...`), v one of `results`."""
+    current, child = node.parent, node
+    while current is not None and current != literal.node:
+        if current.type == "if_statement" and child == current.child_by_field_name("consequence"):
+            parts = [current.child_by_field_name("condition")]
+            while parts:
+                part = syntax.unparen(parts.pop())
+                if part is None or part.type != "binary_expression":
+                    continue
+                operator = syntax.text(part.child_by_field_name("operator"))
+                left, right = syntax.unparen(part.child_by_field_name("left")), syntax.unparen(part.child_by_field_name("right"))
+                if operator == "&&":
+                    parts += [left, right]
+                elif operator == "!=" and left is not None and right is not None and right.type == "nil" and syntax.text(left) in results:
+                    return True
+        current, child = current.parent, current
+    return False
 
 
 def _under_outer_flag(node: Node, literal: Unit, calls: CallIndex) -> bool:

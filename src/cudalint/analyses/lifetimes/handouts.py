@@ -145,7 +145,7 @@ class HandOuts:
                 index, owner = constructed
                 if self._owners.finalized(owner.type_name):
                     continue  # the collector releases a value dropped
-                if any(_kept_elsewhere(unit, name) for name in _returned_names(unit, index)):
+                if any(_kept_elsewhere(unit, name, origin.handle) for name in _returned_names(unit, index)):
                     continue  # `registry[name] = m` too: not the caller's alone
                 origin = replace(origin, resource=owned_resource(
                     origin.resource.owns or origin.resource, owner.type_name, owner.methods, owner.idempotent, owner.inert,
@@ -525,15 +525,19 @@ def _is_variable(node, handle: str, address: bool, payload: bool = False) -> boo
     return node is not None and node.type == "identifier" and syntax.text(node) == handle
 
 
-def _kept_elsewhere(unit: Unit, handle: str) -> bool:
+def _kept_elsewhere(unit: Unit, handle: str, field: str = "") -> bool:
     """Whether the function also keeps the handle outside its results: in a
     func literal (`cleanups = append(cleanups, func() { destroy(h) })`), in
     a field, element or through a pointer (`c.ptr = h`, `m[k] = h`), or
     appended to a slice. A value returned around it (`&collector{group: h}`)
     is then one of several owners, and the returned one may not be the
-    one that releases it."""
+    one that releases it. Where the resource is the value's `field` (`c.ctx`),
+    reading its other fields keeps nothing of it (`c.ctx = create(c.dev)`,
+    `c.fn = c.mod.Function("k")`)."""
     for node in syntax.walk(unit.body) if unit.body is not None else ():
         if node.type != "identifier" or syntax.text(node) != handle:
+            continue
+        if field and _reads_other_field(node, field):
             continue
         literal = syntax.enclosing_function(node)
         if literal != unit.node and not _run_in_place(literal):
@@ -547,6 +551,15 @@ def _kept_elsewhere(unit: Unit, handle: str) -> bool:
             if any(target.type != "identifier" for target in syntax.expressions(parent.child_by_field_name("left"))):
                 return True
     return False
+
+
+def _reads_other_field(node: Node, field: str) -> bool:
+    """`c.dev` where the resource is in `c.ctx`: a read of another field."""
+    selector = node.parent
+    if selector is None or selector.type != "selector_expression" or selector.child_by_field_name("operand") != node:
+        return False
+    read = syntax.text(selector)
+    return read != field and not field.startswith(read + ".")
 
 
 def _returned_names(unit: Unit, index: int) -> set[str]:

@@ -24,7 +24,13 @@ A status kept in a local and tested twice (`if st != C.cudaSuccess { free
 }` then `if st == C.cudaSuccess { use }`) is tracked the same way: equal to
 its success value stands for nil.
 
-Only locals compared with nil (or a status with its success) in a condition of the function are tracked,
+A boolean flag set beside an acquisition (`owned := false` ... `d, err =
+load(h)` ... `owned = true`, then `if owned { d.Free() }`) is tracked the
+same way: false stands for nil, true for not nil, and a condition that is
+the flag itself (or its negation, which the graph turns into the same
+test) is its test.
+
+Only locals compared with nil (or a status with its success, or flags tested) in a condition of the function are tracked,
 declared in it and never mentioned in a func literal (a closure could
 assign them where the path does not show it). What a variable holds where
 a walk starts comes from a must-analysis over the paths from the
@@ -145,10 +151,15 @@ class NilLocals:
                 if symbol is not None and self._trackable(graph, symbol):
                     found[condition] = (symbol, compared[1])
                     continue
+                tested = syntax.unparen(condition)
+                symbol = self._resolution.symbol(tested) if tested is not None and tested.type == "identifier" else None
+                if symbol is not None and self._is_flag(symbol) and self._trackable(graph, symbol, untyped=True):
+                    found[condition] = (symbol, False)  # `if owned`: taken where it is true, "not nil"
+                    continue
                 compared = _value_comparison(condition)
                 symbol = self._resolution.symbol(compared[0]) if compared is not None else None
                 source = self._status_of(symbol) if symbol is not None else None
-                if source is not None and self._status.means_success(source, compared[2]) is True and self._trackable(graph, symbol, status=True):
+                if source is not None and self._status.means_success(source, compared[2]) is True and self._trackable(graph, symbol, untyped=True):
                     found[condition] = (symbol, compared[1])  # `st == C.cudaSuccess` stands for `err == nil`
         return found
 
@@ -177,17 +188,38 @@ class NilLocals:
             found = found or StatusSource.of(fact.api, fact.written)
         return found
 
-    def _trackable(self, graph: CFG, symbol: Symbol, status: bool = False) -> bool:
+    def _is_flag(self, symbol: Symbol) -> bool:
+        """A local boolean only ever given `true` or `false` (declared
+        `bool` or made of one of them): a flag, whose value a path knows."""
+        if not symbol.is_local or symbol.kind is not SymbolKind.VAR:
+            return False
+        declared = syntax.text(symbol.type_node) if symbol.type_node is not None else ""
+        init = syntax.unparen(symbol.init) if symbol.init is not None and symbol.init_index < 0 else None
+        if declared != "bool" and (init is None or init.type not in ("true", "false")):
+            return False
+        for mention in self._calls.references(symbol):
+            parent = mention.parent
+            holder = parent.parent if parent is not None and parent.type == "expression_list" else None
+            if holder is not None and holder.type in ("assignment_statement", "short_var_declaration") and holder.child_by_field_name("left") == parent:
+                right = syntax.expressions(holder.child_by_field_name("right"))
+                left = syntax.expressions(parent)
+                value = right[[n.id for n in left].index(mention.id)] if len(left) == len(right) else None
+                if value is None or syntax.unparen(value).type not in ("true", "false"):
+                    return False
+        return True
+
+    def _trackable(self, graph: CFG, symbol: Symbol, untyped: bool = False) -> bool:
         """An error local of the function (declared `error`, or named for
-        one: `err`, `initErr`) that no func literal mentions and whose
-        address is never taken (`p := &err` writes it where the path does
-        not show). Only errors: pointers tested for nil in a row of
-        independent branches would multiply the walks' states."""
+        one: `err`, `initErr`; with `untyped`, a status or a flag) that no
+        func literal mentions and whose address is never taken (`p := &err`
+        writes it where the path does not show). No pointers: pointers
+        tested for nil in a row of independent branches would multiply the
+        walks' states."""
         unit_node = graph.unit.node
         if not symbol.is_local or symbol.function != unit_node:
             return False
         declared = syntax.text(symbol.type_node) if symbol.type_node is not None else ""
-        if not status and declared != "error" and not (not declared and _ERROR_NAME.fullmatch(symbol.name)):
+        if not untyped and declared != "error" and not (not declared and _ERROR_NAME.fullmatch(symbol.name)):
             return False
         for mention in self._calls.references(symbol):
             literal = syntax.enclosing_function(mention)
@@ -250,8 +282,10 @@ class NilLocals:
         node = syntax.unparen(expression)
         if node is None:
             return None
-        if node.type == "nil":
-            return True
+        if node.type in ("nil", "false"):
+            return True  # a flag's false stands for nil
+        if node.type == "true":
+            return False
         if node.type == "identifier":
             # A sentinel: `var errCUDA = errors.New("cuda")`.
             symbol = self._resolution.symbol(node)

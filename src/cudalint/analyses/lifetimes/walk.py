@@ -176,6 +176,10 @@ class Walker:
                 return Subject.STATUS
             if subject.type == "identifier" and resolution.symbol(subject) in state.names:
                 return Subject.HANDLE
+            if subject.type == "selector_expression" and state.fields and (
+                resolution.symbol(subject.child_by_field_name("operand")), syntax.text(subject.child_by_field_name("field")),
+            ) in state.fields:
+                return Subject.HANDLE  # `st.buf == nil` where st holds it in that field
             if (pointed := _pointer_of(subject)) is not None and resolution.symbol(pointed) in state.names:
                 return Subject.HANDLE  # `d.AsUnsafePointer() != nil`: the handle's own pointer tested
             if (tested := null_tested(self._calls, subject)) is not None and resolution.symbol(tested) in state.names:
@@ -226,6 +230,8 @@ class Walker:
                 continue
             if use.kind is UseKind.DISCARDED:
                 continue  # `_ = cleanup`: silences the compiler, disposes of nothing
+            if state.phase is Phase.RELEASED and use.kind is UseKind.PASS_API and _passed_by_address(use):
+                raise LeftControl  # `C.bootstrap(h, &info)` again (a loop): C writes it anew, the freed field with it
             if use.symbol in state.collections and use.kind not in (UseKind.READ, UseKind.ALIAS, UseKind.PASS_API) and not (
                 use.kind is UseKind.DEREF and (_assigned(use) or self._element_lent(use))
             ):
@@ -552,6 +558,14 @@ def _released_again_harmlessly(state: State, n: int, use: Use) -> State:
         return state
     deferred = None if state.deferred_idempotent else state.deferred_release
     return replace(state, phase=Phase.RELEASED, released_at=n, proxy=None, deferred_release=deferred)
+
+
+def _passed_by_address(use: Use) -> bool:
+    """`&info` handed to the call (the whole variable, not a field's address)."""
+    parent = use.node.parent
+    while parent is not None and parent.type == "parenthesized_expression":
+        parent = parent.parent
+    return syntax.is_address_of(parent)
 
 
 def _assigned(use: Use) -> bool:
