@@ -43,7 +43,7 @@ from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CalleeKind, CallIndex
 from cudalint.analyses.lifetimes.flags import counted_up, guarded_release, held_flag, package_flag, set_true
 from cudalint.analyses.lifetimes.holders import released_untaken, value_holds_count
-from cudalint.analyses.lifetimes.nils import NilLocals
+from cudalint.analyses.lifetimes.nils import NilLocals, holds_new_error
 from cudalint.analyses.lifetimes.outcomes import EarlyRelease, Origin
 from cudalint.analyses.lifetimes.unchecked import plain_release, status_dropped
 from cudalint.analyses.lifetimes.states import LeftControl, Phase, State, WalkRecord, note_gated_call, path_to, release
@@ -327,7 +327,8 @@ class Counted:
                 symbol = self._calls.package.resolution.symbol(last)
                 if symbol is not None and not symbol.is_local:
                     return True  # a sentinel error of the package
-                return self._tested_failing(statement, origin, text, failure)
+                tested = self._tested_failing(statement, origin, text, failure)
+                return True if not tested and holds_new_error(symbol, self._calls, self._new_error) else tested
             if last.type == "call_expression":
                 # `return wrapErr("init", err)` where err failed, `return
                 # check("copy", st)` where the status st did: an error made of
@@ -605,16 +606,14 @@ def ends_test(unit: Unit, kind: ExitKind) -> bool:
 def hand_out_status(unit: Unit, origin: Origin) -> tuple[bool, StatusSpec | None] | None:
     """Whether an initialiser can hand its count on, and under which
     status its callers hold it: with a nil error, a success status of the
-    acquisition's family (its last result), or always (no result at all).
-    None for any other signature (a bool or a value saying whether it
-    worked is not followed: no guess)."""
+    acquisition's family (its last result), or always (no result says
+    whether it worked: none at all, or values, its failures panicking).
+    None where a last bool says whether it worked (no guess)."""
     failure = _failure_result(unit, origin.status)
-    if failure == "error":
+    if failure == "error" or failure is None:
         return True, None
     if failure == "status" and origin.status is not None:
         return True, replace(origin.status, result="last")
-    if unit.result_count == 0 and unit.node.child_by_field_name("result") is None:
-        return True, None
     return None
 
 

@@ -357,3 +357,16 @@ def _must(graph: CFG, assignments: dict[int, Assignments]) -> dict[int, Nilness]
                 queued.add(successor)
                 pending.append(successor)
     return after
+
+
+def holds_new_error(symbol: Symbol | None, calls: CallIndex, new_error) -> bool:
+    """`err := fmt.Errorf("no device")`, never assigned again: a failure
+    wherever it is returned."""
+    init = syntax.unparen(symbol.init) if symbol is not None and symbol.is_local and symbol.init_index < 0 else None
+    if init is None or not new_error(init):
+        return False
+    for mention in calls.references(symbol):
+        holder = mention.parent.parent if mention.parent is not None and mention.parent.type == "expression_list" else None
+        if mention != symbol.node and holder is not None and holder.type in ("assignment_statement", "short_var_declaration") and holder.child_by_field_name("left") == mention.parent:
+            return False
+    return True
