@@ -1,10 +1,11 @@
-"""Exported functions that never return, for the packages that import them.
+"""Exported functions and methods that never return, for the packages that import them.
 
 A function whose body cannot return (`Die` calling `log.Fatalf`, `Abort`
 panicking) ends a path at its calls in its own package already (the CFG
 builder asks its graph). This analysis tells importers the same: it exports
-a `NoReturn` fact per such exported function, saying how it ends, and
-the importer's graphs end a path at its calls, as they do at `os.Exit`.
+a `NoReturn` fact per such exported function (or method, `Logger.Fatal`),
+saying how it ends, and the importer's graphs end a path at its calls, as
+they do at `os.Exit`.
 Only bodies that name a way to end are asked, since asking builds their
 graphs.
 """
@@ -28,12 +29,21 @@ def exported_no_returns(p: Pass) -> dict[str, frozenset[ExitKind]]:
     whose body cannot return, and how they end."""
     found = {}
     for unit in p.package.units:
-        if unit.kind is not UnitKind.FUNCTION or not unit.name[:1].isupper() or unit.body is None or unit.symbol is None:
+        method = unit.kind is UnitKind.METHOD and unit.name.rsplit(".", 1)[-1][:1].isupper()
+        if not (method or (unit.kind is UnitKind.FUNCTION and unit.name[:1].isupper() and unit.symbol is not None)):
             continue
-        if unit.file.source.path.name.endswith("_test.go"):
+        if unit.body is None or unit.file.source.path.name.endswith("_test.go"):
             continue
         body = unit.file.source.data[unit.body.start_byte:unit.body.end_byte]
         if not _ends_without_return(unit.body) or not any(ending in body for ending in _ENDINGS):
+            continue
+        if method:
+            # A logger's `func (l *Logger) Fatal(...)`, named `Logger.Fatal`.
+            graph = p.cfgs.graphs.get(unit)
+            if graph is not None and not graph.exit_reachable(ExitKind.RETURN):
+                found[f"{unit.receiver_type}.{unit.name.rsplit('.', 1)[-1]}"] = frozenset(
+                    k for k in ExitKind if k is not ExitKind.RETURN and graph.exit_reachable(k)
+                )
             continue
         exits = p.cfgs.exits_of_function(unit.symbol)
         if exits is not None:

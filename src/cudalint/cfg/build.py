@@ -105,8 +105,22 @@ class ExitOracle:
                 return self._first_do_exits(call, res.symbol(operand))
             if declared is not None:
                 kind = _NO_RETURN_METHODS.get(declared, {}).get(name)
-                return frozenset({kind}) if kind is not None else None
+                return frozenset({kind}) if kind is not None else self.imported_exits.get((declared[0], f"{declared[1]}.{name}"))
+            return self._made_by_package_exits(res.symbol(operand), name)
         return None
+
+    def _made_by_package_exits(self, variable: Symbol | None, method: str) -> frozenset[ExitKind] | None:
+        """`log := logger.New()` then `log.Fatal(...)`: the variable made by
+        a function of another package of the module, whose one type with a
+        method of that name never returns (`Logger.Fatal`)."""
+        init = syntax.unparen(variable.init) if variable is not None and variable.kind is SymbolKind.VAR and variable.init_index <= 0 else None
+        function = syntax.unparen(init.child_by_field_name("function")) if init is not None and init.type == "call_expression" else None
+        operand = function.child_by_field_name("operand") if function is not None and function.type == "selector_expression" else None
+        path = self.resolution.package_of(operand) if operand is not None and operand.type == "identifier" else None
+        if path is None:
+            return None
+        found = [exits for (owner, name), exits in self.imported_exits.items() if owner == path and name.endswith(f".{method}")]
+        return found[0] if len(found) == 1 else None
 
     def _first_do_exits(self, call: Node, once: Symbol | None) -> frozenset[ExitKind] | None:
         """`once.Do(func() { ...; os.Exit(code) })`: the Do that runs the
