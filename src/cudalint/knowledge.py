@@ -616,8 +616,8 @@ def _resource(source: str, where: str, item: Any, qualifier: str) -> ResourceSpe
     moves = _roles(source, f"{where}.moves", item.get("moves"), qualifier) if "moves" in item else ()
     if any(not r.handle.startswith("arg") for r in moves):
         raise _fail(source, f"{where}.moves", "a move takes the handle as argN and gives it back as its result")
-    if any(r.handle == "receiver" for r in acquire):
-        raise _fail(source, f"{where}.acquire", "an acquire's handle is argN, outN, resultN or none")
+    if any(r.handle == "receiver" and r.call.count(".") < 2 for r in acquire):
+        raise _fail(source, f"{where}.acquire", "a receiver acquire names the method that fills its receiver as pkg.Type.Method")
     if any(r.handle == "none" for r in acquire) != all(r.handle == "none" for r in acquire):
         raise _fail(source, f"{where}.acquire", "either every acquire of a resource has handle none, or none does")
     if gates_family and not all(r.handle == "none" for r in acquire):
