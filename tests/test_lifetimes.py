@@ -367,3 +367,23 @@ def test_a_function_over_the_path_budget_is_given_up() -> None:
     assert (found.origins, found.double_releases) == ([], [])
     assert run.cfgs.failures[unit] == "has too many paths to follow (over 100,000 path states)"
     assert not run.cfgs.analysable(unit)
+
+
+def test_many_flags_are_not_followed_and_the_leak_is_still_found() -> None:
+    """Boolean flags are followed like nil-tested errors (`owned = true` ...
+    `if owned { free }`), each one doubling the paths at most: a function
+    testing fourteen options would exceed the path budget and go
+    unanalysed, so past a few flags none is followed."""
+    flags = 14
+    source = (
+        'package p\n\nimport "C"\n\nimport "unsafe"\n\nfunc f(xs []int) int {\n\tp := C.malloc(8)\n\ttotal := 0\n'
+        + "".join(f"\tf{i} := false\n" for i in range(flags))
+        + "".join(f"\tif len(xs) > {i} {{\n\t\tf{i} = true\n\t}}\n" for i in range(flags))
+        + "".join(f"\tif f{i} {{\n\t\ttotal += {i}\n\t}}\n" for i in range(flags))
+        + "\tif total > 100 {\n\t\treturn total\n\t}\n\tC.free(unsafe.Pointer(p))\n\treturn total\n}\n"
+    )
+    run = package_run(package_of(source))
+    unit = _unit(run, "f")
+    found = result_of(run, LIFETIMES).lifetimes(unit)
+    assert unit not in run.cfgs.failures
+    assert [leak.origin.handle for leak in found.leaks] == ["p"]

@@ -53,6 +53,9 @@ from cudalint.scope import Symbol, SymbolKind
 # A local named for an error (`err`, `initErr`, `errCopy`), where no type is declared.
 _ERROR_NAME = re.compile(r"(?i)err|.*err(or)?|err[A-Z0-9_].*")
 
+# How many boolean flags one function's walks follow.
+_MAX_FLAGS = 3
+
 # Calls that always return a non-nil error.
 _NEW_ERRORS = frozenset({("fmt", "Errorf"), ("errors", "New")})
 
@@ -141,6 +144,7 @@ class NilLocals:
         """Condition leaves `x == nil` (True) and `x != nil` (False) of
         locals the function declares and no func literal mentions."""
         found: dict[Node, tuple[Symbol, bool]] = {}
+        flags: dict[Node, tuple[Symbol, bool]] = {}
         for n in graph.nodes():
             for edge in graph.out_edges(n):
                 condition = edge.condition
@@ -154,13 +158,18 @@ class NilLocals:
                 tested = syntax.unparen(condition)
                 symbol = self._resolution.symbol(tested) if tested is not None and tested.type == "identifier" else None
                 if symbol is not None and self._is_flag(symbol) and self._trackable(graph, symbol, untyped=True):
-                    found[condition] = (symbol, False)  # `if owned`: taken where it is true, "not nil"
+                    flags[condition] = (symbol, False)  # `if owned`: taken where it is true, "not nil"
                     continue
                 compared = _value_comparison(condition)
                 symbol = self._resolution.symbol(compared[0]) if compared is not None else None
                 source = self._status_of(symbol) if symbol is not None else None
                 if source is not None and self._status.means_success(source, compared[2]) is True and self._trackable(graph, symbol, untyped=True):
                     found[condition] = (symbol, compared[1])  # `st == C.cudaSuccess` stands for `err == nil`
+        # A few flags at most: each one tracked can double the walks' states,
+        # and a function testing many (options parsed into locals) would
+        # exceed their bound and go unanalysed.
+        if len({symbol for symbol, _ in flags.values()}) <= _MAX_FLAGS:
+            found.update(flags)
         return found
 
     def _status_of(self, symbol: Symbol) -> StatusSource | None:
