@@ -232,6 +232,7 @@ class Knowledge:
         return compiled
 
     def _find(self, import_path: str, name: str) -> ApiFunction | None:
+        found: ApiFunction | None = None
         for position, family in enumerate(self.families):
             if family.import_path != import_path:
                 continue
@@ -244,11 +245,30 @@ class Knowledge:
             host_args = next((indexes for call, indexes in family.async_host if call == qualified), ())
             kept = next((indexes for call, indexes in family.keeps if call == qualified), ())
             if is_status or releases or acquires or transfers or bound or setter or host_args or kept:
-                return ApiFunction(
+                described = ApiFunction(
                     family, qualified, family.status if is_status else None,
                     qualified in family.discardable, releases, acquires, transfers, bound, setter, host_args, kept,
                 )
-        return None
+                if import_path == "C":
+                    return described  # each C family names its own functions
+                found = described if found is None else _merged(found, described)
+        return found
+
+
+def _merged(first: ApiFunction, other: ApiFunction) -> ApiFunction:
+    """A Go package two files describe in parts (ICICLE v0's goicicle: the
+    error of `CudaMalloc` in one, the int statuses of the rest and the
+    memory in the other): the status where one file gives it, the roles of
+    both."""
+    status_of = first if first.status is not None or other.status is None else other
+    return replace(
+        status_of, discardable=first.discardable or other.discardable,
+        releases=tuple(dict.fromkeys(first.releases + other.releases)),
+        acquires=tuple(dict.fromkeys(first.acquires + other.acquires)),
+        transfers=tuple(dict.fromkeys(first.transfers + other.transfers)),
+        thread_bound=first.thread_bound or other.thread_bound, context_setter=first.context_setter or other.context_setter,
+        async_host_args=first.async_host_args or other.async_host_args, kept_args=first.kept_args or other.kept_args,
+    )
 
 
 class NamedBindings:
