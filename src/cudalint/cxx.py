@@ -127,7 +127,8 @@ def cxx_lifetime(function: F, body: Node) -> F | None:
     made = {match.group(1).encode() for match in map(_RETURNED_NAME.match, returns) if match is not None}
     # `return new T(...)`, or `T *v = new T(...); ...; return v;` (one local, made by new once).
     made_by_new = len(made) == 1 and _made_here_by_new(next(iter(made)), body_text)
-    if returns and function.returns != "void" and all(_NEW.match(text) or (made_by_new and _RETURNED_NAME.match(text)) for text in returns):
+    returns_value = function.returns != "void" or function.pointer  # `void *make_params(...)` too
+    if returns and returns_value and all(_NEW.match(text) or (made_by_new and _RETURNED_NAME.match(text)) for text in returns):
         return replace(function, wraps="new", wrapped_args=())
     if any(text.strip() not in ("return;", "return") for text in returns) or function.returns != "void" or function.pointer:
         return None
@@ -135,9 +136,23 @@ def cxx_lifetime(function: F, body: Node) -> F | None:
         match.group(1) for statement in body.named_children
         if (match := _DELETE.match(syntax.text(statement))) is not None
     }
-    if len(deleted) == 1 and (name := deleted.pop()) in function.params:
+    name = deleted.pop() if len(deleted) == 1 else None
+    name = _cast_of_parameter(name, body_text.decode("utf-8", "replace"), function.params) if name not in function.params else name
+    if name is not None and name in function.params:
         return replace(function, wraps="delete", wrapped_args=(function.params.index(name),))
     return None
+
+
+def _cast_of_parameter(local: str | None, body: str, params) -> str | None:
+    """The parameter a local the function deletes was cast from (`T *p = (T
+    *) params_ptr; delete p;`, also `static_cast<T *>(params_ptr)`)."""
+    if local is None:
+        return None
+    cast = re.search(
+        r"\b" + re.escape(local) + r"\s*=\s*(?:\w+_cast\s*<[^;]*>\s*\(\s*(\w+)\s*\)|\([^;()]*\)\s*(\w+))\s*;", body,
+    )
+    found = (cast.group(1) or cast.group(2)) if cast is not None else None
+    return found if found in params else None
 
 
 def _made_here_by_new(name: bytes, body: bytes) -> bool:

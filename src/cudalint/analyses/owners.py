@@ -146,10 +146,10 @@ class Owners:
             # a flag they test (`if e.closed { return }` after `Close` set it)
             # or cleared the handle they test (`if c.ctx == nil { return 0 }`).
             raised = set().union(*(_flags_raised(m) for m in methods if m.name.rsplit(".", 1)[-1] in found)) if found else set()
+            by_name = {method.name.rsplit(".", 1)[-1]: method for method in self.facts.methods_of_type(type_name)}
             inert = tuple(sorted(
-                name for method in self.facts.methods_of_type(type_name)
-                if (name := method.name.rsplit(".", 1)[-1]) not in found
-                and (self._inert(method) or bool(_flags_guarding(method) & raised))
+                name for name, method in by_name.items()
+                if name not in found and (self._inert(method) or bool(_guards_through(method, by_name) & raised))
             )) if found else ()
             self._owners[type_name] = Owner(type_name, tuple(sorted(found)), resources, idempotent, inert) if found else None
         return self._owners[type_name]
@@ -629,6 +629,28 @@ def _flags_guarding(method: Unit) -> set[tuple[str, str]]:
             statement.type == "return_statement" for statement in syntax.statements(consequence)
         ):
             found.add(guard)
+    return found
+
+
+def _guards_through(method: Unit, by_name: dict[str, Unit], depth: int = 0) -> set[tuple[str, str]]:
+    """The method's own guards (`_flags_guarding`), and those of the method
+    of its type it hands the whole call to (`func (c *Context) Generate(p
+    string) (string, error) { return c.generate(p, nil) }`, where generate
+    returns at once on `c.closed`)."""
+    found = _flags_guarding(method)
+    if method.body is None or method.receiver is None or depth >= 3:
+        return found
+    receiver = method.receiver.name
+    # The body's one use of the receiver is that call, and no C call.
+    uses = [node for node in syntax.walk(method.body) if node.type == "identifier" and syntax.text(node) == receiver]
+    calls = [node for node in syntax.calls_in(method.body) if syntax.text(node.child_by_field_name("function")).startswith("C.")]
+    function = uses[0].parent if len(uses) == 1 and not calls else None
+    if (
+        function is not None and function.type == "selector_expression" and function.parent is not None
+        and function.parent.type == "call_expression" and function.parent.child_by_field_name("function") == function
+        and (target := by_name.get(syntax.text(function.child_by_field_name("field")))) is not None and target is not method
+    ):
+        found |= _guards_through(target, by_name, depth + 1)
     return found
 
 
