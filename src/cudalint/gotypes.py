@@ -302,7 +302,9 @@ class Paths:
                         if name is None or body is None or body.type != "struct_type":
                             continue
                         fields: dict[str, str] = {}
-                        for member in struct_fields(body):
+                        for member in syntax.walk(body):
+                            if member.type != "field_declaration":
+                                continue
                             member_type = short_type(member.child_by_field_name("type"))
                             names = member.children_by_field_name("name")
                             for field_name in names:
