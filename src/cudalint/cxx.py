@@ -136,14 +136,14 @@ def cxx_lifetime(function: F, body: Node) -> F | None:
         match.group(1) for statement in body.named_children
         if (match := _DELETE.match(syntax.text(statement))) is not None
     }
-    name = deleted.pop() if len(deleted) == 1 else None
-    name = _cast_of_parameter(name, body_text.decode("utf-8", "replace"), function.params) if name not in function.params else name
-    if name is not None and name in function.params:
+    deleted_name = deleted.pop() if len(deleted) == 1 else None
+    name = deleted_name if deleted_name in function.params else _cast_of_parameter(deleted_name, body_text.decode("utf-8", "replace"), function.params)
+    if name is not None:
         return replace(function, wraps="delete", wrapped_args=(function.params.index(name),))
     return None
 
 
-def _cast_of_parameter(local: str | None, body: str, params) -> str | None:
+def _cast_of_parameter(local: str | None, body: str, params: tuple[str, ...]) -> str | None:
     """The parameter a local the function deletes was cast from (`T *p = (T
     *) params_ptr; delete p;`, also `static_cast<T *>(params_ptr)`)."""
     if local is None:

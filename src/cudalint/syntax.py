@@ -348,22 +348,25 @@ def field_stores(index: FileIndex) -> dict[str, list[tuple[Node, Node | None]]]:
     return found
 
 
-def assignment_of(target: Node) -> Node | None:
+def assignment_of(target: Node, declarations: bool = False) -> Node | None:
     """The `=` assignment statement (`x = v`, `a, x = f()`) whose left side
-    the expression `target` is, if any."""
+    the expression `target` is, if any; with `declarations`, also the `:=`
+    declaration (`x := v`) whose left side it is."""
     holder = target.parent
     statement = holder.parent if holder is not None and holder.type == "expression_list" else None
-    if statement is None or statement.type != "assignment_statement" or statement.child_by_field_name("left") != holder:
+    kinds = ("assignment_statement", "short_var_declaration") if declarations else ("assignment_statement",)
+    if statement is None or statement.type not in kinds or statement.child_by_field_name("left") != holder:
         return None
     return statement
 
 
-def assigned_value(target: Node) -> tuple[Node, int | None] | None:
-    """What the `=` assignment whose left side `target` is gives it: (the
-    value, None) one to one (`x = v`); (the call, i) where one call gives
-    every target (`a, x = f()`: x is f's result i, counted from the end, so
-    -1 is the last); None for any other shape, or no `=` assignment."""
-    statement = assignment_of(target)
+def assigned_value(target: Node, declarations: bool = False) -> tuple[Node, int | None] | None:
+    """What the `=` assignment (with `declarations`, or the `:=`) whose left
+    side `target` is gives it: (the value, None) one to one (`x = v`); (the
+    call, i) where one call gives every target (`a, x = f()`: x is f's result
+    i, counted from the end, so -1 is the last); None for any other shape, or
+    no such statement."""
+    statement = assignment_of(target, declarations)
     if statement is None:
         return None
     left = expressions(statement.child_by_field_name("left"))

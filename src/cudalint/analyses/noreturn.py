@@ -37,17 +37,10 @@ def exported_no_returns(p: Pass) -> dict[str, frozenset[ExitKind]]:
         body = unit.file.source.data[unit.body.start_byte:unit.body.end_byte]
         if not _ends_without_return(unit.body) or not any(ending in body for ending in _ENDINGS):
             continue
-        if method:
-            # A logger's `func (l *Logger) Fatal(...)`, named `Logger.Fatal`.
-            graph = p.cfgs.graphs.get(unit)
-            if graph is not None and not graph.exit_reachable(ExitKind.RETURN):
-                found[f"{unit.receiver_type}.{unit.name.rsplit('.', 1)[-1]}"] = frozenset(
-                    k for k in ExitKind if k is not ExitKind.RETURN and graph.exit_reachable(k)
-                )
-            continue
-        exits = p.cfgs.exits_of_function(unit.symbol)
+        # A method is named as importers call it on a value: `Logger.Fatal`.
+        exits = p.cfgs.exits_of_unit(unit) if method else p.cfgs.exits_of_function(unit.symbol)
         if exits is not None:
-            found[unit.name] = exits
+            found[f"{unit.receiver_type}.{unit.name.rsplit('.', 1)[-1]}" if method else unit.name] = exits
     return found
 
 

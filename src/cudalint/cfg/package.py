@@ -70,6 +70,11 @@ class PackageCFGs:
     def _oracle(self) -> ExitOracle:
         return ExitOracle(self.package.resolution, self.exits_of_function, self.imported_exits, self.exits_of_literal)
 
+    def exits_of_unit(self, unit: Unit) -> frozenset[ExitKind] | None:
+        """How a unit's body ends the goroutine where it cannot return
+        (a method, `Logger.Fatal`), None where it can or has no graph."""
+        return _endings([self.graphs.get(unit)])
+
     def exits_of_literal(self, literal: Node) -> frozenset[ExitKind] | None:
         """How a function literal's body ends, None if it may return. Its
         graph is built for this answer alone: the cached graphs of literals

@@ -4,7 +4,7 @@ make its paths depend on state the walk does not follow."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from tree_sitter import Node
@@ -119,22 +119,31 @@ def _required_flags(statement: Node | None) -> dict[str, bool]:
     """The flags the enclosing ifs require, for a statement in their
     consequence: each `&&` part `x` (true) or `!x` (false)."""
     required: dict[str, bool] = {}
-    child, node = statement, statement.parent if statement is not None else None
-    while node is not None and node.type not in ("function_declaration", "method_declaration", "func_literal"):
-        if node.type == "if_statement" and child == node.child_by_field_name("consequence"):
-            parts = [node.child_by_field_name("condition")]
+    functions = ("function_declaration", "method_declaration", "func_literal")
+    for part in _conditions_holding(statement, lambda node: node.type in functions):
+        if part.type == "unary_expression" and syntax.text(part.child_by_field_name("operator")) == "!":
+            required[syntax.text(part.child_by_field_name("operand"))] = False
+        elif part.type in ("identifier", "selector_expression"):
+            required[syntax.text(part)] = True
+    return required
+
+
+def _conditions_holding(node: Node | None, stop: Callable[[Node], bool]) -> Iterator[Node]:
+    """The `&&` parts of the conditions of the ifs whose consequence holds
+    the node, innermost first, up to the first ancestor `stop` accepts."""
+    child, current = node, node.parent if node is not None else None
+    while current is not None and not stop(current):
+        if current.type == "if_statement" and child == current.child_by_field_name("consequence"):
+            parts = [current.child_by_field_name("condition")]
             while parts:
                 part = syntax.unparen(parts.pop())
                 if part is None:
                     continue
                 if part.type == "binary_expression" and syntax.text(part.child_by_field_name("operator")) == "&&":
                     parts += [part.child_by_field_name("left"), part.child_by_field_name("right")]
-                elif part.type == "unary_expression" and syntax.text(part.child_by_field_name("operator")) == "!":
-                    required[syntax.text(part.child_by_field_name("operand"))] = False
-                elif part.type in ("identifier", "selector_expression"):
-                    required[syntax.text(part)] = True
-        child, node = node, node.parent
-    return required
+                else:
+                    yield part
+        child, current = current, current.parent
 
 
 def held_flag(
@@ -183,40 +192,22 @@ def guarded_release(
     if literal is None or literal.kind is not UnitKind.LITERAL or literal.body is None:
         return False
     releasing = [node for node in syntax.all_calls(literal.body) if call_releases(node, name)]
-    results = _results_held(acquiring)
+    # The variables the acquiring call's non-error results are given (`l` of `l, err := NewLabeler(n)`).
+    assigned = [syntax.text(target) for target in syntax.assigned_from(acquiring) if target.type == "identifier"] if acquiring is not None else []
+    results = set(assigned[:-1] if len(assigned) > 1 else assigned) - {"_"}
     return bool(releasing) and all(
         _under_outer_flag(node, literal, calls) or _under_nil_test(node, literal, results) for node in releasing
     )
 
 
-def _results_held(call: Node | None) -> set[str]:
-    """The variables a call's non-error results are given (`l` of `l, err := NewLabeler(n)`)."""
-    holder = call.parent if call is not None else None
-    statement = holder.parent if holder is not None and holder.type == "expression_list" else None
-    if statement is None or statement.type not in ("assignment_statement", "short_var_declaration"):
-        return set()
-    names = [syntax.text(target) for target in syntax.expressions(statement.child_by_field_name("left")) if target.type == "identifier"]
-    return set(names[:-1] if len(names) > 1 else names) - {"_"}
-
-
 def _under_nil_test(node: Node, literal: Unit, results: set[str]) -> bool:
     """In the consequence of `if v != nil` (or `if v != nil && ...`), v one of `results`."""
-    current, child = node.parent, node
-    while current is not None and current != literal.node:
-        if current.type == "if_statement" and child == current.child_by_field_name("consequence"):
-            parts = [current.child_by_field_name("condition")]
-            while parts:
-                part = syntax.unparen(parts.pop())
-                if part is None or part.type != "binary_expression":
-                    continue
-                operator = syntax.text(part.child_by_field_name("operator"))
-                left, right = syntax.unparen(part.child_by_field_name("left")), syntax.unparen(part.child_by_field_name("right"))
-                if operator == "&&":
-                    parts += [left, right]
-                elif operator == "!=" and left is not None and right is not None and right.type == "nil" and syntax.text(left) in results:
-                    return True
-        current, child = current.parent, current
-    return False
+    return any(
+        part.type == "binary_expression" and syntax.text(part.child_by_field_name("operator")) == "!="
+        and (right := syntax.unparen(part.child_by_field_name("right"))) is not None and right.type == "nil"
+        and syntax.text(syntax.unparen(part.child_by_field_name("left"))) in results
+        for part in _conditions_holding(node, lambda ancestor: ancestor == literal.node)
+    )
 
 
 def _under_outer_flag(node: Node, literal: Unit, calls: CallIndex) -> bool:

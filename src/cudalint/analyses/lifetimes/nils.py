@@ -40,6 +40,7 @@ function's entry.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -183,15 +184,12 @@ class NilLocals:
     def _given_status(self, symbol: Symbol) -> StatusSource | None:
         found = None
         for mention in self._calls.references(symbol):
-            parent = mention.parent
-            holder = parent.parent if parent is not None and parent.type == "expression_list" else None
-            if holder is None or holder.type not in ("assignment_statement", "short_var_declaration") or holder.child_by_field_name("left") != parent:
+            if syntax.assignment_of(mention, declarations=True) is None:
                 continue
-            left = syntax.expressions(parent)
-            right = syntax.expressions(holder.child_by_field_name("right"))
-            if len(left) != len(right):
-                return None
-            fact = self._calls.calls.get(syntax.unparen(right[[n.id for n in left].index(mention.id)]))
+            written = syntax.assigned_value(mention, declarations=True)
+            if written is None or written[1] is not None:
+                return None  # `st, n := f()`: not one to one
+            fact = self._calls.calls.get(syntax.unparen(written[0]))
             if fact is None or fact.api is None or fact.status is None or fact.status.kind != "code":
                 return None
             found = found or StatusSource.of(fact.api, fact.written)
@@ -207,14 +205,11 @@ class NilLocals:
         if declared != "bool" and (init is None or init.type not in ("true", "false")):
             return False
         for mention in self._calls.references(symbol):
-            parent = mention.parent
-            holder = parent.parent if parent is not None and parent.type == "expression_list" else None
-            if holder is not None and holder.type in ("assignment_statement", "short_var_declaration") and holder.child_by_field_name("left") == parent:
-                right = syntax.expressions(holder.child_by_field_name("right"))
-                left = syntax.expressions(parent)
-                value = right[[n.id for n in left].index(mention.id)] if len(left) == len(right) else None
-                if value is None or syntax.unparen(value).type not in ("true", "false"):
-                    return False
+            if syntax.assignment_of(mention, declarations=True) is None:
+                continue
+            written = syntax.assigned_value(mention, declarations=True)
+            if written is None or written[1] is not None or syntax.unparen(written[0]).type not in ("true", "false"):
+                return False
         return True
 
     def _trackable(self, graph: CFG, symbol: Symbol, untyped: bool = False) -> bool:
@@ -368,14 +363,13 @@ def _must(graph: CFG, assignments: dict[int, Assignments]) -> dict[int, Nilness]
     return after
 
 
-def holds_new_error(symbol: Symbol | None, calls: CallIndex, new_error) -> bool:
+def holds_new_error(symbol: Symbol | None, calls: CallIndex, new_error: Callable[[Node], bool]) -> bool:
     """`err := fmt.Errorf("no device")`, never assigned again: a failure
     wherever it is returned."""
     init = syntax.unparen(symbol.init) if symbol is not None and symbol.is_local and symbol.init_index < 0 else None
     if init is None or not new_error(init):
         return False
-    for mention in calls.references(symbol):
-        holder = mention.parent.parent if mention.parent is not None and mention.parent.type == "expression_list" else None
-        if mention != symbol.node and holder is not None and holder.type in ("assignment_statement", "short_var_declaration") and holder.child_by_field_name("left") == mention.parent:
-            return False
-    return True
+    return not any(
+        mention != symbol.node and syntax.assignment_of(mention, declarations=True) is not None
+        for mention in calls.references(symbol)
+    )
