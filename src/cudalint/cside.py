@@ -35,7 +35,7 @@ from tree_sitter import Language, Node, Parser
 
 from cudalint import syntax
 from cudalint.cresult import declared_locals, into_result, null_test, result_fields, unwrapped
-from cudalint.cxx import cxx_definitions, cxx_lifetime, makes_objects
+from cudalint.cxx import cxx_definitions, cxx_lifetime, makes_objects, readable_definition
 from cudalint.parse import ParsedFile
 
 # A header or C file larger than this is not read (generated tables, amalgamations).
@@ -235,7 +235,10 @@ def view_of(files: list[ParsedFile], directory: Path, configured: tuple[Path, ..
         # C++ the C grammar cannot recover from (a template early in the
         # file) would hide every function after it: each on its own.
         for chunk in (cxx_definitions(text) if index in cxx else [text]):
-            _collect(_parser().parse(chunk).root_node, view)
+            root = _parser().parse(chunk).root_node
+            if index in cxx and root.has_error and not any(node.type == "function_definition" for node in root.children):
+                root = _parser().parse(readable_definition(chunk)).root_node
+            _collect(root, view)
     system = _system_view(sources, system_dirs + list(configured) + [d for d in CUDA_INCLUDE_DIRS if d.is_dir()])
     for name, function in system.functions.items():
         view.functions.setdefault(name, function)

@@ -100,6 +100,57 @@ def cxx_definitions(text: bytes) -> list[bytes]:
     return chunks or [text]
 
 
+def readable_definition(chunk: bytes) -> bytes:
+    """A C++ definition the C grammar reads as one ERROR (llama.cpp's glue:
+    `std::regex r{R"(...)"};`, `std::vector<std::string> v{it, {}};` in the
+    body of an `extern "C"` constructor) made readable, offsets kept: `::`
+    becomes `__`, and each body statement with a brace initialiser, a
+    template argument list or a raw string is blanked. What the lifetimes
+    read (the signature, `new`, `return`, `delete`) is C-like and stays."""
+    code = bytearray(_strings_blanked(chunk.replace(b"::", b"__")))
+    readable = bytearray(_RAW_STRING.sub(lambda match: b"0" + re.sub(rb"[^\n]", b" ", match.group(0)[1:]), chunk.replace(b"::", b"__")))
+    body = code.find(b"{")
+    position = body + 1
+    while body >= 0:
+        found = _CXX_ONLY.search(code, position)
+        if found is None:
+            break
+        if found.group(1) in _BLOCK_WORDS:
+            position = found.end()
+            continue
+        start = max(code.rfind(b";", body, found.start()), code.rfind(b"{", body, found.start()), code.rfind(b"}", body, found.start())) + 1
+        end, depth = found.start(), 0
+        while end < len(code):
+            byte = code[end]
+            end += 1
+            if byte == ord("{"):
+                depth += 1
+            elif byte == ord("}"):
+                depth -= 1
+                if depth < 0:
+                    end -= 1  # the enclosing block's end: the statement was its last
+                    break
+            elif byte == ord(";") and depth == 0:
+                break
+        for index in range(start, end):
+            if readable[index] != ord("\n"):
+                readable[index] = code[index] = ord(" ")
+        position = end
+    return bytes(readable)
+
+
+def _strings_blanked(text: bytes) -> bytes:
+    """Comments and string or character literals as blanks, offsets kept."""
+    return _LITERALS.sub(lambda match: re.sub(rb"[^\n]", b" ", match.group(0)), text)
+
+
+_RAW_STRING = re.compile(rb'\bR"([^(\s]*)\(.*?\)\1"', re.DOTALL)
+_LITERALS = re.compile(rb'//[^\n]*|/\*.*?\*/|\bR"([^(\s]*)\(.*?\)\1"|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
+# A brace initialiser (`regex{`), a template argument list (`vector<string>`).
+_CXX_ONLY = re.compile(rb"\b([A-Za-z_]\w*)(?:\s*\{|<[\w*&, <>]*>)")
+_BLOCK_WORDS = {b"else", b"do", b"try", b"return", b"struct", b"class", b"union", b"enum", b"namespace"}
+
+
 def _statement_start(text: bytes, start: int, brace: int) -> int:
     """Where the definition whose body opens at `brace` begins: after the
     last preprocessor line or blank line before it."""

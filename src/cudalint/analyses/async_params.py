@@ -17,7 +17,7 @@ from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CALLS, CallIndex, unwrap
 from cudalint.framework import Analysis, FactView, Pass
 from cudalint.functions import Unit, by_exported_name
-from cudalint.scope import Role
+from cudalint.scope import Role, switched_expression
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,11 @@ class AsyncParams:
         """The position of the parameter an argument is, through conversions
         (`unsafe.Pointer(src)`)."""
         value = unwrap(argument, self.calls)
-        symbol = self.calls.package.resolution.symbol(value) if value is not None and value.type == "identifier" else None
+        resolution = self.calls.package.resolution
+        symbol = resolution.symbol(value) if value is not None and value.type == "identifier" else None
+        switched = switched_expression(symbol) if symbol is not None and symbol.role is Role.LOCAL else None
+        if switched is not None and switched.type == "identifier":
+            symbol = resolution.symbol(switched)  # `switch v := src.(type) { case *int: C.f(unsafe.Pointer(v)) }`
         if symbol is None or symbol.role is not Role.PARAM or symbol.function != unit.node or self._reassigned(symbol):
             return None
         return next((i for i, param in enumerate(unit.params) if param is symbol), None)

@@ -38,6 +38,7 @@ from tree_sitter import Node
 
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
+from cudalint.analyses.receiver_fields import before_failing_return, cleared_fields, clears_handle, flags_raised, guards_through, receiver_field
 from cudalint.framework import Analysis, FactView, Pass
 from cudalint.functions import Unit, UnitKind, exported_name
 from cudalint.gotypes import range_position
@@ -138,18 +139,18 @@ class Owners:
             # `C.Mat_Close(m.p); m.p = nil`).
             idempotent = tuple(sorted(
                 name for method in methods if (name := method.name.rsplit(".", 1)[-1]) in found and (
-                    _clears_handle(method)
-                    or (all((r.owns or r).zero_release_noop for r in found[name]) and _cleared_fields(method) & _fields_passed(method, self.facts))
+                    clears_handle(method)
+                    or (all((r.owns or r).zero_release_noop for r in found[name]) and cleared_fields(method) & _fields_passed(method, self.facts))
                 )
             ))
             # Methods that touch no GPU, or return at once once a release raised
             # a flag they test (`if e.closed { return }` after `Close` set it)
             # or cleared the handle they test (`if c.ctx == nil { return 0 }`).
-            raised = set().union(*(_flags_raised(m) for m in methods if m.name.rsplit(".", 1)[-1] in found)) if found else set()
+            raised = set().union(*(flags_raised(m) for m in methods if m.name.rsplit(".", 1)[-1] in found)) if found else set()
             by_name = {method.name.rsplit(".", 1)[-1]: method for method in self.facts.methods_of_type(type_name)}
             inert = tuple(sorted(
                 name for name, method in by_name.items()
-                if name not in found and (self._inert(method) or bool(_guards_through(method, by_name) & raised))
+                if name not in found and (self._inert(method) or bool(guards_through(method, by_name) & raised))
             )) if found else ()
             self._owners[type_name] = Owner(type_name, tuple(sorted(found)), resources, idempotent, inert) if found else None
         return self._owners[type_name]
@@ -252,6 +253,8 @@ class Owners:
             if symbol is None or symbol not in values:
                 continue
             index = RECEIVER if symbol is unit.receiver else unit.params.index(symbol)
+            if index == RECEIVER and before_failing_return(argument):
+                continue  # `d.Shutdown(); return fmt.Errorf(...)`: where the method succeeds, d still holds it
             found.extend((index, resource) for resource in resources)
         return tuple(dict.fromkeys(found))
 
@@ -567,125 +570,14 @@ def _mentions(node: Node, name: str) -> bool:
     return any(child.type == "identifier" and syntax.text(child) == name for child in syntax.walk(node))
 
 
-def _clears_handle(method: Unit) -> bool:
-    """A release method a second call of releases nothing: it tests a field
-    of its receiver against nil (or 0) and sets that field to nil (or 0)
-    (`if b.ptr == nil { return nil }; err := free(b.ptr); b.ptr = nil`), or
-    releases under a `sync.Once` of the receiver (`b.once.Do(...)`)."""
-    body, receiver = method.body, method.receiver
-    if body is None or receiver is None:
-        return False
-    tested = set()
-    for node in syntax.walk(body):
-        if node.type == "binary_expression" and syntax.text(node.child_by_field_name("operator")) in ("==", "!="):
-            sides = (node.child_by_field_name("left"), node.child_by_field_name("right"))
-            if any(syntax.text(side) in ("nil", "0") for side in sides):
-                tested.update(_receiver_field(side, receiver.name) for side in sides)
-        elif node.type == "call_expression":
-            function = syntax.text(node.child_by_field_name("function"))
-            if function.startswith(f"{receiver.name}.") and function.endswith(".Do") and function.count(".") == 2:
-                return True  # `b.once.Do(func() {...})`
-    return bool(tested & _cleared_fields(method)) or bool(_flags_guarding(method) & _flags_raised(method))
-
-
 def _fields_passed(method: Unit, facts: CallIndex) -> set[str]:
     """The receiver's fields the method hands to a call (`C.Mat_Close(m.p)`):
     the handles its release takes, among them."""
     found = set()
     for call in syntax.calls_in(method.body) if method.body is not None and method.receiver is not None else ():
         for argument in syntax.children(call.child_by_field_name("arguments")):
-            found.add(_receiver_field(unwrap(argument, facts), method.receiver.name))
+            found.add(receiver_field(unwrap(argument, facts), method.receiver.name))
     return found - {None}
-
-
-def _cleared_fields(method: Unit) -> set[str]:
-    """The receiver's fields the method sets to nil (or 0)."""
-    cleared = set()
-    for node in syntax.walk(method.body) if method.body is not None and method.receiver is not None else ():
-        if node.type == "assignment_statement":
-            left = syntax.expressions(node.child_by_field_name("left"))
-            right = syntax.expressions(node.child_by_field_name("right"))
-            for target, value in zip(left, right) if len(left) == len(right) else ():
-                if syntax.text(value) in ("nil", "0"):
-                    cleared.add(_receiver_field(target, method.receiver.name))
-    return cleared - {None}
-
-
-def _flags_guarding(method: Unit) -> set[tuple[str, str]]:
-    """The receiver's fields the method returns early on, with the value
-    that makes it return: set (`if e.closed { return }`) or zero (`if
-    c.ctx == nil { return nil }`). Where its type's release left a field
-    so (`_flags_raised`), the method does nothing after the release."""
-    body, receiver = method.body, method.receiver
-    if body is None or receiver is None:
-        return set()
-    found = set()
-    for node in syntax.walk(body, into_functions=False):
-        if node.type != "if_statement":
-            continue
-        guard = _guard(node.child_by_field_name("condition"), receiver.name)
-        consequence = node.child_by_field_name("consequence")
-        if guard is not None and consequence is not None and any(
-            statement.type == "return_statement" for statement in syntax.statements(consequence)
-        ):
-            found.add(guard)
-    return found
-
-
-def _guards_through(method: Unit, by_name: dict[str, Unit], depth: int = 0) -> set[tuple[str, str]]:
-    """The method's own guards (`_flags_guarding`), and those of the method
-    of its type it hands the whole call to (`func (c *Context) Generate(p
-    string) (string, error) { return c.generate(p, nil) }`, where generate
-    returns at once on `c.closed`)."""
-    found = _flags_guarding(method)
-    if method.body is None or method.receiver is None or depth >= 3:
-        return found
-    receiver = method.receiver.name
-    # The body's one use of the receiver is that call, and no C call.
-    uses = [node for node in syntax.walk(method.body) if node.type == "identifier" and syntax.text(node) == receiver]
-    calls_c = any(syntax.text(node.child_by_field_name("function")).startswith("C.") for node in syntax.calls_in(method.body))
-    function = uses[0].parent if len(uses) == 1 and not calls_c else None
-    if (
-        function is not None and function.type == "selector_expression" and function.parent is not None
-        and function.parent.type == "call_expression" and function.parent.child_by_field_name("function") == function
-        and (target := by_name.get(syntax.text(function.child_by_field_name("field")))) is not None and target is not method
-    ):
-        found |= _guards_through(target, by_name, depth + 1)
-    return found
-
-
-def _guard(condition: Node | None, receiver: str) -> tuple[str, str] | None:
-    """("closed", "set") for `e.closed`, ("ctx", "zero") for `c.ctx == nil` (or `== 0`)."""
-    condition = syntax.unparen(condition)
-    field = _receiver_field(condition, receiver)
-    if field is not None:
-        return field, "set"
-    if condition is None or condition.type != "binary_expression" or syntax.text(condition.child_by_field_name("operator")) != "==":
-        return None
-    left, right = condition.child_by_field_name("left"), condition.child_by_field_name("right")
-    for side, other in ((left, right), (right, left)):
-        if syntax.text(other) in ("nil", "0") and (field := _receiver_field(side, receiver)) is not None:
-            return field, "zero"
-    return None
-
-
-def _flags_raised(method: Unit) -> set[tuple[str, str]]:
-    """The receiver's fields the method sets to true (`e.closed = true`:
-    set) or clears (`c.ctx = nil`: zero); a value receiver's are a copy's."""
-    body, receiver = method.body, method.receiver
-    if body is None or receiver is None or receiver.type_node is None or receiver.type_node.type != "pointer_type":
-        return set()
-    found = set()
-    for node in syntax.walk(body, into_functions=False):
-        if node.type == "assignment_statement":
-            left = syntax.expressions(node.child_by_field_name("left"))
-            right = syntax.expressions(node.child_by_field_name("right"))
-            for target, value in zip(left, right) if len(left) == len(right) else ():
-                field = _receiver_field(target, receiver.name)
-                written = syntax.text(value)
-                if field is not None and written in ("true", "nil", "0"):
-                    found.add((field, "set" if written == "true" else "zero"))
-    return found
 
 
 def _once_literal(call: Node) -> Node | None:
@@ -702,14 +594,6 @@ def _once_literal(call: Node) -> Node | None:
         return None
     literal = syntax.unparen(arguments[0])
     return literal if literal is not None and literal.type == "func_literal" else None
-
-
-def _receiver_field(node: Node | None, receiver: str) -> str | None:
-    """"ptr" for `b.ptr` where b is the receiver."""
-    node = syntax.unparen(node)
-    if node is None or node.type != "selector_expression" or syntax.text(node.child_by_field_name("operand")) != receiver:
-        return None
-    return syntax.text(node.child_by_field_name("field"))
 
 
 def _exported_owners(p: Pass) -> dict[str, OwnedResources]:

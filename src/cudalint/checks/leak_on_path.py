@@ -162,6 +162,9 @@ def _c_helper_release(reads: _Reads, origin: Origin) -> str | None:
     if len(helpers) > 1:
         # Of several (`Mat_Close`, `GpuMat_Close`), the one taking what the acquiring helper returns.
         helpers = [name for name in helpers if made is not None and _takes(view.functions[name], made.returns)]
+    if len(helpers) > 1 and made is not None:
+        # Of several taking a `void *` (`Params_Free`, `Options_Free`), the one named for the same thing.
+        helpers = _named_alike(made.name, helpers)
     # `DeviceFree(void *p) { return kr_status(cudaFree(p), NULL); }`: a result struct's release.
     helpers = helpers or [name for name, function in view.functions.items() if function.carried == released]
     statement = release_statement(origin)
@@ -169,6 +172,23 @@ def _c_helper_release(reads: _Reads, origin: Origin) -> str | None:
     if payload and origin.handle:
         statement = statement.replace(f"({origin.handle})", f"({origin.handle}.{payload})")  # `C.DeviceFree(r.res)`
     return statement.replace(f"C.{released}(", f"C.{helpers[0]}(") if len(helpers) == 1 else None
+
+
+def _named_alike(made: str, helpers: list[str]) -> list[str]:
+    """The helpers whose names share the most words with the constructor's,
+    the verbs left out (`llama_allocate_params` and `llama_free_params`,
+    not `llama_free_model`): one, or all of them where that does not tell."""
+    def words(name: str) -> set[str]:
+        split = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)
+        return {word.lower() for word in split} - _VERBS
+
+    shared = {helper: len(words(made) & words(helper)) for helper in helpers}
+    best = max(shared.values(), default=0)
+    chosen = [helper for helper in helpers if shared[helper] == best]
+    return chosen if best and len(chosen) == 1 else helpers
+
+
+_VERBS = {"alloc", "allocate", "new", "make", "create", "init", "open", "free", "delete", "destroy", "release", "close", "dispose"}
 
 
 def _takes(helper: CFunction, type_name: str) -> bool:

@@ -217,6 +217,16 @@ class Resolution:
         return symbol is not None and symbol.kind is SymbolKind.BUILTIN and symbol.name == name
 
 
+def switched_expression(symbol: Symbol) -> Node | None:
+    """`switch y := x.(type) { case *int: ... }`: in each clause y is x, of
+    that clause's type; x, for such a y."""
+    alias = symbol.node.parent if symbol.node is not None else None
+    statement = alias.parent if alias is not None else None
+    if statement is None or statement.type != "type_switch_statement" or statement.child_by_field_name("alias") != alias:
+        return None
+    return symbol.init
+
+
 def default_import_name(path: str) -> str:
     """The package name an import path most likely declares (the go command's
     convention: the last element, skipping a major-version suffix)."""

@@ -10,7 +10,7 @@ from cudalint.analyses.calls import CalleeKind, CallIndex, unwrap
 from cudalint.analyses.finalizers.model import Access
 from cudalint.functions import Package, Unit, UnitKind
 from cudalint.gotypes import short_type
-from cudalint.scope import Role, Symbol, SymbolKind
+from cudalint.scope import Role, Symbol, SymbolKind, switched_expression
 
 
 class AccessPaths:
@@ -79,11 +79,10 @@ class AccessPaths:
         """`switch y := x.(type) { case *Uint8: ... }`: in a clause, y is x,
         of that clause's type (a finalizer taking `interface{}` for every
         type it frees)."""
-        alias = symbol.node.parent if symbol.node is not None else None
-        statement = alias.parent if alias is not None else None
-        if statement is None or statement.type != "type_switch_statement" or statement.child_by_field_name("alias") != alias:
+        switched = switched_expression(symbol)
+        if switched is None:
             return None
-        found = self.access(symbol.init, depth + 1)
+        found = self.access(switched, depth + 1)
         if found is None:
             return None
         return Access(found.root, self.symbol_type(symbol) or found.root_type, found.path)

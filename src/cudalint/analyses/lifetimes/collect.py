@@ -108,7 +108,10 @@ class Collector:
                     continue
                 seen.add((symbol, n))
                 kind = use.role[0].name if use.role is not None else None
-                state = State(Phase.RELEASED, frozenset({symbol}), released_at=n, fields=fields, released_kind=kind)
+                state = State(
+                    Phase.RELEASED, frozenset({symbol}), released_at=n, fields=fields, released_kind=kind,
+                    cleared=use.kind in (UseKind.METHOD, UseKind.PASS_LOCAL) and self._walker.clears_handle(use),
+                )
                 record = self._walker.walk(graph, None, n, state, summary=False)
                 for node, first, by_defer in record.double_releases:
                     result.double_releases.append(DoubleRelease(None, node, first, by_defer, handle))

@@ -52,6 +52,9 @@ class State:
     # closure still sees the value and releases it at exit.
     captured_release: bool = False
     released_at: int | None = None  # the node that released it
+    # That release was a method that checks and clears the handle: the value
+    # is empty from there on, and using it uses nothing freed.
+    cleared: bool = False
     released_kind: str | None = None  # the resource it gave back there, where the release said
     # Of `names`, the local slices it was appended to (`bufs = append(bufs, d)`).
     collections: frozenset[Symbol] = frozenset()

@@ -233,7 +233,7 @@ class Walker:
             if state.phase is Phase.RELEASED and use.kind is UseKind.PASS_API and _passed_by_address(use):
                 raise LeftControl  # `C.bootstrap(h, &info)` again (a loop): C writes it anew, the freed field with it
             if use.symbol in state.collections and use.kind not in (UseKind.READ, UseKind.ALIAS, UseKind.PASS_API) and not (
-                use.kind is UseKind.DEREF and (_assigned(use) or self._element_lent(use))
+                use.kind is UseKind.DEREF and (_assigned(use) or _element_lent(self._calls, use))
             ):
                 # A slice holding it, indexed, sliced, passed or kept: what
                 # happens to its elements is not followed.
@@ -356,6 +356,13 @@ class Walker:
             state = replace(state, proxy=None)
         return state
 
+    def clears_handle(self, use: Use) -> bool:
+        """Whether the call releasing what a variable holds is a method that
+        checks and clears the handle (`c.cleanup()`): the value is empty after it."""
+        called = use.method or _method_called(use)
+        target = self._calls.callee(use.call).target if use.call is not None else None
+        return _pointer_receiver(target) and bool(called) and self._resources.releases_idempotently(use.symbol, called, None)
+
     def releases_once(self, use: Use) -> bool:
         """Whether a method call releases what a parameter or receiver holds
         (`gi.Destroy()` on a GPU instance, `set.Free()`), or a function of
@@ -434,28 +441,14 @@ class Walker:
             return state
         return None
 
-    def _element_lent(self, use: Use) -> bool:
-        """`&argv[0]`, `argv[i]` an argument of a C or API call that does not
-        release it: the collection's elements are lent, still held."""
-        element = use.node.parent
-        if element is None or element.type != "index_expression" or element.child_by_field_name("operand") != use.node:
-            return False
-        passed = argument_of(element, self._calls.callee)
-        if passed is None:
-            return False
-        call, argument = passed
-        callee = self._calls.callee(call)
-        if callee.kind is CalleeKind.FAMILY:
-            return True
-        if callee.kind is not CalleeKind.API or callee.api is None:
-            return False
-        index = [c.id for c in syntax.children(call.child_by_field_name("arguments"))].index(argument.id)
-        return not any(role.index == index for _, role in callee.api.roles("release") + callee.api.roles("transfer")) and index not in callee.api.kept_args
-
     def _read(
         self, graph: CFG, origin: Origin | None, state: State, n: int, use: Use, record: WalkRecord, aliases: set, applied: set,
     ) -> State:
         released = state.phase is Phase.RELEASED
+        # Released by a method that clears the handle: the value is empty,
+        # not dangling (`c.cleanup(); return c, nil`), though its methods
+        # may still pass the cleared handle on.
+        dangling = released and not state.cleared
         kind = use.kind
         if state.holds_in_field(use.symbol):
             handled = self._holder_use(origin, state, n, use, record, aliases)
@@ -470,7 +463,9 @@ class Walker:
                 return release(origin, state, n, use.deferred, record, None)
             if released and self._refills(use):
                 raise LeftControl  # `a.Free(); a.alloc()`: the value holds new memory from here on
-            if released and not self._resources.reads_only(use.symbol, use.method, origin):
+            if released and not self._resources.reads_only(use.symbol, use.method, origin) and (
+                dangling or self._calls.callee(use.call).target is not None  # `c.cancel()`, a func field of the emptied value
+            ):
                 record.uses_after_release.append((n, use, state.released_at or 0))
             return state
         if kind is UseKind.CALLED:
@@ -479,7 +474,8 @@ class Walker:
             return state
         if kind in (UseKind.RETURN, UseKind.TRANSFER_CALL):
             if released:
-                record.uses_after_release.append((n, use, state.released_at or 0))
+                if dangling:
+                    record.uses_after_release.append((n, use, state.released_at or 0))
                 return state
             if (
                 kind is UseKind.RETURN and origin is not None and self._counted.fails(graph, origin, ExitKind.RETURN, n) is True
@@ -526,6 +522,8 @@ class Walker:
                 return state  # `resultError(op, r)` reads the result struct's status; what it frees is the message
             effect = self._effects.effect_of_use(use)
             if effect is Effect.RELEASES:
+                if self.clears_handle(use):
+                    return _released_again_harmlessly(state, n, use)  # `c.cleanup()` of a method that clears the handle
                 return release(origin, state, n, use.deferred, record, None)
             if effect is Effect.KEEPS_ON_SUCCESS and not released and state.proxy is None and use.call is not None:
                 error = error_of(self._calls, use.call)
@@ -547,6 +545,25 @@ class Walker:
         return state
 
 
+def _element_lent(calls: CallIndex, use: Use) -> bool:
+    """`&argv[0]`, `argv[i]` an argument of a C or API call that does not
+    release it: the collection's elements are lent, still held."""
+    element = use.node.parent
+    if element is None or element.type != "index_expression" or element.child_by_field_name("operand") != use.node:
+        return False
+    passed = argument_of(element, calls.callee)
+    if passed is None:
+        return False
+    call, argument = passed
+    callee = calls.callee(call)
+    if callee.kind is CalleeKind.FAMILY:
+        return True
+    if callee.kind is not CalleeKind.API or callee.api is None:
+        return False
+    index = [c.id for c in syntax.children(call.child_by_field_name("arguments"))].index(argument.id)
+    return not any(role.index == index for _, role in callee.api.roles("release") + callee.api.roles("transfer")) and index not in callee.api.kept_args
+
+
 def _released_again_harmlessly(state: State, n: int, use: Use) -> State:
     """`b.Free()` of a method that checks and clears the handle: released,
     and a second call (now, or the `defer b.Free()` at exit) frees nothing."""
@@ -557,7 +574,21 @@ def _released_again_harmlessly(state: State, n: int, use: Use) -> State:
     if state.phase is Phase.RELEASED:
         return state
     deferred = None if state.deferred_idempotent else state.deferred_release
-    return replace(state, phase=Phase.RELEASED, released_at=n, proxy=None, deferred_release=deferred)
+    return replace(state, phase=Phase.RELEASED, released_at=n, proxy=None, deferred_release=deferred, cleared=True)
+
+
+def _pointer_receiver(method: Unit | None) -> bool:
+    """A value receiver's method clears only its copy."""
+    receiver = method.receiver if method is not None else None
+    return receiver is not None and receiver.type_node is not None and receiver.type_node.type == "pointer_type"
+
+
+def _method_called(use: Use) -> str:
+    """"cleanup" for `c.cleanup()` where the use is c, the receiver."""
+    function = use.call.child_by_field_name("function") if use.call is not None else None
+    if function is None or function.type != "selector_expression" or syntax.unparen(function.child_by_field_name("operand")) != use.node:
+        return ""
+    return syntax.text(function.child_by_field_name("field"))
 
 
 def _passed_by_address(use: Use) -> bool:
