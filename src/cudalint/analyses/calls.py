@@ -19,7 +19,6 @@ method of such a type is something importers have facts about, so that
 from __future__ import annotations
 
 import bisect
-
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -489,20 +488,22 @@ class CallIndex:
         return None
 
     def _method(self, operand: Node | None, method: str) -> Unit | None:
-        """A method of this package, found through the receiver's type: a
-        declared type, a composite literal, a constructor of the package, a
-        struct field, an embedded (promoted) method. A receiver whose type is
-        unknown, or another package's, calls nothing of this package."""
+        """A method of this package, found through the receiver's type (declared,
+        a literal's, a constructor's, a field's, promoted, an interface's one
+        implementation); a receiver of unknown or another package's type: None."""
         if not self._methods.get(method) or operand is None:
             return None
         type_name = self.types.type_of(operand)
         if type_name is None:
             return None
+        return self._method_of(self.implementation(type_name), method)
+
+    def implementation(self, type_name: str) -> str:
+        """The package's one type implementing the interface `type_name`, whose
+        methods its values' calls run (`*faissIndex` of `Index`); or the name."""
         if self._implementations is None:
             self._implementations = sole_implementations(self.package, with_tests=True)
-        # A value of an interface of the package that one of its types
-        # implements: that type's method runs.
-        return self._method_of(self._implementations.get(type_name, type_name), method)
+        return self._implementations.get(type_name, type_name)
 
     def literal(self, node: Node | None) -> Unit | None:
         """The unit of a func literal node."""

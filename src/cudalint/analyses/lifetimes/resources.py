@@ -61,7 +61,8 @@ class VariableResources:
         # Declared (`b *Buffer`), or made by a constructor (`b, err := NewBuffer(n)`, `gpu.NewBuffer(n)`).
         declaration = symbol.node if symbol.is_local else None
         local = calls.local_type(symbol) or (calls.types.type_of(declaration) if declaration is not None else None)
-        owner = self._owners.of(local)
+        # `func Free(index Index)` of an interface that one owning type implements.
+        owner = self._owners.of(local) or (self._owners.of(calls.implementation(local)) if local is not None else None)
         if owner is not None:
             found.extend(owned_resource(resource, owner.type_name, owner.methods, owner.idempotent, owner.inert) for resource in owner.resources)
         declared = imported_type(calls.package.resolution, symbol) or (
