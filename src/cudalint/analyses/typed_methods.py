@@ -127,6 +127,13 @@ def index_interface_statuses(facts: CallIndex, package: Package, knowledge: Know
             # stay the API's (no resource is followed through it).
             named = knowledge.lookup(family.import_path, method)
             releases, discardable = (named.releases, named.discardable) if named is not None and named.status == family.status else ((), False)
+            if not releases:
+                # `Free() nvml.Return` of an interface wrapping the binding's
+                # EventSet: the name of a release method of the family's types.
+                releases = tuple(
+                    resource for resource in family.resources
+                    if any(role.handle == "receiver" and role.call.rsplit(".", 1)[-1] == method for role in resource.release)
+                )
             declaring.setdefault(interface, {})[method] = ApiFunction(family, f"{interface}.{method}", family.status, discardable, releases, ())
     if not declaring:
         return

@@ -113,7 +113,11 @@ class StatusWrappers:
         if self._sites is None:
             by_node = {unit.node: unit for unit in self.calls.package.units}
             sites: dict[Node, tuple[Unit, Node, Wrapped]] = {}
-            pending = [unit for unit in self.calls.units_calling_api() if unit.kind is not UnitKind.LITERAL]
+            # A call in a func literal is its function's too (`var res error;
+            # b.loop.Run(func() { res = check(C.cudaMemcpy(...)) }); return res`).
+            pending = list(dict.fromkeys(
+                unit.outermost for unit in self.calls.units_calling_api() if unit.outermost.kind is not UnitKind.LITERAL
+            ))
             for call, fact in self.calls.calls.items():
                 # A function calling another package's wrapper may be one too
                 # (`func SyncAll() error { return gpu.Sync() }`).
