@@ -206,6 +206,11 @@ class Family:
     # The same package published under other import paths (a fork's module
     # path: icicle-gnark's runtime is icicle's): each is described alike.
     forks: tuple[str, ...] = ()
+    # Calls that lock the calling goroutine to its OS thread, and that unlock
+    # it (gorgonia's `ctx.Lock()`, `ctx.Unlock()`): runtime.LockOSThread's
+    # and UnlockOSThread's effects for CL402/CL403.
+    thread_locks: tuple[str, ...] = ()
+    thread_unlocks: tuple[str, ...] = ()
 
     def forwarded(self, name: str) -> str:
         """The package function a method of one of the family's interfaces
@@ -234,6 +239,8 @@ class ApiFunction:
     # A project's own C helper that wraps an API call: its roles, the API
     # call's moved to the helper's parameters ((kind, resource, role)).
     helper_roles: tuple[tuple[str, ResourceSpec, CallRole], ...] = ()
+    # "lock" or "unlock": the call locks or unlocks the goroutine's OS thread.
+    thread_lock: str = ""
 
     @property
     def is_release(self) -> bool:

@@ -68,7 +68,7 @@ class Knowledge:
             found: dict[str, set[str]] = {}
             for family in self.families:
                 names = [role.call for resource in family.resources for role in resource.acquire + resource.release + resource.transfer]
-                names += list(family.status_match) + list(family.thread_bound)
+                names += list(family.status_match) + list(family.thread_bound) + list(family.thread_locks) + list(family.thread_unlocks)
                 names += [f"{type_name.removeprefix('[]')}.Method" for _, type_name in family.result_types]
                 names += [f"{type_name}.Method" for type_name in family.interfaces]
                 for name in names:
@@ -242,12 +242,14 @@ class Knowledge:
             is_status = family.status is not None and qualified in match and qualified not in exclude
             bound = qualified in family.thread_bound
             setter = qualified in family.context_setters
+            lock = "lock" if qualified in family.thread_locks else "unlock" if qualified in family.thread_unlocks else ""
             host_args = next((indexes for call, indexes in family.async_host if call == qualified), ())
             kept = next((indexes for call, indexes in family.keeps if call == qualified), ())
-            if is_status or releases or acquires or transfers or bound or setter or host_args or kept:
+            if is_status or releases or acquires or transfers or bound or setter or host_args or kept or lock:
                 described = ApiFunction(
                     family, qualified, family.status if is_status else None,
                     qualified in family.discardable, releases, acquires, transfers, bound, setter, host_args, kept,
+                    thread_lock=lock,
                 )
                 if import_path == "C":
                     return described  # each C family names its own functions
@@ -268,6 +270,7 @@ def _merged(first: ApiFunction, other: ApiFunction) -> ApiFunction:
         transfers=tuple(dict.fromkeys(first.transfers + other.transfers)),
         thread_bound=first.thread_bound or other.thread_bound, context_setter=first.context_setter or other.context_setter,
         async_host_args=first.async_host_args or other.async_host_args, kept_args=first.kept_args or other.kept_args,
+        thread_lock=first.thread_lock or other.thread_lock,
     )
 
 
@@ -394,7 +397,7 @@ _TOP_KEYS = {
 _EMBEDDED_KEYS = {"type", "embeds", "own"}
 _NAMED_KEYS = {"package", "functions"}
 _KEEPS_KEYS = {"call", "args"}
-_THREAD_KEYS = {"bound", "context_setters", "releases_need_context"}
+_THREAD_KEYS = {"bound", "context_setters", "releases_need_context", "locks", "unlocks"}
 _ASYNC_KEYS = {"call", "host_args"}
 _STATUS_KEYS = {"type", "success", "failure", "result", "kind"}
 _STATUS_CALL_KEYS = {"match", "except", "discardable"}
@@ -513,10 +516,11 @@ def parse_family(document: dict, source: str) -> Family:
         raise _fail(source, "forks", "only a Go package is published under other import paths")
     if import_path in forks or len(set(forks)) != len(forks):
         raise _fail(source, "forks", "lists the family's own import path, or one path twice")
+    locks, unlocks = _thread_locks(source, doc, qualifier)
     return Family(
         name, description, import_path, qualifier, source, docs, status,
         match, except_, discardable, resources, types, bound, setters, need_context, async_host, keeps, results,
-        interfaces, named, functions, partial, libraries, embedded_by, forks,
+        interfaces, named, functions, partial, libraries, embedded_by, forks, thread_locks=locks, thread_unlocks=unlocks,
     )
 
 
@@ -652,6 +656,14 @@ def _resource(source: str, where: str, item: Any, qualifier: str) -> ResourceSpe
         host_side=host_side, needs_context=needs_context, outlives=outlives, moves=moves,
         zero_release_noop=zero_release_noop, gates_family=gates_family, glue_only=glue_only,
     )
+
+
+def _thread_locks(source: str, doc: dict, qualifier: str) -> tuple[tuple, tuple]:
+    """(calls that lock the goroutine to its thread, calls that unlock it)."""
+    threads = _table(source, "[threads]", doc.get("threads", {}), _THREAD_KEYS)
+    locks = _qualified(source, "[threads].locks", _strings(source, "[threads].locks", threads.get("locks")), qualifier)
+    unlocks = _qualified(source, "[threads].unlocks", _strings(source, "[threads].unlocks", threads.get("unlocks")), qualifier)
+    return locks, unlocks
 
 
 def _threads(source: str, doc: dict, qualifier: str) -> tuple[tuple, tuple, bool]:

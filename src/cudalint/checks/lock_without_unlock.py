@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from tree_sitter import Node
+
+from cudalint import syntax
 from cudalint.analyses.calls import CALLS
 from cudalint.analyses.locks import LOCKS, Event, concerns_threads, lock_outcomes, unlocks_somewhere
 from cudalint.catalog import Level, Rule
@@ -40,13 +43,25 @@ def check(p: Pass) -> None:
                 outcomes = lock_outcomes(threads, graph, n, happening)
                 if outcomes["unlocked"] and outcomes["locked"]:
                     p.report(
-                        unit, happening.call,
-                        "runtime.LockOSThread is undone on some paths but not on the return at @kept; "
-                        "add `defer runtime.UnlockOSThread()` right after it",
+                        unit, happening.call, _undone_on_some_paths(happening.call),
                         kept=Ref(graph.span(outcomes["locked"][0]), "returns with the thread still locked"),
                     )
 
     p.visit_graphs(threads.solved_units(), visit)
+
+
+def _undone_on_some_paths(call: Node) -> str:
+    written = syntax.text(call.child_by_field_name("function"))
+    if written.endswith("LockOSThread"):
+        return (
+            "runtime.LockOSThread is undone on some paths but not on the return at @kept; "
+            "add `defer runtime.UnlockOSThread()` right after it"
+        )
+    # A binding's lock (gorgonia's `ctx.Lock()`), whose own unlock undoes it.
+    return (
+        f"{written} locks the thread, and it is undone on some paths but not on the return at @kept; "
+        f"unlock it there too (a deferred unlock right after the lock undoes it on every path)"
+    )
 
 
 RULE = Rule(
@@ -62,7 +77,9 @@ RULE = Rule(
     `init`, a worker goroutine that owns its thread, a lock wrapper) and is
     not reported, nor is a lock wrapper that returns locked exactly where its
     error result is nil. Conditions on a flag the function never assigns are
-    followed: `if pin { Lock }` ... `if pin { Unlock }` is balanced.
+    followed: `if pin { Lock }` ... `if pin { Unlock }` is balanced. A
+    binding's calls that the knowledge names as locking and unlocking the
+    thread (gorgonia's `ctx.Lock()` and `ctx.Unlock()`) count as the runtime's.
 
     The body of a goroutine (a `go` literal, or a function only ever started
     with `go`) is not reported either: returning from it still locked is the

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from tree_sitter import Node
+
+from cudalint import syntax
 from cudalint.analyses.calls import CALLS
 from cudalint.analyses.locks import LOCKS, Event, concerns_threads, exported, lock_follows, unlocked_before
 from cudalint.catalog import Level, Rule
@@ -26,19 +29,22 @@ def check(p: Pass) -> None:
             if locked != 0:
                 continue
             if happening.event is Event.UNLOCK and unlocked_before(threads, graph, entry, n, happening):
-                p.report(unit, happening.call, _message(unit.name))
+                p.report(unit, happening.call, _message(unit.name, happening.call))
             elif (
                 happening.event in (Event.DEFER_UNLOCK, Event.DEFER_CLOSURE) and threads.defers_unlock(happening)
                 and not lock_follows(threads, graph, n)
             ):
-                p.report(unit, happening.call, _message(unit.name))
+                p.report(unit, happening.call, _message(unit.name, happening.call if happening.event is Event.DEFER_UNLOCK else None))
 
     p.visit_graphs(threads.solved_units(), visit)
 
 
-def _message(function: str) -> str:
+def _message(function: str, call: Node | None) -> str:
+    written = syntax.text(call.child_by_field_name("function")) if call is not None else ""
+    # A binding's unlock (`ctx.Unlock()`, which calls runtime.UnlockOSThread) is named as written.
+    unlock = f"{written}, which unlocks the thread," if written and not written.endswith("UnlockOSThread") else "runtime.UnlockOSThread"
     return (
-        f"runtime.UnlockOSThread can run in {function} without a runtime.LockOSThread before it "
+        f"{unlock} can run in {function} without a runtime.LockOSThread before it "
         f"(neither here nor in every caller in this package); lock first, or remove the unlock"
     )
 
@@ -52,6 +58,8 @@ RULE = Rule(
     reaches without a `runtime.LockOSThread` before it, in a function whose
     callers in the package have not locked either. The unlock half of a
     lock/unlock wrapper pair (`func lockGPU()` / `func unlockGPU()`) is fine.
+    A binding's unlock that the knowledge names (gorgonia's `ctx.Unlock()`)
+    counts as `runtime.UnlockOSThread`.
 
     ## Why is this bad?
     Locks nest: an unmatched unlock can undo a lock taken by someone else

@@ -145,6 +145,10 @@ class LockEvents:
             if fact.name == "UnlockOSThread":
                 return Happening(Event.DEFER_UNLOCK if statement == "defer_statement" else Event.UNLOCK, call)
             return None
+        if fact is not None and fact.api is not None and fact.api.thread_lock == "lock" and statement != "defer_statement":
+            return Happening(Event.LOCK, call)  # `ctx.Lock()` of a binding that locks the thread for its context
+        if fact is not None and fact.api is not None and fact.api.thread_lock == "unlock":
+            return Happening(Event.DEFER_UNLOCK if statement == "defer_statement" else Event.UNLOCK, call)
         if fact is not None and fact.api is not None and fact.api.thread_bound:
             return Happening(Event.BOUND, call)
         summary = imported_effects(self.calls, self.imported, fact)
@@ -182,6 +186,6 @@ def touches_threads(calls: CallIndex, imported: FactView, fact) -> bool:
     if fact.import_path == _RUNTIME:
         return fact.name in ("LockOSThread", "UnlockOSThread")
     if fact.api is not None:
-        return fact.api.thread_bound
+        return fact.api.thread_bound or bool(fact.api.thread_lock)
     summary = imported_effects(calls, imported, fact)
     return summary is not None and bool(summary.needs_lock or summary.thread)
