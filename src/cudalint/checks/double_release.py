@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cudalint.analyses.calls import CALLS
 from cudalint.analyses.lifetimes import LIFETIMES
+from cudalint.analyses.stale_fields import STALE_FIELDS
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG
 from cudalint.prefilter import imports_of
@@ -39,6 +40,17 @@ def check(p: Pass) -> None:
             p.report(unit, graph.ast(double.node), message, first=first)
 
     p.visit_graphs(lifetimes.units_with_releases(), visit)
+    stale = p.result_of(STALE_FIELDS)
+    for unit in p.package.units:
+        with p.isolating(unit):
+            for found in stale.of(unit):
+                p.report(
+                    unit, found.release,
+                    f"{found.field} is freed here to be refilled at @refill, but the return at @exit leaves it "
+                    f"holding the freed handle: the next release of it (this method again, or a Close) frees it "
+                    f"a second time; set {found.field} to nil (or zero) right after the free",
+                    refill=Ref(found.refill, "the refill"), exit=Ref(found.exit, "returns with the field still freed"),
+                )
 
 
 RULE = Rule(
@@ -67,6 +79,11 @@ RULE = Rule(
     A count with no handle (`nvml.Init` / `nvml.Shutdown`) released twice
     after one acquisition is reported the same way: the second release
     gives back a count another user of the library holds.
+    A method that frees a field of its receiver to refill it (`C.cuMemFree(
+    p.buf)` then `cuMemAlloc(&p.buf, n)`, or a later `p.buf = fresh`) and
+    returns in between, or where the refill fails, leaves the field naming
+    freed memory: the next release of it (the method again, or a Close) is
+    the second one, reported at the first free.
 
     ## Why is this bad?
     A double free is memory corruption, not an error the driver catches.
@@ -108,7 +125,7 @@ RULE = Rule(
     """,
     tags=("correctness",),
     check=check,
-    requires=(CALLS, LIFETIMES),
+    requires=(CALLS, LIFETIMES, STALE_FIELDS),
     needles=lambda knowledge: imports_of(knowledge, lambda family: bool(family.resources)),
     # A release that can be a second release is one defect however many
     # earlier releases can precede it.
