@@ -67,12 +67,16 @@ class StaleFields:
         for call, field in releases:
             if syntax.statement_of_call(call) == "defer_statement":
                 continue
+            status = {syntax.text(name) for name in syntax.assigned_from(_outermost_call(call))}
             for statement in _released_statements(call, field):
                 following = _following(statement)
-                refill = next((i for i, later in enumerate(following) if _refills(later, field)), None)
+                refill = next((i for i, later in enumerate(following) if _refills(later, field) is not None), None)
                 if refill is None:
                     continue  # nothing after it in this list: the guard's list, if any, is next
-                exits = [exit for later in following[:refill] for exit in _returns(later)]
+                if not _refills(following[refill], field):
+                    break  # `p.sub = nil` after the free: cleared, not refilled
+                # A return testing the release's own status is where it failed: nothing was freed.
+                exits = [exit for later in following[:refill] if not _tests(later, status) for exit in _returns(later)]
                 exits += _failing_returns(following[refill], field)
                 again = any(
                     other is not call and same == field and _inside(other, following[:refill + 1]) for other, same in releases
@@ -105,6 +109,14 @@ class StaleFields:
                 released = unwrap(arguments[index], self.calls) if 0 <= index < len(arguments) else None
                 if _field_of(released, receiver):
                     yield call, syntax.text(released)
+
+
+def _outermost_call(call: Node) -> Node:
+    """The call a release's result is handed to, and so on out
+    (`check(C.cuptiUnsubscribe(c.sub))`): the one whose result is assigned."""
+    while call.parent is not None and call.parent.type == "argument_list" and call.parent.parent is not None:
+        call = call.parent.parent
+    return call
 
 
 def _inside(node: Node, statements: list[Node]) -> bool:
@@ -140,15 +152,33 @@ def _following(statement: Node) -> list[Node]:
     return [sibling for sibling in siblings[index + 1:] if sibling.type != "comment"]
 
 
-def _refills(statement: Node, field: str) -> bool:
-    """An assignment of the field, or a call given its address."""
+def _refills(statement: Node, field: str) -> bool | None:
+    """True for an assignment of a new value to the field or a call given
+    its address, False for one clearing it (`p.sub = nil`), None for neither."""
     for node in syntax.walk(statement, into_functions=False):
         if node.type == "assignment_statement":
-            if any(syntax.text(target) == field for target in syntax.expressions(node.child_by_field_name("left"))):
-                return True
+            left = syntax.expressions(node.child_by_field_name("left"))
+            right = syntax.expressions(node.child_by_field_name("right"))
+            for index, target in enumerate(left):
+                if syntax.text(target) == field:
+                    value = syntax.unparen(right[index]) if len(right) == len(left) else None
+                    return not (value is not None and _zero(value))
         elif node.type == "unary_expression" and syntax.text(node).replace(" ", "") == f"&{field}":
             return True
-    return False
+    return None
+
+
+def _zero(value: Node) -> bool:
+    body = value.child_by_field_name("body") if value.type == "composite_literal" else None
+    return syntax.text(value) in ("nil", "0") or (body is not None and not body.named_children)
+
+
+def _tests(statement: Node, names: set[str]) -> bool:
+    """An `if` whose condition reads one of the names (the release's status)."""
+    condition = statement.child_by_field_name("condition") if statement.type == "if_statement" else None
+    return condition is not None and any(
+        node.type == "identifier" and syntax.text(node) in names for node in syntax.walk(condition)
+    )
 
 
 def _returns(statement: Node) -> list[Node]:
@@ -161,9 +191,10 @@ def _failing_returns(statement: Node, field: str) -> list[Node]:
     if statement.type != "if_statement" or "!=" not in syntax.text(statement.child_by_field_name("condition")):
         return []
     header = " ".join(syntax.text(statement.child_by_field_name(part)) for part in ("initializer", "condition"))
-    if f"&{field}" not in header.replace(" ", ""):
-        return []
-    return _returns(statement.child_by_field_name("consequence"))
+    consequence = statement.child_by_field_name("consequence")
+    if f"&{field}" not in header.replace(" ", "") or consequence is None or _refills(consequence, field) is not None:
+        return []  # (a branch that clears the field first leaves nothing freed in it)
+    return _returns(consequence)
 
 
 def _analyse(p: Pass) -> StaleFields:
