@@ -291,6 +291,8 @@ class Provenance:
             return False
         if node.type == "binary_expression":
             return self._go_address(node.child_by_field_name("left")) or self._go_address(node.child_by_field_name("right"))
+        if node.type == "selector_expression" and syntax.text(node.child_by_field_name("field")) == "Data":
+            return self._header_of_go_slice(node.child_by_field_name("operand"))
         if node.type != "call_expression":
             return False
         function = syntax.unparen(node.child_by_field_name("function"))
@@ -300,6 +302,23 @@ class Provenance:
         if function is not None and function.type == "selector_expression":
             return syntax.text(function.child_by_field_name("field")) in _GO_POINTER_METHODS and self._is_reflect_value(function)
         return False
+
+    def _header_of_go_slice(self, header: Node | None) -> bool:
+        """`(*reflect.SliceHeader)(unsafe.Pointer(&s))` (or a variable made
+        so) of a slice backed by Go memory: its Data is that memory's address."""
+        header = syntax.unparen(header)
+        if header is not None and header.type == "identifier":
+            symbol = self.resolution.symbol(header)
+            header = syntax.unparen(symbol.init) if symbol is not None and symbol.init_index < 0 else None
+        if header is None or header.type != "call_expression":
+            return False
+        written = syntax.text(header.child_by_field_name("function")).replace(" ", "").strip("()")
+        arguments = syntax.children(header.child_by_field_name("arguments"))
+        if written not in ("*reflect.SliceHeader", "*reflect.StringHeader") or len(arguments) != 1:
+            return False
+        address = unwrap(arguments[0], self.calls, views=False)
+        operand = syntax.unparen(address.child_by_field_name("operand")) if syntax.is_address_of(address) else None
+        return operand is not None and self.backing(operand) == "go"
 
     def _is_reflect_value(self, selector: Node) -> bool:
         operand = syntax.unparen(selector.child_by_field_name("operand"))

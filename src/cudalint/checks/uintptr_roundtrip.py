@@ -76,8 +76,9 @@ RULE = Rule(
     Reports `unsafe.Pointer(x)` where `x` (or arithmetic on it, `base + off`)
     is a `uintptr` variable, struct field or slice element that was given
     the address of a Go object somewhere (`uintptr(unsafe.Pointer(&buf[0]))`,
-    `v.UnsafeAddr()`, `reflect.ValueOf(s).Index(i).UnsafeAddr()`, a composite
-    literal's field, `addrs[i] = ...`), or a `uintptr` parameter that a caller
+    `v.UnsafeAddr()`, `reflect.ValueOf(s).Index(i).UnsafeAddr()`, the `Data`
+    of a `reflect.SliceHeader` over a Go slice, a composite literal's field,
+    `addrs[i] = ...`), or a `uintptr` parameter that a caller
     in the package passes such an address. A value of a type of the package
     declared as `uintptr` (`type Array uintptr`) counts where the package
     makes one of such an address (`Array(uintptr(unsafe.Pointer(&a)))`, or of
