@@ -119,6 +119,9 @@ def readable_definition(chunk: bytes) -> bytes:
             position = found.end()
             continue
         start = max(code.rfind(b";", body, found.start()), code.rfind(b"{", body, found.start()), code.rfind(b"}", body, found.start())) + 1
+        if _LIFETIME_WORDS.search(code, start, code.find(b";", found.start()) + 1 or len(code)):
+            position = found.end()  # what the lifetimes read stays, whatever the C grammar makes of it
+            continue
         end, depth = found.start(), 0
         while end < len(code):
             byte = code[end]
@@ -147,7 +150,8 @@ def _strings_blanked(text: bytes) -> bytes:
 _RAW_STRING = re.compile(rb'\bR"([^(\s]*)\(.*?\)\1"', re.DOTALL)
 _LITERALS = re.compile(rb'//[^\n]*|/\*.*?\*/|\bR"([^(\s]*)\(.*?\)\1"|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
 # A brace initialiser (`regex{`), a template argument list (`vector<string>`).
-_CXX_ONLY = re.compile(rb"\b([A-Za-z_]\w*)(?:\s*\{|<[\w*&, <>]*>)")
+_CXX_ONLY = re.compile(rb"\b([A-Za-z_]\w*)(?:\s*\{|<[\w*, <>]*>)")
+_LIFETIME_WORDS = re.compile(rb"\b(?:new|delete|return)\b")
 _BLOCK_WORDS = {b"else", b"do", b"try", b"return", b"struct", b"class", b"union", b"enum", b"namespace"}
 
 

@@ -133,7 +133,10 @@ class AsyncParams:
         resolution = self.calls.package.resolution
         symbol = resolution.symbol(value) if value is not None and value.type == "identifier" else None
         switched = switched_expression(symbol) if symbol is not None and symbol.role is Role.LOCAL else None
-        if switched is not None and switched.type == "identifier":
+        clause_type = syntax.text(symbol.type_node) if switched is not None and symbol.type_node is not None else ""
+        # A clause of `*float32` is a caller's typed Go pointer; one of
+        # unsafe.Pointer or uintptr may be what pinned memory arrives as.
+        if switched is not None and switched.type == "identifier" and clause_type.startswith("*"):
             symbol = resolution.symbol(switched)  # `switch v := src.(type) { case *int: C.f(unsafe.Pointer(v)) }`
         if symbol is None or symbol.role is not Role.PARAM or symbol.function != unit.node or self._reassigned(symbol):
             return None

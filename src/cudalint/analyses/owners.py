@@ -139,7 +139,7 @@ class Owners:
             # `C.Mat_Close(m.p); m.p = nil`).
             idempotent = tuple(sorted(
                 name for method in methods if (name := method.name.rsplit(".", 1)[-1]) in found and (
-                    clears_handle(method)
+                    clears_handle(method, _fields_passed(method, self.facts))
                     or (all((r.owns or r).zero_release_noop for r in found[name]) and cleared_fields(method) & _fields_passed(method, self.facts))
                 )
             ))
@@ -576,7 +576,10 @@ def _fields_passed(method: Unit, facts: CallIndex) -> set[str]:
     found = set()
     for call in syntax.calls_in(method.body) if method.body is not None and method.receiver is not None else ():
         for argument in syntax.children(call.child_by_field_name("arguments")):
-            found.add(receiver_field(unwrap(argument, facts), method.receiver.name))
+            value = unwrap(argument, facts)
+            while value is not None and value.type == "unary_expression" and syntax.text(value.child_by_field_name("operator")) in ("*", "&"):
+                value = syntax.unparen(value.child_by_field_name("operand"))  # `C.Tensor(*a.T)`, `&b.h`
+            found.add(receiver_field(value, method.receiver.name))
     return found - {None}
 
 

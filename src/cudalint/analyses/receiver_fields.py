@@ -15,7 +15,7 @@ from cudalint import syntax
 from cudalint.functions import Unit
 
 
-def clears_handle(method: Unit) -> bool:
+def clears_handle(method: Unit, handles: set[str] | None = None) -> bool:
     """A release method a second call of releases nothing: it tests a field
     of its receiver against nil (or 0) and sets that field to nil (or 0)
     (`if b.ptr == nil { return nil }; err := free(b.ptr); b.ptr = nil`), or
@@ -33,7 +33,12 @@ def clears_handle(method: Unit) -> bool:
             function = syntax.text(node.child_by_field_name("function"))
             if function.startswith(f"{receiver.name}.") and function.endswith(".Do") and function.count(".") == 2:
                 return True  # `b.once.Do(func() {...})`
-    return bool(tested & cleared_fields(method)) or bool(flags_guarding(method) & flags_raised(method))
+    # The field tested and cleared must be one the release takes (`handles`),
+    # not a configuration struct reset beside it.
+    checked = tested & cleared_fields(method)
+    if handles:
+        checked &= handles
+    return bool(checked) or bool(flags_guarding(method) & flags_raised(method))
 
 
 def cleared_fields(method: Unit) -> set[str]:
@@ -44,12 +49,12 @@ def cleared_fields(method: Unit) -> set[str]:
             left = syntax.expressions(node.child_by_field_name("left"))
             right = syntax.expressions(node.child_by_field_name("right"))
             for target, value in zip(left, right) if len(left) == len(right) else ():
-                if _zero_value(value):
+                if zero_value(value):
                     cleared.add(receiver_field(target, method.receiver.name))
     return cleared - {None}
 
 
-def _zero_value(value: Node) -> bool:
+def zero_value(value: Node) -> bool:
     """`nil`, `0`, or an empty composite literal (`dcgm.FieldHandle{}`)."""
     if syntax.text(value) in ("nil", "0"):
         return True
@@ -162,7 +167,11 @@ def before_failing_return(node: Node) -> bool:
     while statement.parent is not None and statement.parent.type not in ("block", "statement_list"):
         statement = statement.parent
     block = statement.parent
-    if block is None or statement.type == "return_statement":
+    holder = block.parent if block is not None and block.type == "statement_list" else block
+    branch = holder.parent if holder is not None and holder.type == "block" else None
+    if block is None or statement.type == "return_statement" or branch is None or branch.type != "if_statement":
+        return False  # a method's own body ending in `return fmt.Errorf(...)` frees on its success paths too
+    if branch.child_by_field_name("consequence") != holder:
         return False
     last = block.named_children[-1] if block.named_children else None
     if last is None or last.type != "return_statement":
@@ -173,7 +182,7 @@ def before_failing_return(node: Node) -> bool:
     return function is not None and _NEW_ERROR.fullmatch(syntax.text(function)) is not None
 
 
-_NEW_ERROR = re.compile(r"fmt\.Errorf|errors\.(New|Errorf|Wrap|Wrapf)")
+_NEW_ERROR = re.compile(r"fmt\.Errorf|errors\.(New|Errorf)")  # (errors.Wrap(nil, ...) is nil)
 
 
 def receiver_field(node: Node | None, receiver: str) -> str | None:

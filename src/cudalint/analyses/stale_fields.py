@@ -21,6 +21,7 @@ failing branch of the refilling call's test.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -29,6 +30,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
 from cudalint.analyses.owners import OWNERS, Owners
+from cudalint.analyses.receiver_fields import cleared_fields, receiver_field, zero_value
 from cudalint.framework import Analysis, Pass
 from cudalint.functions import Unit
 
@@ -46,6 +48,8 @@ class StaleField:
 
 
 class StaleFields:
+    """The stale fields of each method, read on demand (a rule asks per unit)."""
+
     def __init__(self, calls: CallIndex, owners: Owners) -> None:
         self.calls = calls
         self.owners = owners
@@ -59,6 +63,8 @@ class StaleFields:
         return self._wrappers
 
     def of(self, unit: Unit) -> list[StaleField]:
+        """Each field of `unit`'s receiver freed to be refilled and left
+        freed at a return before the refill."""
         receiver = unit.receiver
         if unit.body is None or receiver is None or receiver.type_node is None or receiver.type_node.type != "pointer_type":
             return []  # a value receiver's fields are a copy's
@@ -70,11 +76,11 @@ class StaleFields:
             status = {syntax.text(name) for name in syntax.assigned_from(_outermost_call(call))}
             for statement in _released_statements(call, field):
                 following = _following(statement)
-                refill = next((i for i, later in enumerate(following) if _refills(later, field) is not None), None)
+                refill = next((i for i, later in enumerate(following) if self._settles(later, field, receiver.name) is not None), None)
                 if refill is None:
                     continue  # nothing after it in this list: the guard's list, if any, is next
-                if not _refills(following[refill], field):
-                    break  # `p.sub = nil` after the free: cleared, not refilled
+                if not self._settles(following[refill], field, receiver.name):
+                    break  # `p.sub = nil`, `*p = T{}` or `p.reset()` after the free: cleared, not refilled
                 # A return testing the release's own status is where it failed: nothing was freed.
                 exits = [exit for later in following[:refill] if not _tests(later, status) for exit in _returns(later)]
                 exits += _failing_returns(following[refill], field)
@@ -85,6 +91,20 @@ class StaleFields:
                     found.append(StaleField(unit, field, call, following[refill], exits[0]))
                 break
         return found
+
+    def _settles(self, statement: Node, field: str, receiver: str) -> bool | None:
+        """True where the statement refills the field, False where it clears
+        it (also `*p = T{}`, or a method of the receiver that sets the field
+        to zero), None where it does neither."""
+        for call in syntax.calls_in(statement):
+            callee = self.calls.callee(call)
+            operand = syntax.method_operand(call)
+            if (
+                callee.kind is CalleeKind.LOCAL and callee.target is not None and operand is not None
+                and syntax.text(operand) == receiver and field.split(".", 1)[1] in cleared_fields(callee.target)
+            ):
+                return False
+        return _refills(statement, field, receiver)
 
     def _field_releases(self, unit: Unit, receiver: str) -> Iterator[tuple[Node, str]]:
         """(release call, "r.f") for each call freeing a field of the receiver."""
@@ -120,15 +140,13 @@ def _outermost_call(call: Node) -> Node:
 
 
 def _inside(node: Node, statements: list[Node]) -> bool:
+    """Whether the node lies within one of the statements."""
     return any(statement.start_byte <= node.start_byte and node.end_byte <= statement.end_byte for statement in statements)
 
 
 def _field_of(node: Node | None, receiver: str) -> bool:
     """`p.dQ` with p the receiver."""
-    return (
-        node is not None and node.type == "selector_expression"
-        and syntax.text(syntax.unparen(node.child_by_field_name("operand"))) == receiver
-    )
+    return receiver_field(node, receiver) is not None
 
 
 def _released_statements(call: Node, field: str) -> list[Node]:
@@ -141,36 +159,36 @@ def _released_statements(call: Node, field: str) -> list[Node]:
     block = statement.parent
     holder = block.parent if block is not None and block.type == "statement_list" else block
     guard = holder.parent if holder is not None and holder.type == "block" else None
-    if guard is not None and guard.type == "if_statement" and field in syntax.text(guard.child_by_field_name("condition")):
+    condition = syntax.text(guard.child_by_field_name("condition")) if guard is not None and guard.type == "if_statement" else ""
+    if re.search(re.escape(field) + r"(?!\w)", condition):
         return [statement, guard]
     return [statement]
 
 
 def _following(statement: Node) -> list[Node]:
+    """The statements after this one in its list."""
     siblings = statement.parent.named_children if statement.parent is not None else []
     index = next((i for i, sibling in enumerate(siblings) if sibling == statement), len(siblings))
     return [sibling for sibling in siblings[index + 1:] if sibling.type != "comment"]
 
 
-def _refills(statement: Node, field: str) -> bool | None:
+def _refills(statement: Node, field: str, receiver: str) -> bool | None:
     """True for an assignment of a new value to the field or a call given
-    its address, False for one clearing it (`p.sub = nil`), None for neither."""
+    its address, False for one clearing it (`p.sub = nil`, `*p = T{}`), None
+    for neither."""
     for node in syntax.walk(statement, into_functions=False):
         if node.type == "assignment_statement":
             left = syntax.expressions(node.child_by_field_name("left"))
             right = syntax.expressions(node.child_by_field_name("right"))
             for index, target in enumerate(left):
+                if syntax.text(target).replace(" ", "") == f"*{receiver}":
+                    return False  # the whole value replaced: whatever it held is no longer named
                 if syntax.text(target) == field:
                     value = syntax.unparen(right[index]) if len(right) == len(left) else None
-                    return not (value is not None and _zero(value))
+                    return not (value is not None and zero_value(value))
         elif node.type == "unary_expression" and syntax.text(node).replace(" ", "") == f"&{field}":
             return True
     return None
-
-
-def _zero(value: Node) -> bool:
-    body = value.child_by_field_name("body") if value.type == "composite_literal" else None
-    return syntax.text(value) in ("nil", "0") or (body is not None and not body.named_children)
 
 
 def _tests(statement: Node, names: set[str]) -> bool:
@@ -182,6 +200,7 @@ def _tests(statement: Node, names: set[str]) -> bool:
 
 
 def _returns(statement: Node) -> list[Node]:
+    """The returns in a statement, not those of its func literals."""
     return [node for node in syntax.walk(statement, into_functions=False) if node.type == "return_statement"]
 
 
@@ -192,7 +211,8 @@ def _failing_returns(statement: Node, field: str) -> list[Node]:
         return []
     header = " ".join(syntax.text(statement.child_by_field_name(part)) for part in ("initializer", "condition"))
     consequence = statement.child_by_field_name("consequence")
-    if f"&{field}" not in header.replace(" ", "") or consequence is None or _refills(consequence, field) is not None:
+    receiver = field.split(".", 1)[0]
+    if f"&{field}" not in header.replace(" ", "") or consequence is None or _refills(consequence, field, receiver) is not None:
         return []  # (a branch that clears the field first leaves nothing freed in it)
     return _returns(consequence)
 

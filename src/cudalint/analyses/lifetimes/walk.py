@@ -464,7 +464,7 @@ class Walker:
             if released and self._refills(use):
                 raise LeftControl  # `a.Free(); a.alloc()`: the value holds new memory from here on
             if released and not self._resources.reads_only(use.symbol, use.method, origin) and (
-                dangling or self._calls.callee(use.call).target is not None  # `c.cancel()`, a func field of the emptied value
+                dangling or (use.call is not None and self._calls.callee(use.call).target is not None)  # not `c.cancel()`, a func field
             ):
                 record.uses_after_release.append((n, use, state.released_at or 0))
             return state
