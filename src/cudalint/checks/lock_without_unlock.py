@@ -5,7 +5,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from cudalint import syntax
-from cudalint.analyses.calls import CALLS
+from cudalint.analyses.calls import CALLS, CallIndex
 from cudalint.analyses.locks import LOCKS, Event, concerns_threads, lock_outcomes, unlocks_somewhere
 from cudalint.catalog import Level, Rule
 from cudalint.cfg import CFG
@@ -18,6 +18,7 @@ def check(p: Pass) -> None:
     if not concerns_threads(p):
         return
     threads = p.result_of(LOCKS)
+    calls = p.result_of(CALLS)
 
     def visit(unit: Unit, graph: CFG) -> None:
         happenings = threads.happenings(unit)
@@ -43,25 +44,32 @@ def check(p: Pass) -> None:
                 outcomes = lock_outcomes(threads, graph, n, happening)
                 if outcomes["unlocked"] and outcomes["locked"]:
                     p.report(
-                        unit, happening.call, _undone_on_some_paths(happening.call),
+                        unit, happening.call, _undone_on_some_paths(happening.call, calls),
                         kept=Ref(graph.span(outcomes["locked"][0]), "returns with the thread still locked"),
                     )
 
     p.visit_graphs(threads.solved_units(), visit)
 
 
-def _undone_on_some_paths(call: Node) -> str:
+def _undone_on_some_paths(call: Node, calls: CallIndex) -> str:
     written = syntax.text(call.child_by_field_name("function"))
     if written.endswith("LockOSThread"):
         return (
             "runtime.LockOSThread is undone on some paths but not on the return at @kept; "
             "add `defer runtime.UnlockOSThread()` right after it"
         )
-    # A binding's lock (gorgonia's `ctx.Lock()`), whose own unlock undoes it.
-    return (
-        f"{written} locks the thread, and it is undone on some paths but not on the return at @kept; "
-        f"unlock it there too (a deferred unlock right after the lock undoes it on every path)"
+    # A binding's lock (gorgonia's `ctx.Lock()`), undone by the unlock its
+    # family names for the same type (`cu.CUContext.Unlock`: `ctx.Unlock()`).
+    fact = calls.call(call)
+    family = fact.api.family if fact is not None and fact.api is not None else None
+    receiver = fact.api.name.rsplit(".", 1)[0] if family is not None else ""
+    unlock = next((name for name in family.thread_unlocks if name.rsplit(".", 1)[0] == receiver), None) if family else None
+    operand = syntax.method_operand(call)
+    remedy = (
+        f"add `defer {syntax.text(operand)}.{unlock.rsplit('.', 1)[1]}()` right after the call"
+        if unlock is not None and operand is not None else "unlock it there too, or defer the unlock right after the lock"
     )
+    return f"{written} locks the thread, and it is undone on some paths but not on the return at @kept; {remedy}"
 
 
 RULE = Rule(
