@@ -448,6 +448,19 @@ def all_calls(root: Node | None) -> list[Node]:
     return [node for node in walk(root) if node.type == "call_expression"] if root is not None else []
 
 
+def holding_statement(node: Node) -> tuple[Node, Node | None]:
+    """The statement of a statement list that holds `node`, and the
+    statement whose block that list is (the `if` of `if c { f(x) }`; None at
+    a function body's top or in a case clause)."""
+    statement = node
+    while statement.parent is not None and statement.parent.type not in ("block", "statement_list"):
+        statement = statement.parent
+    listing = statement.parent
+    block = listing.parent if listing is not None and listing.type == "statement_list" else listing
+    owner = block.parent if block is not None and block.type == "block" else None
+    return statement, owner
+
+
 def statement_of_call(call: Node) -> str:
     """The type of the syntax that holds a call, parentheses skipped:
     "defer_statement", "go_statement", "expression_statement", ..."""

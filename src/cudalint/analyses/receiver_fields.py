@@ -163,17 +163,13 @@ def before_failing_return(node: Node) -> bool:
     returning a new error (`if ret != nvml.SUCCESS { d.Shutdown(); return
     fmt.Errorf(...) }`): a release there happens only where the method
     fails, which its callers read as the failure they handle."""
-    statement = node
-    while statement.parent is not None and statement.parent.type not in ("block", "statement_list"):
-        statement = statement.parent
-    block = statement.parent
-    holder = block.parent if block is not None and block.type == "statement_list" else block
-    branch = holder.parent if holder is not None and holder.type == "block" else None
-    if block is None or statement.type == "return_statement" or branch is None or branch.type != "if_statement":
+    statement, branch = syntax.holding_statement(node)
+    if statement.type == "return_statement" or branch is None or branch.type != "if_statement":
         return False  # a method's own body ending in `return fmt.Errorf(...)` frees on its success paths too
-    if branch.child_by_field_name("consequence") != holder:
+    consequence = branch.child_by_field_name("consequence")
+    if consequence is None or not consequence.start_byte <= statement.start_byte < consequence.end_byte:
         return False
-    last = block.named_children[-1] if block.named_children else None
+    last = statement.parent.named_children[-1] if statement.parent is not None and statement.parent.named_children else None
     if last is None or last.type != "return_statement":
         return False
     results = syntax.expressions(last.named_children[0]) if last.named_children else []

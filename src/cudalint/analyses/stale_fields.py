@@ -153,12 +153,7 @@ def _released_statements(call: Node, field: str) -> list[Node]:
     """The statement freeing the field, and the `if p.dQ != nil { free }`
     around it: what follows the first in its list (`p.dQ = nil`) comes
     before what follows the guard."""
-    statement = call
-    while statement.parent is not None and statement.parent.type not in ("block", "statement_list"):
-        statement = statement.parent
-    block = statement.parent
-    holder = block.parent if block is not None and block.type == "statement_list" else block
-    guard = holder.parent if holder is not None and holder.type == "block" else None
+    statement, guard = syntax.holding_statement(call)
     condition = syntax.text(guard.child_by_field_name("condition")) if guard is not None and guard.type == "if_statement" else ""
     if re.search(re.escape(field) + r"(?!\w)", condition):
         return [statement, guard]
