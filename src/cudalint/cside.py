@@ -34,6 +34,7 @@ from pathlib import Path
 from tree_sitter import Language, Node, Parser
 
 from cudalint import syntax
+from cudalint.clocals import assigned_call, declared_text, local_copy_of
 from cudalint.cresult import declared_locals, into_result, null_test, result_fields, unwrapped
 from cudalint.cxx import cxx_definitions, cxx_lifetime, makes_objects, readable_definition
 from cudalint.parse import ParsedFile
@@ -401,37 +402,6 @@ def _text(node: Node | None) -> str:
     return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
 
 
-def _assigned_call(body: Node, name: str) -> Node | None:
-    """The call a local variable is given (`cudaError_t st = cudaMalloc(p,
-    n);`, `job_t *j = calloc(1, n);` or `st = ...;`); where it is given
-    several calls' results, the first, if the variable is returned before
-    the second (`st = cublasCreate(h); if (st != ...) return st; st =
-    cublasSetStream(*h, s);`: made, then configured), else none."""
-    values = []
-    for node in syntax.walk(body):  # in source order
-        if node.type == "init_declarator" and _declared_text(node.child_by_field_name("declarator")) == name:
-            values.append(node.child_by_field_name("value"))
-        elif node.type == "assignment_expression" and _text(node.child_by_field_name("left")) == name:
-            values.append(node.child_by_field_name("right"))
-    calls = [unwrapped(value) for value in values]
-    if not calls or any(call is None or call.type != "call_expression" for call in calls):
-        return None
-    if len(calls) > 1 and not any(
-        node.type == "return_statement" and _text(unwrapped(next(iter(node.named_children), None))) == name
-        and calls[0].end_byte < node.start_byte < calls[1].start_byte
-        for node in syntax.walk(body)
-    ):
-        return None
-    return calls[0]
-
-
-def _declared_text(declarator: Node | None) -> str:
-    """The name a declarator declares: `j` of `*j`."""
-    while declarator is not None and declarator.type == "pointer_declarator":
-        declarator = declarator.child_by_field_name("declarator")
-    return _text(declarator)
-
-
 def _pointer_name(node: Node | None) -> str:
     """`cudaMalloc_ptr`, `api.malloc`, `api->malloc`, `*(void **)(&ptr)`: the
     function pointer's name, as calls through it are matched."""
@@ -601,8 +571,14 @@ def _function(node: Node, macros: dict[str, tuple[str, str]]) -> CFunction | Non
 def _only_call(body: Node) -> Node | None:
     """The one call a void helper's body makes, alone or under a guard
     without else (`static void release(void *p) { if (p) free(p); }`):
-    such a helper is that call with its status dropped."""
-    statements = [child for child in body.named_children if child.type != "comment"]
+    such a helper is that call with its status dropped. Declarations that
+    call nothing may come first (`llama_context *ctx = (llama_context
+    *)state_ptr; llama_free(ctx);`)."""
+    statements = [
+        child for child in body.named_children
+        if child.type != "comment"
+        and not (child.type == "declaration" and not any(node.type == "call_expression" for node in syntax.walk(child)))
+    ]
     if len(statements) != 1:
         return None
     statement = statements[0]
@@ -657,7 +633,7 @@ def _with_wrapped(function: CFunction, body: Node) -> CFunction:
             if value is not None and value.type == "identifier":
                 if function.pointer and _stored_away(body, {_text(value)}, set(function.params)):
                     return function  # also linked into a list a parameter holds: the caller borrows it
-                value = _assigned_call(body, _text(value))  # `cudaError_t st = cudaMalloc(p, n); ... return st;`
+                value = assigned_call(body, _text(value))  # `cudaError_t st = cudaMalloc(p, n); ... return st;`
             if value is None or value.type != "call_expression":
                 return function
             calls.append(value)
@@ -670,21 +646,24 @@ def _with_wrapped(function: CFunction, body: Node) -> CFunction:
     if len(calls) == 0 or len(names) != 1:
         return function
     call = calls[0]
-    wrapped = replace(function, wraps=names.pop(), wrapped_args=_mapping(call, function.params), succeeds_without_call=early_success)
+    wrapped = replace(function, wraps=names.pop(), wrapped_args=_mapping(call, function.params, body), succeeds_without_call=early_success)
     inners = [_carried_call(body, c) for c in calls]
     carried = {_pointer_name(inner.child_by_field_name("function")): inner for inner in inners if inner is not None}
     if len(carried) == 1 and None not in inners:
         name, inner = carried.popitem()
-        return replace(wrapped, carried=name, carried_args=_mapping(inner, function.params))
+        return replace(wrapped, carried=name, carried_args=_mapping(inner, function.params, body))
     return wrapped
 
 
-def _mapping(call: Node, params: tuple[str, ...]) -> tuple[int, ...]:
+def _mapping(call: Node, params: tuple[str, ...], body: Node) -> tuple[int, ...]:
     """Per argument of a call, the index of the parameter passed there as is
-    (casts aside); -1 for anything else."""
+    (casts aside), also through a local made of it (`llama_context *ctx =
+    (llama_context *)state_ptr; llama_free(ctx);`); -1 for anything else."""
     mapping = []
     for argument in (call.child_by_field_name("arguments") or call).named_children:
         text = _text(unwrapped(argument))
+        if text and text not in params:
+            text = local_copy_of(body, text)
         mapping.append(params.index(text) if text in params and text else -1)
     return tuple(mapping)
 
@@ -697,7 +676,7 @@ def _carried_call(body: Node, call: Node) -> Node | None:
     for argument in (call.child_by_field_name("arguments") or call).named_children:
         value = unwrapped(argument)
         if value is not None and value.type == "identifier":
-            value = _assigned_call(body, _text(value))
+            value = assigned_call(body, syntax.text(value))
         if value is not None and value.type == "call_expression":
             found.append(value)
     return found[0] if len(found) == 1 else None
@@ -768,7 +747,7 @@ def _freed_parameter(params: tuple[str, ...], body: Node) -> int:
         if node.type == "init_declarator":
             value = unwrapped(node.child_by_field_name("value"))
             if value is not None and value.type == "identifier" and _text(value) in aliases:
-                aliases[_declared_text(node.child_by_field_name("declarator"))] = aliases[_text(value)]
+                aliases[declared_text(node.child_by_field_name("declarator"))] = aliases[_text(value)]
     freed = {
         aliases[argument] for node in syntax.walk(body)
         if node.type == "call_expression" and _text(node.child_by_field_name("function")) == "free"

@@ -170,10 +170,7 @@ def qualified_type(resolution: Resolution, type_node: Node | None, depth: int = 
         return None
     package = node.child_by_field_name("package")
     name = node.child_by_field_name("name")
-    root = node
-    while root.parent is not None:
-        root = root.parent
-    file_scope = resolution.file_scopes.get(root)
+    file_scope = resolution.file_scopes.get(syntax.root_of(node))
     imported = file_scope.names.get(syntax.text(package)) if file_scope is not None else None
     if imported is None or imported.kind is not SymbolKind.PACKAGE:
         return None
@@ -354,8 +351,11 @@ class TypeOracle:
         element_result: Callable[[Node, int], tuple[str, str] | None] = lambda call, index: None,
         interfaces: frozenset[tuple[str, str]] = frozenset(),
         field_type: Callable[[str, str, str], tuple[str, str] | None] = lambda path, name, field: None,
+        variable_type: Callable[[str, str], tuple[str, str] | None] = lambda path, name: None,
     ):
         self.package = package
+        # (import path, type) of another package's exported variable, as its facts say.
+        self._variable_type = variable_type
         # (import path, type) of a field of another package's struct, as its facts say.
         self._field_type = field_type
         # (import path, type) of other packages' types known to be interfaces.
@@ -541,6 +541,9 @@ class TypeOracle:
         if node.type == "call_expression":
             return self._imported_result(node, 0)
         if node.type == "selector_expression":
+            path = resolution.package_of(node.child_by_field_name("operand"))
+            if path is not None:  # `utils.NVMLManager`: a variable of that package
+                return self._variable_type(path, syntax.text(node.child_by_field_name("field")))
             declared = qualified_type(resolution, self.declared_type_of(node))
             if declared is None and (owner := self.imported_type_of(node.child_by_field_name("operand"), depth + 1)) is not None:
                 # `w.Launch` of a `*device.Worker`: the field's type, as device's facts say.

@@ -160,6 +160,13 @@ def outermost(node: Node, kind: str) -> list[Node]:
     return found
 
 
+def root_of(node: Node) -> Node:
+    """The root of the tree a node is in (its file's)."""
+    while node.parent is not None:
+        node = node.parent
+    return node
+
+
 def enclosing_function(node: Node) -> Node | None:
     current = node.parent
     while current is not None and current.type not in FUNCTION_NODES:
@@ -393,6 +400,17 @@ def assignment_sides(statement: Node) -> list[tuple[list[Node], list[Node]]]:
             for spec in value_specs(statement)
         ]
     return []
+
+
+def assigned_whole(target: Node) -> bool:
+    """Whether the expression is a target of a plain assignment (`*buf = nb`,
+    not `*n += 1`)."""
+    targets = target.parent
+    statement = targets.parent if targets is not None and targets.type == "expression_list" else None
+    return (
+        statement is not None and statement.type == "assignment_statement"
+        and statement.child_by_field_name("left") == targets and text(statement.child_by_field_name("operator")) == "="
+    )
 
 
 def assigned_from(call: Node) -> list[Node]:

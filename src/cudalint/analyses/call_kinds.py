@@ -6,6 +6,7 @@ these names."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -151,3 +152,22 @@ def described_type_conversion(knowledge: Knowledge, fact: CallFact, call: Node) 
         fact.api is None and fact.name in knowledge.method_types.get(fact.import_path, frozenset())
         and len(syntax.children(call.child_by_field_name("arguments"))) == 1
     )
+
+
+def logs(call: Node) -> bool:
+    """A logging or printing call of a package or value nobody described
+    (`logger.Errorf("acquire: %v", ret)`, `klog.Infof(...)`, `log.Error("msg",
+    "err", err)`): a Printf-style or leveled name whose first argument is a
+    message literal. It reads the values it prints and keeps none."""
+    function = call.child_by_field_name("function")
+    if function is None or function.type != "selector_expression":
+        return False
+    arguments = syntax.children(call.child_by_field_name("arguments"))
+    first = syntax.unparen(arguments[0]) if arguments else None
+    return (
+        _LOGGING.fullmatch(syntax.text(function.child_by_field_name("field"))) is not None
+        and first is not None and first.type in ("interpreted_string_literal", "raw_string_literal")
+    )
+
+
+_LOGGING = re.compile(r"(?:Debug|Info|Warn|Warning|Error|Fatal|Panic|Print|Trace|Notice|Critical)(?:f|w|ln|S)?")

@@ -35,8 +35,8 @@ from cudalint.analyses.c_helpers import c_side_calls
 from cudalint.analyses.type_facts import NamedType
 from cudalint.analyses.procs import loaded_procedure_calls
 from cudalint.analyses.typed_methods import api_of, index_described_methods, index_interface_statuses, promoted, unclassified
-from cudalint.analyses.call_kinds import Callee, CalleeKind, CallFact, ResultTypes, as_written, described_type_conversion
-from cudalint.analyses.result_facts import api_result_type, exported_result_types, imported_field_type, module_call_typed, module_result_typed
+from cudalint.analyses.call_kinds import Callee, CalleeKind, CallFact, ResultTypes, as_written, described_type_conversion, logs
+from cudalint.analyses.result_facts import api_result_type, exported_result_types, imported_field_type, imported_variable_type, module_call_typed, module_result_typed
 from cudalint.cside import CView
 from cudalint.knowledge import Knowledge
 from cudalint.scope import Symbol, SymbolKind
@@ -87,7 +87,8 @@ class CallIndex:
     def __post_init__(self) -> None:
         typed = partial(_result_typed, self)
         self.types = TypeOracle(
-            self.package, self._units_by_symbol.get, typed, partial(typed, elements=True), self.knowledge.interface_types, partial(imported_field_type, self),
+            self.package, self._units_by_symbol.get, typed, partial(typed, elements=True), self.knowledge.interface_types,
+            partial(imported_field_type, self), partial(imported_variable_type, self),
         )
 
     def record(self, fact: CallFact) -> None:
@@ -392,7 +393,7 @@ class CallIndex:
                 return Callee(CalleeKind.STD_BORROW, written)
             if raw is not None and raw.type == "parenthesized_expression" and fact.name[:1].isupper():
                 return Callee(CalleeKind.CONVERSION, written)  # `(cr.CudaError)(ret)`: a type of that package
-            return Callee(CalleeKind.UNKNOWN, written)
+            return Callee(CalleeKind.STD_BORROW if logs(call) else CalleeKind.UNKNOWN, written)
         if function is None:
             return Callee(CalleeKind.UNKNOWN, written)
         if raw is not None and raw.type == "parenthesized_expression" and function.type in ("unary_expression", "pointer_type"):
@@ -425,7 +426,7 @@ class CallIndex:
             target = self._method(operand, method)
             if target is not None:
                 return Callee(CalleeKind.LOCAL, written, target=target)
-        return Callee(CalleeKind.UNKNOWN, written)
+        return Callee(CalleeKind.STD_BORROW if logs(call) else CalleeKind.UNKNOWN, written)
 
     def _bound_function(self, symbol: Symbol) -> Unit | None:
         """The func literal a package-level variable is initialised with
@@ -456,9 +457,7 @@ class CallIndex:
         return False
 
     def _in_test_file(self, node: Node) -> bool:
-        root = node
-        while root.parent is not None:
-            root = root.parent
+        root = syntax.root_of(node)
         return any(parsed.root == root and parsed.source.path.name.endswith("_test.go") for parsed in self.package.files)
 
     def _generic(self, function: Node | None) -> Node | None:

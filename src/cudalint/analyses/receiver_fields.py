@@ -93,12 +93,9 @@ def flags_guarding(method: Unit) -> set[tuple[str, str]]:
     for node in syntax.walk(body, into_functions=False):
         if node.type != "if_statement":
             continue
-        guard = _guard(node.child_by_field_name("condition"), receiver.name)
         consequence = node.child_by_field_name("consequence")
-        if guard is not None and consequence is not None and any(
-            statement.type == "return_statement" for statement in syntax.statements(consequence)
-        ):
-            found.add(guard)
+        if consequence is not None and any(statement.type == "return_statement" for statement in syntax.statements(consequence)):
+            found.update(_guards(node.child_by_field_name("condition"), receiver.name))
     return found
 
 
@@ -122,6 +119,16 @@ def guards_through(method: Unit, by_name: dict[str, Unit], depth: int = 0) -> se
     ):
         found |= guards_through(target, by_name, depth + 1)
     return found
+
+
+def _guards(condition: Node | None, receiver: str) -> set[tuple[str, str]]:
+    """The guards of a condition, each alternative of `||` on its own (`if
+    t.stopped || t.handle == nil { return ... }` returns on either)."""
+    condition = syntax.unparen(condition)
+    if condition is not None and condition.type == "binary_expression" and syntax.text(condition.child_by_field_name("operator")) == "||":
+        return _guards(condition.child_by_field_name("left"), receiver) | _guards(condition.child_by_field_name("right"), receiver)
+    guard = _guard(condition, receiver)
+    return {guard} if guard is not None else set()
 
 
 def _guard(condition: Node | None, receiver: str) -> tuple[str, str] | None:

@@ -17,7 +17,7 @@ from tree_sitter import Node
 
 from cudalint import syntax
 from cudalint.analyses.call_kinds import ResultTypes, described_type_conversion
-from cudalint.analyses.type_facts import FieldTypes
+from cudalint.analyses.type_facts import FieldTypes, VariableType
 from cudalint.framework import ImportedFacts, Pass
 from cudalint.functions import UnitKind, exported_name
 from cudalint.gotypes import element_of, named_type, nth_result, qualified_type, result_types
@@ -109,6 +109,13 @@ def imported_field_type(facts: Any, import_path: str, type_name: str, field: str
     as that package's facts give it."""
     fields = facts.imported.fact(FieldTypes, import_path, type_name)
     return fields.of(field) if fields is not None else None
+
+
+def imported_variable_type(facts: Any, import_path: str, name: str) -> tuple[str, str] | None:
+    """(import path, type) of another package's exported variable, as that
+    package's facts give it."""
+    typed = facts.imported.fact(VariableType, import_path, name)
+    return (typed.import_path, typed.type_name) if typed is not None else None
 
 
 def module_call_typed(facts: Any, call: Node | None, index: int, elements: bool = False) -> tuple[str, str] | None:

@@ -134,6 +134,17 @@ class StatusSemantics:
             return False
         return self._success_value(source, symbol.init, depth + 1)
 
+    def is_family_success(self, value: Node | None) -> bool:
+        """A success constant of any described family (`nvml.SUCCESS`),
+        however the file imports its package: what an error variable that
+        holds a status (`n, ret := nvml.DeviceGetCount()` into `ret error`)
+        is tested against."""
+        value = syntax.unparen(value)
+        described = self._described_value(value) if value is not None else None
+        return described is not None and any(
+            family.status is not None and described in family.status.success for family in self.calls.knowledge.families
+        )
+
     def _described_value(self, value: Node) -> str | None:
         """`runtime.Success` for `icicle_runtime.Success`: a constant of a
         described package as its knowledge names it, however the file

@@ -5,7 +5,9 @@ call of an unknown function. Struct and interface types are left out: a
 conversion to one carries no status. And the types of exported structs'
 exported fields that are named types (`Launch *kernels.Launcher` of a
 `device.Worker`): an importer's `w.Launch.AbsDiffSum(a, b, n)` is then a
-call of a method whose facts it has."""
+call of a method whose facts it has. And the types of exported
+package-level variables (`var NVMLManager = &nvmlManager{}`): an
+importer's `utils.NVMLManager.Acquire()` is a call of that method."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from cudalint import syntax
 from cudalint.framework import Analysis, Pass
 from cudalint.gotypes import TypeOracle, named_type, qualified_type, type_declarations
+from cudalint.scope import SymbolKind
 
 
 @dataclass(frozen=True)
@@ -79,4 +82,47 @@ def exported_field_types(p: Pass) -> dict[str, FieldTypes]:
 FIELD_TYPES: Analysis[None] = Analysis(
     "field_types", "The types of exported structs' exported fields, for importers' method calls through them.",
     lambda p: None, facts=exported_field_types, fact_type=FieldTypes,
+)
+
+
+@dataclass(frozen=True)
+class VariableType:
+    """An exported package-level variable's type, pointers stripped."""
+
+    import_path: str
+    type_name: str
+
+    def concerns_callers(self) -> bool:
+        return False  # it sharpens the reading of code analysed anyway
+
+
+def exported_variable_types(p: Pass) -> dict[str, VariableType]:
+    """The types of the package's exported variables, as their declarations
+    say them: a declared type (`var Default *Client`) or a composite literal
+    (`var Manager = &manager{...}`), whether or not the type is exported
+    (its methods are callable through the variable all the same)."""
+    resolution, own = p.package.resolution, p.package.import_path
+    tests = {parsed.root for parsed in p.package.files if parsed.source.path.name.endswith("_test.go")}
+    found = {}
+    for name, symbol in resolution.package_symbols.items():
+        if symbol.kind is not SymbolKind.VAR or not name[:1].isupper() or symbol.node is None or syntax.root_of(symbol.node) in tests:
+            continue
+        type_node = symbol.type_node
+        if type_node is None and symbol.init is not None and symbol.init_index < 0:
+            literal = syntax.unparen(symbol.init)
+            if literal is not None and literal.type == "unary_expression" and syntax.text(literal.child_by_field_name("operator")) == "&":
+                literal = syntax.unparen(literal.child_by_field_name("operand"))
+            type_node = literal.child_by_field_name("type") if literal is not None and literal.type == "composite_literal" else None
+        typed = qualified_type(resolution, type_node)
+        local = named_type(type_node) if typed is None and type_node is not None else None
+        if typed is None and local is not None and own:
+            typed = (own, local)
+        if typed is not None:
+            found[name] = VariableType(*typed)
+    return found
+
+
+VARIABLE_TYPES: Analysis[None] = Analysis(
+    "variable_types", "The types of exported package-level variables, for importers' method calls through them.",
+    lambda p: None, facts=exported_variable_types, fact_type=VariableType,
 )

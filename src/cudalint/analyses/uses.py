@@ -208,6 +208,9 @@ class VariableUses:
                         and outer.parent.type == "return_statement" and self._of_go_type(identifier)
                     ):
                         return Use(UseKind.RETURN, symbol, identifier)  # `return *slice`: the value itself handed back
+                    if syntax.assigned_whole(parent):
+                        # `*buf = nb` after `buf.Free()`: what buf points to is replaced, not read.
+                        return Use(UseKind.WRITE, symbol, identifier)
                     return Use(UseKind.DEREF, symbol, identifier)
                 return Use(UseKind.READ, symbol, identifier)
             if kind == "selector_expression":
@@ -789,3 +792,4 @@ def calls_parameter(function: Unit, index: int) -> bool:
         ):
             return True
     return False
+

@@ -86,9 +86,13 @@ def _counted_remedy(reads: _Reads, origin: Origin) -> str | None:
         arguments = syntax.children(origin.call.child_by_field_name("arguments"))
         written = ", ".join(syntax.text(a) for a in arguments) if len(arguments) == arity else "..." if arity else ""
         return f"defer {origin.written.rsplit('.', 1)[0]}.{name}({written})"
+    owner, _, method = name.rpartition(".")
+    if fact.name.rpartition(".")[0] == owner:
+        # `utils.NVMLManager.Acquire()` -> `utils.NVMLManager.Release()`: a method of the same value.
+        return f"defer {origin.written.rsplit('.', 1)[0]}.{method}()"
     holders = syntax.assigned_from(origin.call)
     holder = syntax.text(holders[0]) if holders and holders[0].type == "identifier" and syntax.text(holders[0]) != "_" else None
-    return f"defer {holder}.{name.rsplit('.', 1)[1]}()" if holder is not None else None
+    return f"defer {holder}.{method}()" if holder is not None else None
 
 
 def _remedy(reads: _Reads, origin: Origin) -> str:

@@ -389,8 +389,11 @@ class Counted:
                     operator = syntax.text(condition.child_by_field_name("operator"))
                     left, right = condition.child_by_field_name("left"), condition.child_by_field_name("right")
                     other = right if syntax.text(left) == name else left if syntax.text(right) == name else None
+                    # An error variable holding a status (`n, ret := nvml.DeviceGetCount()` into
+                    # `ret error`) is tested against the family's success value.
                     good = other is not None and (
-                        syntax.text(other) == "nil" if failure == "error" else self._is_success(origin, other)
+                        (failure == "error" and (syntax.text(other) == "nil" or self._status.is_family_success(other)))
+                        or self._is_success(origin, other)
                     )
                     if good and operator in ("==", "!="):
                         return (operator == "!=") == side
