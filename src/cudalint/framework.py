@@ -111,13 +111,26 @@ _BLANKED_CALL = re.compile(r"[\w)] {3,}\(")
 class NoReturn:
     """The fact an exported function that never returns gives its importers
     (the `noreturn` analysis exports it): how it ends (ExitKind values;
-    none: it blocks for ever). It is the one fact the framework reads
-    itself: the graphs of a run end a path at the calls of such functions."""
+    none: it blocks for ever). The framework reads it itself (as it reads
+    ErrorType): the graphs of a run end a path at the calls of such functions."""
 
     exits: tuple[str, ...]
 
     def concerns_callers(self) -> bool:
         return False  # it sharpens the graphs of code analysed anyway
+
+
+@dataclass(frozen=True)
+class ErrorType:
+    """The fact an exported type whose values report failure as non-nil
+    gives its importers (an interface with `Error() string`, or a type with
+    that method, through a pointer only: `pointer`). The framework reads it
+    too: a function whose last result is `gpu.Error` returns an error."""
+
+    pointer: bool
+
+    def concerns_callers(self) -> bool:
+        return False  # it sharpens the reading of code analysed anyway
 
 
 @dataclass(frozen=True)
@@ -184,6 +197,13 @@ class ImportedFacts:
     def fact(self, fact_type: type[F], import_path: str, name: str) -> F | None:
         return self._facts.get(import_path, {}).get(name, {}).get(fact_type)
 
+    def error_types(self) -> frozenset[tuple[str, str, bool]]:
+        """(import path, type, pointer) of the imported error types."""
+        return frozenset(
+            (path, name, facts[ErrorType].pointer)
+            for path, objects in self._facts.items() for name, facts in objects.items() if ErrorType in facts
+        )
+
     def exits(self) -> dict[tuple[str, str], frozenset[ExitKind]]:
         """(import path, name) -> how it ends, for the imported functions
         that never return: the CFG builder ends a path at their calls."""
@@ -245,6 +265,7 @@ class PackageRun:
 def start_run(package: Package, knowledge: Knowledge, enabled: frozenset[str], imported: ImportedFacts) -> PackageRun:
     """A run over one package whose graphs end a path at the calls of the
     imported functions that never return."""
+    package.resolution.imported_error_types = imported.error_types()
     return PackageRun(package, PackageCFGs(package, imported_exits=imported.exits()), knowledge, enabled, imported)
 
 

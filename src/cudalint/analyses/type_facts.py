@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cudalint import syntax
-from cudalint.framework import Analysis, Pass
+from cudalint.framework import Analysis, ErrorType, Pass
 from cudalint.gotypes import TypeOracle, named_type, qualified_type, type_declarations
 from cudalint.scope import SymbolKind
 
@@ -125,4 +125,26 @@ def exported_variable_types(p: Pass) -> dict[str, VariableType]:
 VARIABLE_TYPES: Analysis[None] = Analysis(
     "variable_types", "The types of exported package-level variables, for importers' method calls through them.",
     lambda p: None, facts=exported_variable_types, fact_type=VariableType,
+)
+
+
+def exported_error_types(p: Pass) -> dict[str, ErrorType]:
+    """The package's exported types whose values report failure as non-nil:
+    its own error interfaces (`type Error interface { error; Code() int }`)
+    and its types with an `Error() string` method, as pointers."""
+    resolution = p.package.resolution
+    found = {}
+    for name in type_declarations(p.package, with_tests=False):
+        if not name[:1].isupper():
+            continue
+        if resolution.error_like(name, False):
+            found[name] = ErrorType(pointer=False)
+        elif resolution.error_like(name, True):
+            found[name] = ErrorType(pointer=True)
+    return found
+
+
+ERROR_TYPES: Analysis[None] = Analysis(
+    "error_types", "The exported error types, for importers whose functions return them.",
+    lambda p: None, facts=exported_error_types, fact_type=ErrorType,
 )

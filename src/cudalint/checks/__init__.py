@@ -36,7 +36,7 @@ from cudalint.checks import (
 )
 from cudalint.analyses.embeds import EMBEDS
 from cudalint.analyses.procs import BOUND_FUNCTIONS
-from cudalint.analyses.type_facts import FIELD_TYPES, NAMED_TYPES, VARIABLE_TYPES
+from cudalint.analyses.type_facts import ERROR_TYPES, FIELD_TYPES, NAMED_TYPES, VARIABLE_TYPES
 from cudalint.analyses.noreturn import NORETURN
 from cudalint.framework import Analysis, requirements
 from cudalint.toolrules import TOOL_RULES
@@ -73,7 +73,7 @@ CHECKS: tuple[Rule, ...] = (
 # CFG builder reads. They are exported whatever rules a run enables, so that
 # what a package tells its importers never depends on the run's selection.
 FACT_ANALYSES: tuple[Analysis, ...] = tuple(sorted(
-    (analysis for analysis in requirements((*(a for rule in CHECKS for a in rule.requires), NORETURN, EMBEDS, NAMED_TYPES, FIELD_TYPES, VARIABLE_TYPES, BOUND_FUNCTIONS)) if analysis.facts is not None),
+    (analysis for analysis in requirements((*(a for rule in CHECKS for a in rule.requires), NORETURN, EMBEDS, NAMED_TYPES, FIELD_TYPES, VARIABLE_TYPES, ERROR_TYPES, BOUND_FUNCTIONS)) if analysis.facts is not None),
     key=lambda analysis: analysis.name,
 ))
 

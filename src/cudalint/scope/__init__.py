@@ -45,6 +45,10 @@ class Resolution:
     # Names whose mentioning declarations are all resolved.
     _mentioned: set[str] = field(default_factory=set, repr=False)
     _error_types: dict[tuple[str, bool], bool] = field(default_factory=dict, repr=False)
+    # (import path, type, pointer) of the imported packages' error types, as
+    # their facts say (the framework sets it): `gpu.Error` of the module's own
+    # gpu package as a last result reports failure as a non-nil value.
+    imported_error_types: frozenset[tuple[str, str, bool]] = frozenset()
     _error_receivers: frozenset[str] | None = field(default=None, repr=False)
 
     def import_names(self, root: Node, import_paths: frozenset[str] | set[str]) -> set[str]:
@@ -137,9 +141,29 @@ class Resolution:
             return True
         pointer = type_node.type == "pointer_type"
         inner = syntax.children(type_node)[-1] if pointer and syntax.children(type_node) else type_node
+        if inner.type == "qualified_type":
+            return self._imported_error_type(inner, pointer)
         if inner.type != "type_identifier":
             return False
-        name = syntax.text(inner)
+        return self.error_like(syntax.text(inner), pointer)
+
+    def _imported_error_type(self, qualified: Node, pointer: bool) -> bool:
+        """`gpu.Error`: an error type as the package's facts say; where they
+        say nothing of the type (a package with no GPU code is not analysed,
+        and exports no facts), as Go names error types (`Error`, `...Error`)."""
+        scope = self.file_scopes.get(syntax.root_of(qualified))
+        package = scope.names.get(syntax.text(qualified.child_by_field_name("package"))) if scope is not None else None
+        if package is None or package.kind is not SymbolKind.PACKAGE or package.import_path is None:
+            return False
+        name = syntax.text(qualified.child_by_field_name("name"))
+        known = {(path, type_name) for path, type_name, _ in self.imported_error_types}
+        if (package.import_path, name) in known:
+            return (package.import_path, name, False) in self.imported_error_types or pointer
+        return "." in package.import_path.split("/", 1)[0] and name.endswith("Error")  # (a module's, not the standard library's)
+
+    def error_like(self, name: str, pointer: bool) -> bool:
+        """Whether a result of the package's type `name` (`*name` with
+        `pointer`) reports failure as a non-nil value."""
         if (name, pointer) not in self._error_types:
             self._error_types[(name, pointer)] = self._error_like(name, pointer)
         return self._error_types[(name, pointer)]

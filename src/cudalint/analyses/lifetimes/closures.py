@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from cudalint import syntax
-from cudalint.analyses.calls import CallIndex
+from cudalint.analyses.calls import CalleeKind, CallIndex
 from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.outcomes import Effect, Origin
 from cudalint.analyses.lifetimes.states import LeftControl, Phase, State, WalkRecord, release
-from cudalint.analyses.uses import Use, UseKind, VariableUses, registers_cleanup
+from cudalint.analyses.uses import Use, UseKind, VariableUses, calls_parameter, registers_cleanup
 from cudalint.cfg import CFG, NodeKind
 from cudalint.functions import LiteralUse, Unit
 from cudalint.scope import Symbol
@@ -65,7 +65,7 @@ class Closures:
         use = literal.use
         if use is LiteralUse.DEFERRED:
             return self.closure_release(state, literal, symbol, n)
-        if use is LiteralUse.CALLED:
+        if use is LiteralUse.CALLED or (use is LiteralUse.PASSED and self._called_in_place(literal)):
             effect = self._effects.effect(literal, symbol)
             if effect is Effect.RELEASES:
                 return release(origin, state, n, False, record, None)
@@ -86,6 +86,29 @@ class Closures:
             return replace(state, names=state.names | {collection}, collections=state.collections | {collection})
         record.transferred += 1
         raise LeftControl
+
+    def releases_in_place(self, use: Use) -> bool:
+        """A variable captured by a literal that a function of the package
+        runs in place and that releases it on some path (`visit(gi,
+        func(...) error { return gi.Destroy() })`): what follows the call
+        may run released."""
+        literal = use.unit
+        if use.kind is not UseKind.CAPTURE or literal is None or literal.use is not LiteralUse.PASSED or not self._called_in_place(literal):
+            return False
+        summary = self._effects.summary(literal, use.symbol)
+        return summary.releases_on_some_path and not summary.hands_over  # (a path of it that releases: a second release after it is one)
+
+    def _called_in_place(self, literal: Unit) -> bool:
+        """`visit(gi, func(ci nvml.ComputeInstance) error { return gi.Destroy() })`
+        where visit, a function of the package, calls that parameter itself:
+        the literal runs there, as a call of it would."""
+        arguments = literal.node.parent
+        call = arguments.parent if arguments is not None and arguments.type == "argument_list" else None
+        callee = self._calls.callee(call) if call is not None else None
+        if callee is None or callee.kind is not CalleeKind.LOCAL or callee.target is None:
+            return False
+        index = next((i for i, argument in enumerate(syntax.children(arguments)) if argument.id == literal.node.id), None)
+        return index is not None and calls_parameter(callee.target, index)
 
     def _appended_to(self, literal: Unit) -> Symbol | None:
         """The local slice a func literal is appended to, if it is an

@@ -17,7 +17,8 @@ from dataclasses import replace
 from cudalint import syntax
 from cudalint.analyses.calls import CallIndex
 from cudalint.analyses.lifetimes.closures import Closures
-from cudalint.analyses.lifetimes.counted import Counted, ends_test, error_variable, is_counted, testify_asserts
+from cudalint.analyses.lifetimes.counted import Counted, error_variable, is_counted
+from cudalint.analyses.lifetimes.testing import ends_test, testify_asserts
 from cudalint.analyses.lifetimes.flags import flag_guarded
 from cudalint.analyses.lifetimes.feasible import skips_a_ranged_collection
 from cudalint.analyses.lifetimes.origins import Origins
@@ -85,12 +86,14 @@ class Collector:
             if not graph.reachable(n):
                 continue
             for use in self._uses.uses(graph.evaluated(n)):
-                if use.deferred or not (use.kind is UseKind.RELEASE or _field_released(use) or self._walker.releases_once(use)):
+                if use.deferred or not (
+                    use.kind is UseKind.RELEASE or _field_released(use) or self._walker.releases_once(use) or self._closures.releases_in_place(use)
+                ):
                     continue
                 symbol = use.symbol
                 if _declared_inside(symbol, graph.unit):
                     continue  # a literal's own variable: its walk, not this function's, follows it
-                if use.kind in (UseKind.RELEASE, UseKind.METHOD, UseKind.PASS_LOCAL):
+                if use.kind in (UseKind.RELEASE, UseKind.METHOD, UseKind.PASS_LOCAL, UseKind.CAPTURE):
                     fields: frozenset[tuple[Symbol, str]] = frozenset()
                     handle = symbol.name
                     target = self._uses.facts.callee(use.call).target if use.kind is UseKind.METHOD and use.call is not None else None

@@ -46,6 +46,7 @@ from cudalint.analyses.lifetimes.holders import released_untaken, value_holds_co
 from cudalint.analyses.lifetimes.nils import NilLocals, holds_new_error
 from cudalint.analyses.lifetimes.outcomes import EarlyRelease, Origin
 from cudalint.analyses.lifetimes.unchecked import plain_release, status_dropped
+from cudalint.analyses.lifetimes.testing import requires_success
 from cudalint.analyses.lifetimes.states import LeftControl, Phase, State, WalkRecord, note_gated_call, path_to, release
 from cudalint.analyses.status import Outcome, StatusSemantics, StatusSource
 from cudalint.analyses.uses import UseKind, VariableUses
@@ -63,8 +64,6 @@ Imported = Callable[[tuple[str, str] | None], Any]
 _ENTRY_POINTS = ("main", "init", "TestMain")
 
 # A test, subtest, benchmark or fuzz target, or a helper of one (`t.Fatal` there ends the test).
-_TESTING_PARAMETER = re.compile(r"\*\s*testing\.(T|B|F)\b")
-
 # The parameters of a Prometheus collector's Collect and of an HTTP handler.
 _COLLECTOR = re.compile(r"\(\s*(\w+\s+)?chan\s*<-\s*(\w+\.)?Metric\s*\)")
 _HANDLER = re.compile(r"\(\s*(\w+\s+)?(\w+\.)?ResponseWriter\s*,\s*(\w+\s+)?\*\s*(\w+\.)?Request\s*\)")
@@ -499,15 +498,18 @@ class Counted:
                 now_failed = failed or said is Outcome.FAILURE
                 target = edge.target
                 if graph.kind(target) is NodeKind.EXIT:
-                    # A panic unwinds through the defer too (HAMi's `panic(0)` on a failed nvml.Init).
-                    if now_failed and deferred is not None and graph.exit_kind(target) in DEFERS_RUN_ON:
+                    # A panic unwinds through the defer too (HAMi's `panic(0)` on a failed nvml.Init);
+                    # a return of the status itself (`return ret == nvml.SUCCESS`) comes after the
+                    # defer on the path where it failed as on the other.
+                    reported = not now_failed and _returns_status(graph.ast(node), state.proxy, self._calls)
+                    if (now_failed or reported) and deferred is not None and graph.exit_kind(target) in DEFERS_RUN_ON:
                         path = path_to(parents, current) + (target,)
                         panics = graph.exit_kind(target) is ExitKind.PANIC
                         found.setdefault(deferred, EarlyRelease(origin, deferred, node, path, panics, unchecked=unchecked))
                     continue
                 if self._reacquires(graph, target, origin) or (not now_failed and _overwrites(self._uses, graph, target, state)):
                     continue  # (once it failed, a new value of its status variable changes nothing)
-                if deferred is not None and not now_failed and _requires_success(graph.ast(target), origin):
+                if deferred is not None and not now_failed and requires_success(graph.ast(target), error_variable(origin)):
                     # `require.NoError(t, err)`: where it fails, t.FailNow ends the
                     # goroutine and runs what was deferred; past it, it succeeded.
                     found.setdefault(deferred, EarlyRelease(origin, deferred, target, path_to(parents, current) + (target,), asserted=True))
@@ -590,22 +592,6 @@ def _unseen(calls: CallIndex, call: Node) -> bool:
     return symbol.type_node is not None and named_type(symbol.type_node) is not None and calls.local_type(symbol) is not None
 
 
-def ends_test(unit: Unit, kind: ExitKind) -> bool:
-    """A test (or subtest, or helper of one) that stops (`t.Skip`,
-    `t.Fatal`: its goroutine exits) with a count it took: no caller was
-    to release it, and the test binary is the process that keeps it, as
-    on the test's normal return."""
-    if kind is not ExitKind.GOEXIT or not unit.file.source.path.name.endswith("_test.go"):
-        return False
-    current: Unit | None = unit
-    while current is not None:  # a literal inside a test (`t.Run`, a closure that captures t)
-        parameters = current.node.child_by_field_name("parameters")
-        if parameters is not None and _TESTING_PARAMETER.search(syntax.text(parameters)) is not None:
-            return True
-        current = current.parent
-    return False
-
-
 def hand_out_status(unit: Unit, origin: Origin) -> tuple[bool, StatusSpec | None] | None:
     """Whether an initialiser can hand its count on, and under which
     status its callers hold it: with a nil error, a success status of the
@@ -653,33 +639,6 @@ def _outside_std(import_path: str) -> bool:
 
 
 # testify's assertions that stop the test where the error is not nil.
-_REQUIRE_SUCCESS = frozenset({"NoError", "NoErrorf", "Nil", "Nilf"})
-
-
-def _requires_success(statement: Node | None, origin: Origin) -> bool:
-    """`require.NoError(t, err)` (or `require.Nil`) of the error the
-    acquisition returned: a success check whose failing side ends the test."""
-    if statement is None or statement.type != "expression_statement" or not statement.named_children:
-        return False
-    call = syntax.unparen(statement.named_children[0])
-    error = error_variable(origin)
-    return call is not None and call.type == "call_expression" and bool(error) and testify_asserts(call, ("require",), _REQUIRE_SUCCESS, error)
-
-
-def testify_asserts(call: Node, packages: tuple[str, ...], assertions: frozenset[str], name: str) -> bool:
-    """`require.NoError(t, name)`, `assert.Error(t, name)` and their kin: an
-    assertion of one of `assertions`, by testify's package of one of
-    `packages`, about the variable `name`."""
-    function = syntax.unparen(call.child_by_field_name("function"))
-    if function is None or function.type != "selector_expression" or syntax.text(function.child_by_field_name("operand")) not in packages:
-        return False
-    arguments = syntax.children(call.child_by_field_name("arguments"))
-    return (
-        syntax.text(function.child_by_field_name("field")) in assertions
-        and len(arguments) >= 2 and syntax.text(syntax.unparen(arguments[1])) == name
-    )
-
-
 def error_variable(origin: Origin) -> str:
     """The variable the acquisition's last result (its error) is assigned to
     (`err` of `client, err := newClient(...)`); "" where there is none."""
@@ -691,6 +650,18 @@ def error_variable(origin: Origin) -> str:
     targets = syntax.expressions(statement.child_by_field_name("left"))
     status = targets[-1] if targets else None
     return syntax.text(status) if status is not None and status.type == "identifier" and syntax.text(status) != "_" else ""
+
+
+def _returns_status(statement: Node | None, proxy: Any, calls: CallIndex) -> bool:
+    """A return whose values read the acquisition's status variable
+    (`return ret == nvml.SUCCESS`, `return err`): nothing before it said
+    whether the acquisition failed, and the caller is told."""
+    if statement is None or statement.type != "return_statement" or proxy is None or isinstance(proxy, Node):
+        return False
+    resolution = calls.package.resolution
+    return any(
+        node.type == "identifier" and resolution.symbol(node) is proxy for node in syntax.walk(statement, into_functions=False)
+    )
 
 
 def _overwrites(uses: VariableUses, graph: CFG, n: int, state: State) -> bool:
