@@ -208,8 +208,9 @@ class VariableUses:
                         and outer.parent.type == "return_statement" and self._of_go_type(identifier)
                     ):
                         return Use(UseKind.RETURN, symbol, identifier)  # `return *slice`: the value itself handed back
-                    if syntax.assigned_whole(parent):
-                        # `*buf = nb` after `buf.Free()`: what buf points to is replaced, not read.
+                    if child == identifier and syntax.assigned_whole(parent) and self._of_go_type(identifier):
+                        # `*buf = nb` after `buf.Free()`: the Go value buf points to is replaced, not
+                        # read (`*(*uint64)(cVal) = v` writes into C memory: a use of it).
                         return Use(UseKind.WRITE, symbol, identifier)
                     return Use(UseKind.DEREF, symbol, identifier)
                 return Use(UseKind.READ, symbol, identifier)
