@@ -59,6 +59,7 @@ class Knowledge:
     _status_globs: dict[int, tuple[_Globs, _Globs]] = field(default_factory=dict, repr=False)
     _role_index: dict[int, dict[str, tuple[tuple[ResourceSpec, ...], ...]]] = field(default_factory=dict, repr=False)
     _package_names: dict[str, str] | None = field(default=None, repr=False)
+    _import_paths: frozenset[str] | None = field(default=None, repr=False)
 
     @property
     def method_types(self) -> dict[str, frozenset[str]]:
@@ -80,7 +81,9 @@ class Knowledge:
 
     @property
     def import_paths(self) -> frozenset[str]:
-        return frozenset(f.import_path for f in self.families)
+        if self._import_paths is None:
+            self._import_paths = frozenset(f.import_path for f in self.families)  # (asked per call and per file)
+        return self._import_paths
 
     @property
     def fully_described(self) -> frozenset[str]:

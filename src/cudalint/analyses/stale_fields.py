@@ -32,7 +32,7 @@ from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
 from cudalint.analyses.owners import OWNERS, Owners
 from cudalint.analyses.receiver_fields import cleared_fields, receiver_field, zero_value
 from cudalint.framework import Analysis, Pass
-from cudalint.functions import Unit
+from cudalint.functions import Unit, UnitKind
 
 
 @dataclass(frozen=True)
@@ -65,9 +65,14 @@ class StaleFields:
     def of(self, unit: Unit) -> list[StaleField]:
         """Each field of `unit`'s receiver freed to be refilled and left
         freed at a return before the refill."""
-        receiver = unit.receiver
-        if unit.body is None or receiver is None or receiver.type_node is None or receiver.type_node.type != "pointer_type":
+        declared = unit.node.child_by_field_name("receiver") if unit.kind is UnitKind.METHOD else None
+        if unit.body is None or declared is None or "*" not in syntax.text(declared):
             return []  # a value receiver's fields are a copy's
+        if not self._release_wrappers() and not any(fact.api.roles("release") for fact in self.calls.api_facts_in(unit)):
+            return []  # frees nothing (asked before resolving the method: most methods of a package are never resolved)
+        receiver = unit.receiver
+        if receiver is None or receiver.type_node is None or receiver.type_node.type != "pointer_type":
+            return []
         found = []
         releases = list(self._field_releases(unit, receiver.name))
         for call, field in releases:
