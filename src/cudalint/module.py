@@ -43,6 +43,8 @@ class Module:
     # The language version of its `go` directive; Go reads a go.mod without
     # one as go 1.16.
     go_version: tuple[int, int] = (1, 16)
+    # Import path -> its directory, as found (asked for every import of every file).
+    _directories: dict[str, Path | None] = field(default_factory=dict, repr=False, compare=False, hash=False)
 
     def import_path(self, directory: Path) -> str | None:
         try:
@@ -55,6 +57,11 @@ class Module:
 
     def directory(self, import_path: str) -> Path | None:
         """Where an import path of this module (or a locally replaced one) lives."""
+        if import_path not in self._directories:
+            self._directories[import_path] = self._directory(import_path)
+        return self._directories[import_path]
+
+    def _directory(self, import_path: str) -> Path | None:
         if not self.path:  # GOROOT wins over a GOPATH for the standard library's paths
             target = self.root / import_path
             return target if import_path and not _in_goroot(import_path) and _has_go_files(target) else None

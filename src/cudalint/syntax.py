@@ -402,6 +402,16 @@ def assignment_sides(statement: Node) -> list[tuple[list[Node], list[Node]]]:
     return []
 
 
+def returned_first_element(element: Node) -> bool:
+    """`return &arr[0]`: the address of the first element is the address of
+    the memory (a C block viewed as an array, a slice's backing array)."""
+    address = element.parent
+    if text(element.child_by_field_name("index")) != "0" or address is None or not is_address_of(address):
+        return False
+    values = address.parent
+    return values is not None and values.type == "expression_list" and values.parent is not None and values.parent.type == "return_statement"
+
+
 def assigned_whole(target: Node) -> bool:
     """Whether the expression is a target of a plain assignment (`*buf = nb`,
     not `*n += 1`)."""

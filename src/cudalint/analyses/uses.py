@@ -236,6 +236,8 @@ class VariableUses:
                 return self._field_use(symbol, identifier, parent)
             if kind in ("index_expression", "slice_expression"):
                 operand = parent.child_by_field_name("operand")
+                if operand == child and kind == "index_expression" and syntax.returned_first_element(parent):
+                    return Use(UseKind.RETURN, symbol, identifier)  # `return &arr[0]`: the memory arr points to
                 if operand == child and kind == "index_expression":
                     pointer = self._element_address_kept(parent)
                     if pointer is not None and pointer is not symbol:
