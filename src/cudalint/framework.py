@@ -266,6 +266,7 @@ def start_run(package: Package, knowledge: Knowledge, enabled: frozenset[str], i
     """A run over one package whose graphs end a path at the calls of the
     imported functions that never return."""
     package.resolution.imported_error_types = imported.error_types()
+    package.resolution.typed_packages = imported.packages() | knowledge.import_paths
     return PackageRun(package, PackageCFGs(package, imported_exits=imported.exits()), knowledge, enabled, imported)
 
 

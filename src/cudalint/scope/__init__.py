@@ -49,6 +49,9 @@ class Resolution:
     # their facts say (the framework sets it): `gpu.Error` of the module's own
     # gpu package as a last result reports failure as a non-nil value.
     imported_error_types: frozenset[tuple[str, str, bool]] = frozenset()
+    # The imported packages whose types are known otherwise (they exported
+    # facts, or the knowledge describes them: `cr.CudaError` is a status).
+    typed_packages: frozenset[str] = frozenset()
     _error_receivers: frozenset[str] | None = field(default=None, repr=False)
 
     def import_names(self, root: Node, import_paths: frozenset[str] | set[str]) -> set[str]:
@@ -159,6 +162,8 @@ class Resolution:
         known = {(path, type_name) for path, type_name, _ in self.imported_error_types}
         if (package.import_path, name) in known:
             return (package.import_path, name, False) in self.imported_error_types or pointer
+        if package.import_path in self.typed_packages:
+            return False  # its facts or its knowledge say what its types are
         return "." in package.import_path.split("/", 1)[0] and name.endswith("Error")  # (a module's, not the standard library's)
 
     def error_like(self, name: str, pointer: bool) -> bool:
