@@ -23,6 +23,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.analyses.call_kinds import value_parent
 from cudalint.analyses.calls import CALLS, Callee, CalleeKind, CallIndex, viewed_pointer
+from cudalint.analyses.receiver_fields import zero_value
 from cudalint.framework import Analysis
 from cudalint.functions import Unit
 from cudalint.gotypes import imported_type
@@ -209,9 +210,10 @@ class VariableUses:
                     ):
                         return Use(UseKind.RETURN, symbol, identifier)  # `return *slice`: the value itself handed back
                     if child == identifier and syntax.assigned_whole(parent) and self._of_go_type(identifier):
-                        # `*buf = nb` after `buf.Free()`: the Go value buf points to is replaced, not
-                        # read (`*(*uint64)(cVal) = v` writes into C memory: a use of it).
-                        return Use(UseKind.WRITE, symbol, identifier)
+                        # `*buf = nb` after `buf.Free()` replaces the Go value buf points to (`*(*uint64)(cVal)
+                        # = v` writes into C memory: a use); `*ds = T{}` clears it: what was released stays so.
+                        cleared = (value := syntax.assigned_value(parent)) is not None and value[1] is None and zero_value(value[0])
+                        return Use(UseKind.DISCARDED if cleared else UseKind.WRITE, symbol, identifier)
                     return Use(UseKind.DEREF, symbol, identifier)
                 return Use(UseKind.READ, symbol, identifier)
             if kind == "selector_expression":
