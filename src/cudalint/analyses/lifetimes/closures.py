@@ -95,8 +95,14 @@ class Closures:
         literal = use.unit
         if use.kind is not UseKind.CAPTURE or literal is None or literal.use is not LiteralUse.PASSED or not self._called_in_place(literal):
             return False
+        # The value itself, not a field of it (`t.withContext(func() C.CUresult { return
+        # C.cuMemFree(t.ptr) })` frees t's memory; t is still used for its other fields).
+        whole = any(
+            inner.symbol is use.symbol and (inner.kind is UseKind.RELEASE or (inner.kind is UseKind.METHOD and "." not in inner.method))
+            for inner in self._uses.uses([literal.body])
+        ) if literal.body is not None else False
         summary = self._effects.summary(literal, use.symbol)
-        return summary.releases_on_some_path and not summary.hands_over  # (a path of it that releases: a second release after it is one)
+        return whole and summary.releases_on_some_path and not summary.hands_over  # (a path of it that releases: a second release after it is one)
 
     def _called_in_place(self, literal: Unit) -> bool:
         """`visit(gi, func(ci nvml.ComputeInstance) error { return gi.Destroy() })`
