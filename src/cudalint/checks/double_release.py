@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from cudalint import syntax
 from cudalint.analyses.calls import CALLS
 from cudalint.analyses.lifetimes import LIFETIMES
 from cudalint.analyses.stale_fields import STALE_FIELDS
@@ -36,7 +37,9 @@ def check(p: Pass) -> None:
                     f"returns; remove one of the two releases"
                 )
             else:
-                message = f"{double.handle} was already released at @first; release it only once"
+                by = _literal_runner(graph.ast(double.first), double.handle)
+                through = f" (by the func literal {by} runs there)" if by else ""
+                message = f"{double.handle} was already released at @first{through}; release it only once"
             p.report(unit, graph.ast(double.node), message, first=first)
 
     p.visit_graphs(lifetimes.units_with_releases(), visit)
@@ -51,6 +54,17 @@ def check(p: Pass) -> None:
                     f"a second time; set {found.field} to nil (or zero) right after the free",
                     refill=Ref(found.refill, "the refill"), exit=Ref(found.exit, "returns with the field still freed"),
                 )
+
+
+def _literal_runner(statement, handle: str) -> str:
+    """`visitComputeInstances` where the first release is a func literal
+    passed to it that names the handle (`visit(gi, func(...) { gi.Destroy() })`)."""
+    for node in syntax.walk(statement) if statement is not None else ():
+        if node.type == "func_literal" and node.parent is not None and node.parent.type == "argument_list":
+            names = {syntax.text(n) for n in syntax.walk(node) if n.type == "identifier"}
+            if handle in names:
+                return syntax.text(node.parent.parent.child_by_field_name("function"))
+    return ""
 
 
 RULE = Rule(
@@ -68,7 +82,11 @@ RULE = Rule(
     release by the handle's own method (`gi.Destroy()`, `set.Free()`) counts
     where its status is dropped or a failure returns, not where the status
     is kept, as for a retry (`if ret == nvml.ERROR_IN_USE { ret =
-    gi.Destroy() }`).
+    gi.Destroy() }`). A func literal that a function of the package runs
+    in place releases what it captures there, where it releases the value
+    itself (`visitComputeInstances(gi, func(ci nvml.ComputeInstance)
+    nvml.Return { return gi.Destroy() })`, the wrong handle): a release of
+    it after the call is a second one.
     A method of the package that frees some fields of its receiver
     (`s.freeTables()`) releases those fields: freeing another field after it
     is no second release, freeing one of them or calling it again is.
