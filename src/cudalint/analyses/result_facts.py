@@ -20,7 +20,7 @@ from cudalint.analyses.call_kinds import ResultTypes, described_type_conversion
 from cudalint.analyses.type_facts import FieldTypes, VariableType
 from cudalint.framework import ImportedFacts, Pass
 from cudalint.functions import UnitKind, exported_name
-from cudalint.gotypes import element_of, named_type, nth_result, qualified_type, result_types
+from cudalint.gotypes import element_of, named_type, nth_result, qualified_type, result_types, sole_implementations
 from cudalint.scope import Symbol
 
 # `facts` below is the package's `calls.CallIndex` (which imports this module).
@@ -38,6 +38,17 @@ def exported_result_types(p: Pass) -> dict[str, ResultTypes]:
     if any(imported.path == "C" for parsed in p.package.files for imported in parsed.imports):
         typed |= {unit.receiver_type for unit in p.package.units if unit.kind is UnitKind.METHOD and _calls_c(unit)}
     described = p.knowledge.method_types
+    found = _typed_results(p, typed, described)
+    # A type whose own methods return described types (go-nvlib-style
+    # `Library.NVML() nvml.Interface`), and the interface its one
+    # implementation stands behind: its constructor's result is typed too
+    # (`nvmlLib := lib.NewDefault(); nvmlLib.NVML().Shutdown()`).
+    more = {name.split(".", 1)[0] for name in found if "." in name}
+    more |= {interface for interface, implementation in sole_implementations(p.package).items() if implementation in typed | more}
+    return _typed_results(p, typed | more, described) if more - typed else found
+
+
+def _typed_results(p: Pass, typed: set[str], described) -> dict[str, ResultTypes]:
     found = {}
     for unit in p.package.units:
         # Methods too: `lib.DeviceGetHandleByUUID(u)` of go-nvlib's own

@@ -52,6 +52,7 @@ class Subject(str, Enum):
     STATUS = "status"  # the status itself (or an error made of it)
     HANDLE = "handle"  # the handle the call produced (nil: nothing acquired)
     NULL_TEST = "null-test"  # a C helper saying whether the handle is NULL (`C.is_null(h)`)
+    OK = "ok"  # a bool the call returns beside its error, true where it took the count (`installed, err := ...`)
 
 
 # subject -> its role in the question, or None for an unrelated expression.
@@ -192,6 +193,8 @@ class StatusSemantics:
         expression = syntax.unparen(condition)
         if expression is not None and expression.type == "unary_expression" and syntax.text(expression.child_by_field_name("operator")) == "!":
             return self.test(source, roles, expression.child_by_field_name("operand"), not polarity)
+        if expression is not None and roles(expression) is Subject.OK:
+            return None if polarity else Outcome.FAILURE  # `!installed`: nothing taken; `installed` leaves the error to test
         if (
             expression is not None and source is not None and source.status is not None and source.status.type == "bool"
             and roles(expression) is Subject.STATUS

@@ -155,9 +155,9 @@ class Walker:
         handle compared with nil) tested, success, failure or nothing."""
         source = _source(origin)
         if edge.condition is not None:
-            return self._status.test(source, self._roles(state, source), edge.condition, bool(edge.polarity))
+            return self._status.test(source, _with_ok(self._roles(state, source), origin, self._calls), edge.condition, bool(edge.polarity))
         if edge.tests_case:
-            return self._status.case(source, self._roles(state, source), edge.tag, edge.case, bool(edge.polarity))
+            return self._status.case(source, _with_ok(self._roles(state, source), origin, self._calls), edge.tag, edge.case, bool(edge.polarity))
         return None
 
     def _roles(self, state: State, source: StatusSource | None) -> Roles:
@@ -778,3 +778,22 @@ def _receiver_field(calls: CallIndex, value: Node, receiver: str, depth: int = 0
     symbol = calls.package.resolution.symbol(node)
     init = symbol.init if symbol is not None and symbol.is_local and symbol.init_index < 0 else None
     return _receiver_field(calls, init, receiver, depth + 1) if init is not None else None
+
+
+def _with_ok(roles: Roles, origin: Origin | None, calls: CallIndex) -> Roles:
+    """The roles, and the first of two results of a count's acquisition whose
+    last is its error (`installed, err := initNVML(lib)`: false where the
+    library is missing and nothing was taken, with a nil error): the bool
+    says whether the count was taken."""
+    targets = syntax.assigned_from(origin.call) if origin is not None and origin.role.handle == "none" else []
+    if len(targets) != 2 or targets[0].type != "identifier" or syntax.text(targets[0]) == "_":
+        return roles
+    ok = calls.package.resolution.symbol(targets[0])
+
+    def with_ok(subject: Node) -> Subject | None:
+        found = roles(subject)
+        if found is None and subject.type == "identifier" and ok is not None and calls.package.resolution.symbol(subject) is ok:
+            return Subject.OK
+        return found
+
+    return with_ok
