@@ -38,7 +38,7 @@ def spelled(origin: Origin, qualified: str) -> str:
     wrapper of the package, as the wrapper's file writes it), and
     `m.lib.Shutdown` where the acquisition was `m.lib.Init()` on an
     interface value that forwards to the package functions."""
-    origin = origin.innermost
+    outer, origin = origin, origin.innermost
     if origin.via_text:
         return qualified  # acquired in another package: named as the knowledge names it
     family = origin.api.family
@@ -48,7 +48,7 @@ def spelled(origin: Origin, qualified: str) -> str:
     imported = next((i for i in origin.unit.file.imports if i.path == family.import_path), None)
     if "." not in origin.written and imported is None:
         return qualified[len(qualifier) + 1:]  # inside the described package: unqualified
-    receiver = origin.written.rsplit(".", 1)[0]
+    receiver = _as_caller_passes(outer, origin, origin.written.rsplit(".", 1)[0])
     if "." in origin.written and origin.api.name.count(".") == 1:  # a package function, on the package or on a forwarding value
         return receiver + qualified[len(qualifier):]
     if "." in origin.written and qualified.rsplit(".", 1)[0] == origin.api.name.rsplit(".", 1)[0]:
@@ -58,6 +58,18 @@ def spelled(origin: Origin, qualified: str) -> str:
     # release is a package function, written with the name this file imports it by.
     name = imported.name if imported is not None and imported.name not in (None, "_", ".") else qualifier
     return name + qualified[len(qualifier):]
+
+
+def _as_caller_passes(outer: Origin, inner: Origin, receiver: str) -> str:
+    """`l` where the wrapper's `lib.Init()` took the count through its
+    parameter `lib` and the caller's `initSupported(l)` passed l: the
+    release as the caller's file can write it (one wrapper deep)."""
+    if outer.via is not inner or outer.call.type != "call_expression":
+        return receiver
+    index = next((i for i, param in enumerate(inner.unit.params) if param.name == receiver), None)
+    arguments = syntax.children(outer.call.child_by_field_name("arguments"))
+    argument = syntax.unparen(arguments[index]) if index is not None and index < len(arguments) else None
+    return syntax.text(argument) if argument is not None and argument.type in ("identifier", "selector_expression") else receiver
 
 
 def release_statement(origin: Origin) -> str:
