@@ -13,7 +13,6 @@ from cudalint import syntax
 from cudalint.cresult import unwrapped
 
 
-
 def assigned_call(body: Node, name: str) -> Node | None:
     """The call a local variable is given (`cudaError_t st = cudaMalloc(p,
     n);`, `job_t *j = calloc(1, n);` or `st = ...;`); where it is given

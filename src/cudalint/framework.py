@@ -197,12 +197,13 @@ class ImportedFacts:
     def fact(self, fact_type: type[F], import_path: str, name: str) -> F | None:
         return self._facts.get(import_path, {}).get(name, {}).get(fact_type)
 
-    def error_types(self) -> frozenset[tuple[str, str, bool]]:
-        """(import path, type, pointer) of the imported error types."""
-        return frozenset(
-            (path, name, facts[ErrorType].pointer)
+    def error_types(self) -> dict[tuple[str, str], bool]:
+        """(import path, type) -> whether only a pointer to it is an error,
+        for the imported error types."""
+        return {
+            (path, name): facts[ErrorType].pointer
             for path, objects in self._facts.items() for name, facts in objects.items() if ErrorType in facts
-        )
+        }
 
     def exits(self) -> dict[tuple[str, str], frozenset[ExitKind]]:
         """(import path, name) -> how it ends, for the imported functions

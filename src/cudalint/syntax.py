@@ -415,12 +415,8 @@ def returned_first_element(element: Node) -> bool:
 def assigned_whole(target: Node) -> bool:
     """Whether the expression is a target of a plain assignment (`*buf = nb`,
     not `*n += 1`)."""
-    targets = target.parent
-    statement = targets.parent if targets is not None and targets.type == "expression_list" else None
-    return (
-        statement is not None and statement.type == "assignment_statement"
-        and statement.child_by_field_name("left") == targets and text(statement.child_by_field_name("operator")) == "="
-    )
+    statement = assignment_of(target)
+    return statement is not None and text(statement.child_by_field_name("operator")) == "="
 
 
 def assigned_from(call: Node) -> list[Node]:

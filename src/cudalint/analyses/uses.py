@@ -797,4 +797,3 @@ def calls_parameter(function: Unit, index: int) -> bool:
         ):
             return True
     return False
-

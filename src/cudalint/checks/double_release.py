@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tree_sitter import Node
+
 from cudalint import syntax
 from cudalint.analyses.calls import CALLS
 from cudalint.analyses.lifetimes import LIFETIMES
@@ -56,7 +58,7 @@ def check(p: Pass) -> None:
                 )
 
 
-def _literal_runner(statement, handle: str) -> str:
+def _literal_runner(statement: Node | None, handle: str) -> str:
     """`visitComputeInstances` where the first release is a func literal
     passed to it that names the handle (`visit(gi, func(...) { gi.Destroy() })`)."""
     for node in syntax.walk(statement) if statement is not None else ():

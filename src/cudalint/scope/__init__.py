@@ -9,6 +9,7 @@ that no pass ever matches names by text.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
@@ -45,10 +46,10 @@ class Resolution:
     # Names whose mentioning declarations are all resolved.
     _mentioned: set[str] = field(default_factory=set, repr=False)
     _error_types: dict[tuple[str, bool], bool] = field(default_factory=dict, repr=False)
-    # (import path, type, pointer) of the imported packages' error types, as
-    # their facts say (the framework sets it): `gpu.Error` of the module's own
-    # gpu package as a last result reports failure as a non-nil value.
-    imported_error_types: frozenset[tuple[str, str, bool]] = frozenset()
+    # (import path, type) -> pointer only, for the imported packages' error
+    # types, as their facts say (the framework sets it): `gpu.Error` of the
+    # module's own gpu package as a last result reports failure as non-nil.
+    imported_error_types: Mapping[tuple[str, str], bool] = field(default_factory=dict)
     # The imported packages whose types are known otherwise (they exported
     # facts, or the knowledge describes them: `cr.CudaError` is a status).
     typed_packages: frozenset[str] = frozenset()
@@ -159,9 +160,9 @@ class Resolution:
         if package is None or package.kind is not SymbolKind.PACKAGE or package.import_path is None:
             return False
         name = syntax.text(qualified.child_by_field_name("name"))
-        known = {(path, type_name) for path, type_name, _ in self.imported_error_types}
-        if (package.import_path, name) in known:
-            return (package.import_path, name, False) in self.imported_error_types or pointer
+        pointer_only = self.imported_error_types.get((package.import_path, name))
+        if pointer_only is not None:
+            return pointer or not pointer_only
         if package.import_path in self.typed_packages:
             return False  # its facts or its knowledge say what its types are
         return "." in package.import_path.split("/", 1)[0] and name.endswith("Error")  # (a module's, not the standard library's)

@@ -63,7 +63,6 @@ Imported = Callable[[tuple[str, str] | None], Any]
 # (exported functions are handed on to their importers instead).
 _ENTRY_POINTS = ("main", "init", "TestMain")
 
-# A test, subtest, benchmark or fuzz target, or a helper of one (`t.Fatal` there ends the test).
 # The parameters of a Prometheus collector's Collect and of an HTTP handler.
 _COLLECTOR = re.compile(r"\(\s*(\w+\s+)?chan\s*<-\s*(\w+\.)?Metric\s*\)")
 _HANDLER = re.compile(r"\(\s*(\w+\s+)?(\w+\.)?ResponseWriter\s*,\s*(\w+\s+)?\*\s*(\w+\.)?Request\s*\)")
@@ -638,7 +637,6 @@ def _outside_std(import_path: str) -> bool:
     return "." in import_path.split("/", 1)[0]
 
 
-# testify's assertions that stop the test where the error is not nil.
 def error_variable(origin: Origin) -> str:
     """The variable the acquisition's last result (its error) is assigned to
     (`err` of `client, err := newClient(...)`); "" where there is none."""

@@ -13,6 +13,7 @@ from cudalint import syntax
 from cudalint.cfg import ExitKind
 from cudalint.functions import Unit
 
+# A test, subtest, benchmark or fuzz target, or a helper of one (`t.Fatal` there ends the test).
 _TESTING_PARAMETER = re.compile(r"\*\s*testing\.(T|B|F)\b")
 
 
@@ -32,6 +33,7 @@ def ends_test(unit: Unit, kind: ExitKind) -> bool:
     return False
 
 
+# testify's assertions that stop the test where the error is not nil.
 _REQUIRE_SUCCESS = frozenset({"NoError", "NoErrorf", "Nil", "Nilf"})
 
 
