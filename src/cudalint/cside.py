@@ -82,6 +82,7 @@ class CFunction:
     # passes on as is (casts aside): `cudaMemcpyAsync(dst, src, ...)` in a
     # helper of several calls, for what those calls do with their arguments.
     passes: tuple[tuple[str, int, int], ...] = ()
+    unfinished: tuple[tuple[str, int, int], ...] = ()  # those no synchronisation follows
     # For a function that returns a struct its own helper builds from an API
     # call's status (`return kr_status(cudaFree(ptr), NULL);`, or the status
     # held in a local first): that call, and its arguments' parameters as
@@ -455,7 +456,10 @@ def _collect(root: Node, view: CView) -> None:
                 earlier = view.functions.get(function.name)
                 if earlier is not None and earlier.passes:
                     # Variants of one function (a CUDA `.cu` and a CPU `.c` build): what either passes on.
-                    function = replace(function, passes=tuple(dict.fromkeys(earlier.passes + function.passes)))
+                    function = replace(
+                        function, passes=tuple(dict.fromkeys(earlier.passes + function.passes)),
+                        unfinished=tuple(dict.fromkeys(earlier.unfinished + function.unfinished)),
+                    )
                 if earlier is not None and earlier.carried and not function.carried:
                     # and the API call whose status either returns in a struct (the CPU build's has none).
                     function = replace(function, carried=earlier.carried, carried_args=earlier.carried_args)
@@ -556,6 +560,7 @@ def _function(node: Node, macros: dict[str, tuple[str, str]]) -> CFunction | Non
         wrapped = cxx_lifetime(function, body) or _with_wrapped(function, body)
         return replace(
             wrapped, keeps=_kept_params(function.params, body), passes=_passed_params(function.params, body),
+            unfinished=_unfinished_passes(function.params, body),
             frees=_freed_parameter(function.params, body),
             into_result=into_result(body, function.pointer, lambda names: bool(_stored_away(body, names, set(function.params))))
             if function.returns != "void" or function.pointer else (),
@@ -682,16 +687,31 @@ def _carried_call(body: Node, call: Node) -> Node | None:
     return found[0] if len(found) == 1 else None
 
 
-def _passed_params(params: tuple[str, ...], body: Node) -> tuple[tuple[str, int, int], ...]:
+def _passed_params(params: tuple[str, ...], body: Node, after: int = -1) -> tuple[tuple[str, int, int], ...]:
+    """What `passes` says, of the calls that start past the byte `after`."""
     found = []
     for call in syntax.walk(body):
-        if call.type != "call_expression" or call.child_by_field_name("function") is None:
+        if call.type != "call_expression" or call.child_by_field_name("function") is None or call.start_byte <= after:
             continue
         for index, argument in enumerate((call.child_by_field_name("arguments") or call).named_children):
             argument = unwrapped(argument)
             if argument is not None and argument.type == "identifier" and _text(argument) in params:
                 found.append((_text(call.child_by_field_name("function")), index, params.index(_text(argument))))
     return tuple(found)
+
+
+def _unfinished_passes(params: tuple[str, ...], body: Node) -> tuple[tuple[str, int, int], ...]:
+    """The passes no synchronisation follows: `cudaMemcpyAsync(out, ...)` then
+    `cudaStreamSynchronize(s)` has finished with `out` when the function returns."""
+    synchronised = max(
+        (n.start_byte for n in syntax.walk(body) if n.type == "call_expression"
+         and _SYNCHRONISE.search(_text(n.child_by_field_name("function")))),
+        default=-1,
+    )
+    return _passed_params(params, body, synchronised)
+
+
+_SYNCHRONISE = re.compile(r"Synchroni[sz]e$")
 
 
 def _kept_params(params: tuple[str, ...], body: Node) -> tuple[int, ...]:

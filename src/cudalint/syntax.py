@@ -68,6 +68,19 @@ def expressions(expression_list: Node | None) -> list[Node]:
     return children(expression_list)
 
 
+def equality(node: Node | None) -> tuple[Node, Node, bool] | None:
+    """`a == b` -> (a, b, True), `a != b` -> (a, b, False), parentheses
+    stepped through; None for anything else."""
+    node = unparen(node)
+    if node is None or node.type != "binary_expression":
+        return None
+    operator = text(node.child_by_field_name("operator"))
+    left, right = unparen(node.child_by_field_name("left")), unparen(node.child_by_field_name("right"))
+    if operator not in ("==", "!=") or left is None or right is None:
+        return None
+    return left, right, operator == "=="
+
+
 def has_token(node: Node, token: str) -> bool:
     """Whether an anonymous child token (':=', 'range', ...) is present."""
     return any(not c.is_named and c.type == token for c in node.children)

@@ -22,13 +22,14 @@ from cudalint.knowledge import ApiFunction, CallRole, Knowledge, StatusSpec
 def c_helper_api(view: CView, name: str, knowledge: Knowledge, known: ApiFunction | None) -> ApiFunction | None | bool:
     """`c_helper_api_of`, and a helper that hands a parameter to an
     asynchronous call as its host memory (`cudaMemcpyAsync(dst, src, ...)`
-    in `AsyncCopyHostToDevice(dst, src, ...)`) is asynchronous there too."""
+    in `AsyncCopyHostToDevice(dst, src, ...)`) is asynchronous there too,
+    unless it synchronises after the call (then it is done with it on return)."""
     found = c_helper_api_of(view, name, knowledge, known)
     function = view.functions.get(name)
     if function is None or not function.passes:
         return found
     asynchronous = [
-        (parameter, api) for callee, index, parameter in function.passes
+        (parameter, api) for callee, index, parameter in function.unfinished
         if (api := knowledge.lookup("C", callee)) is not None and index in api.async_host_args
     ]
     if not asynchronous:

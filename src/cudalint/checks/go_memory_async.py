@@ -123,7 +123,10 @@ RULE = Rule(
     `cuMemcpyHtoDAsync`, `cublasSetVectorAsync`, ...) and
     `cudaHostRegister`; and the same argument of a function of the package
     or of the module that hands that parameter to such a call (a binding's
-    `MemcpyHtoDAsync(dst, src, n, stream)`, `MemHostRegister(p, n, flags)`).
+    `MemcpyHtoDAsync(dst, src, n, stream)`, `MemHostRegister(p, n, flags)`),
+    or of a C function of the package's own C that does, unless that C
+    synchronises after the call (`cudaStreamSynchronize(s)`): it is done
+    with the memory when it returns.
     Go memory is the address of any Go variable (of a C
     type too: `var n C.int` lives in Go memory), an element of a slice or
     array made in Go (`make`, a literal, a Go slice parameter, re-slices of

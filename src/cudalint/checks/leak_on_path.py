@@ -595,7 +595,12 @@ RULE = Rule(
     it is reported at its call. An error variable declared nil and set only
     where the status test failed (`var err error; if st != ok { err = ... }`)
     is nil on the success path, so `if err != nil { return err }` returns
-    nothing held there.
+    nothing held there. A function that acquires only for some values of an
+    argument (`switch config.Provider { case "local": ... }`, `if dev ==
+    "gpu"` with `dev` the first of a variadic `device ...string`, else
+    "cpu") hands out nothing at a call whose argument is a constant of
+    another branch (`NewEmbedder(&Config{Provider: "ollama"})`,
+    `NewTensor(data)`).
     Paths that end in `panic`, `os.Exit` or `log.Fatal` (or the Fatal and
     Exit functions of logrus, klog, glog and zap) are not reported, nor is an
     acquisition whose error a test asserts non-nil (`require.Error(t, err)`,

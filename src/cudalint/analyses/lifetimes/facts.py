@@ -10,9 +10,10 @@ hand-over.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from cudalint.analyses.lifetimes.choices import Choice, variadic_from
 from cudalint.analyses.lifetimes.outcomes import RECEIVER_HANDOUT, out_parameter
 from cudalint.analyses.lifetimes.counted import hand_out_status, nil_when_failed
 from cudalint.analyses.owners import owner_type
@@ -45,6 +46,10 @@ class HandOut:
     nil_when_failed: bool = False
     idempotent: tuple[str, ...] = ()  # of `methods`, those a second call of is harmless
     inert: tuple[str, ...] = ()  # the owning type's methods that reach no GPU API
+    # Acquired only for some values of an argument (`NewTensor(data, shape, "gpu")`),
+    # and the index of the function's variadic parameter (-1: none).
+    chosen_by: Choice | None = None
+    variadic_from: int = -1
 
 
 @dataclass(frozen=True)
@@ -88,7 +93,10 @@ def exported_effects(engine: Any) -> dict[str, ResourceEffects]:
         # a success status of its family as the last result (`return
         # s.lib.Init()`), or a function with no result at all.
         hands_out = tuple(
-            _hand_out(origin, index, unit.returns_error, _success(engine, unit, origin, index), nil_when_failed(unit, index))
+            replace(
+                _hand_out(origin, index, unit.returns_error, _success(engine, unit, origin, index), nil_when_failed(unit, index)),
+                chosen_by=engine.chosen_by(unit, origin), variadic_from=variadic_from(unit),
+            )
             for origin, index in engine.handed_out(unit)
             if (index >= 0 and origin.role.handle != "none") or index == RECEIVER_HANDOUT or unit.returns_error
             or unit.node.child_by_field_name("result") is None or _counted_status(unit, origin, index) is not None

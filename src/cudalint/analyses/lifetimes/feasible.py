@@ -1,6 +1,6 @@
 """Paths the graph has but no run takes: a loop that ranges over a
-collection a loop before it ranged over, and that leaves without one
-iteration.
+collection a loop before it ranged over (or counts to the same bound from
+the same start), and that leaves without one iteration.
 
 ```go
 for _, c := range classes {  // allocates one block per class into got
@@ -33,25 +33,62 @@ def skips_a_ranged_collection(graph: CFG, acquired: Node, path: tuple[int, ...])
     """Whether the path leaves a range loop without an iteration where an
     earlier loop over the same unchanged collection iterated (the loop
     holding the acquisition iterated: it ran)."""
-    ranged: set[str] = set()
+    ranged: dict[tuple[str, ...], Node] = {}  # key -> the first loop that iterated
     entered: set[int] = set()
     for position, n in enumerate(path):
-        if graph.kind(n) is not NodeKind.RANGE:
+        kind = graph.kind(n)
+        if kind is NodeKind.RANGE:
+            clause = graph.ast(n)
+            collection = _collection(clause)
+            key = ("range", collection) if collection is not None else None
+            branch = "range"
+        elif kind is NodeKind.COND:
+            clause = graph.ast(n)
+            collection, key = _counted(clause)
+            branch = "cond"
+        else:
             continue
-        clause = graph.ast(n)
-        collection = _collection(clause)
-        if collection is None:
+        if key is None or collection is None or clause is None:
             continue
         following = path[position + 1] if position + 1 < len(path) else None
         edge = graph.edge(n, following) if following is not None and graph.graph.has_edge(n, following) else None
-        holds_acquisition = clause.parent is not None and _contains(clause.parent, acquired)
-        if edge is not None and edge.branch == "range" and edge.polarity is True or holds_acquisition:
+        loop = clause.parent if kind is NodeKind.RANGE else clause.parent.parent  # the for statement
+        holds_acquisition = loop is not None and _contains(loop, acquired)
+        if edge is not None and edge.branch == branch and edge.polarity is True or holds_acquisition:
             entered.add(n)
-            ranged.add(collection)
-        elif edge is not None and edge.branch == "range" and edge.polarity is False and n not in entered:
-            if collection in ranged and _unchanged(graph, collection):
+            ranged.setdefault(key, clause)
+        elif edge is not None and edge.branch == branch and edge.polarity is False and n not in entered:
+            if key in ranged and _unchanged(graph, collection, ranged[key]):
                 return True
     return False
+
+
+def _counted(condition: Node | None) -> tuple[str | None, tuple[str, ...] | None]:
+    """A counted loop's bound and key: `for i := 0; i < batch; i++` is
+    ("batch", ("count", "0", "<", "batch")); a second loop of the same key
+    over an unchanged bound iterates where the first did."""
+    clause = condition.parent if condition is not None else None
+    if clause is None or clause.type != "for_clause" or condition.type != "binary_expression":
+        return None, None
+    initializer = clause.child_by_field_name("initializer")
+    sides = syntax.assignment_sides(initializer) if initializer is not None else []
+    if len(sides) != 1 or len(sides[0][0]) != 1 or len(sides[0][1]) != 1:
+        return None, None
+    counter, start = syntax.text(sides[0][0][0]), syntax.unparen(sides[0][1][0])
+    operator = syntax.text(condition.child_by_field_name("operator"))
+    left, bound = syntax.unparen(condition.child_by_field_name("left")), syntax.unparen(condition.child_by_field_name("right"))
+    if start is None or start.type != "int_literal" or syntax.text(left) != counter or operator not in ("<", "<=", "!="):
+        return None, None
+    measured = bound
+    if bound is not None and bound.type == "call_expression" and syntax.text(bound.child_by_field_name("function")) == "len":
+        arguments = syntax.children(bound.child_by_field_name("arguments"))
+        measured = syntax.unparen(arguments[0]) if len(arguments) == 1 else None
+    root = measured
+    while root is not None and root.type == "selector_expression":
+        root = syntax.unparen(root.child_by_field_name("operand"))
+    if root is None or root.type != "identifier":
+        return None, None
+    return syntax.text(measured), ("count", syntax.text(start), operator, syntax.text(bound))
 
 
 def _collection(clause: Node | None) -> str | None:
@@ -64,18 +101,33 @@ def _collection(clause: Node | None) -> str | None:
     return syntax.text(right) if node is not None and node.type == "identifier" else None
 
 
-def _unchanged(graph: CFG, collection: str) -> bool:
+def _unchanged(graph: CFG, collection: str, first: Node) -> bool:
     """No statement of the function writes the collection's root variable
-    (its declaration as a parameter aside)."""
+    once the first loop began (its declaration as a parameter aside; `batch
+    = 1024` before both loops, in no loop around them, sets what both see)."""
     root = collection.split(".", 1)[0]
     body = graph.unit.body
     for node in syntax.walk(body) if body is not None else ():
-        if node.type not in _WRITES:
+        if node.type not in _WRITES or _settled_before(node, first):
             continue
         left = node.child_by_field_name("left")
         targets = syntax.expressions(left) if left is not None else syntax.children(node)[:1]
         if any(syntax.text(target).split(".", 1)[0].split("[", 1)[0] == root for target in targets):
             return False
+    return True
+
+
+def _settled_before(write: Node, first: Node) -> bool:
+    """A write that ends before the first loop, in no loop that holds that loop."""
+    if write.end_byte > first.start_byte:
+        return False
+    outer = write.parent
+    while outer is not None:
+        if outer.type == "for_statement" and _contains(outer, first):
+            return False
+        if outer.type in ("function_declaration", "method_declaration", "func_literal"):
+            break
+        outer = outer.parent
     return True
 
 

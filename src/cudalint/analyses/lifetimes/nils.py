@@ -318,16 +318,13 @@ def _value_comparison(condition: Node, values: tuple[str, ...] = ("selector_expr
     """A local compared for equality with a value of one of these node
     types: `st == C.cudaSuccess` -> (st, True, C.cudaSuccess), `st != 0`
     -> (st, False, 0)."""
-    node = syntax.unparen(condition)
-    if node is None or node.type != "binary_expression":
+    compared = syntax.equality(condition)
+    if compared is None:
         return None
-    operator = syntax.text(node.child_by_field_name("operator"))
-    if operator not in ("==", "!="):
-        return None
-    left, right = syntax.unparen(node.child_by_field_name("left")), syntax.unparen(node.child_by_field_name("right"))
+    left, right, equal = compared
     for variable, value in ((left, right), (right, left)):
-        if variable is not None and variable.type == "identifier" and value is not None and value.type in values:
-            return variable, operator == "==", value
+        if variable.type == "identifier" and value.type in values:
+            return variable, equal, value
     return None
 
 

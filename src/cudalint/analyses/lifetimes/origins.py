@@ -21,6 +21,7 @@ from tree_sitter import Node
 from cudalint import buildtags, syntax
 from cudalint.analyses.call_kinds import value_parent
 from cudalint.analyses.calls import CalleeKind, CallIndex, unwrap
+from cudalint.analyses.lifetimes.choices import Choice, choice_in, variadic_from
 from cudalint.analyses.lifetimes.flags import set_in
 from cudalint.analyses.lifetimes.counted import hand_out_status, nil_when_failed
 from cudalint.analyses.lifetimes.effects import Effects
@@ -54,6 +55,7 @@ class Origins:
         self._effects = effects
         self._handed_out = handed_out
         self._lifetimes = lifetimes
+        self._choices: dict[tuple[Unit, int], Choice | None] = {}
 
     def of_api_calls(self, unit: Unit, graph: CFG) -> list[Origin]:
         """Acquisitions by calls the knowledge describes, reachable ones, in
@@ -91,6 +93,8 @@ class Origins:
             if n is None or not graph.reachable(n):
                 continue
             for inner, index in self._handed_out(target):
+                if self._not_chosen(call, target, inner):
+                    continue  # `NewEmbedder(&Config{Provider: "ollama"})`: the branch that acquires does not run
                 if index == RECEIVER_HANDOUT and _filled_local(call, unit, self._calls) is None:
                     continue  # `s.buf.Alloc(n)`, `p.Alloc(n)` of a parameter: the holder's, not this function's
                 if inner.role.handle == "none" and index < 0 and _kept_by_own_receiver(call, unit, target, self._calls):
@@ -111,6 +115,15 @@ class Origins:
                 role = CallRole(target.name, _handle_role(index))
                 origins.append(Origin(unit, n, call, callee.written, api, resource, role, "", via=inner, beside_failure=beside_failure))
         return origins
+
+    def _not_chosen(self, call: Node, target: Unit, inner: Origin) -> bool:
+        """Whether the call's arguments choose a branch of `target` where its acquisition does not run."""
+        key = (target, inner.call.id)
+        if key not in self._choices:
+            self._choices[key] = choice_in(target, inner.call, self._calls.package.resolution)
+        choice = self._choices[key]
+        arguments = syntax.children(call.child_by_field_name("arguments"))
+        return choice is not None and choice.excludes(arguments, variadic_from(target), self._calls.package.resolution)
 
     def of_literals(self, unit: Unit, graph: CFG) -> list[Origin]:
         """Acquisitions a func literal makes into this function's variables,
@@ -190,7 +203,10 @@ class Origins:
         if n is None or not graph.reachable(n):
             return []
         origins = []
+        arguments = syntax.children(call.child_by_field_name("arguments"))
         for handed in self._effects.imported(callee.imported).hands_out:
+            if handed.chosen_by is not None and handed.chosen_by.excludes(arguments, handed.variadic_from, self._calls.package.resolution):
+                continue  # `tensor.NewTensor(data, shape)` without "gpu": the branch that allocates does not run
             found = self._calls.knowledge.resource(handed.family, handed.resource)
             if found is None:
                 continue
