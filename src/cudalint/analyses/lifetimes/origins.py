@@ -341,8 +341,8 @@ class Origins:
         if operand is None or operand.type != "identifier" or (proxy is None and origin.status is not None):
             return None  # (a status tested in a way not followed: the struct's, as before)
         symbol = self._calls.package.resolution.symbol(operand)
-        if symbol is None or symbol.role is not Role.LOCAL or symbol.function != origin.unit.node:
-            return None
+        if symbol is None or symbol.role not in (Role.LOCAL, Role.RESULT) or symbol.function != origin.unit.node:
+            return None  # (a named result the function makes: `m = new(GpuMem)`, returned bare)
         owner = self._owners.of(self._calls.types.type_of(operand))
         if owner is None or origin.resource not in owner.resources:
             return self._held_in_field(origin, field, proxy)
