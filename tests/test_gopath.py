@@ -282,3 +282,18 @@ def test_without_a_vendor_directory_a_gopath_projects_imports_are_not_looked_for
     modules = Modules()
     assert modules.of(root) is not None and modules.resolver(root) is None
     assert modules.import_path(root / "gpu") == "github.com/acme/plain/gpu"
+
+
+def test_a_library_imported_once_by_its_example_is_the_root_where_its_package_name_says_so(tmp_path: Path) -> None:
+    """A checkout not named after its repository (`izumo-master`, from an
+    archive): the one import of the root by its example counts with the
+    package name the root declares, and not with another name."""
+    root = tmp_path / "izumo-master"
+    _write(root / "memory.go", "package izumo\n")
+    _write(root / "example" / "vecadd" / "main.go", 'package main\n\nimport "github.com/sunyifan112358/izumo"\n\nfunc main() {}\n')
+    module = Modules().of(root / "example" / "vecadd")
+    assert module is not None and module.root == root and module.path == "github.com/sunyifan112358/izumo"
+    other = tmp_path / "other-master"
+    _write(other / "memory.go", "package other\n")
+    _write(other / "example" / "main.go", 'package main\n\nimport "github.com/sunyifan112358/izumo"\n\nfunc main() {}\n')
+    assert Modules().of(other / "example") is None

@@ -326,11 +326,15 @@ def _implied_module(root: Path) -> Module | None:
             if target != importer and importable(target):
                 votes.setdefault("/".join(segments[:kept]), set()).add((importer, imported))
 
+    root_package = declared_package_name(root) if votes else None
+
     def support(prefix: str) -> tuple[int, int]:
         # A checkout is usually named after its repository; a project's path
         # is usually host/owner/repo, shorter than the path of a package deep
         # in another project that happens to share a directory name.
-        named = prefix.rsplit("/", 1)[-1] == root.name
+        # (Or, for a checkout named otherwise, `izumo-master`, after the
+        # package its root declares.)
+        named = prefix.rsplit("/", 1)[-1] in (root.name, root_package)
         return len(votes[prefix]) + named, -prefix.count("/")
 
     # One import naming one directory may be another project's package that
