@@ -34,6 +34,7 @@ from cudalint.analyses.api_aliases import index_api_aliases
 from cudalint.analyses.c_helpers import c_side_calls
 from cudalint.analyses.type_facts import NamedType
 from cudalint.analyses.procs import loaded_procedure_calls
+from cudalint.analyses.dot_imports import index_dot_imports
 from cudalint.analyses.typed_methods import api_of, index_described_methods, index_interface_statuses, promoted, unclassified
 from cudalint.analyses.call_kinds import Callee, CalleeKind, CallFact, ResultTypes, as_written, described_type_conversion, logs
 from cudalint.analyses.result_facts import api_result_type, exported_result_types, imported_field_type, imported_variable_type, module_call_typed, module_result_typed
@@ -760,8 +761,7 @@ def index_calls(package: Package, knowledge: Knowledge, imported: ImportedFacts 
             if operand is None or syntax.text(operand) not in names:
                 continue
             resolution.ensure(parsed.root, node)
-            fact = _qualified_call(node, package, knowledge)
-            if fact is not None:
+            if (fact := _qualified_call(node, package, knowledge)) is not None:
                 facts.record(fact)
     for unit in package.units:
         facts._literals[unit.node] = unit
@@ -778,6 +778,7 @@ def index_calls(package: Package, knowledge: Knowledge, imported: ImportedFacts 
         if unit.kind is UnitKind.METHOD:
             method = unit.name.rsplit(".", 1)[-1]
             facts._methods.setdefault(method, []).append(unit)
+    index_dot_imports(facts, package, knowledge, watched)
     index_described_methods(facts, package, knowledge)
     _index_module_methods(facts, package)
     index_interface_statuses(facts, package, knowledge)
