@@ -150,6 +150,23 @@ def imported_type(resolution: Resolution, symbol: Symbol | None) -> tuple[str, s
     return qualified_type(resolution, symbol.type_node)
 
 
+def returned_imported_type(resolution: Resolution, symbol: Symbol | None) -> tuple[str, str] | None:
+    """(import path, type name) of a variable made by a call of a function
+    of the package whose declared result is another package's type:
+    `logger := initLogger(level)` with `func initLogger(string) *zap.Logger`."""
+    init = syntax.unparen(symbol.init) if symbol is not None and symbol.kind is SymbolKind.VAR and symbol.init_index <= 0 else None
+    function = syntax.unparen(init.child_by_field_name("function")) if init is not None and init.type == "call_expression" else None
+    called = resolution.symbol(function) if function is not None and function.type == "identifier" else None
+    declaration = called.node.parent if called is not None and called.kind is SymbolKind.FUNC and called.node is not None else None
+    result = declaration.child_by_field_name("result") if declaration is not None and declaration.type == "function_declaration" else None
+    if result is not None and result.type == "parameter_list":
+        types = [p.child_by_field_name("type") for p in syntax.children(result) if p.type == "parameter_declaration"]
+        names = [syntax.children(p) for p in syntax.children(result) if p.type == "parameter_declaration"]
+        index = max(symbol.init_index, 0)
+        result = types[index] if all(len(n) == 1 for n in names) and index < len(types) else None
+    return qualified_type(resolution, result) if result is not None else None
+
+
 def qualified_type(resolution: Resolution, type_node: Node | None, depth: int = 0) -> tuple[str, str] | None:
     """(import path, type name) a type node names in another package,
     pointers stripped: `*nvml.Device` -> (".../nvml", "Device"); through an

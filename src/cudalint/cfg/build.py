@@ -11,7 +11,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.cfg.graph import CFG, ExitKind, NodeKind
 from cudalint.functions import Unit
-from cudalint.gotypes import imported_type
+from cudalint.gotypes import imported_type, returned_imported_type
 from cudalint.lazy import networkx as nx
 from cudalint.scope import Nesting, Resolution, Symbol, SymbolKind
 
@@ -100,7 +100,7 @@ class ExitOracle:
             if path is not None:
                 kind = _NO_RETURN_FUNCS.get((path, name))
                 return frozenset({kind}) if kind is not None else self.imported_exits.get((path, name))
-            declared = imported_type(res, res.symbol(operand))
+            declared = imported_type(res, res.symbol(operand)) or returned_imported_type(res, res.symbol(operand))
             if declared == ("sync", "Once") and name == "Do":
                 return self._first_do_exits(call, res.symbol(operand))
             if declared is not None:
