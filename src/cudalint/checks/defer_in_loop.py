@@ -15,7 +15,6 @@ from cudalint.prefilter import imports_of
 from cudalint.findings import Fix
 from cudalint.framework import Pass
 from cudalint.functions import Unit
-from cudalint.scope.symbols import SymbolKind
 
 
 def check(p: Pass) -> None:
@@ -30,8 +29,6 @@ def check(p: Pass) -> None:
             released = defers.described(graph, n)
             if released is None or defers.constant_guard(graph.ast(n), unit.body) is not None:
                 continue  # CL203's
-            if _one_iteration(graph.ast(n), unit):
-                continue  # `if class == "gpu"` of `for class, lib := range libs`: keys differ, it runs once
             if _kept_beyond_iteration(defers, calls, uses, graph, n):
                 # No fix: releasing at the end of the iteration would free
                 # what the code after the loop still reads.
@@ -52,46 +49,6 @@ def check(p: Pass) -> None:
             )
 
     p.visit_graphs(defers.units(), visit)
-
-
-def _one_iteration(defer: Node, unit: Unit) -> bool:
-    """Whether the defer runs on one iteration at most: it sits in the branch
-    of an `if` (or the case of a switch) that compares the key of the range
-    loop around it with a constant, and keys differ from one iteration to
-    the next (`for k, v := range m`: two variables, so no channel)."""
-    tests: list[Node] = []  # what is compared with a constant on the way to the defer
-    child, parent = defer, defer.parent
-    while parent is not None and parent.type not in ("for_statement", "func_literal"):
-        if parent.type == "if_statement" and parent.child_by_field_name("consequence") == child:
-            condition = syntax.equality(parent.child_by_field_name("condition"))
-            if condition is not None and condition[2]:
-                tests.extend(a for a, b in (condition[:2], condition[1::-1]) if _constant(b, unit))
-        switch = parent.parent if parent.type == "expression_case" else None
-        if switch is not None and switch.child_by_field_name("value") is not None:
-            values = syntax.expressions(parent.child_by_field_name("value"))
-            if len(values) == 1 and _constant(values[0], unit):
-                tests.append(switch.child_by_field_name("value"))
-        child, parent = parent, parent.parent
-    clause = next((c for c in syntax.children(parent) if c.type == "range_clause"), None) if parent is not None else None
-    keys = syntax.expressions(clause.child_by_field_name("left")) if clause is not None else []
-    if len(keys) != 2 or keys[0].type != "identifier" or parent.child_by_field_name("body") != child:
-        return False
-    key = unit.resolution.symbol(keys[0])
-    return key is not None and any(
-        test.type == "identifier" and unit.resolution.symbol(test) is key for test in map(syntax.unparen, tests)
-    ) and not any(syntax.assignment_of(mention) is not None for mention in _mentions(parent, key.name))
-
-
-def _constant(node: Node, unit: Unit) -> bool:
-    node = syntax.unparen(node)
-    if node is not None and node.type == "identifier":
-        symbol = unit.resolution.symbol(node)
-        return symbol is not None and symbol.kind is SymbolKind.CONST
-    return node is not None and node.type in ("interpreted_string_literal", "raw_string_literal", "int_literal", "rune_literal")
-
-
-def _mentions(loop: Node, name: str) -> list[Node]:
-    return [node for node in syntax.walk(loop.child_by_field_name("body")) if node.type == "identifier" and syntax.text(node) == name]
 
 
 # Statements that mean something else inside a func literal than in the loop.
@@ -172,10 +129,6 @@ RULE = Rule(
     a deferred closure or same-package helper that releases, a closure that
     gives back a count: `defer func() { _ = lib.Shutdown() }()`) that is
     executed on every iteration of a loop.
-
-    A defer in the branch that compares the range loop's key with a constant
-    (`for class, lib := range libs { if class == "gpu" { ...; defer ... } }`)
-    runs on one iteration at most, and is not reported.
 
     Where the loop keeps the released values for after it (each is stored in
     a slice or array declared outside the loop: `cargs[i] = C.CString(s);
