@@ -29,7 +29,7 @@ from cudalint.framework import ImportedFacts, ObjectFact, export_facts, start_ru
 from cudalint.functions import collect_packages
 from cudalint.knowledge import Knowledge
 from cudalint.driver.files import FileFacts, FileIndex
-from cudalint.module import Modules, in_module_imports
+from cudalint.module import Modules, imports, in_module_imports
 from cudalint.parse import parse
 from cudalint.source import SourceFile
 
@@ -76,17 +76,15 @@ class DependencyFacts:
         known from the dependency's own job, else made from its files and
         its own imports' facts. A dependency that cannot be analysed says
         nothing (its calls stay hand-overs, as before facts)."""
-        found: list[ObjectFact] = []
-        for directory, known, sources in dependencies:
-            if known is not None:
-                found += known
-                continue
-            import_path = self.modules.import_path(directory)
-            if import_path is None:
-                continue
-            # Its own imports come before it in every importer's list, the same
-            # way: its bytes decide its facts.
-            key = (directory, tuple((s.path, hashlib.sha256(s.data).hexdigest()) for s in sources))
+        # The facts their own jobs made first, wherever they stand in the
+        # list; then each package made here after the made packages it
+        # imports, whatever order the list has (a walk that met a cycle of
+        # a misread layout may list search before the db it imports): its
+        # bytes and its imports' facts decide its facts, the same in every
+        # importer and every worker that makes them.
+        found: list[ObjectFact] = [fact for _, known, _ in dependencies if known is not None for fact in known]
+        for directory, sources in _imports_first([(d, s) for d, known, s in dependencies if known is None], self.modules):
+            key = (directory, tuple((s.path, hashlib.sha256(s.data).hexdigest()) for s in sources), _context(found, sources))
             if key not in self._made:
                 self._made[key] = self.summary(directory, sources, ImportedFacts(found))
             found += self._made[key]
@@ -110,6 +108,37 @@ class DependencyFacts:
             return facts
         except Exception:  # noqa: BLE001 - a dependency's trouble is reported where it is analysed
             return []
+
+
+def _context(found: list[ObjectFact], sources: list[SourceFile]) -> str:
+    """What the facts a package is made with say of the packages its files
+    import: a package made in two importers' contexts that differ there is
+    made twice, never served from the other's."""
+    imported = {path for source in sources for path in imports(source.data)}
+    return hashlib.sha256(repr(sorted(repr(f) for f in found if f.import_path in imported)).encode()).hexdigest()
+
+
+def _imports_first(made: list[tuple[Path, list[SourceFile]]], modules: Modules) -> list[tuple[Path, list[SourceFile]]]:
+    """The packages to make, each after those of them it imports (in list
+    order otherwise; a cycle is broken where the list meets it)."""
+    by_path = {path: index for index, (directory, _) in enumerate(made) if (path := modules.import_path(directory)) is not None}
+    order: list[int] = []
+    state: dict[int, bool] = {}  # False: being visited, True: placed
+
+    def visit(index: int) -> None:
+        if index in state:
+            return
+        state[index] = False
+        for source in made[index][1]:
+            for imported in imports(source.data):
+                if (below := by_path.get(imported)) is not None:
+                    visit(below)
+        state[index] = True
+        order.append(index)
+
+    for index in sorted(by_path.values()):  # (one outside any module has no facts to make)
+        visit(index)
+    return [made[index] for index in order]
 
 
 def fact_needles_of(described: frozenset[str], c_api_needles: tuple[bytes, ...]) -> tuple[bytes, ...]:
