@@ -558,9 +558,9 @@ def _function(node: Node, macros: dict[str, tuple[str, str]]) -> CFunction | Non
     body = node.child_by_field_name("body") if node.type == "function_definition" else None
     if body is not None:
         wrapped = cxx_lifetime(function, body) or _with_wrapped(function, body)
+        passes, unfinished = _passed_params(function.params, body)
         return replace(
-            wrapped, keeps=_kept_params(function.params, body), passes=_passed_params(function.params, body),
-            unfinished=_unfinished_passes(function.params, body),
+            wrapped, keeps=_kept_params(function.params, body), passes=passes, unfinished=unfinished,
             frees=_freed_parameter(function.params, body),
             into_result=into_result(body, function.pointer, lambda names: bool(_stored_away(body, names, set(function.params))))
             if function.returns != "void" or function.pointer else (),
@@ -687,28 +687,27 @@ def _carried_call(body: Node, call: Node) -> Node | None:
     return found[0] if len(found) == 1 else None
 
 
-def _passed_params(params: tuple[str, ...], body: Node, after: int = -1) -> tuple[tuple[str, int, int], ...]:
-    """What `passes` says, of the calls that start past the byte `after`."""
-    found = []
-    for call in syntax.walk(body):
-        if call.type != "call_expression" or call.child_by_field_name("function") is None or call.start_byte <= after:
-            continue
+# (callee, argument index, parameter index) for each parameter passed on.
+_Passes = tuple[tuple[str, int, int], ...]
+
+
+def _passed_params(params: tuple[str, ...], body: Node) -> tuple[_Passes, _Passes]:
+    """What `passes` says, and of those, what `unfinished` says: the passes
+    no synchronisation follows (`cudaMemcpyAsync(out, ...)` then
+    `cudaStreamSynchronize(s)` has finished with `out` when the function returns)."""
+    calls = [call for call in syntax.walk(body) if call.type == "call_expression" and call.child_by_field_name("function") is not None]
+    synchronised = max((call.start_byte for call in calls if _SYNCHRONISE.search(_text(call.child_by_field_name("function")))), default=-1)
+    passes: list[tuple[str, int, int]] = []
+    unfinished: list[tuple[str, int, int]] = []
+    for call in calls:
         for index, argument in enumerate((call.child_by_field_name("arguments") or call).named_children):
             argument = unwrapped(argument)
             if argument is not None and argument.type == "identifier" and _text(argument) in params:
-                found.append((_text(call.child_by_field_name("function")), index, params.index(_text(argument))))
-    return tuple(found)
-
-
-def _unfinished_passes(params: tuple[str, ...], body: Node) -> tuple[tuple[str, int, int], ...]:
-    """The passes no synchronisation follows: `cudaMemcpyAsync(out, ...)` then
-    `cudaStreamSynchronize(s)` has finished with `out` when the function returns."""
-    synchronised = max(
-        (n.start_byte for n in syntax.walk(body) if n.type == "call_expression"
-         and _SYNCHRONISE.search(_text(n.child_by_field_name("function")))),
-        default=-1,
-    )
-    return _passed_params(params, body, synchronised)
+                passed = (_text(call.child_by_field_name("function")), index, params.index(_text(argument)))
+                passes.append(passed)
+                if call.start_byte > synchronised:
+                    unfinished.append(passed)
+    return tuple(passes), tuple(unfinished)
 
 
 _SYNCHRONISE = re.compile(r"Synchroni[sz]e$")

@@ -158,12 +158,9 @@ def returned_imported_type(resolution: Resolution, symbol: Symbol | None) -> tup
     function = syntax.unparen(init.child_by_field_name("function")) if init is not None and init.type == "call_expression" else None
     called = resolution.symbol(function) if function is not None and function.type == "identifier" else None
     declaration = called.node.parent if called is not None and called.kind is SymbolKind.FUNC and called.node is not None else None
-    result = declaration.child_by_field_name("result") if declaration is not None and declaration.type == "function_declaration" else None
-    if result is not None and result.type == "parameter_list":
-        types = [p.child_by_field_name("type") for p in syntax.children(result) if p.type == "parameter_declaration"]
-        names = [syntax.children(p) for p in syntax.children(result) if p.type == "parameter_declaration"]
-        index = max(symbol.init_index, 0)
-        result = types[index] if all(len(n) == 1 for n in names) and index < len(types) else None
+    if declaration is None or declaration.type != "function_declaration":
+        return None
+    result = nth_result(declaration.child_by_field_name("result"), max(symbol.init_index, 0))
     return qualified_type(resolution, result) if result is not None else None
 
 

@@ -28,16 +28,16 @@ def index_dot_imports(facts: Any, package: Package, knowledge: Knowledge, watche
             continue
         for name, calls in syntax.calls_by_name(parsed.index).items():
             declaring = [
-                path for path in dotted
-                if api_of(package, knowledge, path, name) is not None or facts.imported.knows(path, name)
+                (path, api) for path in dotted
+                if (api := api_of(package, knowledge, path, name)) is not None or facts.imported.knows(path, name)
             ]
             if len(declaring) != 1:
                 continue
+            path, api = declaring[0]
             for node in calls:
                 function = syntax.unparen(node.child_by_field_name("function"))
                 if node in facts.calls or function is None or function.type != "identifier":
                     continue
                 resolution.ensure(parsed.root, node)
                 if resolution.symbol(function) is None:
-                    path = declaring[0]
-                    facts.record(as_written(CallFact(node, path, name, name, api_of(package, knowledge, path, name))))
+                    facts.record(as_written(CallFact(node, path, name, name, api)))

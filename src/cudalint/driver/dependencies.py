@@ -83,8 +83,9 @@ class DependencyFacts:
         # bytes and its imports' facts decide its facts, the same in every
         # importer and every worker that makes them.
         found: list[ObjectFact] = [fact for _, known, _ in dependencies if known is not None for fact in known]
-        for directory, sources in _imports_first([(d, s) for d, known, s in dependencies if known is None], self.modules):
-            key = (directory, tuple((s.path, hashlib.sha256(s.data).hexdigest()) for s in sources), _context(found, sources))
+        made = [(directory, sources, _imported(sources)) for directory, known, sources in dependencies if known is None]
+        for directory, sources, imported in _imports_first(made, self.modules):
+            key = (directory, tuple((s.path, hashlib.sha256(s.data).hexdigest()) for s in sources), _context(found, imported))
             if key not in self._made:
                 self._made[key] = self.summary(directory, sources, ImportedFacts(found))
             found += self._made[key]
@@ -110,30 +111,37 @@ class DependencyFacts:
             return []
 
 
-def _context(found: list[ObjectFact], sources: list[SourceFile]) -> str:
+def _context(found: list[ObjectFact], imported: tuple[str, ...]) -> str:
     """What the facts a package is made with say of the packages its files
     import: a package made in two importers' contexts that differ there is
     made twice, never served from the other's."""
-    imported = {path for source in sources for path in imports(source.data)}
-    return hashlib.sha256(repr(sorted(repr(f) for f in found if f.import_path in imported)).encode()).hexdigest()
+    paths = set(imported)
+    return hashlib.sha256(repr(sorted(repr(f) for f in found if f.import_path in paths)).encode()).hexdigest()
 
 
-def _imports_first(made: list[tuple[Path, list[SourceFile]]], modules: Modules) -> list[tuple[Path, list[SourceFile]]]:
+def _imported(sources: list[SourceFile]) -> tuple[str, ...]:
+    """The import paths a package's files name, in order, each once."""
+    return tuple(dict.fromkeys(path for source in sources for path in imports(source.data)))
+
+
+# A package to make: its directory, its files, and the import paths they name, in order.
+_Made = tuple[Path, list[SourceFile], tuple[str, ...]]
+
+
+def _imports_first(made: list[_Made], modules: Modules) -> list[_Made]:
     """The packages to make, each after those of them it imports (in list
     order otherwise; a cycle is broken where the list meets it)."""
-    by_path = {path: index for index, (directory, _) in enumerate(made) if (path := modules.import_path(directory)) is not None}
+    by_path = {path: index for index, (directory, _, _) in enumerate(made) if (path := modules.import_path(directory)) is not None}
     order: list[int] = []
-    state: dict[int, bool] = {}  # False: being visited, True: placed
+    visited: set[int] = set()
 
     def visit(index: int) -> None:
-        if index in state:
+        if index in visited:
             return
-        state[index] = False
-        for source in made[index][1]:
-            for imported in imports(source.data):
-                if (below := by_path.get(imported)) is not None:
-                    visit(below)
-        state[index] = True
+        visited.add(index)
+        for imported in made[index][2]:
+            if (below := by_path.get(imported)) is not None:
+                visit(below)
         order.append(index)
 
     for index in sorted(by_path.values()):  # (one outside any module has no facts to make)

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from cudalint import syntax
+from cudalint.analyses.provenance import root_variable
 from cudalint.functions import Unit
 from cudalint.scope import Resolution
 from cudalint.scope.symbols import Role, Symbol, SymbolKind
@@ -137,12 +138,9 @@ def constant_of(expression: Node | None, path: tuple[str, ...], resolution: Reso
         return None
     if not path:
         return _constant(value, resolution)
-    if value.type == "unary_expression" and syntax.is_address_of(value):
-        value = syntax.unparen(value.child_by_field_name("operand"))  # `&chosen.Config{...}`, `&config`
+    value = _pointee(value)  # `&chosen.Config{...}`, `&config`
     if value is not None and value.type == "identifier":
-        value = _made_once(value, resolution)
-    if value is not None and value.type == "unary_expression" and syntax.is_address_of(value):
-        value = syntax.unparen(value.child_by_field_name("operand"))
+        value = _pointee(_made_once(value, resolution))  # `config := &Config{...}`
     if value is None or value.type != "composite_literal":
         return None
     body = value.child_by_field_name("body")
@@ -154,6 +152,13 @@ def constant_of(expression: Node | None, path: tuple[str, ...], resolution: Reso
             inner = parts[1].named_children[0] if parts[1].type == "literal_element" and parts[1].named_children else parts[1]
             return constant_of(inner, path[1:], resolution)
     return None
+
+
+def _pointee(value: Node | None) -> Node | None:
+    """x of `&x`; anything else as it is."""
+    if value is not None and value.type == "unary_expression" and syntax.is_address_of(value):
+        return syntax.unparen(value.child_by_field_name("operand"))
+    return value
 
 
 def _made_once(identifier: Node, resolution: Resolution) -> Node | None:
@@ -336,12 +341,11 @@ def _sources(
 
 
 def _written(symbol: Symbol, writes: list[Node], resolution: Resolution) -> bool:
+    """Whether an assignment writes the parameter or a part of it (`config.Provider = ...`)."""
     for statement in writes:
         for targets, _ in syntax.assignment_sides(statement):
             for target in targets:
-                root = target
-                while root.type in ("selector_expression", "index_expression"):
-                    root = root.child_by_field_name("operand")
-                if root.type == "identifier" and resolution.symbol(root) is symbol:
+                root = root_variable(target)
+                if root is not None and root.type == "identifier" and resolution.symbol(root) is symbol:
                     return True
     return False

@@ -24,7 +24,7 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.analyses.calls import CallIndex
 from cudalint.analyses.call_kinds import value_parent
-from cudalint.analyses.lifetimes.choices import Choice, choice_in
+from cudalint.analyses.lifetimes.choices import Choice
 from cudalint.analyses.lifetimes.closures import Closures
 from cudalint.analyses.lifetimes.collect import Collector
 from cudalint.analyses.lifetimes.counted import Counted, is_counted
@@ -178,7 +178,7 @@ class Engine:
 
     def chosen_by(self, unit: Unit, origin: Origin) -> Choice | None:
         """The values of `unit`'s arguments for which its acquisition `origin` runs."""
-        return choice_in(unit, origin.call, self._calls.package.resolution)
+        return self._origins.choice(unit, origin.call)
 
     def _releases_its_parameter(self, unit: Unit) -> bool:
         """A function or method of the package with one parameter, which it releases."""

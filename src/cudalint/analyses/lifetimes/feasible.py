@@ -83,22 +83,22 @@ def _counted(condition: Node | None) -> tuple[str | None, tuple[str, ...] | None
     if bound is not None and bound.type == "call_expression" and syntax.text(bound.child_by_field_name("function")) == "len":
         arguments = syntax.children(bound.child_by_field_name("arguments"))
         measured = syntax.unparen(arguments[0]) if len(arguments) == 1 else None
-    root = measured
-    while root is not None and root.type == "selector_expression":
-        root = syntax.unparen(root.child_by_field_name("operand"))
-    if root is None or root.type != "identifier":
-        return None, None
-    return syntax.text(measured), ("count", syntax.text(start), operator, syntax.text(bound))
+    named = _named(measured)
+    return (named, ("count", syntax.text(start), operator, syntax.text(bound))) if named is not None else (None, None)
 
 
 def _collection(clause: Node | None) -> str | None:
     """The text of a ranged collection named by an identifier or a field
     chain (`classes`, `p.items`), else None."""
-    right = syntax.unparen(clause.child_by_field_name("right")) if clause is not None else None
-    node = right
+    return _named(syntax.unparen(clause.child_by_field_name("right")) if clause is not None else None)
+
+
+def _named(value: Node | None) -> str | None:
+    """The text of an identifier or a field chain rooted at one (`p.items`), else None."""
+    node = value
     while node is not None and node.type == "selector_expression":
         node = syntax.unparen(node.child_by_field_name("operand"))
-    return syntax.text(right) if node is not None and node.type == "identifier" else None
+    return syntax.text(value) if node is not None and node.type == "identifier" else None
 
 
 def _unchanged(graph: CFG, collection: str, first: Node) -> bool:
@@ -125,7 +125,7 @@ def _settled_before(write: Node, first: Node) -> bool:
     while outer is not None:
         if outer.type == "for_statement" and _contains(outer, first):
             return False
-        if outer.type in ("function_declaration", "method_declaration", "func_literal"):
+        if outer.type in syntax.FUNCTION_NODES:
             break
         outer = outer.parent
     return True

@@ -116,12 +116,16 @@ class Origins:
                 origins.append(Origin(unit, n, call, callee.written, api, resource, role, "", via=inner, beside_failure=beside_failure))
         return origins
 
+    def choice(self, unit: Unit, acquisition: Node) -> Choice | None:
+        """The values of `unit`'s arguments for which its acquisition there runs."""
+        key = (unit, acquisition.id)
+        if key not in self._choices:
+            self._choices[key] = choice_in(unit, acquisition, self._calls.package.resolution)
+        return self._choices[key]
+
     def _not_chosen(self, call: Node, target: Unit, inner: Origin) -> bool:
         """Whether the call's arguments choose a branch of `target` where its acquisition does not run."""
-        key = (target, inner.call.id)
-        if key not in self._choices:
-            self._choices[key] = choice_in(target, inner.call, self._calls.package.resolution)
-        choice = self._choices[key]
+        choice = self.choice(target, inner.call)
         arguments = syntax.children(call.child_by_field_name("arguments"))
         return choice is not None and choice.excludes(arguments, variadic_from(target), self._calls.package.resolution)
 
