@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,10 @@ class ResourceSpec:
     # bare gives its caller nothing it could release; a value of an owning
     # type of it is released through that type's method.
     glue_only: bool = False
+    # Of an owning type's release methods, those that release the receiver
+    # only for some values of an argument (`View(size, del)`), each with
+    # that choice (an `analyses.choices.Choice`), found by analysis.
+    chosen: tuple[tuple[str, Any], ...] = ()
 
     @property
     def handleless(self) -> bool:

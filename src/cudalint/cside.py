@@ -102,6 +102,10 @@ class CFunction:
     # The parameter whose being NULL the function returns (`int is_null(void
     # *p) { return p == NULL; }`); -1: none.
     null_test: int = -1
+    # Whether the body makes anything (`new`, `malloc`): a defined function
+    # that does not returns or writes out what already was (gocv's
+    # `PointsVector_At` returns the address of an element). None: no body seen.
+    allocates: bool | None = None
 
 
 @dataclass
@@ -370,6 +374,7 @@ def glue_makes_objects(directory: Path) -> bool:
     return False
 
 
+_ALLOCATES = re.compile(rb"\bnew\b|\b(?:malloc|calloc|realloc|strdup|strndup)\s*\(")
 _CXX_SOURCES = frozenset({".cpp", ".cc", ".cxx", ".cu"})
 _CXX_FILES = frozenset({".cpp", ".cc", ".cxx"})
 _C_SOURCES = frozenset({".c", ".h", ".cu", ".cuh", ".cpp", ".cc", ".cxx", ".hpp", ".hh"})
@@ -564,7 +569,7 @@ def _function(node: Node, macros: dict[str, tuple[str, str]]) -> CFunction | Non
             frees=_freed_parameter(function.params, body),
             into_result=into_result(body, function.pointer, lambda names: bool(_stored_away(body, names, set(function.params))))
             if function.returns != "void" or function.pointer else (),
-            null_test=null_test(body, function.params),
+            null_test=null_test(body, function.params), allocates=_ALLOCATES.search(body.text or b"") is not None,
         )
     if pasted:
         # Declared only, its name pasted from another's: by convention that

@@ -158,6 +158,13 @@ class Knowledge:
             )
         return bool(self._cache[key])
 
+    def family_of(self, resource: ResourceSpec) -> Family | None:
+        """The family that describes a resource, by identity or by name."""
+        for candidate in self.families:
+            if any(known is resource for known in candidate.resources):
+                return candidate
+        return next((c for c in self.families for known in c.resources if known.name == resource.name), None)
+
     def resource(self, family: str, name: str) -> tuple[Family, ResourceSpec] | None:
         """A resource by its family's and its own name (summaries name them so)."""
         for candidate in self.families:

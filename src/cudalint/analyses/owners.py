@@ -31,6 +31,7 @@ types of its importers.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -38,6 +39,7 @@ from tree_sitter import Node
 
 from cudalint import fixpoint, syntax
 from cudalint.analyses.calls import CALLS, CalleeKind, CallIndex, unwrap
+from cudalint.analyses.choices import Choice, choice_of, through_call, with_variadic
 from cudalint.analyses.receiver_fields import before_failing_return, cleared_fields, clears_handle, flags_raised, guards_through, receiver_field
 from cudalint.framework import Analysis, FactView, Pass
 from cudalint.functions import Unit, UnitKind, exported_name
@@ -47,6 +49,9 @@ from cudalint.scope import Symbol, SymbolKind
 
 # Calls an inert method may make besides the package's own functions.
 _INERT_CALLS = frozenset({CalleeKind.BUILTIN, CalleeKind.CONVERSION, CalleeKind.STD_BORROW})
+
+# What a release method's name says it does.
+_RELEASE_NAME = re.compile(r"Drop|Free|Close|Release|Destroy|Delete|Dispose|Shutdown|Unload|Clean")
 
 # The receiver's position in a function's released values.
 RECEIVER = -1
@@ -69,6 +74,7 @@ class OwnedResources:
     releases: tuple[tuple[int, str, str], ...] = ()
     idempotent: tuple[str, ...] = ()  # of `methods`, those a second call of is harmless
     inert: tuple[str, ...] = ()  # the type's methods that reach no GPU API (`IsNull`)
+    chosen: tuple[tuple[str, Choice], ...] = ()  # of `methods`, those that release only for some arguments
 
     def concerns_callers(self) -> bool:
         return True
@@ -84,20 +90,29 @@ class Owner:
     resources: tuple[ResourceSpec, ...]
     idempotent: tuple[str, ...] = ()  # of `methods`, those that check and clear the handle
     inert: tuple[str, ...] = ()  # the type's methods that reach no GPU API (`IsNull`)
+    # Of `methods`, those that release the receiver only where an argument
+    # says so (`func (ts Tensor) View(size []int64, del bool)`: `if del {
+    # defer ts.MustDrop() }`), with the choice.
+    chosen: tuple[tuple[str, Choice], ...] = ()
 
 
 def owned_resource(
     resource: ResourceSpec, type_written: str, methods: tuple[str, ...], idempotent: tuple[str, ...] = (),
-    inert: tuple[str, ...] = (),
+    inert: tuple[str, ...] = (), chosen: tuple[tuple[str, Choice], ...] = (),
 ) -> ResourceSpec:
     """The resource a value of an owning type stands for: released by any of
     the type's releasing methods (`b.Free()`), named after the type so that
     messages say what the caller holds (`Buffer (owns device memory)`)."""
     qualifier, _, type_name = type_written.rpartition(".")
-    roles = tuple(CallRole(f"{qualifier or '_'}.{type_name}.{method}", "receiver") for method in methods)
+    # The one a remedy names first: a method that releases on every call and
+    # says so by its name (`Drop`, not `AccuracyForLogits`, which drops its
+    # receiver on the way).
+    conditional = {method for method, _ in chosen}
+    ordered = sorted(methods, key=lambda method: (method in conditional, _RELEASE_NAME.search(method) is None))
+    roles = tuple(CallRole(f"{qualifier or '_'}.{type_name}.{method}", "receiver") for method in ordered)
     return ResourceSpec(
         f"{type_written} (owns {resource.name})", (), roles, needs_context=resource.needs_context, owns=resource,
-        outlives=resource.outlives, idempotent=frozenset(idempotent), inert=frozenset(inert),
+        outlives=resource.outlives, idempotent=frozenset(idempotent), inert=frozenset(inert), chosen=chosen,
     )
 
 
@@ -113,6 +128,7 @@ class Owners:
         self.imported = imported
         self._owners: dict[str, Owner | None] = {}
         self._released: dict[Unit, Released] = {}
+        self._choices: dict[Unit, Choice | None] = {}
         self._releasing: frozenset[Node] | None = None
         self._finalized: set[str] | None = None
 
@@ -131,7 +147,7 @@ class Owners:
                 methods = []
             for method in methods:
                 released = tuple(dict.fromkeys(r for index, r in self.released(method) if index == RECEIVER))
-                if released and not self._refills(method):
+                if released and not self._refills(method) and not self._never_releases(method):
                     found[method.name.rsplit(".", 1)[-1]] = released
             resources = tuple(dict.fromkeys(r for released in found.values() for r in released))
             # A release of the zero value that does nothing (`delete` of a null
@@ -152,7 +168,11 @@ class Owners:
                 name for name, method in by_name.items()
                 if name not in found and (self._inert(method) or bool(guards_through(method, by_name) & raised))
             )) if found else ()
-            self._owners[type_name] = Owner(type_name, tuple(sorted(found)), resources, idempotent, inert) if found else None
+            chosen = tuple(
+                (name, choice) for method in methods
+                if (name := method.name.rsplit(".", 1)[-1]) in found and (choice := self.receiver_choice(method)) is not None
+            )
+            self._owners[type_name] = Owner(type_name, tuple(sorted(found)), resources, idempotent, inert, chosen) if found else None
         return self._owners[type_name]
 
     def _refills(self, method: Unit) -> bool:
@@ -246,7 +266,7 @@ class Owners:
         values = ([unit.receiver] if unit.receiver is not None else []) + list(unit.params)
         found: list[tuple[int, ResourceSpec]] = []
         refilled = _refilled_fields(unit, self.facts)
-        for argument, resources in self._releases_in(unit):
+        for _, argument, resources in self._releases_in(unit):
             if syntax.text(unwrap(argument, self.facts)) in refilled:
                 continue  # freed to be replaced (`cudaFree(c.tmp)` then `cudaMalloc(&c.tmp, n)`): the value still holds one
             symbol = self._value_released(argument, values)
@@ -289,8 +309,54 @@ class Owners:
                 return None
         return None
 
-    def _releases_in(self, unit: Unit) -> Iterator[tuple[Node, tuple[ResourceSpec, ...]]]:
-        """(value, resources) for each value a call in the body frees,
+    def receiver_choice(self, method: Unit, depth: int = 0) -> Choice | None:
+        """The values of a releasing method's arguments for which it releases
+        its receiver, where an argument decides it (`if del { defer
+        ts.MustDrop() }`, or `ts.View(size, del)` passing its own on); None
+        where it releases it on every call, or nothing says when."""
+        if method in self._choices:
+            return self._choices[method]
+        self._choices[method] = None  # a question reaching it back while it is asked
+        body = method.body
+        if body is None or method.receiver is None or depth > 4:
+            return None
+        resolution = self.facts.package.resolution
+        writes = [node for node in syntax.walk(body) if node.type in ("assignment_statement", "short_var_declaration")]
+        values = [method.receiver, *method.params]
+        found: set[Choice] = set()
+        never: Choice | None = None
+        for call, argument, _ in self._releases_in(method):
+            if self._value_released(argument, values) is not method.receiver:
+                continue
+            choice = choice_of(call, body, method.params, resolution, writes)
+            target = self.facts.callee(call).target
+            if choice is None and target is not None and target.receiver_type == method.receiver_type and target is not method:
+                inner = self.receiver_choice(target, depth + 1)
+                arguments = syntax.children(call.child_by_field_name("arguments"))
+                choice = through_call(inner, arguments, method.params, resolution) if inner is not None else None
+            if choice is None:
+                return None
+            if all(source.parameter < 0 for source in choice.sources):
+                if choice.excludes([], -1, resolution):
+                    never = choice  # `ts.MustView(size, false)`: no release here
+                    continue
+                return None
+            found.add(choice)
+        if not found:
+            found = {never} if never is not None else found
+        self._choices[method] = with_variadic(found.pop(), method) if len(found) == 1 else None
+        return self._choices[method]
+
+    def _never_releases(self, method: Unit) -> bool:
+        """Whether every release of the receiver in the method is one its
+        constant arguments turn off (`grad := ts.MustGrad(false)`)."""
+        choice = self.receiver_choice(method)
+        return choice is not None and all(source.parameter < 0 for source in choice.sources) and choice.excludes(
+            [], -1, self.facts.package.resolution,
+        )
+
+    def _releases_in(self, unit: Unit) -> Iterator[tuple[Node, Node, tuple[ResourceSpec, ...]]]:
+        """(call, value, resources) for each value a call in the body frees,
         also inside `b.once.Do(func() {...})`, which runs its literal there."""
         facts = self.facts
         calls = list(syntax.calls_in(unit.body))
@@ -304,26 +370,26 @@ class Owners:
             if callee.kind is CalleeKind.API and callee.api is not None:
                 for resource, role in callee.api.roles("release"):
                     if 0 <= role.index < len(arguments):
-                        yield arguments[role.index], (resource,)
+                        yield call, arguments[role.index], (resource,)
                     elif role.handle == "receiver":  # `w.set.Free()` on a handle type the knowledge describes
                         function = syntax.unparen(call.child_by_field_name("function"))
                         if function is not None and function.type == "selector_expression":
-                            yield function.child_by_field_name("operand"), (resource,)
+                            yield call, function.child_by_field_name("operand"), (resource,)
                 if not callee.api.roles("release"):
                     for handle, _, resource in self.module_releases(call):
-                        yield handle, (resource,)
+                        yield call, handle, (resource,)
                 continue
             operand = syntax.method_operand(call)
             if callee.kind is CalleeKind.LOCAL and callee.target is not None and callee.target is not unit and callee.target.kind is not UnitKind.LITERAL:
                 released = self._released.get(callee.target, ())
                 for index, resource in released:
                     if index == RECEIVER and operand is not None:
-                        yield operand, (resource,)
+                        yield call, operand, (resource,)
                     elif 0 <= index < len(arguments):
-                        yield arguments[index], (resource,)
+                        yield call, arguments[index], (resource,)
             else:
                 for handle, _, resource in self.module_releases(call):
-                    yield handle, (resource,)
+                    yield call, handle, (resource,)
 
     def module_releases(self, call: Node) -> list[tuple[Node, str, ResourceSpec]]:
         """(handle, family name, resource) for each value a call of another
@@ -609,7 +675,7 @@ def _exported_owners(p: Pass) -> dict[str, OwnedResources]:
     for owner in owners.exported():
         owns = tuple((families[resource].name, resource.name) for resource in owner.resources if resource in families)
         if owns:
-            found[owner.type_name] = OwnedResources(owns, owner.methods, idempotent=owner.idempotent, inert=owner.inert)
+            found[owner.type_name] = OwnedResources(owns, owner.methods, idempotent=owner.idempotent, inert=owner.inert, chosen=owner.chosen)
     for unit in p.package.units:
         name = exported_name(unit) if unit.kind is UnitKind.FUNCTION else None
         released = owners.released_parameters(unit) if name is not None else ()

@@ -125,10 +125,9 @@ class VariableUses:
     def uses(self, roots: list[Node]) -> list[Use]:
         found: list[Use] = []
         for root in roots:
-            cached = self._by_root.get(root)
-            if cached is None:
-                cached = self._by_root[root] = self._scan(root)
-            found.extend(cached)
+            if root not in self._by_root:
+                self._by_root[root] = self._scan(root)
+            found.extend(self._by_root[root])
         return found
 
     def _scan(self, root: Node) -> list[Use]:
@@ -142,6 +141,8 @@ class VariableUses:
             if self.resolution.declarations.get(node) is symbol and not _declared_by_assignment(node):
                 continue
             found.append(self._classify(node, symbol, root))
+        # A call acts once its arguments are evaluated (`h.Cumsum(h.DType(), true)` reads h first).
+        found.sort(key=lambda use: use.call.end_byte if use.call is not None else use.node.start_byte)
         return found
 
     # -- classification -------------------------------------------------------

@@ -24,12 +24,13 @@ from tree_sitter import Node
 from cudalint import syntax
 from cudalint.analyses.calls import CallIndex
 from cudalint.analyses.call_kinds import value_parent
-from cudalint.analyses.lifetimes.choices import Choice
+from cudalint.analyses.choices import Choice
 from cudalint.analyses.lifetimes.closures import Closures
 from cudalint.analyses.lifetimes.collect import Collector
 from cudalint.analyses.lifetimes.counted import Counted, is_counted
 from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.flags import flag_guarded, flag_set_between
+from cudalint.analyses.lifetimes.constructions import Constructions
 from cudalint.analyses.lifetimes.handouts import HandOuts
 from cudalint.analyses.lifetimes.origins import Origins
 from cudalint.analyses.lifetimes.nils import NilLocals
@@ -72,11 +73,12 @@ class Engine:
         nils = NilLocals(calls, status)
         counted = Counted(calls, uses, status, self._effects.imported, nils, partial(_never_returns, cfgs))
         self._walker = Walker(calls, uses, status, self._resources, self._effects, closures, counted, nils)
+        made = Constructions(calls, owners)
         self._hand_outs = HandOuts(
             calls, owners, self.lifetimes, self._analysing.__contains__, self._effects.hands_out, self._releases_captured(uses),
-            counted.releases, status.converts_at,
+            counted.releases, status.converts_at, made.functions,
         )
-        self._origins = Origins(calls, self._effects, self._hand_outs.handed_out, self.lifetimes, owners)
+        self._origins = Origins(calls, self._effects, self._hand_outs.handed_out, self.lifetimes, owners, made)
         self._collector = Collector(self._origins, self._walker, closures, uses, counted)
         self._counted = counted
 
@@ -387,7 +389,7 @@ class Engine:
         if graph is None:
             return result
         api_facts = self._calls.api_facts_in(unit)
-        origins = self._origins.of_wrappers(unit, graph) + self._origins.of_literals(unit, graph)
+        origins = self._origins.of_wrappers(unit, graph) + self._origins.of_literals(unit, graph) + self._origins.of_constructions(unit, graph)
         if api_facts:
             origins += self._origins.of_api_calls(unit, graph)
         # Where counts of one kind are taken: a shutdown deferred after one

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cudalint.analyses.lifetimes.choices import Choice, variadic_from
+from cudalint.analyses.choices import Choice, variadic_from
 from cudalint.analyses.lifetimes.outcomes import RECEIVER_HANDOUT, out_parameter
 from cudalint.analyses.lifetimes.counted import hand_out_status, nil_when_failed
 from cudalint.analyses.owners import owner_type
@@ -46,6 +46,7 @@ class HandOut:
     nil_when_failed: bool = False
     idempotent: tuple[str, ...] = ()  # of `methods`, those a second call of is harmless
     inert: tuple[str, ...] = ()  # the owning type's methods that reach no GPU API
+    chosen: tuple[tuple[str, Choice], ...] = ()  # of `methods`, those that release for some arguments only
     # Acquired only for some values of an argument (`NewTensor(data, shape, "gpu")`),
     # and the index of the function's variadic parameter (-1: none).
     chosen_by: Choice | None = None
@@ -142,5 +143,5 @@ def _hand_out(origin: Any, index: int, returns_error: bool, success: tuple[str, 
     methods = tuple(role.method for role in resource.release)
     return HandOut(
         index, inner.api.family.name, resource.owns.name, returns_error, via, owner_type(resource), methods, succeeds_with=success,
-        nil_when_failed=nil, idempotent=tuple(sorted(resource.idempotent)), inert=tuple(sorted(resource.inert)),
+        nil_when_failed=nil, idempotent=tuple(sorted(resource.idempotent)), inert=tuple(sorted(resource.inert)), chosen=resource.chosen,
     )

@@ -35,7 +35,9 @@ class HandOuts:
         self, calls: CallIndex, owners: Owners, lifetimes: Lifetimes, analysing: Callable[[Unit], bool],
         module_hands_out: Callable[[str, str], bool], releases_captured: Callable[[Unit, str], bool],
         releases_kind: Callable[[Unit, str], bool], converts_at: Callable[[Node, int, StatusSource], bool],
+        constructing: Callable[[], frozenset[int]],
     ):
+        self._constructing = constructing  # the ids of the functions that make an owning value of what C produced
         self._calls = calls
         self._converts_at = converts_at  # (call, argument index, status): the call makes it an error, nil on success
         self._releases_captured = releases_captured  # (func literal, variable name): it releases the variable
@@ -77,6 +79,8 @@ class HandOuts:
         if self._acquiring is None:
             calls = self._calls
             found = {unit.node: unit for unit in calls.units_calling_api() + calls.units_calling_module(self._module_hands_out)}
+            constructing = self._constructing()
+            found.update((unit.node, unit) for unit in calls.package.units if unit.node.id in constructing)
             # A literal may hand what it acquires to the function around it.
             for literal in list(found.values()):
                 if literal.nested:
@@ -148,7 +152,7 @@ class HandOuts:
                 if any(_kept_elsewhere(unit, name, origin.handle) for name in _returned_names(unit, index)):
                     continue  # `registry[name] = m` too: not the caller's alone
                 origin = replace(origin, resource=owned_resource(
-                    origin.resource.owns or origin.resource, owner.type_name, owner.methods, owner.idempotent, owner.inert,
+                    origin.resource.owns or origin.resource, owner.type_name, owner.methods, owner.idempotent, owner.inert, owner.chosen,
                 ))
             else:
                 payload = self._payload(origin)
@@ -156,6 +160,7 @@ class HandOuts:
                     _returned_at(
                         unit, f"{origin.handle}.{payload}" if payload else origin.handle, self._calls,
                         origin.resource.owns is not None, succeeded, beside_failure=origin in found.returned_failing, payload=bool(payload),
+                        acquired=origin.call,
                     ) if origin.handle else self._returned_directly(unit, origin)
                 )
                 if index is not None and _kept_elsewhere(unit, origin.handle):
@@ -229,7 +234,7 @@ class HandOuts:
                 or _out_into_receiver(origin, receiver.name, self._calls)
                 or _result_into_receiver(origin, receiver.name)
             ):
-                return replace(origin, resource=owned_resource(held, owner.type_name, owner.methods, owner.idempotent, owner.inert))
+                return replace(origin, resource=owned_resource(held, owner.type_name, owner.methods, owner.idempotent, owner.inert, owner.chosen))
         return self._filled_by_own_method(unit, receiver.name)
 
     def _releases_receiver(self, unit: Unit, receiver: str) -> bool:
@@ -370,7 +375,7 @@ def _literal_around(element: Node) -> Node | None:
 
 def _returned_at(
     unit: Unit, handle: str, calls: CallIndex, owning: bool = False, succeeded: Callable[[Node], bool] = lambda _: False,
-    beside_failure: bool = False, payload: bool = False,
+    beside_failure: bool = False, payload: bool = False, acquired: Node | None = None,
 ) -> int | None:
     """The result position at which the function returns the variable
     `handle` itself, or converted (`return Handle(h), nil`: a named type is
@@ -379,11 +384,15 @@ def _returned_at(
     nil error (when the last result is an error), or, `beside_failure`,
     with a nil error or a failure (`return d, fmt.Errorf(...)`: its callers
     then hold it either way); None otherwise. `payload`: handle is a result
-    struct's payload field (`r.value`)."""
+    struct's payload field (`r.value`). A return that runs before the
+    acquisition `acquired` returns another value of the variable (`return
+    retVal, err` of the zero value a named result starts with)."""
     index = None
     returns_error = unit.returns_error
     named = _named_results_holding(unit, handle, calls, owning)
     for statement in syntax.return_statements(unit.body):
+        if acquired is not None and _runs_before(statement, acquired):
+            continue
         values = syntax.returned_list(statement)
         if values is None:
             # A bare return hands out the named results (`id = GroupHandle{h}; return`).
@@ -398,10 +407,43 @@ def _returned_at(
             continue
         if len(positions) > 1 or (index is not None and positions[0] != index):
             return None
-        if returns_error and syntax.text(expressions[-1]) != "nil" and not succeeded(expressions[-1]) and not beside_failure:
+        error = syntax.text(expressions[-1])
+        if returns_error and error != "nil" and not succeeded(expressions[-1]) and not beside_failure and not _nil_here(statement, error):
             return None
         index = positions[0]
     return index
+
+
+def _nil_here(statement: Node, error: str) -> bool:
+    """`return retVal, err` after `if err = f(); err != nil { return ... }`
+    in the same block, err not written between: err is nil here."""
+    sibling = statement.prev_named_sibling
+    while sibling is not None:
+        if sibling.type == "if_statement" and sibling.child_by_field_name("alternative") is None:
+            compared = syntax.equality(sibling.child_by_field_name("condition"))
+            body = syntax.statements(sibling.child_by_field_name("consequence"))
+            if compared is not None and not compared[2] and sorted((syntax.text(compared[0]), syntax.text(compared[1]))) == sorted((error, "nil")):
+                return bool(body) and body[-1].type == "return_statement"
+        if any(
+            syntax.text(target) == error
+            for node in syntax.walk(sibling) for targets, _ in syntax.assignment_sides(node) for target in targets
+        ):
+            return False
+        sibling = sibling.prev_named_sibling
+    return False
+
+
+def _runs_before(statement: Node, acquired: Node) -> bool:
+    """Whether a statement written before the acquisition runs only before
+    it: no loop around the acquisition holds the statement too."""
+    if statement.end_byte > acquired.start_byte:
+        return False
+    loop = acquired.parent
+    while loop is not None and loop.type not in syntax.FUNCTION_NODES:
+        if loop.type == "for_statement" and loop.start_byte <= statement.start_byte:
+            return False
+        loop = loop.parent
+    return True
 
 
 def stored_in_receiver(unit: Unit, receiver: str, calls: CallIndex) -> set[str]:

@@ -21,8 +21,9 @@ from tree_sitter import Node
 from cudalint import buildtags, syntax
 from cudalint.analyses.call_kinds import value_parent
 from cudalint.analyses.calls import CalleeKind, CallIndex, unwrap
-from cudalint.analyses.lifetimes.choices import Choice, choice_in, variadic_from
+from cudalint.analyses.choices import Choice, choice_in, variadic_from
 from cudalint.analyses.lifetimes.flags import set_in
+from cudalint.analyses.lifetimes.constructions import Constructions
 from cudalint.analyses.lifetimes.counted import hand_out_status, nil_when_failed
 from cudalint.analyses.lifetimes.effects import Effects
 from cudalint.analyses.lifetimes.outcomes import RECEIVER_HANDOUT, Effect, Origin, UnitLifetimes, out_parameter
@@ -49,7 +50,10 @@ _FORWARDS = 3
 
 
 class Origins:
-    def __init__(self, calls: CallIndex, effects: Effects, handed_out: HandOuts, lifetimes: Lifetimes, owners: Owners):
+    def __init__(
+        self, calls: CallIndex, effects: Effects, handed_out: HandOuts, lifetimes: Lifetimes, owners: Owners, made: Constructions,
+    ):
+        self._constructions = made
         self._calls = calls
         self._owners = owners
         self._effects = effects
@@ -114,6 +118,23 @@ class Origins:
                 api = ApiFunction(inner.api.family, target.name, status, False, (), (resource,))
                 role = CallRole(target.name, _handle_role(index))
                 origins.append(Origin(unit, n, call, callee.written, api, resource, role, "", via=inner, beside_failure=beside_failure))
+        return origins
+
+    def of_constructions(self, unit: Unit, graph: CFG) -> list[Origin]:
+        """Values of an owning type made of what C produced (see
+        `constructions`), each an acquisition of what the type releases."""
+        origins = []
+        for literal, owner in self._constructions.in_function(unit.node):
+            n = graph.node_containing(literal)
+            family = self._calls.knowledge.family_of(owner.resources[0])
+            if n is None or family is None or not graph.reachable(n):
+                continue
+            written = syntax.text(literal.child_by_field_name("type")) + "{...}"
+            if literal.parent is not None and syntax.is_address_of(literal.parent):
+                literal = literal.parent  # `&Tensor{ctensor: *ptr}`: the pointer is the value made
+            resource = owned_resource(owner.resources[0], owner.type_name, owner.methods, owner.idempotent, owner.inert, owner.chosen)
+            api = ApiFunction(family, written, None, False, (), (resource,))
+            origins.append(Origin(unit, n, literal, written, api, resource, CallRole(written, "result"), ""))
         return origins
 
     def choice(self, unit: Unit, acquisition: Node) -> Choice | None:
@@ -220,7 +241,7 @@ class Origins:
                 # nor by device of `device.CreateGpuInstance(...)`.
                 names = self._calls.package.resolution.import_names(unit.file.root, {callee.imported[0]})
                 qualifier = min(names) if names else default_import_name(callee.imported[0])
-                resource = owned_resource(resource, f"{qualifier}.{handed.owner}", handed.methods, handed.idempotent, handed.inert)
+                resource = owned_resource(resource, f"{qualifier}.{handed.owner}", handed.methods, handed.idempotent, handed.inert, handed.chosen)
                 resource = replace(resource, nil_when_failed=handed.nil_when_failed)
             if handed.cleanup:
                 # The function that releases it.
@@ -352,7 +373,7 @@ class Origins:
             return self._held_in_field(origin, field, proxy)
         if self._owners.finalized(owner.type_name):
             return None  # a type with a finalizer: the collector releases a value dropped
-        resource = owned_resource(origin.resource, owner.type_name, owner.methods, owner.idempotent, owner.inert)
+        resource = owned_resource(origin.resource, owner.type_name, owner.methods, owner.idempotent, owner.inert, owner.chosen)
         return replace(origin, handle=symbol.name, resource=resource), State(Phase.HELD, frozenset({symbol}), proxy), None
 
     def _held_in_field(self, origin: Origin, field: Node, proxy) -> Birth | None:

@@ -64,7 +64,7 @@ class VariableResources:
         # `func Free(index Index)` of an interface that one owning type implements.
         owner = self._owners.of(local) or (self._owners.of(calls.implementation(local)) if local is not None else None)
         if owner is not None:
-            found.extend(owned_resource(resource, owner.type_name, owner.methods, owner.idempotent, owner.inert) for resource in owner.resources)
+            found.extend(owned_resource(resource, owner.type_name, owner.methods, owner.idempotent, owner.inert, owner.chosen) for resource in owner.resources)
         declared = imported_type(calls.package.resolution, symbol) or (
             calls.types.imported_type_of(declaration) if declaration is not None else None
         )
@@ -87,9 +87,29 @@ class VariableResources:
         """Whether calling `method` on the variable releases what it holds,
         also through a conversion to an owning type (`DevicePtr(p).Free()`
         with p the uintptr a helper returned)."""
-        return any(resource.release_method(method) is not None for resource in self.of(symbol, origin)) or (
-            call is not None and self._converted_owner_releases(call, method)
+        return any(
+            resource.release_method(method) is not None and self._chosen_at(resource, method, call) is True for resource in self.of(symbol, origin)
+        ) or (call is not None and self._converted_owner_releases(call, method))
+
+    def may_release_by_method(self, symbol: Symbol, method: str, origin: Origin | None, call: Node | None) -> bool:
+        """`x.View(size, del)`: a method that releases its receiver only for
+        some values of an argument this call's arguments do not decide."""
+        return any(
+            resource.release_method(method) is not None and self._chosen_at(resource, method, call) is None for resource in self.of(symbol, origin)
         )
+
+    def _chosen_at(self, resource: ResourceSpec, method: str, call: Node | None) -> bool | None:
+        """Whether the release method releases at this call: a method that
+        releases its receiver only for some values of an argument (`if del {
+        defer ts.MustDrop() }`) releases nothing at `x.View(size, false)`,
+        and None says an argument not known here decides."""
+        choice = dict(resource.chosen).get(method)
+        if choice is None:
+            return True
+        if call is None:
+            return None
+        arguments = syntax.children(call.child_by_field_name("arguments"))
+        return choice.decides(arguments, -1, self._calls.package.resolution)
 
     def _converted_owner_releases(self, call: Node, method: str) -> bool:
         converted = syntax.method_operand(call)
@@ -151,5 +171,5 @@ class VariableResources:
         for family_name, resource_name in summary.owns:
             known = calls.knowledge.resource(family_name, resource_name)
             if known is not None:
-                found.append(owned_resource(known[1], f"{qualifier}.{type_name}", summary.methods, summary.idempotent, summary.inert))
+                found.append(owned_resource(known[1], f"{qualifier}.{type_name}", summary.methods, summary.idempotent, summary.inert, summary.chosen))
         return found

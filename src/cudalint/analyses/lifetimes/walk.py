@@ -372,12 +372,11 @@ class Walker:
         retried on (`if ret == nvml.ERROR_IN_USE { ret = gi.Destroy() }`)."""
         if use.call is None:
             return False
-        if use.kind is UseKind.METHOD:
-            if not self._resources.releases_by_method(use.symbol, use.method, None):
-                return False
-        elif use.kind is not UseKind.PASS_LOCAL or use.spawned or (use.unit is not None and not self._resources.may_release_parameter(use.unit, use.index)) or (
-            self._effects.effect_of_use(use) is not Effect.RELEASES
-        ):
+        if use.kind is UseKind.METHOD and not self._resources.releases_by_method(use.symbol, use.method, None, use.call):
+            return False
+        if use.kind is not UseKind.METHOD and (use.kind is not UseKind.PASS_LOCAL or use.spawned or (
+            use.unit is not None and not self._resources.may_release_parameter(use.unit, use.index)
+        ) or self._effects.effect_of_use(use) is not Effect.RELEASES):
             return False  # (`freeDevice(p)`, a function that releases its parameter: the same)
         parent = use.call.parent
         if parent is not None and parent.type == "expression_statement":
@@ -461,6 +460,8 @@ class Walker:
                 return _released_again_harmlessly(state, n, use)
             if self._resources.releases_by_method(use.symbol, use.method, origin, use.call):
                 return release(origin, state, n, use.deferred, record, None)
+            if self._resources.may_release_by_method(use.symbol, use.method, origin, use.call):
+                hand_over(record, graph, n)  # `x.View(size, del)`: del decides, which is not known here
             if released and self._refills(use):
                 raise LeftControl  # `a.Free(); a.alloc()`: the value holds new memory from here on
             if released and not self._resources.reads_only(use.symbol, use.method, origin) and (

@@ -35,7 +35,7 @@ made once of such a literal.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tree_sitter import Node
 
@@ -68,14 +68,29 @@ class Choice:
     sources: tuple[Source, ...]
     values: tuple[str, ...]
     negated: bool = False
+    # The index of the function's variadic parameter, where the choice
+    # travels without its function (-1: none, or given at each question).
+    variadic_from: int = -1
 
     def excludes(self, arguments: list[Node], variadic_from: int, resolution: Resolution) -> bool:
         """Whether no value these arguments give takes the acquiring branch:
         every value the test may see is known, and none is chosen."""
+        return self.decides(arguments, variadic_from, resolution) is False
+
+    def decides(self, arguments: list[Node], variadic_from: int, resolution: Resolution) -> bool | None:
+        """True where every value these arguments give takes the branch,
+        False where none does, None where that is not known here."""
+        variadic_from = variadic_from if variadic_from >= 0 else self.variadic_from
+        # `del := false; if len(delOpt) > 0 { del = delOpt[0] }`: the
+        # constants are what the local holds without a variadic argument.
+        given = any(
+            source.path[:1] == (FIRST,) and len(arguments) > source.parameter >= variadic_from >= 0 for source in self.sources
+        )
         seen = []
         for source in self.sources:
             if source.parameter < 0:
-                seen.append(source.constant)
+                if not given:
+                    seen.append(source.constant)
                 continue
             if source.path[:1] == (FIRST,) and source.parameter >= variadic_from >= 0:
                 if source.parameter >= len(arguments):
@@ -83,12 +98,43 @@ class Choice:
                 value = constant_of(arguments[source.parameter], source.path[1:], resolution)
             else:
                 if source.parameter >= len(arguments):
-                    return False
+                    return None
                 value = constant_of(arguments[source.parameter], source.path, resolution)
             if value is None:
-                return False
+                return None
             seen.append(value)
-        return bool(seen) and all((value in self.values) == self.negated for value in seen)
+        chosen = {(value in self.values) != self.negated for value in seen}
+        return chosen.pop() if len(chosen) == 1 else None
+
+
+def through_call(choice: Choice, arguments: list[Node], params: list[Symbol], resolution: Resolution) -> Choice | None:
+    """The callee's `choice` as the caller's: each argument the test reads is
+    a constant there or a parameter of the caller passed on unchanged
+    (`ts.View(size, del)` in `MustView(size, del)`). None where one is
+    neither: the caller's arguments do not decide it."""
+    sources: list[Source] = []
+    for source in choice.sources:
+        if source.parameter < 0:
+            sources.append(source)
+            continue
+        if source.parameter >= len(arguments) or source.path[:1] == (FIRST,):
+            return None
+        argument = syntax.unparen(arguments[source.parameter])
+        constant = constant_of(argument, source.path, resolution)
+        if constant is not None:
+            sources.append(Source(-1, constant=constant))
+            continue
+        symbol = resolution.symbol(argument) if argument is not None and argument.type == "identifier" else None
+        index = next((i for i, param in enumerate(params) if param is symbol), None) if symbol is not None else None
+        if index is None:
+            return None
+        sources.append(Source(index, source.path))
+    return Choice(tuple(sources), choice.values, choice.negated)
+
+
+def with_variadic(choice: Choice | None, unit: Unit) -> Choice | None:
+    """The choice carrying where its function's variadic parameter starts."""
+    return replace(choice, variadic_from=variadic_from(unit)) if choice is not None else None
 
 
 def choice_in(unit: Unit, node: Node, resolution: Resolution) -> Choice | None:
@@ -277,7 +323,15 @@ def _conjuncts(condition: Node | None) -> list[Node]:
 
 
 def _comparison(test: Node | None, resolution: Resolution) -> tuple[Node, str, bool] | None:
-    """`x == c` or `c != x` with c a literal or constant: (x, c, equal)."""
+    """`x == c` or `c != x` with c a literal or constant: (x, c, equal); a
+    boolean tested bare (`if del`, `if !del`) is compared with true."""
+    test = syntax.unparen(test)
+    if test is not None and test.type in ("identifier", "selector_expression") and _constant(test, resolution) is None:
+        return test, "true", True
+    if test is not None and test.type == "unary_expression" and syntax.text(test.child_by_field_name("operator")) == "!":
+        operand = syntax.unparen(test.child_by_field_name("operand"))
+        if operand is not None and operand.type in ("identifier", "selector_expression"):
+            return operand, "true", False
     compared = syntax.equality(test)
     if compared is None:
         return None
