@@ -141,7 +141,10 @@ def _hand_out(origin: Any, index: int, returns_error: bool, success: tuple[str, 
             cleanup=resource.any_use_releases, callable_when_failed=resource.callable_when_failed, succeeds_with=success,
         )
     methods = tuple(role.method for role in resource.release)
+    # A type of another package (`ts.Tensor` handed on by `nn.NewConv2D`) keeps its qualifier.
+    qualifier = resource.release[0].call.split(".")[0] if resource.release else "_"
+    owner = owner_type(resource) if qualifier == "_" else f"{qualifier}.{owner_type(resource)}"
     return HandOut(
-        index, inner.api.family.name, resource.owns.name, returns_error, via, owner_type(resource), methods, succeeds_with=success,
+        index, inner.api.family.name, resource.owns.name, returns_error, via, owner, methods, succeeds_with=success,
         nil_when_failed=nil, idempotent=tuple(sorted(resource.idempotent)), inert=tuple(sorted(resource.inert)), chosen=resource.chosen,
     )

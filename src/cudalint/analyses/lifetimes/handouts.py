@@ -567,7 +567,7 @@ def _is_variable(node, handle: str, address: bool, payload: bool = False) -> boo
     return node is not None and node.type == "identifier" and syntax.text(node) == handle
 
 
-def _kept_elsewhere(unit: Unit, handle: str, field: str = "") -> bool:
+def _kept_elsewhere(unit: Unit, handle: str, field: str = "", depth: int = 0) -> bool:
     """Whether the function also keeps the handle outside its results: in a
     func literal (`cleanups = append(cleanups, func() { destroy(h) })`), in
     a field, element or through a pointer (`c.ptr = h`, `m[k] = h`), or
@@ -575,7 +575,8 @@ def _kept_elsewhere(unit: Unit, handle: str, field: str = "") -> bool:
     is then one of several owners, and the returned one may not be the
     one that releases it. Where the resource is the value's `field` (`c.ctx`),
     reading its other fields keeps nothing of it (`c.ctx = create(c.dev)`,
-    `c.fn = c.mod.Function("k")`)."""
+    `c.fn = c.mod.Function("k")`). A local made of a literal holding it
+    (`v := Var{Tensor: t}`) keeps it where that local is kept."""
     for node in syntax.walk(unit.body) if unit.body is not None else ():
         if node.type != "identifier" or syntax.text(node) != handle:
             continue
@@ -588,11 +589,27 @@ def _kept_elsewhere(unit: Unit, handle: str, field: str = "") -> bool:
         while parent is not None and not parent.type.endswith("statement") and parent.type != "block":
             if parent.type == "call_expression" and syntax.text(parent.child_by_field_name("function")) == "append":
                 return True
+            holder = _literal_holder(parent) if depth == 0 else None
+            if holder is not None and _kept_elsewhere(unit, holder, depth=1):
+                return True
             child, parent = parent, parent.parent
         if parent is not None and parent.type == "assignment_statement" and child.id == parent.child_by_field_name("right").id:
             if any(target.type != "identifier" for target in syntax.expressions(parent.child_by_field_name("left"))):
                 return True
     return False
+
+
+def _literal_holder(node: Node) -> str | None:
+    """`v` of `v := Var{...}` (or `v = ...`, `var v = ...`) for that composite literal."""
+    if node.type != "composite_literal" or node.parent is None or node.parent.type != "expression_list":
+        return None
+    statement = node.parent.parent
+    sides = syntax.assignment_sides(statement) if statement is not None else []
+    for targets, values in sides:
+        for target, value in zip(targets, values) if len(targets) == len(values) else ():
+            if value.id == node.id and target.type == "identifier":
+                return syntax.text(target)
+    return None
 
 
 def _reads_other_field(node: Node, field: str) -> bool:

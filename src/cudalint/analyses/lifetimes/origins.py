@@ -241,7 +241,8 @@ class Origins:
                 # nor by device of `device.CreateGpuInstance(...)`.
                 names = self._calls.package.resolution.import_names(unit.file.root, {callee.imported[0]})
                 qualifier = min(names) if names else default_import_name(callee.imported[0])
-                resource = owned_resource(resource, f"{qualifier}.{handed.owner}", handed.methods, handed.idempotent, handed.inert, handed.chosen)
+                written = handed.owner if "." in handed.owner else f"{qualifier}.{handed.owner}"
+                resource = owned_resource(resource, written, handed.methods, handed.idempotent, handed.inert, handed.chosen)
                 resource = replace(resource, nil_when_failed=handed.nil_when_failed)
             if handed.cleanup:
                 # The function that releases it.
