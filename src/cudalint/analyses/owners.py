@@ -227,7 +227,11 @@ class Owners:
 
     def exported(self) -> list[Owner]:
         """The package's exported owning types, for its importers."""
-        return [owner for name in self._method_types() if name[:1].isupper() and (owner := self.of(name)) is not None]
+        return [owner for owner in self.declared() if owner.type_name[:1].isupper()]
+
+    def declared(self) -> list[Owner]:
+        """The package's owning types, exported or not."""
+        return [owner for name in self._method_types() if (owner := self.of(name)) is not None]
 
     def elsewhere(self, import_path: str, type_name: str) -> OwnedResources | None:
         """An owning type of another package of the module, as its facts say."""

@@ -60,37 +60,53 @@ class Constructions:
 
 def constructions(calls: CallIndex, owners: Owners) -> dict[int, list[tuple[Node, Owner]]]:
     """Per function node id, the composite literals of an owning type of the
-    package made there of what C produced, with their owner, in source order."""
+    package made there of what C produced, with their owner, in source
+    order: a keyed field (`Tensor{ctensor: *ptr}`) or a lone positional one
+    (`&Tensor{ctensor}`). Found by the type's name in each file's text, so
+    that a package without such a type costs nothing."""
     found: dict[int, list[tuple[Node, Owner]]] = {}
+    owning = [owner for owner in owners.declared() if len(owner.resources) == 1 and not owners.finalized(owner.type_name)]
     resolution = calls.package.resolution
-    for parsed in calls.package.files:
-        for element in parsed.index.keyed_elements:
-            literal = _literal_of(element)
-            if literal is None:
-                continue
+    for parsed in calls.package.files if owning else ():
+        data = parsed.source.data
+        for owner in owning:
+            written = owner.type_name.encode() + b"{"
+            position = data.find(written)
+            while position >= 0:
+                literal = _literal_at(parsed.tree.root_node, position, len(owner.type_name))
+                position = data.find(written, position + 1)
+                if literal is None or not any(_made_by_c(value, calls, resolution) for value in _field_values(literal)):
+                    continue
+                function = syntax.enclosing_function(literal)
+                if function is not None:
+                    found.setdefault(function.id, []).append((literal, owner))
+    return {function: sorted(sites, key=lambda site: site[0].start_byte) for function, sites in found.items()}
+
+
+def _literal_at(root: Node, position: int, length: int) -> Node | None:
+    """The composite literal whose type is the name at that position."""
+    name = root.descendant_for_byte_range(position, position + length)
+    literal = name.parent if name is not None and name.type == "type_identifier" else None
+    if literal is None or literal.type != "composite_literal" or literal.child_by_field_name("type") != name:
+        return None
+    if name.end_byte - name.start_byte != length:
+        return None  # `OtherTensor{`: another name that ends the same
+    return literal
+
+
+def _field_values(literal: Node) -> list[Node]:
+    """The values of the literal's keyed fields, or its one positional value."""
+    body = literal.child_by_field_name("body")
+    elements = syntax.children(body) if body is not None else []
+    values = []
+    for element in elements:
+        if element.type == "keyed_element":
             parts = syntax.children(element)
-            value = parts[1].named_children[0] if len(parts) == 2 and parts[1].type == "literal_element" and parts[1].named_children else None
-            if not _made_by_c(syntax.unparen(value), calls, resolution):
-                continue
-            type_node = literal.child_by_field_name("type")
-            if type_node is None or type_node.type != "type_identifier":
-                continue
-            owner = owners.of(syntax.text(type_node))
-            if owner is None or len(owner.resources) != 1 or owners.finalized(owner.type_name):
-                continue
-            function = syntax.enclosing_function(literal)
-            if function is None:
-                continue
-            sites = found.setdefault(function.id, [])
-            if all(site.id != literal.id for site, _ in sites):
-                sites.append((literal, owner))
-    return found
-
-
-def _literal_of(element: Node) -> Node | None:
-    body = element.parent
-    literal = body.parent if body is not None and body.type == "literal_value" else None
-    return literal if literal is not None and literal.type == "composite_literal" else None
+            if len(parts) == 2 and parts[1].type == "literal_element" and parts[1].named_children:
+                values.append(syntax.unparen(parts[1].named_children[0]))
+        elif element.type == "literal_element" and len(elements) == 1 and element.named_children:
+            values.append(syntax.unparen(element.named_children[0]))
+    return [value for value in values if value is not None]
 
 
 def _made_by_c(value: Node | None, calls: CallIndex, resolution: Resolution) -> bool:
@@ -102,7 +118,13 @@ def _made_by_c(value: Node | None, calls: CallIndex, resolution: Resolution) -> 
         return symbol is not None and symbol.role is Role.LOCAL and _passed(symbol, calls, address=False)
     if value.type == "identifier":
         symbol = resolution.symbol(value)
-        return symbol is not None and symbol.role is Role.LOCAL and symbol.init is None and _passed(symbol, calls, address=True)
+        if symbol is None or symbol.role is not Role.LOCAL:
+            return False
+        if symbol.init is None:
+            return _passed(symbol, calls, address=True)
+        # `ctensor := lib.AtLoadImage(path)`: what a binding's other package returned of C.
+        init = syntax.unparen(symbol.init) if symbol.init_index < 0 else None
+        return init is not None and init.type == "call_expression" and calls.callee(init).kind is CalleeKind.MODULE and _written_once(symbol, calls)
     if value.type == "call_expression":
         function = syntax.unparen(value.child_by_field_name("function"))
         operand = function.child_by_field_name("operand") if function is not None and function.type == "selector_expression" else None
@@ -150,3 +172,15 @@ def _borrows(calls: CallIndex, name: str) -> bool:
     returns or writes out belongs to something else (an element's address)."""
     function = calls.c_view.functions.get(name) if calls.c_view is not None else None
     return function is not None and function.allocates is False
+
+
+def _written_once(symbol: Symbol, calls: CallIndex) -> bool:
+    """Never assigned after its declaration, nor given away by address."""
+    for mention in calls.references(symbol):
+        parent = mention.parent
+        if parent is not None and (syntax.is_address_of(parent) or (
+            parent.type == "expression_list" and parent.parent is not None and parent.parent.type == "assignment_statement"
+            and parent.id == parent.parent.child_by_field_name("left").id
+        )):
+            return False
+    return True
