@@ -24,7 +24,7 @@ def check(p: Pass) -> None:
 
     def visit(unit: Unit, graph: CFG) -> None:
         for n in graph.statement_nodes():
-            if graph.kind(n) is not NodeKind.DEFER or not graph.in_loop(n):
+            if graph.kind(n) is not NodeKind.DEFER or not graph.in_loop(n) or _in_one_shot_loops(graph.ast(n), unit.node):
                 continue
             released = defers.described(graph, n)
             if released is None or defers.constant_guard(graph.ast(n), unit.body) is not None:
@@ -49,6 +49,41 @@ def check(p: Pass) -> None:
             )
 
     p.visit_graphs(defers.units(), visit)
+
+
+def _in_one_shot_loops(defer: Node, function: Node) -> bool:
+    """Whether every loop around the defer runs its body once: `for
+    doWhile := 0; doWhile < 1; doWhile++ {` (a do-once block to `break`
+    out of), its counter never written in the body."""
+    loops = []
+    node = defer.parent
+    while node is not None and node.id != function.id and node.type not in syntax.FUNCTION_NODES:
+        if node.type == "for_statement":
+            loops.append(node)
+        node = node.parent
+    return bool(loops) and all(_runs_once(loop) for loop in loops)
+
+
+def _runs_once(loop: Node) -> bool:
+    clause = next((child for child in syntax.children(loop) if child.type == "for_clause"), None)
+    if clause is None:
+        return False
+    start, test, step = (clause.child_by_field_name(f) for f in ("initializer", "condition", "update"))
+    sides = syntax.assignment_sides(start) if start is not None else []
+    if len(sides) != 1 or len(sides[0][0]) != 1 or len(sides[0][1]) != 1 or test is None or step is None:
+        return False
+    counter, first = syntax.text(sides[0][0][0]), syntax.text(sides[0][1][0])
+    left, right = test.child_by_field_name("left"), test.child_by_field_name("right")
+    if test.type != "binary_expression" or left is None or right is None or syntax.text(left) != counter:
+        return False
+    if step.type != "inc_statement" or syntax.text(step).rstrip("+ ") != counter or not first.isdigit() or not syntax.text(right).isdigit():
+        return False
+    bound = int(syntax.text(right)) + (1 if syntax.text(test.child_by_field_name("operator")) == "<=" else 0)
+    body = loop.child_by_field_name("body")
+    written = any(
+        syntax.text(target) == counter for node in syntax.walk(body) for targets, _ in syntax.assignment_sides(node) for target in targets
+    ) if body is not None else True
+    return syntax.text(test.child_by_field_name("operator")) in ("<", "<=") and bound - int(first) == 1 and not written
 
 
 # Statements that mean something else inside a func literal than in the loop.
@@ -128,7 +163,9 @@ RULE = Rule(
     Reports a `defer` of a release (`defer C.cudaFree(d)`, `defer C.cudaStreamDestroy(s)`,
     a deferred closure or same-package helper that releases, a closure that
     gives back a count: `defer func() { _ = lib.Shutdown() }()`) that is
-    executed on every iteration of a loop.
+    executed on every iteration of a loop. A loop that runs its body once (a
+    do-once block to `break` out of: `for once := 0; once < 1; once++`, its
+    counter never written inside) registers the defer once and is not reported.
 
     Where the loop keeps the released values for after it (each is stored in
     a slice or array declared outside the loop: `cargs[i] = C.CString(s);
