@@ -98,15 +98,8 @@ def _field_values(literal: Node) -> list[Node]:
     """The values of the literal's keyed fields, or its one positional value."""
     body = literal.child_by_field_name("body")
     elements = syntax.children(body) if body is not None else []
-    values = []
-    for element in elements:
-        if element.type == "keyed_element":
-            parts = syntax.children(element)
-            if len(parts) == 2 and parts[1].type == "literal_element" and parts[1].named_children:
-                values.append(syntax.unparen(parts[1].named_children[0]))
-        elif element.type == "literal_element" and len(elements) == 1 and element.named_children:
-            values.append(syntax.unparen(element.named_children[0]))
-    return [value for value in values if value is not None]
+    positional = any(element.type == "literal_element" for element in elements)
+    return syntax.element_values(literal) if len(elements) == 1 or not positional else []
 
 
 def _made_by_c(value: Node | None, calls: CallIndex, resolution: Resolution) -> bool:
@@ -126,13 +119,10 @@ def _made_by_c(value: Node | None, calls: CallIndex, resolution: Resolution) -> 
         init = syntax.unparen(symbol.init) if symbol.init_index < 0 else None
         return init is not None and init.type == "call_expression" and calls.callee(init).kind is CalleeKind.MODULE and _written_once(symbol, calls)
     if value.type == "call_expression":
-        function = syntax.unparen(value.child_by_field_name("function"))
-        operand = function.child_by_field_name("operand") if function is not None and function.type == "selector_expression" else None
-        if operand is None or syntax.text(operand) != "C":
+        name = _c_name(value)
+        if name is None or _borrows(calls, name):
             return False
         callee = calls.callee(value)
-        if _borrows(calls, syntax.text(function.child_by_field_name("field"))):
-            return False
         return callee.kind is CalleeKind.FAMILY or (
             callee.kind is CalleeKind.API and callee.api is not None and not callee.api.acquires and callee.api.status is None
         )
@@ -157,14 +147,20 @@ def _passed(symbol: Symbol, calls: CallIndex, address: bool) -> bool:
         callee = calls.callee(call)
         if callee.kind is CalleeKind.API and callee.api is not None and callee.api.acquires:
             return False
-        function = syntax.unparen(call.child_by_field_name("function"))
-        if function is not None and function.type == "selector_expression" and syntax.text(function.child_by_field_name("operand")) == "C" and _borrows(
-            calls, syntax.text(function.child_by_field_name("field")),
-        ):
+        name = _c_name(call)
+        if name is not None and _borrows(calls, name):
             continue
         if callee.kind in (CalleeKind.API, CalleeKind.FAMILY, CalleeKind.MODULE, CalleeKind.UNKNOWN):
             return True
     return False
+
+
+def _c_name(call: Node) -> str | None:
+    """f of a cgo call `C.f(...)`; None for any other call."""
+    function = syntax.unparen(call.child_by_field_name("function"))
+    if function is None or function.type != "selector_expression" or syntax.text(function.child_by_field_name("operand")) != "C":
+        return None
+    return syntax.text(function.child_by_field_name("field"))
 
 
 def _borrows(calls: CallIndex, name: str) -> bool:
