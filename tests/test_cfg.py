@@ -669,3 +669,63 @@ def test_walk_visits_each_node_state_pair_once_in_breadth_first_order():
     depths = [count for _, count in visits]
     assert depths == sorted(depths)  # breadth first
     assert (g.exits[ExitKind.RETURN], 3) in visits
+
+
+def test_whether_a_function_returns_is_read_off_its_last_statement_before_any_graph_is_built():
+    """Asking whether a package function returns built its graph, and first
+    the graphs of everything it calls. A body whose last statement is a
+    return, or a simple statement calling nothing that could end the
+    goroutine, or a loop with a condition, returns: no graph is built for
+    the answer. Bodies ending otherwise are still asked of their graph."""
+    from gosrc import package_of
+    from cudalint.cfg import build_package_cfgs
+
+    package = package_of("""
+        package p
+
+        import (
+        \t"fmt"
+        \t"log"
+        )
+
+        func helper() int { return 1 }
+        func plain() int { helper(); return helper() }
+        func logs() { fmt.Println(helper()) }
+        func loops(n int) {
+        \tfor i := 0; i < n; i++ {
+        \t\tplain()
+        \t}
+        }
+        func dies() { log.Fatal("no") }
+        func diesThrough() { dies() }
+        func spins() {
+        \tfor {
+        \t\tplain()
+        \t}
+        }
+        func branches(x bool) {
+        \tif x {
+        \t\tdies()
+        \t} else {
+        \t\tpanic(x)
+        \t}
+        }
+        func returnsInLoop() {
+        \tfor {
+        \t\treturn
+        \t}
+        }
+    """)
+    cfgs = build_package_cfgs(package)
+    verdicts = {
+        name: cfgs.exits_of_function(symbol)
+        for name in ("plain", "logs", "loops", "dies", "diesThrough", "spins", "branches", "returnsInLoop")
+        for symbol in [next(u.symbol for u in package.units if u.name == name)]
+    }
+    assert verdicts["plain"] is verdicts["logs"] is verdicts["loops"] is verdicts["returnsInLoop"] is None
+    assert verdicts["dies"] == verdicts["diesThrough"] == {ExitKind.PROCESS}
+    assert verdicts["spins"] == frozenset()
+    assert verdicts["branches"] == {ExitKind.PROCESS, ExitKind.PANIC}
+    built = {unit.name for unit in cfgs.graphs._cache}
+    assert not built & {"helper", "plain", "logs", "loops"}, built
+    assert {"dies", "diesThrough", "spins", "branches", "returnsInLoop"} <= built

@@ -57,6 +57,20 @@ _NO_RETURN_METHODS: dict[tuple[str, str], dict[str, ExitKind]] = {
 }
 
 
+def ending_names(imported_exits: Mapping[tuple[str, str], frozenset[ExitKind]]) -> frozenset[str]:
+    """The names a call must spell for the oracle to say it does not
+    return: `panic`, the no-return functions and methods known here, what
+    imported summaries say never returns (`Fatal` of `Logger.Fatal`) and a
+    `sync.Once`'s `Do`. A call spelling none of them returns; a package's
+    own functions are added by the caller, which knows them."""
+    return frozenset({
+        "panic", "Do",
+        *(name for _, name in _NO_RETURN_FUNCS),
+        *(name for methods in _NO_RETURN_METHODS.values() for name in methods),
+        *(name.rpartition(".")[2] for _, name in imported_exits),
+    })
+
+
 class ExitOracle:
     """Answers "does this call return?" for the CFG builder: builtins, the
     standard library's no-return functions, and functions of the same package

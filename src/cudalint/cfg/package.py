@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 from tree_sitter import Node
 
 from cudalint import fixpoint, syntax
-from cudalint.cfg.build import ExitOracle, build_cfg
+from cudalint.cfg.build import ExitOracle, build_cfg, ending_names
 from cudalint.cfg.graph import CFG, ExitKind
 from cudalint.functions import Package, Unit, UnitKind
 from cudalint.scope import MAX_NESTING, NestingTooDeep, Symbol, SymbolKind
@@ -34,6 +34,9 @@ class PackageCFGs:
         self.no_return: dict[Symbol, frozenset[ExitKind] | None] = {}
         self._literal_exits: dict[Node, frozenset[ExitKind] | None] = {}
         self._literals: dict[Node, Unit] | None = None
+        self._ending_names: frozenset[str] | None = None
+        self._by_name: dict[str, list[Unit]] = {}  # the package's functions' variants by name
+        self._plain: dict[Unit, bool] = {}  # may_not_return's answers
         self.graphs = _LazyGraphs(self, node_budget)
         self._variants: dict[Symbol, list[Unit]] = {}
         for unit in package.units:
@@ -73,7 +76,49 @@ class PackageCFGs:
     def exits_of_unit(self, unit: Unit) -> frozenset[ExitKind] | None:
         """How a unit's body ends the goroutine where it cannot return
         (a method, `Logger.Fatal`), None where it can or has no graph."""
+        if not self.may_not_return(unit):
+            return None
         return _endings([self.graphs.get(unit)])
+
+    def may_not_return(self, unit: Unit, depth: int = 0) -> bool:
+        """Whether the unit's body could end otherwise than by returning,
+        judged from its last statement without building its graph. Asking a
+        graph whether a function returns builds the graphs of everything it
+        calls first, and nearly every function plainly returns: its last
+        statement is a return, or a simple statement, a defer or a go whose
+        calls spell no name that could end the goroutine (a function of the
+        package counts where it plainly returns too), or a loop with a
+        condition. (A last statement made unreachable by an endless loop
+        before it is the exception this misses; vet reports such code.)"""
+        if unit not in self._plain:
+            self._plain[unit] = self._last_may_end(unit, depth)
+        return self._plain[unit]
+
+    def _last_may_end(self, unit: Unit, depth: int) -> bool:
+        statements = syntax.statements(unit.body)
+        if not statements:
+            return False
+        last = statements[-1]
+        if last.type == "for_statement":
+            return _endless(last)
+        if last.type not in _COMPLETING or depth > _PLAIN_DEPTH:
+            return True
+        if self._ending_names is None:
+            self._ending_names = ending_names(self.imported_exits)
+            for symbol, variants in self._variants.items():
+                self._by_name.setdefault(symbol.name, []).extend(variants)
+        for call in syntax.calls_in(last):
+            function = syntax.unparen(call.child_by_field_name("function"))
+            if function is None or function.type not in ("identifier", "selector_expression"):
+                return True
+            name = syntax.text(function if function.type == "identifier" else function.child_by_field_name("field"))
+            if name in self._ending_names:
+                return True
+            if function.type == "identifier" and any(
+                variant.body is None or self.may_not_return(variant, depth + 1) for variant in self._by_name.get(name, ())
+            ):
+                return True
+        return False
 
     def exits_of_literal(self, literal: Node) -> frozenset[ExitKind] | None:
         """How a function literal's body ends, None if it may return. Its
@@ -84,7 +129,7 @@ class PackageCFGs:
                 self._literals = {unit.node: unit for unit in self.package.units if unit.kind is UnitKind.LITERAL}
             unit = self._literals.get(literal)
             self._literal_exits[literal] = None
-            if unit is not None and self.analysable(unit):
+            if unit is not None and self.analysable(unit) and self.may_not_return(unit):
                 try:
                     self._literal_exits[literal] = _endings([build_cfg(unit, self._oracle())])
                 except (NestingTooDeep, RecursionError):
@@ -104,6 +149,8 @@ class PackageCFGs:
     def _called_functions(self, symbol: Symbol) -> list[Symbol]:
         """The package functions called by name in the bodies of symbol's
         definitions (literals' bodies are graphs of their own)."""
+        if self._returns(symbol):
+            return []  # its verdict needs no callee's
         resolution = self.package.resolution
         found = []
         for unit in self._variants.get(symbol, []):
@@ -117,8 +164,38 @@ class PackageCFGs:
         return found
 
     def _verdict(self, symbol: Symbol) -> frozenset[ExitKind] | None:
+        if self._returns(symbol):
+            return None
         return _endings([self.graphs.get(unit) for unit in self._variants.get(symbol, [])])
 
+    def _returns(self, symbol: Symbol) -> bool:
+        """Whether a variant of the function plainly returns (`may_not_return`)."""
+        return any(unit.body is not None and not self.may_not_return(unit) for unit in self._variants.get(symbol, []))
+
+
+
+# Statements after which a body falls off its end unless a call in them ends the goroutine.
+_COMPLETING = frozenset({
+    "return_statement", "expression_statement", "assignment_statement", "short_var_declaration",
+    "inc_statement", "dec_statement", "send_statement", "var_declaration", "const_declaration",
+    "type_declaration", "defer_statement", "go_statement", "empty_statement",
+})
+
+
+# How deep may_not_return follows last calls into the package's functions.
+_PLAIN_DEPTH = 16
+
+
+def _endless(loop: Node) -> bool:
+    """Whether a for loop has no condition to end it (`for {`, `for ;; {`,
+    `for true {`): only a break or a return leaves it."""
+    header = next((child for child in loop.named_children if child.type != "block"), None)
+    if header is None:
+        return True
+    if header.type == "range_clause":
+        return False
+    condition = header.child_by_field_name("condition") if header.type == "for_clause" else header
+    return condition is None or syntax.text(condition) == "true"
 
 
 def _endings(graphs: list[CFG | None]) -> frozenset[ExitKind] | None:
