@@ -235,6 +235,9 @@ class Result:
     # Whether `facts` were exported (only where a package of the run imports
     # this one): a result without them lends importers nothing.
     exports_facts: bool = False
+    # Packages this run analysed in worker processes (their reads are not
+    # the parent's to see: such a run is not one `cudalint.app.replay` records).
+    analysed_elsewhere: int = 0
 
     def extend(self, other: Result) -> None:
         self.findings.extend(other.findings)
@@ -243,6 +246,7 @@ class Result:
         self.files_analysed += other.files_analysed
         self.files_skipped += other.files_skipped
         self.internal_errors += other.internal_errors
+        self.analysed_elsewhere += other.analysed_elsewhere
         self.facts.extend(other.facts)
 
     def sort(self) -> None:

@@ -28,7 +28,7 @@ import sys
 import traceback
 from typing import Any, NoReturn
 
-from cudalint.app import pipestatus
+from cudalint.app import pipestatus, replay
 
 EXIT_CLEAN, EXIT_ERROR = 0, 2
 
@@ -138,9 +138,9 @@ def _describe(error: BaseException, debug: bool) -> str:
 
 
 def run(args: list[str] | None = None) -> int:
-    """Run the command line and return its exit status (0, 1 or 2)."""
-    import click
-
+    """Run the command line and return its exit status (0, 1 or 2): the
+    recorded report of the same run where nothing it read changed
+    (`replay`), else the run, recorded where it could be replayed."""
     args = list(sys.argv[1:] if args is None else args)
     debug = _wants_debug(args)
     options = args[: args.index("--")] if "--" in args else args
@@ -151,6 +151,26 @@ def run(args: list[str] | None = None) -> int:
     except OSError as error:
         _say(f"cudalint: error: cannot use the current directory (deleted, or not accessible): {error.strerror or error}")
         return EXIT_ERROR
+    again = replay.recorded(args)
+    if again is not None:
+        pipestatus.announce(again.status)
+        try:
+            again.write()
+        except BaseException as error:  # noqa: BLE001
+            return _report(error, debug)
+        return again.status
+    recording = replay.start(args)
+    status = EXIT_ERROR
+    try:
+        status = _command(args, debug)
+    finally:
+        replay.finish(recording, status)
+    return status
+
+
+def _command(args: list[str], debug: bool) -> int:
+    import click
+
     code: Any
     try:
         from cudalint.app.cli import main as command

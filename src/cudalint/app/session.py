@@ -30,6 +30,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
+from cudalint.app import replay
 from cudalint.app.baseline import Baseline, BaselineError
 from cudalint.app.changes import ChangesError, from_patch, since_merge_base, since_revision
 from cudalint.app.config import Config, ConfigError, find_config, load_config
@@ -275,6 +276,11 @@ class Session:
             )
             self.ran.update((path, settings.enabled_for(path)) for path in group.files)
             analysed = analyze(group.files + group.context, settings, self.knowledge(group.config))
+            if analysed.analysed_elsewhere:
+                replay.not_replayable("worker processes analysed packages")
+            if any(finding.fixes for finding in analysed.findings):
+                # As the cache never serves fixes, no record does (`_trusted`).
+                replay.not_replayable("its findings carry fixes")
             found.extend(editing.restrict(analysed, group.config.is_fixable))  # fixable / unfixable
         found.sort()
         return found

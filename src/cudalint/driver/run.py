@@ -93,6 +93,7 @@ def analyze(files: list[Path], settings: Settings, knowledge: Knowledge) -> Resu
         left = [i for i in range(len(nodes)) if not schedule.done[i]]
         if jobs > 1 and len(left) > 1 and sum(len(nodes[i].paths) for i in left) >= _PARALLEL_THRESHOLD:
             Pool(settings, knowledge, needles, jobs, schedule, done, served).run()
+            total.analysed_elsewhere = len(left)
         else:
             worker = Worker(context, cache)
             while (index := schedule.next()) is not None:
