@@ -31,6 +31,7 @@ types of its importers.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -96,13 +97,16 @@ class Owner:
     chosen: tuple[tuple[str, Choice], ...] = ()
 
 
+@functools.lru_cache(maxsize=4096)
 def owned_resource(
     resource: ResourceSpec, type_written: str, methods: tuple[str, ...], idempotent: tuple[str, ...] = (),
     inert: tuple[str, ...] = (), chosen: tuple[tuple[str, Choice], ...] = (),
 ) -> ResourceSpec:
     """The resource a value of an owning type stands for: released by any of
     the type's releasing methods (`b.Free()`), named after the type so that
-    messages say what the caller holds (`Buffer (owns device memory)`)."""
+    messages say what the caller holds (`Buffer (owns device memory)`).
+    Asked again for every variable of the type: made once (a generated
+    binding's tensor has some 1,800 releasing methods to order and wrap)."""
     qualifier, _, type_name = type_written.rpartition(".")
     # The one a remedy names first: a method that releases on every call and
     # says so by its name (`Drop`, not `AccuracyForLogits`, which drops its
