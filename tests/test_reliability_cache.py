@@ -415,3 +415,32 @@ def test_workers_die_with_their_parent(many, signum: int) -> None:
                 os.kill(int(path.name), signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def test_headers_of_an_absolute_include_directory_are_in_the_key(tmp_path: Path) -> None:
+    """`#cgo CFLAGS: -I/opt/x/include`: its headers are read as the CUDA
+    ones are, and an edit of one is a miss, never the old result."""
+    include = tmp_path / "inc"
+    include.mkdir()
+    header = include / "h.h"
+    header.write_text("#include <cuda_runtime_api.h>\ncudaError_t mysync(void);\n")
+    tree = tmp_path / "t"
+    (tree / "gpu").mkdir(parents=True)
+    (tree / "go.mod").write_text("module example.com/m\n\ngo 1.21\n")
+    (tree / "gpu" / "w.go").write_text(
+        f'package gpu\n\n// #cgo CFLAGS: -I{include}\n// #include <h.h>\nimport "C"\n\nfunc W() {{\n\tC.mysync()\n}}\n'
+    )
+    old = time.time() - 3600
+    for path in (header, tree / "go.mod", tree / "gpu" / "w.go"):
+        os.utime(path, (old, old))
+    environment = {**os.environ, "CUDALINT_NO_REPLAY": "1"}
+    command = [sys.executable, "-m", "cudalint", "--format", "json", "--jobs", "1", "./..."]
+
+    def rules() -> list[str]:
+        done = subprocess.run(command, cwd=tree, capture_output=True, text=True, env=environment, timeout=300)
+        return [finding["rule"] for finding in json.loads(done.stdout)["findings"]]
+
+    assert rules() == ["CL301"] and rules() == ["CL301"]
+    header.write_text("#include <cuda_runtime_api.h>\n\nvoid mysync(void);\n")
+    os.utime(header, (old + 60, old + 60))
+    assert rules() == []

@@ -256,3 +256,62 @@ def test_a_replay_writes_what_the_process_wrote(tmp_path):
         # The first run of a format analyses, the next ones are its record.
         assert b"cudalint.checks" in runs[0].stderr
         assert b"cudalint.checks" not in runs[1].stderr and b"cudalint.checks" not in runs[2].stderr
+
+
+def test_inputs_inside_the_cache_directory_are_inputs(tmp_path, monkeypatch):
+    """Only what the cache keeps there is left out: a tree analysed with
+    --cache-dir . (or a module cache kept inside one CI cache) is read like
+    any other."""
+    root = _tree(tmp_path / "t")
+    args = ["--cache-dir", ".", *ARGS]
+    first = _run(args, root, monkeypatch)
+    _run(args, root, monkeypatch)
+    assert not _run(args, root, monkeypatch)[3]
+    _edit(root)
+    _age(root)
+    status, out, _, ran = _run(args, root, monkeypatch)
+    assert ran and (status, out) != first[:2] and (status, out) == _run(["--no-cache", *ARGS], root, monkeypatch)[:2]
+    recording = replay.Recording(str(root / "runs" / "x"), str(root))
+    assert recording._input(root / "gpu" / "sync.go") is not None
+    assert recording._input(root / "runs" / "x") is None and recording._input(root / "ab" / "cdef") is None
+    assert recording._input("/dev/shm/tree/a.go") is not None and recording._input("/proc/self/status") is None
+
+
+def test_a_run_whose_report_could_not_be_written_is_not_recorded(tmp_path, monkeypatch):
+    """`cudalint ./... 2>&1 | head -1`: the reader went away, and what the
+    run wrote is not its report."""
+    root = _tree(tmp_path / "t")
+
+    class Closed(io.TextIOWrapper):
+        def write(self, data):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    with monkeypatch.context() as patch:
+        patch.chdir(root)
+        patch.setattr(sys, "stdout", Closed(io.BytesIO(), encoding="utf-8"))
+        patch.setattr(sys, "stderr", io.TextIOWrapper(io.BytesIO(), encoding="utf-8"))
+        assert entry.run(ARGS) == 1, "the reader went away: the run's own status"
+    assert not (root / ".cudalint_cache" / "runs").exists()
+
+
+def test_the_report_keeps_the_order_of_its_two_streams(tmp_path):
+    """A log holding both streams (`>log 2>&1`) gets the replay's
+    notifications and findings in the order the run gave them."""
+    root = _tree(tmp_path / "t")
+    (root / "gpu" / "broken.go").write_bytes(b"package gpu\n\nfunc Broken( {\n")
+    (root / "gpu" / "latin.go").write_bytes(b"package gpu\n\n// caf\xe9\n")
+    _age(root)
+    runs = [
+        subprocess.run([sys.executable, "-m", "cudalint", "--format", "text", "./..."], cwd=root, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=300)
+        for _ in range(3)
+    ]
+    assert b"CL301" in runs[0].stdout and b"syntax" in runs[0].stdout
+    assert runs[0].stdout == runs[1].stdout == runs[2].stdout
+
+
+def test_who_runs_it_is_part_of_the_key(tmp_path, monkeypatch):
+    """A file one user may not read, another may: a status does not say."""
+    before = replay._key(ARGS, str(tmp_path))
+    monkeypatch.setattr(os, "getgroups", lambda: [12345])
+    assert replay._key(ARGS, str(tmp_path)) != before

@@ -274,12 +274,13 @@ def _name_macros(sources: list[bytes]) -> dict[str, tuple[str, str]]:
     return found
 
 
-def headers_signature(configured: tuple[Path, ...] = ()) -> tuple:
+def headers_signature(configured: tuple[Path, ...] = (), usual: bool = True) -> tuple:
     """What the system headers' contents are taken to be, for cache keys: the
     name, size and modification time of each header in the directories read
-    (a CUDA upgrade changes it, and with it every key)."""
+    (a CUDA upgrade changes it, and with it every key); `usual`: the usual
+    CUDA locations too."""
     found = []
-    for directory in (*configured, *CUDA_INCLUDE_DIRS):
+    for directory in (*configured, *(CUDA_INCLUDE_DIRS if usual else ())):
         try:
             entries = sorted(directory.iterdir())
         except OSError:

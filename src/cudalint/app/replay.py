@@ -38,12 +38,13 @@ import hashlib
 import io
 import json
 import os
+import re
 import stat
 import sys
 import time
 from typing import Any
 
-_FORMAT = 1
+_FORMAT = 2
 _KEPT = 32
 _RUNS = "runs"
 # Options that change nothing but the report; anything else makes a run
@@ -58,8 +59,12 @@ _VALUED = frozenset({
 })
 # Environment variables a shell changes between commands without meaning anything to a run.
 _VOLATILE_ENVIRONMENT = frozenset({"_", "OLDPWD", "SHLVL"})
-# File systems whose answers change by themselves and mean nothing to a report.
-_NOT_INPUTS = ("/proc/", "/sys/", "/dev/")
+# File systems whose answers change by themselves and mean nothing to a
+# report (a tree under /dev/shm is a tree like any other).
+_NOT_INPUTS = ("/proc/", "/sys/")
+# What the cache keeps in its directory: all else there (a module cache
+# kept beside it in one CI cache, a tree analysed with --cache-dir .) is input.
+_CACHE_OWN = re.compile(r"(?:[0-9a-f]{2}|runs|CACHEDIR\.TAG|\.gitignore|\.tmp-[^/]*)(?:/.*)?")
 # A file changed this recently may change again within its time stamp's grain
 # unseen (git's "racy" entries): such a run is not recorded.
 _RACY_NS = 2_000_000_000
@@ -150,8 +155,11 @@ def _own_and_private(path: str, directory: bool) -> bool:
 
 
 def _key(args: list[str], cwd: str) -> str:
+    """The run's identity: its command line, directory, environment, who
+    runs it (what a user may read is not in a file's status) and the tool."""
     environment = sorted((name, value) for name, value in os.environ.items() if name not in _VOLATILE_ENVIRONMENT)
-    return hashlib.sha256(json.dumps([args, cwd, environment, _tool_stamp()]).encode("utf-8", "surrogateescape")).hexdigest()
+    who = [os.getuid(), os.geteuid(), os.getgid(), os.getegid(), sorted(os.getgroups())] if hasattr(os, "getuid") else []
+    return hashlib.sha256(json.dumps([args, cwd, environment, who, _tool_stamp()]).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _terminal() -> bool:
@@ -193,22 +201,30 @@ def _status(path: str, follow: bool) -> Any:
     return [found.st_mode, found.st_ino, found.st_dev, found.st_size, found.st_mtime_ns, found.st_ctime_ns]
 
 
+def _kinds(entries, path: str, cache: str) -> list:
+    """A listing as a record compares it: each entry's name and kind; the
+    cache directory is no input of the run that makes it."""
+    return sorted(
+        [entry.name, entry.is_dir(follow_symlinks=False), entry.is_symlink()]
+        for entry in entries if os.path.join(path, entry.name, "") != cache
+    )
+
+
 def _entries(path: str, cache: str) -> Any:
-    """A directory's entries and their kinds; the cache directory is no
-    input of the run that makes it."""
     try:
         with _SCANDIR(path) as listing:
-            return sorted(
-                [entry.name, entry.is_dir(follow_symlinks=False), entry.is_symlink()]
-                for entry in listing if os.path.join(path, entry.name, "") != cache
-            )
+            return _kinds(listing, path, cache)
     except OSError as error:
         return type(error).__name__
 
 
+def _visible(names, path: str, cache: str) -> list:
+    return sorted(name for name in names if os.path.join(path, name, "") != cache)
+
+
 def _names(path: str, cache: str) -> Any:
     try:
-        return sorted(name for name in _LISTDIR(path) if os.path.join(path, name, "") != cache)
+        return _visible(_LISTDIR(path), path, cache)
     except OSError as error:
         return type(error).__name__
 
@@ -255,16 +271,18 @@ class Replay:
         self._record = record
 
     def write(self) -> None:
-        """The report, as the recorded run wrote it (text, and bytes to the
-        streams' buffers, in order)."""
-        for target, written in ((sys.stdout, self._record["stdout"]), (sys.stderr, self._record["stderr"])):
-            for kind, data in written:
-                if kind == "t":
-                    target.write(data)
-                else:
-                    target.flush()
-                    target.buffer.write(base64.b64decode(data))
-            target.flush()
+        """The report, as the recorded run wrote it: the same writes and
+        flushes to the same streams (and their buffers), in the same order."""
+        for stream, kind, data in self._record["written"]:
+            target = sys.stdout if stream == "o" else sys.stderr
+            if kind == "t":
+                target.write(data)
+            elif kind == "b":
+                target.buffer.write(base64.b64decode(data))
+            else:
+                target.flush()
+        sys.stdout.flush()
+        sys.stderr.flush()
 
 
 def recorded(args: list[str]) -> Replay | None:
@@ -292,28 +310,47 @@ def recorded(args: list[str]) -> Replay | None:
 
 
 class _Tap:
-    """A stream that notes what is written through it (text, and bytes
-    written to its buffer), in order."""
+    """A stream that notes what is written through it and when it is
+    flushed (text, and bytes written to its buffer), in one list with the
+    other stream's, in order: a log holding both (`>log 2>&1`) gets them in
+    the order the run gave them. A write that fails (a reader that went
+    away) leaves a report that is not the run's: the recording is spoilt."""
 
-    def __init__(self, stream: Any, written: list, binary: bool = False) -> None:
+    def __init__(self, stream: Any, written: list, name: str, spoil, binary: bool = False) -> None:
         self._stream = stream
         self._written = written
+        self._name = name
+        self._spoil = spoil
         self._binary = binary
 
     def write(self, data):
-        written = self._stream.write(data)  # first: click probes a stream by writing b"" to it
+        try:
+            count = self._stream.write(data)  # first: click probes a stream by writing b"" to it
+        except (TypeError, ValueError):
+            raise  # the wrong kind of data for this stream: nothing was written
+        except BaseException:
+            self._spoil("a write of its report failed")
+            raise
         if data:
-            self._written.append(("b", base64.b64encode(bytes(data)).decode()) if self._binary else ("t", data))
-        return written
+            self._written.append([self._name, "b", base64.b64encode(bytes(data)).decode()] if self._binary else [self._name, "t", data])
+        return count
 
     def writelines(self, lines):
         for line in lines:
             self.write(line)
 
+    def flush(self):
+        try:
+            self._stream.flush()
+        except BaseException:
+            self._spoil("a write of its report failed")
+            raise
+        self._written.append([self._name, "f", ""])
+
     @property
     def buffer(self):
         buffer = getattr(self._stream, "buffer", None)
-        return None if buffer is None else _Tap(buffer, self._written, binary=True)
+        return None if buffer is None else _Tap(buffer, self._written, self._name, self._spoil, binary=True)
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
@@ -385,8 +422,7 @@ class Recording:
         self.cache = os.path.join(cache, "")
         self.started = time.time_ns()
         self.questions: dict[tuple, Any] = {}
-        self.stdout: list = []
-        self.stderr: list = []
+        self.written: list = []
         self.spoiled: str | None = None
         self._saved: dict[str, Any] = {}
 
@@ -407,7 +443,9 @@ class Recording:
         except (TypeError, ValueError, OSError):
             self.spoil("a path it could not name")
             return None
-        if name.startswith(self.cache) or name + os.sep == self.cache or name.startswith(_NOT_INPUTS):
+        if name + os.sep == self.cache or name.startswith(_NOT_INPUTS):
+            return None
+        if name.startswith(self.cache) and _CACHE_OWN.fullmatch(name[len(self.cache):]):
             return None
         return name
 
@@ -439,14 +477,36 @@ class Recording:
         def scandir_(path="."):
             if self._input(path) is None:
                 return real["scandir"](path)  # the cache's own, or a descriptor's
-            with real["scandir"](path) as listing:
-                entries = [_Entry(entry, status_of) for entry in listing]
-            self._note("D", path, lambda p: _entries(p, self.cache))
-            return _Listing(entries)
+            try:
+                with real["scandir"](path) as listing:
+                    received = list(listing)
+            except OSError as error:
+                unlisted("D", path, error)
+                raise
+            # The record holds what the run saw, not a second listing that
+            # a file made meanwhile could be in.
+            self._note("D", path, lambda p: _kinds(received, p, self.cache))
+            return _Listing([_Entry(entry, status_of) for entry in received])
 
         def listdir_(path="."):
-            self._note("L", path, lambda p: _names(p, self.cache))
-            return real["listdir"](path)
+            try:
+                names = real["listdir"](path)
+            except OSError as error:
+                unlisted("L", path, error)
+                raise
+            self._note("L", path, lambda p: _visible(names, p, self.cache))
+            return names
+
+        def unlisted(kind: str, path, error: OSError) -> None:
+            refused(error)
+            failure = type(error).__name__
+            self._note(kind, path, lambda p: failure)
+
+        def refused(error: OSError) -> None:
+            """What the user may not read depends on more than the key
+            says (capabilities, ACLs): such a run is not recorded."""
+            if isinstance(error, PermissionError):
+                self.spoil("it was refused a file")
 
         def readlink_(path, *args, **kwargs):
             self._note("R", path, _link)
@@ -454,22 +514,34 @@ class Recording:
 
         def opened(path, flags_write: bool, dir_fd: int | None = None) -> None:
             if flags_write:
-                if self._input(path, dir_fd) is not None:
+                if path != os.devnull and self._input(path, dir_fd) is not None:
                     self.spoil(f"it wrote {os.fsdecode(os.fspath(path))}")
                 return
             self._note("s", path, lambda p: _status(p, True), dir_fd)
 
         def open_(file, mode="r", *args, **kwargs):
             opened(file, any(flag in mode for flag in "wax+"))
-            return real["open"](file, mode, *args, **kwargs)
+            try:
+                return real["open"](file, mode, *args, **kwargs)
+            except OSError as error:
+                refused(error)
+                raise
 
         def io_open_(file, mode="r", *args, **kwargs):
             opened(file, any(flag in mode for flag in "wax+"))
-            return real["io_open"](file, mode, *args, **kwargs)
+            try:
+                return real["io_open"](file, mode, *args, **kwargs)
+            except OSError as error:
+                refused(error)
+                raise
 
         def os_open_(path, flags, *args, **kwargs):
             opened(path, bool(flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC)), kwargs.get("dir_fd"))
-            return real["os_open"](path, flags, *args, **kwargs)
+            try:
+                return real["os_open"](path, flags, *args, **kwargs)
+            except OSError as error:
+                refused(error)
+                raise
 
         def run_(args, *rest, **kwargs):
             done = real["run"](args, *rest, **kwargs)
@@ -482,8 +554,8 @@ class Recording:
 
         os.stat, os.lstat, os.scandir, os.listdir, os.readlink = stat_, lstat_, scandir_, listdir_, readlink_
         builtins.open, io.open, os.open, subprocess.run, os.fork = open_, io_open_, os_open_, run_, fork_
-        sys.stdout = _Tap(sys.stdout, self.stdout)
-        sys.stderr = _Tap(sys.stderr, self.stderr)
+        sys.stdout = _Tap(sys.stdout, self.written, "o", self.spoil)
+        sys.stderr = _Tap(sys.stderr, self.written, "e", self.spoil)
 
     def _note_git(self, args: Any, kwargs: dict, done: Any) -> None:
         """A git query whose answer the next run can ask again; any other command spoils the record."""
@@ -531,7 +603,7 @@ class Recording:
             if kind in "sl" and isinstance(answer, list) and len(answer) > 3 and answer[4] >= self.started - _RACY_NS:
                 return
             questions.append([kind, json.loads(subject) if kind == "g" else subject, answer])
-        record = {"format": _FORMAT, "status": status, "questions": questions, "stdout": self.stdout, "stderr": self.stderr}
+        record = {"format": _FORMAT, "status": status, "questions": questions, "written": self.written}
         directory = os.path.dirname(self.path)
         if not _own_and_private(os.path.dirname(directory), True):
             return  # the cache refused its directory: neither does a record use it

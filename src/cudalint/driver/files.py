@@ -22,7 +22,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +47,9 @@ class FileFacts:
     matches: bool  # the prefilter's verdict for a package of the run
     fact_matches: bool  # its verdict for a dependency outside the run
     feeds: bool  # its verdict for a dependency of the module: its summary can matter
+    # The absolute `-I` directories of its `#cgo CFLAGS`, whose headers its
+    # package's cache key covers as it covers the usual CUDA ones.
+    include_dirs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,23 @@ class Needles:
 _ENDS_PROCESS = (b"os.Exit(", b"Goexit(", b".Fatal")
 
 
+# A `#cgo CFLAGS` directive of a Go file's preamble (`//` or `/* */`).
+_CFLAGS = re.compile(rb"^\s*(?://)?\s*#cgo\b[^:\n]*CFLAGS:(.*)$", re.M)
+
+
+def absolute_include_dirs(sources: Iterable[bytes]) -> tuple[Path, ...]:
+    """The absolute `-I` directories of these Go files' `#cgo CFLAGS` (in
+    a `//` or a `/* */` preamble): where their `<...>` headers are read,
+    as system headers are."""
+    found: list[Path] = []
+    for data in sources:
+        if b"-I/" not in data:
+            continue
+        for flags in _CFLAGS.findall(data):
+            found += [Path(flag[2:].decode("utf-8", "replace")) for flag in flags.split() if flag.startswith(b"-I/")]
+    return tuple(dict.fromkeys(found))
+
+
 def facts_of(data: bytes, needles: Needles, test: bool = False) -> FileFacts:
     imported = tuple(imports(data))
     matches = prefilter.file_matches(data, needles.run, imported)
@@ -75,6 +95,7 @@ def facts_of(data: bytes, needles: Needles, test: bool = False) -> FileFacts:
         hashlib.sha256(data).digest(), len(data), imported, matches, prefilter.file_matches(data, needles.outside, imported),
         (matches and prefilter.file_matches(data, needles.importers, imported))  # (its needles are some of the run's)
         or (not test and any(ending in data for ending in _ENDS_PROCESS)),
+        tuple(str(directory) for directory in absolute_include_dirs((data,))),
     )
 
 
@@ -112,7 +133,7 @@ class FileIndex:
         status = self._status(path)
         entry = self._kept.get(os.fspath(path)) if status is not None else None
         if entry is not None and entry[0] == status:
-            found = FileFacts(bytes.fromhex(entry[1]), entry[2], tuple(entry[3]), entry[4], entry[5], entry[6])
+            found = FileFacts(bytes.fromhex(entry[1]), entry[2], tuple(entry[3]), entry[4], entry[5], entry[6], tuple(entry[7]))
         else:
             read = self.reads.get(path)
             if read is None:
@@ -123,7 +144,7 @@ class FileIndex:
             if status is not None and self._cache is not None:
                 self._kept[os.fspath(path)] = [
                     status, found.digest.hex(), found.size, list(found.imports), found.matches, found.fact_matches,
-                    found.feeds,
+                    found.feeds, list(found.include_dirs),
                 ]
                 self._changed = True
         self.known[path] = found
@@ -177,9 +198,10 @@ def _load(cache: ResultCache) -> dict[str, list]:
 
 def _well_formed(entry: object) -> bool:
     return (
-        isinstance(entry, list) and len(entry) == 7
+        isinstance(entry, list) and len(entry) == 8
         and isinstance(entry[0], list) and len(entry[0]) == 4 and all(type(n) is int for n in entry[0])
         and isinstance(entry[1], str) and _DIGEST.fullmatch(entry[1]) is not None
         and type(entry[2]) is int and isinstance(entry[3], list) and all(isinstance(i, str) for i in entry[3])
         and type(entry[4]) is bool and type(entry[5]) is bool and type(entry[6]) is bool
+        and isinstance(entry[7], list) and all(isinstance(i, str) for i in entry[7])
     )

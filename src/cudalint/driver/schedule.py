@@ -117,13 +117,15 @@ class Schedule:
         if self._own[i] is None:
             node = self.nodes[i]
             entries: list[tuple[Path, bytes | Notification]] = []
+            include_dirs: list[str] = []
             for path, facts in zip(node.paths, self._facts(i)):
                 if facts is not None:
                     entries.append((path, facts.digest))
+                    include_dirs += facts.include_dirs
                 else:
                     read = self._read(path)
                     entries.append((path, read if isinstance(read, Notification) else hashlib.sha256(read.data).digest()))
-            self._own[i] = own_digest(self.modules, node.directory, entries)
+            self._own[i] = own_digest(self.modules, node.directory, entries, tuple(dict.fromkeys(include_dirs)))
         return self._own[i]
 
     def _key(self, i: int) -> str | None:
