@@ -132,6 +132,21 @@ class ResourceSpec:
     # that choice (an `analyses.choices.Choice`), found by analysis.
     chosen: tuple[tuple[str, Any], ...] = ()
 
+    def __hash__(self) -> int:
+        """Computed once: the resource of an owning type names every
+        releasing method (some 1,800 of a generated binding's tensor), and
+        a spec is a key of many lookups."""
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(getattr(self, name) for name in self.__dataclass_fields__))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def __getstate__(self) -> dict:
+        # A string's hash differs from process to process: a worker's
+        # cached hash must not travel with the spec.
+        return {name: value for name, value in self.__dict__.items() if name != "_hash"}
+
     @property
     def handleless(self) -> bool:
         return all(role.handle == "none" for role in self.acquire)
