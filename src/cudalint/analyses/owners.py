@@ -31,7 +31,6 @@ types of its importers.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -97,7 +96,6 @@ class Owner:
     chosen: tuple[tuple[str, Choice], ...] = ()
 
 
-@functools.lru_cache(maxsize=4096)
 def owned_resource(
     resource: ResourceSpec, type_written: str, methods: tuple[str, ...], idempotent: tuple[str, ...] = (),
     inert: tuple[str, ...] = (), chosen: tuple[tuple[str, Choice], ...] = (),
@@ -105,8 +103,32 @@ def owned_resource(
     """The resource a value of an owning type stands for: released by any of
     the type's releasing methods (`b.Free()`), named after the type so that
     messages say what the caller holds (`Buffer (owns device memory)`).
-    Asked again for every variable of the type: made once (a generated
-    binding's tensor has some 1,800 releasing methods to order and wrap)."""
+    Asked again for every variable of the type, it is made once per owner:
+    a generated binding's tensor has some 1,800 releasing methods to order
+    and wrap, and as many choices, which a key by value would hash at every
+    question; the owner's own tuples are the key, by identity."""
+    given = (resource, methods, idempotent, inert, chosen)
+    key = (type_written, *map(id, given))
+    found = _OWNED.get(key)
+    if found is not None and all(kept is now for kept, now in zip(found[0], given)):
+        return found[1]
+    if len(_OWNED) >= _OWNED_KEPT:
+        _OWNED.clear()
+    made = _owned_resource(resource, type_written, methods, idempotent, inert, chosen)
+    _OWNED[key] = (given, made)
+    return made
+
+
+# owned_resource's answers, with the arguments they were made of (kept alive,
+# so that an identity in a key is never another object's).
+_OWNED: dict[tuple, tuple[tuple, ResourceSpec]] = {}
+_OWNED_KEPT = 4096
+
+
+def _owned_resource(
+    resource: ResourceSpec, type_written: str, methods: tuple[str, ...], idempotent: tuple[str, ...],
+    inert: tuple[str, ...], chosen: tuple[tuple[str, Choice], ...],
+) -> ResourceSpec:
     qualifier, _, type_name = type_written.rpartition(".")
     # The one a remedy names first: a method that releases on every call and
     # says so by its name (`Drop`, not `AccuracyForLogits`, which drops its
