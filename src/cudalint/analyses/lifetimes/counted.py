@@ -170,7 +170,9 @@ class Counted:
         """`releases`, reading the package's callees from the memo."""
         if unit.body is None:
             return False
-        calls = syntax.all_calls(unit.body)
+        # Only a call by name can be an API's or a known function's: taken
+        # from the file's index, not by walking the body again for each kind.
+        calls = self._calls.named_calls_in(unit)
         if any(self._takes(call, name) for call in calls):
             return False  # it takes its own count (Init ... defer Shutdown): balanced, no release of the caller's
         for call in calls:
@@ -674,9 +676,9 @@ def _overwrites(uses: VariableUses, graph: CFG, n: int, state: State) -> bool:
 def _in_body(calls: CallIndex, unit: Unit, found: Callable[[Node], bool]) -> bool:
     """A call of `unit`'s body (its func literals' too: `defer func() {
     lib.Shutdown() }()`), or of a local function it calls, is `found`."""
-    made = syntax.all_calls(unit.body)
+    made = calls.named_calls_in(unit)
     targets = [t for c in made if (t := calls.callee(c).target) is not None and t.body is not None]
-    return any(found(c) for c in made) or any(found(c) for t in targets for c in syntax.all_calls(t.body))
+    return any(found(c) for c in made) or any(found(c) for t in targets for c in calls.named_calls_in(t))
 
 
 
