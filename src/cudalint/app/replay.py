@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import builtins
+import functools
 import hashlib
 import io
 import json
@@ -118,10 +119,13 @@ def _cache_directory(args: list[str], cwd: str) -> str | None:
     return os.path.normpath(os.path.join(cwd, found))
 
 
-def _tool_stamp() -> list:
+@functools.lru_cache(maxsize=1)
+def _tool_stamp() -> tuple:
     """What the running tool is made of: the interpreter, the digest of
     cudalint's own files (its knowledge among them, as the cache keys
-    them: by content, not by dates) and the parser's by their status."""
+    them: by content, not by dates) and the parser's by their status.
+    Made once per process (a run that is not replayed asks twice: to look
+    for its record, then to start one)."""
     digest = hashlib.sha256()
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for directory, subdirectories, names in os.walk(package):
@@ -139,7 +143,7 @@ def _tool_stamp() -> list:
         if origin:
             status = os.stat(origin)
             stamp.append((module, status.st_size, status.st_mtime_ns))
-    return stamp
+    return tuple(stamp)
 
 
 def _own_and_private(path: str, directory: bool) -> bool:
@@ -519,21 +523,19 @@ class Recording:
                 return
             self._note("s", path, lambda p: _status(p, True), dir_fd)
 
-        def open_(file, mode="r", *args, **kwargs):
-            opened(file, any(flag in mode for flag in "wax+"))
-            try:
-                return real["open"](file, mode, *args, **kwargs)
-            except OSError as error:
-                refused(error)
-                raise
+        def opening(real_open):
+            """The hook of `builtins.open` and of `io.open` (one function,
+            reached by both names)."""
 
-        def io_open_(file, mode="r", *args, **kwargs):
-            opened(file, any(flag in mode for flag in "wax+"))
-            try:
-                return real["io_open"](file, mode, *args, **kwargs)
-            except OSError as error:
-                refused(error)
-                raise
+            def open_(file, mode="r", *args, **kwargs):
+                opened(file, any(flag in mode for flag in "wax+"))
+                try:
+                    return real_open(file, mode, *args, **kwargs)
+                except OSError as error:
+                    refused(error)
+                    raise
+
+            return open_
 
         def os_open_(path, flags, *args, **kwargs):
             opened(path, bool(flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC)), kwargs.get("dir_fd"))
@@ -553,7 +555,8 @@ class Recording:
             return real["fork"]()
 
         os.stat, os.lstat, os.scandir, os.listdir, os.readlink = stat_, lstat_, scandir_, listdir_, readlink_
-        builtins.open, io.open, os.open, subprocess.run, os.fork = open_, io_open_, os_open_, run_, fork_
+        builtins.open, io.open = opening(real["open"]), opening(real["io_open"])
+        os.open, subprocess.run, os.fork = os_open_, run_, fork_
         sys.stdout = _Tap(sys.stdout, self.written, "o", self.spoil)
         sys.stderr = _Tap(sys.stderr, self.written, "e", self.spoil)
 

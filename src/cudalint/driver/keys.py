@@ -47,19 +47,19 @@ def open_cache(settings: Settings, knowledge: Knowledge, needles: tuple[bytes, .
 
 
 def own_digest(
-    modules: Modules, directory: Path, files: list[tuple[Path, bytes | Notification]], include_dirs: tuple[str, ...] = (),
+    modules: Modules, directory: Path, files: list[tuple[Path, bytes | Notification]], headers: tuple = (),
 ) -> str:
     """A digest of a package's own inputs: the digests (SHA-256) of its Go
     files' bytes, or their read failures, the bytes of the C files the C
     side reads beside them, the headers of the absolute `-I` directories
-    of its `#cgo CFLAGS` (by name, size and date, as the CUDA headers are
-    in every key), and what it takes from its module's go.mod (import
-    paths; fixes use no newer Go)."""
+    of its `#cgo CFLAGS` (`headers`: by name, size and date, as the CUDA
+    headers are in every key), and what it takes from its module's go.mod
+    (import paths; fixes use no newer Go)."""
     digest = hashlib.sha256()
     add_digests(digest, files)
     add_contents(digest, _c_files(directory) + _module_entry(modules, directory))
-    if include_dirs:
-        digest.update(repr(headers_signature(tuple(Path(name) for name in include_dirs), usual=False)).encode())
+    if headers:
+        digest.update(repr(headers).encode())
     return digest.hexdigest()
 
 

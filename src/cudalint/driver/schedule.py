@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cudalint.cache import ResultCache
+from cudalint.cside import headers_signature
 from cudalint.driver.dependencies import Dependency, Node
 from cudalint.driver.files import FileFacts, FileIndex
 from cudalint.driver.keys import own_digest, result_key, summary_digest
@@ -85,6 +86,7 @@ class Schedule:
         self.facts: list[list[ObjectFact] | None] = [None] * len(nodes)
         self.digests: list[str | None] = [None] * len(nodes)
         self._own: list[str | None] = [None] * len(nodes)
+        self._listed_headers: dict[str, tuple] = {}
         self.done = [False] * len(nodes)
         # Whether node i's importers were freed (its facts lent before its
         # job finished, or its job done).
@@ -125,8 +127,17 @@ class Schedule:
                 else:
                     read = self._read(path)
                     entries.append((path, read if isinstance(read, Notification) else hashlib.sha256(read.data).digest()))
-            self._own[i] = own_digest(self.modules, node.directory, entries, tuple(dict.fromkeys(include_dirs)))
+            headers = tuple(entry for name in dict.fromkeys(include_dirs) for entry in self._headers_in(name))
+            self._own[i] = own_digest(self.modules, node.directory, entries, headers)
         return self._own[i]
+
+    def _headers_in(self, directory: str) -> tuple:
+        """The headers of an absolute `-I` directory, by name, size and
+        date: listed once per run, however many packages name it (gocv's
+        every package names OpenCV's)."""
+        if directory not in self._listed_headers:
+            self._listed_headers[directory] = headers_signature((Path(directory),), usual=False)
+        return self._listed_headers[directory]
 
     def _key(self, i: int) -> str | None:
         if self.cache is None:
