@@ -5,6 +5,7 @@ run read makes it run again."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -315,3 +316,33 @@ def test_who_runs_it_is_part_of_the_key(tmp_path, monkeypatch):
     before = replay._key(ARGS, str(tmp_path))
     monkeypatch.setattr(os, "getgroups", lambda: [12345])
     assert replay._key(ARGS, str(tmp_path)) != before
+
+
+def test_a_damaged_or_planted_record_is_a_miss_and_runs_nothing(tmp_path, monkeypatch):
+    """A record is data: one not of the shape a run writes is a miss (the
+    run is made, never a failure), and one naming a command other than the
+    git queries a run asks gets that command not run."""
+    root = _tree(tmp_path / "t")
+    first = _run(ARGS, root, monkeypatch)
+    (record,) = (root / ".cudalint_cache" / "runs").iterdir()
+    kept = json.loads(record.read_text())
+    for damage in (
+        lambda r: r.update(written=[["o", "b", "not base64!"]]),
+        lambda r: r.update(written=[["x", "t", "text"]]),
+        lambda r: r.update(status=7),
+        lambda r: r.update(questions=[["s"]]),
+    ):
+        damaged = json.loads(json.dumps(kept))
+        damage(damaged)
+        record.write_text(json.dumps(damaged))
+        status, out, err, ran = _run(ARGS, root, monkeypatch)
+        assert ran and (status, out) == first[:2], damage
+    marker = tmp_path / "ran"
+    planted = json.loads(json.dumps(kept))
+    planted["questions"].insert(0, ["g", [["touch", str(marker)], str(root), None, []], [0, ""]])
+    record.write_text(json.dumps(planted))
+    assert _run(ARGS, root, monkeypatch)[3]
+    assert not marker.exists()
+    assert replay._git_query(["git", "ls-files", "-z", "--stage", "--full-name"])
+    assert not replay._git_query(["git", "-c", "core.fsmonitor=x", "ls-files"])
+    assert not replay._git_query(["git", "init", "--bare", "x"])

@@ -69,7 +69,27 @@ _CACHE_OWN = re.compile(r"(?:[0-9a-f]{2}|runs|CACHEDIR\.TAG|\.gitignore|\.tmp-[^
 # A file changed this recently may change again within its time stamp's grain
 # unseen (git's "racy" entries): such a run is not recorded.
 _RACY_NS = 2_000_000_000
-_GIT_QUERIES = frozenset({"rev-parse", "ls-files", "check-ignore"})
+# The git queries a run asks about ignored files (`discover`), with the only
+# flags it gives them: a record is data, and no record makes a run execute
+# anything else.
+_GIT_QUERIES = {
+    "rev-parse": frozenset({"--show-toplevel", "--absolute-git-dir"}),
+    "ls-files": frozenset({"-z", "--stage", "--full-name"}),
+    "check-ignore": frozenset({"--verbose", "--non-matching", "--no-index", "-z", "--stdin"}),
+}
+
+
+def _git_query(command: Any) -> bool:
+    """Whether a command is one of the git queries a run asks (`git`, then
+    only --git-dir= and --work-tree=, then a query with its own flags)."""
+    if not isinstance(command, list) or not command or not all(isinstance(arg, str) for arg in command):
+        return False
+    if command[0] != "git":
+        return False
+    rest = command[1:]
+    while rest and rest[0].startswith(("--git-dir=", "--work-tree=")):
+        rest = rest[1:]
+    return bool(rest) and rest[0] in _GIT_QUERIES and set(rest[1:]) <= _GIT_QUERIES[rest[0]]
 # The file system's own functions, as asked while a recording replaces them.
 _STAT, _LSTAT, _SCANDIR, _LISTDIR, _READLINK = os.stat, os.lstat, os.scandir, os.listdir, os.readlink
 
@@ -244,6 +264,8 @@ def _git_answer(query: list) -> Any:
     import subprocess
 
     args, cwd, stdin, removed = query
+    if not _git_query(args):
+        return "not a query a run asks"
     environment = {name: value for name, value in os.environ.items() if name not in removed}
     try:
         done = subprocess.run(
@@ -268,21 +290,29 @@ def _unchanged(questions: list, cache: str) -> bool:
 
 
 class Replay:
-    """A recorded run whose every answer is still the same: its report and status."""
+    """A recorded run whose every answer is still the same: its report and
+    status. A record not of the shape a run writes raises ValueError here,
+    before anything is written: it is a miss, never a failure."""
 
     def __init__(self, record: dict) -> None:
-        self.status = int(record["status"])
-        self._record = record
+        self.status = record["status"]
+        if self.status not in (0, 1):
+            raise ValueError("not a status a record keeps")
+        self._writes: list[tuple[str, str, str | bytes]] = []
+        for stream, kind, data in record["written"]:
+            if stream not in ("o", "e") or kind not in ("t", "b", "f") or not isinstance(data, str):
+                raise ValueError("not a write a run makes")
+            self._writes.append((stream, kind, base64.b64decode(data, validate=True) if kind == "b" else data))
 
     def write(self) -> None:
         """The report, as the recorded run wrote it: the same writes and
         flushes to the same streams (and their buffers), in the same order."""
-        for stream, kind, data in self._record["written"]:
+        for stream, kind, data in self._writes:
             target = sys.stdout if stream == "o" else sys.stderr
             if kind == "t":
                 target.write(data)
             elif kind == "b":
-                target.buffer.write(base64.b64decode(data))
+                target.buffer.write(data)
             else:
                 target.flush()
         sys.stdout.flush()
@@ -563,8 +593,7 @@ class Recording:
     def _note_git(self, args: Any, kwargs: dict, done: Any) -> None:
         """A git query whose answer the next run can ask again; any other command spoils the record."""
         command = [os.fsdecode(arg) for arg in args] if isinstance(args, (list, tuple)) else None
-        subcommand = next((arg for arg in (command or [])[1:] if not arg.startswith("-")), None)
-        if not command or os.path.basename(command[0]) != "git" or subcommand not in _GIT_QUERIES:
+        if not _git_query(command):
             self.spoil("it ran a command")
             return
         environment = kwargs.get("env")
