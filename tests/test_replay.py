@@ -346,3 +346,16 @@ def test_a_damaged_or_planted_record_is_a_miss_and_runs_nothing(tmp_path, monkey
     assert replay._git_query(["git", "ls-files", "-z", "--stage", "--full-name"])
     assert not replay._git_query(["git", "-c", "core.fsmonitor=x", "ls-files"])
     assert not replay._git_query(["git", "init", "--bare", "x"])
+
+
+def test_a_key_that_cannot_be_made_leaves_the_run_to_be_made(tmp_path, monkeypatch):
+    """Replay is an optimisation: where its key cannot be made (a file of
+    cudalint's own unreadable), the run is made as usual, never failed."""
+    root = _tree(tmp_path / "t")
+
+    def unreadable(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(replay, "_key", unreadable)
+    status, out, _, ran = _run(ARGS, root, monkeypatch)
+    assert ran and status == 1 and '"CL301"' in out

@@ -205,7 +205,10 @@ def _where(args: list[str]) -> tuple[str, str] | None:
     cache = _cache_directory(args, cwd)
     if cache is None:
         return None
-    key = _key(args, cwd)
+    try:
+        key = _key(args, cwd)
+    except (OSError, ValueError):
+        return None  # cudalint's own files unreadable: the run is made, and says why if it must
     return os.path.join(cache, _RUNS, key), cache
 
 
