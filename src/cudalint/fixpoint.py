@@ -73,6 +73,9 @@ def solve(
     """Fill memo for the roots and everything they reach. compute(k) may
     read memo for k's callees (they are there); it must not recurse. While
     k is computed, memo holds the assumption for it."""
+    roots = [root for root in roots if root not in memo]
+    if not roots:
+        return  # (asked again of what is known: most questions are)
     graph = reachable(roots, callees, memo)
     if graph.number_of_nodes() == 1 and graph.number_of_edges() == 0:
         (only,) = graph.nodes

@@ -92,6 +92,9 @@ class CFG:
     created: bool = True
     _live: frozenset[int] | None = field(default=None, repr=False)
     _loops: frozenset[int] | None = field(default=None, repr=False)
+    # Each node's outgoing edges, made once: a function's paths are walked
+    # by many analyses, each asking for the same edges at every step.
+    _out: dict[int, tuple[Edge, ...]] = field(default_factory=dict, repr=False)
 
     def kind(self, n: int) -> NodeKind:
         return self.graph.nodes[n]["kind"]
@@ -135,8 +138,10 @@ class CFG:
         return iter(self.graph.successors(n))
 
     def out_edges(self, n: int) -> Iterator[Edge]:
-        for target in self.graph.successors(n):
-            yield self.edge(n, target)
+        found = self._out.get(n)
+        if found is None:
+            found = self._out[n] = tuple(self.edge(n, target) for target in self.graph.successors(n))
+        return iter(found)
 
     def edge(self, source: int, target: int) -> Edge:
         attrs = self.graph.edges[source, target]
