@@ -20,12 +20,12 @@ _RECURSION_LIMIT = 20000
 # of those and the oldest every 10 of these: an analysis makes millions of
 # small objects that live as long as their package (symbols, graphs, facts),
 # and each collection of the oldest generation walks all of them again, to
-# free next to nothing. That was 6 of 37 s on gotch's generated binding and
-# 1.0 of 7.7 s on the standard library; every 50,000 allocations, 1.4 s and
-# 0.6 s. Garbage cycles are still collected, later: moby's peak memory with
-# one worker went from 131 to about 150 MiB, the standard library's stayed
-# at 247 MiB (its largest package sets it).
-_COLLECTOR_THRESHOLDS = (50_000, 10, 10)
+# free next to nothing. Cold, one worker: 11.8 s of gotch's 61 s, 1.0 s of
+# the standard library's 7.7 s. Every 20,000 allocations: 4.4 s and 0.6 s.
+# Garbage cycles wait longer for their collection, so the peak grows (gotch
+# 445 -> 489 MiB, moby 131 -> 139 MiB, the standard library's 247 MiB
+# unchanged); at 50,000 gotch's reached 625 MiB for 1 s less.
+_COLLECTOR_THRESHOLDS = (20_000, 10, 10)
 # Before a package this large (its Go files' bytes) the process hands back
 # the memory of the packages before it: the peak is set by the largest
 # packages, and a full collection costs up to a few tenths of a second.
