@@ -144,15 +144,26 @@ class ResourceSpec:
 
     def __getstate__(self) -> dict:
         # A string's hash differs from process to process: a worker's
-        # cached hash must not travel with the spec.
-        return {name: value for name, value in self.__dict__.items() if name != "_hash"}
+        # cached hash must not travel with the spec (nor the method index,
+        # made again where it is asked).
+        return {name: value for name, value in self.__dict__.items() if name not in ("_hash", "_release_methods")}
 
     @property
     def handleless(self) -> bool:
         return all(role.handle == "none" for role in self.acquire)
 
     def release_method(self, method: str) -> CallRole | None:
-        return next((r for r in self.release if r.handle == "receiver" and r.method == method), None)
+        """The receiver release named `method`: looked up by name (an owning
+        type's spec lists every releasing method, and every method call on a
+        variable of the type asks)."""
+        by_method = self.__dict__.get("_release_methods")
+        if by_method is None:
+            by_method = {}
+            for role in self.release:
+                if role.handle == "receiver":
+                    by_method.setdefault(role.method, role)
+            object.__setattr__(self, "_release_methods", by_method)
+        return by_method.get(method)
 
     @property
     def first_release(self) -> str:
