@@ -23,8 +23,8 @@ _RECURSION_LIMIT = 20000
 # free next to nothing. Cold, one worker: 11.8 s of gotch's 61 s, 1.0 s of
 # the standard library's 7.7 s. Every 20,000 allocations: 4.4 s and 0.6 s.
 # Garbage cycles wait longer for their collection, so the peak grows (gotch
-# 445 -> 489 MiB, moby 131 -> 139 MiB, the standard library's 247 MiB
-# unchanged); at 50,000 gotch's reached 625 MiB for 1 s less.
+# 435 -> 477 MiB, moby 128 -> 136 MiB, the standard library's 241 MiB
+# unchanged); at 50,000 gotch's reached 610 MiB for 1 s less.
 _COLLECTOR_THRESHOLDS = (20_000, 10, 10)
 # Before a package this large (its Go files' bytes) the process hands back
 # the memory of the packages before it: the peak is set by the largest
