@@ -311,3 +311,30 @@ def test_a_release_may_take_the_handles_address() -> None:
     )
     with pytest.raises(KnowledgeError, match="address"):
         parse_family(tomllib.loads(bad), "x.toml")
+
+
+def test_a_resource_finds_its_release_method_by_name_and_travels_without_its_caches() -> None:
+    """An owning type's resource names each of its releasing methods (3,185
+    for gotch's tensor), indexed by name on first use: the index answers as
+    a scan of the roles would (the first receiver role of that method), and
+    neither it nor the cached hash goes into a pickle, since a worker's
+    string hashes are its own."""
+    import pickle
+
+    from cudalint.api_model import CallRole, ResourceSpec
+
+    roles = (
+        CallRole("ts.Tensor.Drop", "receiver"),
+        CallRole("ts.Tensor.Drop", "receiver", when=((0, "true"),)),
+        CallRole("ts.Free", "arg0"),
+        CallRole("ts.Tensor.Body.Close", "receiver"),
+    )
+    resource = ResourceSpec("Tensor (owns a tensor)", (), roles)
+    assert resource.release_method("Drop") is roles[0]
+    assert resource.release_method("Body.Close") is roles[3]
+    assert resource.release_method("Free") is None  # a function's argument, not a method's receiver
+    assert resource.release_method("Shape") is None
+    hash(resource)
+    copied = pickle.loads(pickle.dumps(resource))
+    assert "_hash" not in copied.__dict__ and "_release_methods" not in copied.__dict__
+    assert copied == resource and copied.release_method("Drop") == roles[0]
