@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
 from enum import Enum
 from typing import TypeVar
 
@@ -109,14 +108,6 @@ class Unit:
     @property
     def body(self) -> Node | None:
         return self.node.child_by_field_name("body")
-
-    @cached_property
-    def calls(self) -> tuple[Node, ...]:
-        """The calls its body evaluates, in source order (`syntax.calls_in`:
-        the bodies of its func literals run elsewhere). A dozen analyses ask
-        this of one function; the body is walked once."""
-        body = self.body
-        return tuple(syntax.calls_in(body)) if body is not None else ()
 
     @property
     def receiver_type(self) -> str:

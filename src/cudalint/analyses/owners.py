@@ -209,7 +209,7 @@ class Owners:
         if receiver is None or method.body is None:
             return False
         fillers = [method] + [
-            target for call in method.calls
+            target for call in syntax.calls_in(method.body)
             if (target := self.facts.callee(call).target) is not None and target.receiver_type == method.receiver_type
             and _called_on(call, receiver.name) and target.receiver is not None
         ]
@@ -228,7 +228,7 @@ class Owners:
             seen.add(current)
             if current.body is None or len(seen) > 64:
                 return False
-            for call in current.calls:
+            for call in syntax.calls_in(current.body):
                 callee = self.facts.callee(call)
                 if callee.kind is CalleeKind.LOCAL and callee.target is not None:
                     pending.append(callee.target)
@@ -389,7 +389,7 @@ class Owners:
         """(call, value, resources) for each value a call in the body frees,
         also inside `b.once.Do(func() {...})`, which runs its literal there."""
         facts = self.facts
-        calls = list(unit.calls)
+        calls = list(syntax.calls_in(unit.body))
         calls += [
             inner for call in calls if (literal := _once_literal(call)) is not None
             for inner in syntax.calls_in(literal.child_by_field_name("body"))
@@ -670,7 +670,7 @@ def _fields_passed(method: Unit, facts: CallIndex) -> set[str]:
     """The receiver's fields the method hands to a call (`C.Mat_Close(m.p)`):
     the handles its release takes, among them."""
     found = set()
-    for call in method.calls if method.body is not None and method.receiver is not None else ():
+    for call in syntax.calls_in(method.body) if method.body is not None and method.receiver is not None else ():
         for argument in syntax.children(call.child_by_field_name("arguments")):
             value = unwrap(argument, facts)
             while value is not None and value.type == "unary_expression" and syntax.text(value.child_by_field_name("operator")) in ("*", "&"):

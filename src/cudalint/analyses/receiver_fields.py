@@ -110,7 +110,7 @@ def guards_through(method: Unit, by_name: dict[str, Unit], depth: int = 0) -> se
     receiver = method.receiver.name
     # The body's one use of the receiver is that call, and no C call.
     uses = [node for node in syntax.walk(method.body) if node.type == "identifier" and syntax.text(node) == receiver]
-    calls_c = any(syntax.text(node.child_by_field_name("function")).startswith("C.") for node in method.calls)
+    calls_c = any(syntax.text(node.child_by_field_name("function")).startswith("C.") for node in syntax.calls_in(method.body))
     function = uses[0].parent if len(uses) == 1 and not calls_c else None
     if (
         function is not None and function.type == "selector_expression" and function.parent is not None

@@ -81,7 +81,7 @@ def _typed_results(p: Pass, typed: set[str], described) -> dict[str, ResultTypes
 
 def _calls_c(unit) -> bool:
     return unit.body is not None and any(
-        syntax.text(syntax.unparen(call.child_by_field_name("function"))).startswith("C.") for call in unit.calls
+        syntax.text(syntax.unparen(call.child_by_field_name("function"))).startswith("C.") for call in syntax.calls_in(unit.body)
     )
 
 

@@ -125,7 +125,7 @@ class StaleFields:
                 if _field_of(released, receiver):
                     yield fact.node, syntax.text(released)
         wrappers = self._release_wrappers()
-        for call in unit.calls if wrappers else ():
+        for call in syntax.calls_in(unit.body) if wrappers else ():
             callee = self.calls.callee(call)
             if callee.kind is not CalleeKind.LOCAL or callee.target not in wrappers:
                 continue

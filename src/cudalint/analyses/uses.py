@@ -789,7 +789,7 @@ def calls_parameter(function: Unit, index: int) -> bool:
     if index >= len(params) or function.body is None:
         return False
     parameter = params[index]
-    for call in function.calls:
+    for call in syntax.calls_in(function.body):
         callee = syntax.unparen(call.child_by_field_name("function"))
         if (
             callee is not None and callee.type == "identifier" and syntax.enclosing_function(call) == function.node

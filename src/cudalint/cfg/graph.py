@@ -92,9 +92,6 @@ class CFG:
     created: bool = True
     _live: frozenset[int] | None = field(default=None, repr=False)
     _loops: frozenset[int] | None = field(default=None, repr=False)
-    # Each node's outgoing edges, made once: a function's paths are walked
-    # by many analyses, each asking for the same edges at every step.
-    _out: dict[int, tuple[Edge, ...]] = field(default_factory=dict, repr=False)
 
     def kind(self, n: int) -> NodeKind:
         return self.graph.nodes[n]["kind"]
@@ -138,10 +135,8 @@ class CFG:
         return iter(self.graph.successors(n))
 
     def out_edges(self, n: int) -> Iterator[Edge]:
-        found = self._out.get(n)
-        if found is None:
-            found = self._out[n] = tuple(self.edge(n, target) for target in self.graph.successors(n))
-        return iter(found)
+        for target in self.graph.successors(n):
+            yield self.edge(n, target)
 
     def edge(self, source: int, target: int) -> Edge:
         attrs = self.graph.edges[source, target]

@@ -156,7 +156,7 @@ class PackageCFGs:
         for unit in self._variants.get(symbol, []):
             if not self.analysable(unit):
                 continue
-            for call in unit.calls:
+            for call in syntax.calls_in(unit.body):
                 function = syntax.unparen(call.child_by_field_name("function"))
                 called = resolution.symbol(function) if function is not None and function.type == "identifier" else None
                 if called is not None and called.kind is SymbolKind.FUNC and called in self._variants:

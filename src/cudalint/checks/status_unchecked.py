@@ -50,7 +50,7 @@ def check(p: Pass) -> None:
         if not wrapped.release:
             sites.setdefault(unit, []).append((call, wrapped, False))
     for unit in calls.units_calling_api():
-        for call in unit.calls if unit.body is not None else ():
+        for call in syntax.calls_in(unit.body) if unit.body is not None else ():
             converted = wrappers.converted(call) if syntax.assigned_from(call) else None
             if converted is not None and not converted.release and syntax.enclosing_function(call) == unit.node:
                 sites.setdefault(unit, []).append((call, converted, True))

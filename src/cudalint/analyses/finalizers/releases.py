@@ -59,7 +59,7 @@ class Summaries:
         if unit.problem is not None or unit.body is None:
             return []
         raw: list[tuple[Node, Release]] = []  # (node in unit the guards are computed at, release)
-        for call in unit.calls:
+        for call in syntax.calls_in(unit.body):
             raw.extend((call, r) for r in self._releases_of_call(unit, call))
         for literal in self.children.get(unit, []):
             raw.extend(self._releases_of_literal(unit, literal))

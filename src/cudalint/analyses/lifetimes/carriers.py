@@ -143,7 +143,7 @@ def _method_runs(calls: CallIndex, type_name: str, method: str, field: str, dept
     receiver = unit.receiver.name
     if _runs_elements(unit.body, f"{receiver}.{field}") or _calls_text(unit.body, f"{receiver}.{field}"):
         return True
-    for call in unit.calls:
+    for call in syntax.calls_in(unit.body):
         function = syntax.unparen(call.child_by_field_name("function"))
         if function is not None and function.type == "selector_expression" and syntax.text(function.child_by_field_name("operand")) == receiver:
             other = syntax.text(function.child_by_field_name("field"))

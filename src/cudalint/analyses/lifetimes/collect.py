@@ -282,7 +282,7 @@ def _asserted_to_fail(origin: Origin, calls: CallIndex) -> bool:
         return False
     if _fatal_on_success(origin, name):
         return True
-    for call in origin.unit.calls:
+    for call in syntax.calls_in(origin.unit.body):
         if call.start_byte <= origin.call.end_byte:
             continue
         if testify_asserts(call, _TESTIFY, _ERROR_ASSERTIONS, name):
@@ -291,7 +291,7 @@ def _asserted_to_fail(origin: Origin, calls: CallIndex) -> bool:
         target = calls.callee(call).target
         if target is not None and target.body is not None and name in arguments:
             parameter = target.params[arguments.index(name)].name if arguments.index(name) < len(target.params) else ""
-            if parameter and any(testify_asserts(inner, _TESTIFY, _ERROR_ASSERTIONS, parameter) for inner in target.calls):
+            if parameter and any(testify_asserts(inner, _TESTIFY, _ERROR_ASSERTIONS, parameter) for inner in syntax.calls_in(target.body)):
                 return True
     return False
 

@@ -126,7 +126,7 @@ class Counted:
             for literal in syntax.outermost(root, "func_literal"):
                 unit = self._calls.literal(literal)
                 if unit is not None and unit.body is not None and state.phase is Phase.HELD and any(
-                    _unseen(self._calls, call) for call in unit.calls
+                    _unseen(self._calls, call) for call in syntax.calls_in(unit.body)
                 ):
                     record.transferred += 1
                     raise LeftControl

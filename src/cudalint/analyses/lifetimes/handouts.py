@@ -241,7 +241,7 @@ class HandOuts:
         """Whether the method releases something of its receiver (`a.ptr.Free()`,
         `C.cudaFree(a.ptr)`, `a.Free()`): one that frees what it made, or
         frees and makes again (`Resize`), hands nothing new to its caller."""
-        for call in unit.calls:
+        for call in syntax.calls_in(unit.body):
             callee = self._calls.callee(call)
             if callee.kind is CalleeKind.API and callee.api is not None:
                 arguments = syntax.children(call.child_by_field_name("arguments"))
@@ -262,7 +262,7 @@ class HandOuts:
     def _filled_by_own_method(self, unit: Unit, receiver: str) -> Origin | None:
         """`func (a *Array) Init(...) { a.Alloc() }` where Alloc fills its
         receiver: Init fills the same value, and so hands it out the same way."""
-        for call in unit.calls:
+        for call in syntax.calls_in(unit.body):
             operand = syntax.method_operand(call)
             if operand is None or syntax.text(operand) != receiver:
                 continue

@@ -82,7 +82,7 @@ class Origins:
         if unit.body is None:
             return []
         origins = []
-        for call in unit.calls:
+        for call in syntax.calls_in(unit.body):
             callee = self._calls.callee(call)
             target = callee.target
             if callee.kind is CalleeKind.MODULE and self._effects.hands_out(*callee.imported):
@@ -159,7 +159,7 @@ class Origins:
         if unit.body is None:
             return []
         origins = []
-        for call in unit.calls:
+        for call in syntax.calls_in(unit.body):
             if syntax.enclosing_function(call) != unit.node:
                 continue
             for literal in self._literals_run_by(call):
@@ -598,7 +598,7 @@ def _forwarded_to(function: Unit, index: int) -> Iterator[tuple[Node, int]]:
     if index >= len(params) or function.body is None:
         return
     parameter = params[index]
-    for call in function.calls:
+    for call in syntax.calls_in(function.body):
         if syntax.enclosing_function(call) != function.node or syntax.statement_of_call(call) == "go_statement":
             continue
         for position, argument in enumerate(syntax.children(call.child_by_field_name("arguments"))):

@@ -711,7 +711,7 @@ def receiver_fields_released(calls: CallIndex, method: Unit, depth: int = 0) -> 
     if receiver is None or method.body is None or depth > 4:
         return None
     found: set[str] = set()
-    for call in method.calls:
+    for call in syntax.calls_in(method.body):
         callee = calls.callee(call)
         if callee.api is not None and callee.api.roles("release"):
             for field in _fields_released(calls, call, callee.api, receiver.name):
@@ -742,7 +742,7 @@ def tears_down(calls: CallIndex, method: Unit) -> bool:
     if receiver is None or method.body is None:
         return False
     frees = False
-    for call in method.calls:
+    for call in syntax.calls_in(method.body):
         api = calls.callee(call).api
         if api is None:
             continue
