@@ -15,17 +15,6 @@ from cudalint.findings import Result
 from cudalint.source import SourceFile
 
 _RECURSION_LIMIT = 20000
-# The collector's thresholds while packages are analysed. By default its
-# youngest generation is collected every 700 allocations, the next every 10
-# of those and the oldest every 10 of these: an analysis makes millions of
-# small objects that live as long as their package (symbols, graphs, facts),
-# and each collection of the oldest generation walks all of them again, to
-# free next to nothing. Cold, one worker: 11.8 s of gotch's 61 s, 1.0 s of
-# the standard library's 7.7 s. Every 20,000 allocations: 4.4 s and 0.6 s.
-# Garbage cycles wait longer for their collection, so the peak grows (gotch
-# 435 -> 477 MiB, moby 128 -> 136 MiB, the standard library's 241 MiB
-# unchanged); at 50,000 gotch's reached 610 MiB for 1 s less.
-_COLLECTOR_THRESHOLDS = (20_000, 10, 10)
 # Before a package this large (its Go files' bytes) the process hands back
 # the memory of the packages before it: the peak is set by the largest
 # packages, and a full collection costs up to a few tenths of a second.
@@ -79,7 +68,6 @@ class Worker:
         # Jobs this process ran: before its first there is nothing to give back.
         self.analysed = 0
         sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))
-        gc.set_threshold(*map(max, gc.get_threshold(), _COLLECTOR_THRESHOLDS))
 
     def work(self, job: Job) -> Result:
         """Analyse one package from the bytes the parent read, and store the
