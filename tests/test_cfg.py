@@ -729,3 +729,42 @@ def test_whether_a_function_returns_is_read_off_its_last_statement_before_any_gr
     built = {unit.name for unit in cfgs.graphs._cache}
     assert not built & {"helper", "plain", "logs", "loops"}, built
     assert {"dies", "diesThrough", "spins", "branches", "returnsInLoop"} <= built
+
+
+def test_a_last_if_without_else_returns_unless_its_condition_cannot():
+    """Whether a function may end otherwise than by returning is read off
+    its last statement before any graph is built: an `if` without `else`
+    falls off the end where its condition is false, whatever its block does
+    (`check` calling log.Fatal returns), unless evaluating the condition
+    itself may not (`stop`: its graph is asked)."""
+    from gosrc import package_of
+    from cudalint.cfg import build_package_cfgs
+
+    package = package_of("""
+        package p
+
+        import "log"
+
+        func check(err error) {
+        \tif err != nil {
+        \t\tlog.Fatal(err)
+        \t}
+        }
+
+        func fail() bool { panic("no") }
+
+        func stop() {
+        \tif fail() {
+        \t}
+        }
+
+        func f(err error) int {
+        \tcheck(err)
+        \treturn 1
+        }
+    """)
+    built = build_package_cfgs(package)
+    units = {unit.name: unit for unit in package.units}
+    assert not built.may_not_return(units["check"])
+    assert built.may_not_return(units["stop"])
+    assert built.graphs.get(units["f"]).exit_reachable(ExitKind.RETURN)

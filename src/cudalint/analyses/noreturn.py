@@ -6,15 +6,13 @@ builder asks its graph). This analysis tells importers the same: it exports
 a `NoReturn` fact per such exported function (or method, `Logger.Fatal`),
 saying how it ends, and the importer's graphs end a path at its calls, as
 they do at `os.Exit`.
-Only bodies that name a way to end are asked, since asking builds their
-graphs.
+Only bodies that name a way to end are asked, and of those only the ones
+whose last statement could end otherwise than by returning
+(`PackageCFGs.may_not_return`) have their graphs built.
 """
 
 from __future__ import annotations
 
-from tree_sitter import Node
-
-from cudalint import syntax
 from cudalint.cfg import ExitKind
 from cudalint.framework import Analysis, NoReturn, Pass
 from cudalint.functions import UnitKind
@@ -35,30 +33,13 @@ def exported_no_returns(p: Pass) -> dict[str, frozenset[ExitKind]]:
         if unit.body is None or unit.file.source.path.name.endswith("_test.go"):
             continue
         body = unit.file.source.data[unit.body.start_byte:unit.body.end_byte]
-        if not _ends_without_return(unit.body) or not any(ending in body for ending in _ENDINGS):
+        if not any(ending in body for ending in _ENDINGS):
             continue
         # A method is named as importers call it on a value: `Logger.Fatal`.
         exits = p.cfgs.exits_of_unit(unit) if method else p.cfgs.exits_of_function(unit.symbol)
         if exits is not None:
             found[f"{unit.receiver_type}.{unit.name.rsplit('.', 1)[-1]}" if method else unit.name] = exits
     return found
-
-
-def _ends_without_return(body: Node) -> bool:
-    """Whether the body's last statement could be a terminating statement
-    that is not a return (a call, `for {}`, `select {}`, an if with an else,
-    a switch): a function ending otherwise returns, and its graph is not
-    worth building to find out."""
-    statements = syntax.statements(body)
-    if not statements:
-        return False
-    last = statements[-1]
-    if last.type == "if_statement":
-        return last.child_by_field_name("alternative") is not None
-    return last.type in (
-        "expression_statement", "for_statement", "select_statement", "expression_switch_statement",
-        "type_switch_statement", "block", "labeled_statement", "goto_statement",
-    )
 
 
 def _facts(p: Pass) -> dict[str, NoReturn]:

@@ -87,8 +87,10 @@ class PackageCFGs:
         calls first, and nearly every function plainly returns: its last
         statement is a return, or a simple statement, a defer or a go whose
         calls spell no name that could end the goroutine (a function of the
-        package counts where it plainly returns too), or a loop with a
-        condition. (A last statement made unreachable by an endless loop
+        package counts where it plainly returns too), a loop with a
+        condition, or an `if` without `else` whose initializer and condition
+        call no such name (where the condition is false, it falls off the
+        end). (A last statement made unreachable by an endless loop
         before it is the exception this misses; vet reports such code.)"""
         if unit not in self._plain:
             self._plain[unit] = self._last_may_end(unit, depth)
@@ -101,13 +103,24 @@ class PackageCFGs:
         last = statements[-1]
         if last.type == "for_statement":
             return _endless(last)
+        if last.type == "if_statement" and last.child_by_field_name("alternative") is None and depth <= _PLAIN_DEPTH:
+            # Where its condition is false it falls off the end and returns,
+            # whatever its block does; only the condition can stop that.
+            parts = (last.child_by_field_name("initializer"), last.child_by_field_name("condition"))
+            return any(self._calls_may_end(part, depth) for part in parts if part is not None)
         if last.type not in _COMPLETING or depth > _PLAIN_DEPTH:
             return True
+        return self._calls_may_end(last, depth)
+
+    def _calls_may_end(self, node: Node, depth: int) -> bool:
+        """Whether a call evaluated by this syntax could end the goroutine:
+        it spells a name that ends one, or calls a function of the package
+        that may not return, or a function value."""
         if self._ending_names is None:
             self._ending_names = ending_names(self.imported_exits)
             for symbol, variants in self._variants.items():
                 self._by_name.setdefault(symbol.name, []).extend(variants)
-        for call in syntax.calls_in(last):
+        for call in syntax.calls_in(node):
             function = syntax.unparen(call.child_by_field_name("function"))
             if function is None or function.type not in ("identifier", "selector_expression"):
                 return True
