@@ -90,6 +90,8 @@ def _git_query(command: Any) -> bool:
     while rest and rest[0].startswith(("--git-dir=", "--work-tree=")):
         rest = rest[1:]
     return bool(rest) and rest[0] in _GIT_QUERIES and set(rest[1:]) <= _GIT_QUERIES[rest[0]]
+
+
 # The file system's own functions, as asked while a recording replaces them.
 _STAT, _LSTAT, _SCANDIR, _LISTDIR, _READLINK = os.stat, os.lstat, os.scandir, os.listdir, os.readlink
 
